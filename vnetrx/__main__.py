@@ -1,0 +1,7 @@
+"""``python -m vnetrx`` → the command line."""
+
+from __future__ import annotations
+
+from vnetrx.cli import main
+
+main()

@@ -1,0 +1,97 @@
+"""The command line: thin wrappers that parse options, call the core, and pick a renderer.
+
+Every error leaves through ``VnetrxGroup.main``: one line on stderr (and a JSON object on stdout
+when ``--json`` was given), exit 2 for usage errors and 1 for runtime failures, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from vnetrx import __version__
+from vnetrx.codec import error_to_dict
+from vnetrx.errors import VnetrxError
+
+
+def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str]) -> None:
+    line = f"vnetrx: error: {message}" + (f" ({hint})" if hint else "")
+    click.echo(line, err=True)
+    if "--json" in argv or "--jsonl" in argv:
+        click.echo(json.dumps(error_to_dict(message, exit_code, hint)))
+
+
+class VnetrxGroup(click.Group):
+    """A click group whose ``main`` is the single error boundary."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # bare "vnetrx": show help
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
+        except click.UsageError as exc:
+            message = exc.format_message().rstrip(".")
+            _report(message, 2, None, argv)
+            sys.exit(2)
+        except click.ClickException as exc:
+            _report(exc.format_message(), exc.exit_code, None, argv)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("vnetrx: interrupted", err=True)
+            sys.exit(130)
+        except VnetrxError as exc:
+            _report(exc.message, exc.exit_code, exc.hint, argv)
+            sys.exit(exc.exit_code)
+        except BrokenPipeError:  # `vnetrx ... | head`
+            sys.stderr.close()
+            sys.exit(0)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(
+    cls=VnetrxGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "--version", prog_name="vnetrx")
+def cli() -> None:
+    """Walk one packet through the Linux virtio-net (and tun/tap) receive path, byte for byte.
+
+    vnetrx answers "what does kernel X build from this frame, and why": which function runs,
+    whether the skb is built around the rx buffer (build_skb) or copied, what truesize it
+    costs, where every byte sits. Each step cites the kernel source it mirrors.
+
+    \b
+    Examples:
+      vnetrx trace --len 1000 --mergeable
+      vnetrx trace --len 1000 --mergeable --kernel 5.12
+      vnetrx trace --len 1000 --json | jq .skb
+      vnetrx kernels --changes
+    """
+
+
+def main() -> None:
+    from vnetrx.cli import kernels, trace  # noqa: F401  (registers the commands)
+
+    cli.main()
+
+
+def _register() -> None:
+    from vnetrx.cli import kernels, trace  # noqa: F401
+
+
+_register()

@@ -1,0 +1,73 @@
+"""Configuration in, immutable trace out. No I/O, no click, no rich."""
+
+from __future__ import annotations
+
+from vnetrx.errors import SimulationError
+from vnetrx.invariants import trace_problems
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.kernel.registry import require_path
+from vnetrx.model import Trace, Value
+from vnetrx.paths import virtio_net
+from vnetrx.paths.skbuff import eth_type_trans
+from vnetrx.paths.steps import StepLog
+
+TRACE_SCHEMA = "vnetrx.trace/1"
+
+
+def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
+    """Walk one received frame through virtio-net's receive path on kernel ``k``."""
+    require_path(k, "virtio")
+    s = virtio_net.resolve(k, setup)
+    log = StepLog(k)
+    result = virtio_net.receive(k, s, log)
+    skb = result.skb
+    if skb is not None:
+        log.add(
+            virtio_net.SRC,
+            "receive_buf",
+            "the header has no flags and GSO_NONE: virtio_net_hdr_to_skb() changes nothing "
+            "(CHECKSUM_NONE)",
+            flags=0,
+            gso_type=0,
+        )
+        skb = eth_type_trans(skb)
+        log.add(
+            "net/ethernet/eth.c",
+            "eth_type_trans",
+            "mac_header = data; pull ETH_HLEN (14): what napi_gro_receive and the tracepoints see",
+            len=skb.len,
+            data_len=skb.data_len,
+            truesize=skb.truesize,
+            nr_frags=skb.nr_frags,
+        )
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("frame_len", s.frame_len),
+        ("mergeable", s.mergeable),
+        ("guest_gso", s.guest_gso),
+        ("mtu", s.mtu),
+        ("hdr_len", s.hdr_len),
+        ("buf_len", s.buf_len),
+        ("ewma", s.ewma),
+        ("ring_size", s.ring_size),
+        ("xdp", False),
+    )
+    trace = Trace(
+        schema=TRACE_SCHEMA,
+        kernel=k,
+        input=inputs,
+        path=result.path,
+        outcome=result.outcome,
+        reason=result.reason,
+        steps=tuple(log.steps),
+        buffer=result.buffer,
+        buffers=result.buffers,
+        skb=skb,
+        cost=result.cost,
+        notes=tuple(log.notes),
+    )
+    problems = trace_problems(trace, k.sk_buff_aligned)
+    if problems:
+        raise SimulationError(
+            "internal inconsistency (a vnetrx bug, please report): " + "; ".join(problems)
+        )
+    return trace

@@ -1,0 +1,36 @@
+"""The one error family users see. No imports from the rest of vnetrx."""
+
+from __future__ import annotations
+
+
+class VnetrxError(Exception):
+    """Something the user can act on. The CLI prints one line and exits with ``exit_code``."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class InputError(VnetrxError):
+    """The request itself is wrong (a length out of range, conflicting options): a usage error."""
+
+    exit_code = 2
+
+
+class UnknownProfileError(InputError):
+    """No kernel profile matches the requested version."""
+
+
+class UnsupportedError(InputError):
+    """The combination is valid Linux but vnetrx does not model it (it says which)."""
+
+
+class LayoutError(VnetrxError):
+    """Bytes that do not fit a layout (truncated, corrupt)."""
+
+
+class SimulationError(VnetrxError):
+    """An internal invariant broke: a vnetrx bug, reported with the step that broke it."""

@@ -1,0 +1,60 @@
+"""A kernel profile: one version plus one build configuration, and the constants derived from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vnetrx.kernel.build import BuildConfig
+from vnetrx.kernel.changes import CHANGES, Change
+from vnetrx.kernel.version import KernelVersion
+
+
+def align(x: int, a: int) -> int:
+    """Round ``x`` up to a multiple of ``a`` (the kernel's ALIGN())."""
+    return (x + a - 1) // a * a
+
+
+@dataclass(frozen=True)
+class KernelProfile:
+    """Which upstream code runs (``version``) on which build (``build``)."""
+
+    version: KernelVersion
+    build: BuildConfig = field(default_factory=BuildConfig)
+    source: str = ""  # how the profile was chosen, e.g. "uname -r: 6.18.44-fc-v782"
+    notes: tuple[str, ...] = ()  # what resolving the version left uncertain
+
+    @property
+    def name(self) -> str:
+        return str(self.version)
+
+    def has(self, change: Change) -> bool:
+        """Does this kernel carry ``change`` (mainline since/until, or a known stable backport)?"""
+        ver = self.version.key()
+        if change.until is not None and ver >= change.until.key():
+            return False
+        if ver >= change.since.key():
+            return True
+        return any(bp.series == self.version.series and ver >= bp.key() for bp in change.backports)
+
+    def changes(self) -> tuple[Change, ...]:
+        return tuple(c for c in CHANGES if self.has(c))
+
+    # --- constants every path uses (include/linux/skbuff.h, include/linux/cache.h) ---------
+    @property
+    def smp_cache_bytes(self) -> int:
+        """SMP_CACHE_BYTES, which defaults to L1_CACHE_BYTES."""
+        return self.build.l1_cache_bytes
+
+    @property
+    def net_skb_pad(self) -> int:
+        """NET_SKB_PAD = max(32, L1_CACHE_BYTES)."""
+        return max(32, self.build.l1_cache_bytes)
+
+    def skb_data_align(self, x: int) -> int:
+        """SKB_DATA_ALIGN(X) = ALIGN(X, SMP_CACHE_BYTES)."""
+        return align(x, self.smp_cache_bytes)
+
+    @property
+    def sk_buff_aligned(self) -> int:
+        """SKB_DATA_ALIGN(sizeof(struct sk_buff)): the sk_buff's share of every truesize."""
+        return self.skb_data_align(self.build.sk_buff_size)

@@ -1,0 +1,101 @@
+"""``--kernel running``: the profile of the kernel this process runs on, from what it exposes.
+
+Reads (each optional except the release): ``uname -r``; ``/proc/version`` (Debian prints the real
+point release there); the page size; the L1 line size from sysfs; skbuff_small_head's object size
+from /sys/kernel/slab; CONFIG_MAX_SKB_FRAGS from /proc/config.gz or /boot/config-<release>.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from vnetrx.errors import VnetrxError
+from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.kernel.registry import profile_for
+from vnetrx.kernel.version import parse_release
+
+_DEBIAN_POINT = re.compile(r"Debian (\d+\.\d+\.\d+)")
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _kconfig(release: str) -> tuple[str | None, str]:
+    data = None
+    try:
+        data = gzip.decompress(Path("/proc/config.gz").read_bytes()).decode()
+        return data, "/proc/config.gz"
+    except OSError:
+        pass
+    path = f"/boot/config-{release}"
+    return _read(path), path
+
+
+def running_profile(root: str = "") -> KernelProfile:
+    """Profile the running kernel. ``root`` prefixes every path (tests point it at a fake tree)."""
+    release = (
+        os.uname().release
+        if not root
+        else (_read(root + "/proc/sys/kernel/osrelease") or "").strip()
+    )
+    if not release:
+        raise VnetrxError("cannot read the running kernel's release (uname -r)")
+    parsed = parse_release(release)
+    read: list[str] = [f"release {release} (uname -r)"]
+    proc_version = _read(root + "/proc/version") or ""
+    match = _DEBIAN_POINT.search(proc_version)
+    if not parsed.point_known and match:
+        parsed = replace(parse_release(match.group(1)), text=release, local="")
+        read.append(f"point release {match.group(1)} (/proc/version)")
+    build = BuildConfig(
+        page_size=os.sysconf("SC_PAGE_SIZE"),
+        config="running",
+        max_header=MAX_HEADER_BY_CONFIG["minimal"],
+    )
+    read.append(f"PAGE_SIZE {build.page_size} (sysconf)")
+    line = _read(root + "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+    if line and line.strip().isdigit():
+        build = replace(build, l1_cache_bytes=int(line))
+        read.append(f"L1 line {int(line)} (sysfs coherency_line_size)")
+    small = _read(root + "/sys/kernel/slab/skbuff_small_head/object_size")
+    if small and small.strip().isdigit():
+        build = replace(build, small_head_observed=int(small))
+        read.append(f"skbuff_small_head object {int(small)} (/sys/kernel/slab)")
+    config, config_path = (
+        _kconfig(release) if not root else (_read(root + "/proc/config"), "config")
+    )
+    if config:
+        max_header = max_header_from_kconfig(config)
+        build = replace(build, max_header=max_header)
+        read.append(f"MAX_HEADER {max_header} ({config_path})")
+        frags = re.search(r"^CONFIG_MAX_SKB_FRAGS=(\d+)", config, re.M)
+        if frags:
+            build = replace(build, max_skb_frags=int(frags.group(1)))
+            read.append(f"CONFIG_MAX_SKB_FRAGS={frags.group(1)} ({config_path})")
+    return profile_for(parsed, build, source="running: " + "; ".join(read))
+
+
+def max_header_from_kconfig(config: str) -> int:
+    """MAX_HEADER as include/linux/netdevice.h computes it from the .config."""
+
+    def on(name: str, modules: bool = False) -> bool:
+        value = re.search(rf"^CONFIG_{name}=([ym])", config, re.M)
+        return value is not None and (value.group(1) == "y" or modules)
+
+    if on("HYPERV_NET") or (on("WLAN") and on("MAC80211_MESH")):
+        ll_max_header = 128
+    elif on("WLAN") or on("AX25", modules=True):
+        ll_max_header = 96
+    else:
+        ll_max_header = 32
+    tunnels = any(on(t, modules=True) for t in ("NET_IPIP", "NET_IPGRE", "IPV6_SIT", "IPV6_TUNNEL"))
+    return ll_max_header + (48 if tunnels else 0)

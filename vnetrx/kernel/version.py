@@ -1,0 +1,70 @@
+"""Kernel version numbers: parse ``5.13``, ``6.1.192``, ``6.1.0-57-amd64``; order them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vnetrx.errors import UnknownProfileError
+
+_RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
+# Debian names its kernel packages by ABI, not by upstream point release: "6.1.0-57-amd64" is some
+# 6.1.y whose y is only in /proc/version ("Debian 6.1.192-1"). A ".0" followed by "-<abi>" is that.
+_DEBIAN_ABI = re.compile(r"^-\d+(-[a-z0-9-]+)?$")
+
+
+@dataclass(frozen=True, order=True)
+class KernelVersion:
+    """An upstream version. ``patch`` is None when only the series is known (``6.1``)."""
+
+    major: int
+    minor: int
+    patch: int | None = None
+
+    @property
+    def series(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    def key(self) -> tuple[int, int, int]:
+        """Order key: an unknown point release sorts as ``.0``."""
+        return (self.major, self.minor, self.patch or 0)
+
+    def __str__(self) -> str:
+        base = f"{self.major}.{self.minor}"
+        return base if self.patch is None else f"{base}.{self.patch}"
+
+
+@dataclass(frozen=True)
+class ParsedRelease:
+    """What a version or release string said, and what it left open."""
+
+    version: KernelVersion
+    text: str
+    point_known: bool  # False for "6.1" and for Debian ABI names such as "6.1.0-57-amd64"
+    local: str  # the local-version suffix ("-57-amd64", "-fc-v782"), or ""
+
+
+def v(text: str) -> KernelVersion:
+    """Shorthand for literals in tables: ``v("5.13")``, ``v("6.1.192")``."""
+    return parse_release(text).version
+
+
+def parse_release(text: str) -> ParsedRelease:
+    """Parse a version (``5.13``, ``6.1.192``) or a release string (``6.1.0-57-amd64``)."""
+    match = _RELEASE.match(text.strip())
+    if match is None:
+        raise UnknownProfileError(
+            f"cannot read kernel version {text!r}",
+            hint="give MAJOR.MINOR[.PATCH] (e.g. 6.1 or 6.1.192), a release string such as "
+            "6.1.0-57-amd64, or 'running'",
+        )
+    major, minor, patch_text, local = match.groups()
+    patch = None if patch_text is None else int(patch_text)
+    if local and not local.startswith(("-", "+", "_", "~")):
+        raise UnknownProfileError(f"cannot read kernel version {text!r}")
+    point_known = patch is not None
+    if patch == 0 and _DEBIAN_ABI.match(local):
+        patch, point_known = None, False
+    return ParsedRelease(
+        KernelVersion(int(major), int(minor), patch), text.strip(), point_known, local
+    )

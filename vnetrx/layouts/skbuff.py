@@ -1,0 +1,58 @@
+"""include/linux/skbuff.h: struct skb_frag (bio_vec before 6.12) and struct skb_shared_info.
+
+The 5.x-7.x member layout (48 fixed bytes + MAX_SKB_FRAGS x 16) matches pahole on the running
+6.18.44 kernel (virtio-rx.md appendix B): 320 bytes with 17 frags on x86_64.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from construct import Array, Int8ul, Int16ul, Int32ul, Int64ul, Struct
+
+from vnetrx.layouts.base import Layout
+
+SKBUFF_H = "include/linux/skbuff.h"
+
+
+@cache
+def skb_frag(netmem: bool = True) -> Layout:
+    """skb_frag_t: {page|netmem, len, offset} (6.12+) or struct bio_vec {bv_page, bv_len, bv_offset}."""
+    if netmem:
+        struct = Struct(
+            "netmem" / Int64ul * "netmem_ref: the page (or net_iov) holding the bytes",
+            "len" / Int32ul * "unsigned int: bytes in this fragment",
+            "offset" / Int32ul * "unsigned int: where they start in the page",
+        )
+        return Layout.of("skb_frag", struct, source=SKBUFF_H)
+    struct = Struct(
+        "bv_page" / Int64ul * "struct page *",
+        "bv_len" / Int32ul * "unsigned int",
+        "bv_offset" / Int32ul * "unsigned int",
+    )
+    return Layout.of("bio_vec", struct, source="include/linux/bvec.h")
+
+
+@cache
+def skb_shared_info(max_skb_frags: int = 17, netmem: bool = True) -> Layout:
+    """struct skb_shared_info: sits at skb->end; build_skb() needs SKB_DATA_ALIGN(sizeof) of tailroom."""
+    frag = skb_frag(netmem)
+    struct = Struct(
+        "flags" / Int8ul * "__u8",
+        "meta_len" / Int8ul * "__u8: XDP metadata length",
+        "nr_frags" / Int8ul * "__u8",
+        "tx_flags" / Int8ul * "__u8",
+        "gso_size" / Int16ul * "unsigned short",
+        "gso_segs" / Int16ul * "unsigned short",
+        "frag_list" / Int64ul * "struct sk_buff *",
+        "hwtstamps" / Int64ul * "union {struct skb_shared_hwtstamps; struct xsk_tx_metadata_compl}",
+        "gso_type" / Int32ul * "unsigned int",
+        "tskey" / Int32ul * "u32",
+        "dataref" / Int32ul * "atomic_t",
+        "xdp_frags_size" / Int32ul * "unsigned int: a hole on kernels without it",
+        "destructor_arg" / Int64ul * "union {void *destructor_arg; xdp_frags_truesize}",
+        "frags"
+        / Array(max_skb_frags, frag._struct)
+        * f"{frag.name}[MAX_SKB_FRAGS={max_skb_frags}]",
+    )
+    return Layout.of("skb_shared_info", struct, source=SKBUFF_H)

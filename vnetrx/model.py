@@ -1,0 +1,110 @@
+"""Frozen records a trace is made of. Pure data: no kernel arithmetic, no I/O, no click/rich."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Union
+
+from vnetrx.kernel.profile import KernelProfile
+
+Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision or action of a kernel function, with the values that decided it."""
+
+    function: str  # the kernel function, verbatim ("page_to_skb")
+    source: str  # "drivers/net/virtio_net.c:page_to_skb @ 5.13"
+    summary: str  # what happened, one sentence
+    values: tuple[
+        tuple[str, Value], ...
+    ] = ()  # ordered name → value; kernel names where they exist
+    because: tuple[str, ...] = ()  # Change.key values that chose this branch
+
+
+@dataclass(frozen=True)
+class Region:
+    """A byte range of a buffer: offsets relative to the buffer's first byte."""
+
+    name: str  # "vnet_hdr", "frame", "tailroom", "skb_shared_info", ...
+    offset: int
+    size: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One posted rx buffer (or page) and how its bytes are used."""
+
+    size: int  # bytes of the allocation (mergeable: ctx truesize; small: bufsize; big: a page)
+    page: str  # the backing memory, e.g. "frag0" (a 32 KiB page_frag page) or "page1"
+    page_offset: int  # where the buffer starts inside that backing page
+    used: int  # bytes the device wrote into it (header included for the first buffer)
+    regions: tuple[Region, ...] = ()
+
+
+@dataclass(frozen=True)
+class Frag:
+    """skb_shinfo(skb)->frags[i]: ``offset`` is inside the backing page, as skb_frag_off() sees it."""
+
+    page: str
+    offset: int
+    size: int
+    truesize: int  # what skb_add_rx_frag()/skb_coalesce_rx_frag() added to skb->truesize
+
+
+@dataclass(frozen=True)
+class Skb:
+    """The sk_buff fields vnetrx explains. Offsets are from skb->head."""
+
+    head: str  # what skb->head points at ("the rx buffer (build_skb)", "kmalloc-512", ...)
+    head_size: int  # bytes of the head allocation: end + the skb_shared_info area
+    data: int
+    tail: int
+    end: int  # where skb_shared_info starts
+    len: int
+    data_len: int
+    truesize: int
+    mac_header: int | None = None
+    frags: tuple[Frag, ...] = ()
+
+    @property
+    def nr_frags(self) -> int:
+        return len(self.frags)
+
+    @property
+    def headlen(self) -> int:
+        """skb_headlen(): bytes in the linear area."""
+        return self.len - self.data_len
+
+    def but(self, **changes: object) -> Skb:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What receiving this packet costs, beyond the rx buffers posted in advance."""
+
+    allocations: int  # objects allocated on the receive path: the sk_buff, a separate head
+    bytes_copied: int  # frame bytes memcpy'd into a new linear area (the vnet header copy into
+    # skb->cb, hdr_len bytes on every path, is not counted)
+    frags: int  # page fragments the skb references (nr_frags)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything one run of a path produced. Renderers consume only this."""
+
+    schema: str
+    kernel: KernelProfile  # the profile used, resolved
+    input: tuple[tuple[str, Value], ...]  # every option, resolved
+    path: str  # "virtio-small" | "virtio-big" | "virtio-mergeable" | "tap"
+    outcome: str  # "build_skb" | "copy" | "drop" | ...
+    reason: str | None  # why it was dropped (None otherwise)
+    steps: tuple[Step, ...]
+    buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in
+    buffers: tuple[Buffer, ...]  # every buffer the frame used, in order
+    skb: Skb | None  # as the stack sees it: after eth_type_trans() pulled ETH_HLEN
+    cost: Cost | None
+    notes: tuple[str, ...] = ()  # approximations and uncertainties for this scenario

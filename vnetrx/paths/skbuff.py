@@ -1,0 +1,174 @@
+"""Mirrors net/core/skbuff.c (and the macros of include/linux/skbuff.h) as pure functions.
+
+Formulas: virtio-rx.md §2.2 and tap-and-tx-headroom.md §C (read in 5.15, 6.1.192, 6.12.117,
+6.18.3 and 7.3.4 sources). Every function takes the profile it depends on and returns new values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+
+from vnetrx.errors import SimulationError
+from vnetrx.kernel.changes import NAPI_SMALL_PAGE_FRAG, SKB_SMALL_HEAD_CACHE, SMALL_HEAD_GRO_SIZED
+from vnetrx.kernel.profile import KernelProfile, align
+from vnetrx.layouts.skbuff import skb_shared_info
+from vnetrx.model import Frag, Skb
+
+ETH_HLEN = 14  # include/uapi/linux/if_ether.h
+# SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
+# KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
+KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+
+
+@cache
+def shinfo_size(k: KernelProfile) -> int:
+    """SKB_DATA_ALIGN(sizeof(struct skb_shared_info)): the tailroom build_skb() needs."""
+    return k.skb_data_align(skb_shared_info(k.build.max_skb_frags).size)
+
+
+def skb_truesize(k: KernelProfile, size: int) -> int:
+    """SKB_TRUESIZE(X) = X + SKB_DATA_ALIGN(sizeof(sk_buff)) + SKB_DATA_ALIGN(sizeof(shinfo))."""
+    return size + k.sk_buff_aligned + shinfo_size(k)
+
+
+def skb_with_overhead(k: KernelProfile, size: int) -> int:
+    """SKB_WITH_OVERHEAD(X) = X - SKB_DATA_ALIGN(sizeof(struct skb_shared_info))."""
+    return size - shinfo_size(k)
+
+
+def skb_head_align(k: KernelProfile, size: int) -> int:
+    """SKB_HEAD_ALIGN(X) = SKB_DATA_ALIGN(X) + SKB_DATA_ALIGN(sizeof(struct skb_shared_info))."""
+    return k.skb_data_align(size) + shinfo_size(k)
+
+
+def max_tcp_header(k: KernelProfile) -> int:
+    """MAX_TCP_HEADER = L1_CACHE_ALIGN(128 + MAX_HEADER) (include/net/tcp.h @5.15+)."""
+    return align(128 + k.build.max_header, k.build.l1_cache_bytes)
+
+
+@cache
+def small_head_cache_size(k: KernelProfile) -> int:
+    """SKB_SMALL_HEAD_CACHE_SIZE (net/core/skbuff.c @6.3+), or what the running kernel's slab says."""
+    if k.build.small_head_observed is not None:
+        return k.build.small_head_observed
+    wanted = max_tcp_header(k)
+    if k.has(SMALL_HEAD_GRO_SIZED):  # GRO_MAX_HEAD = MAX_HEADER + 128 (include/net/gro.h)
+        wanted = max(wanted, k.build.max_header + 128 + k.net_skb_pad + k.build.net_ip_align)
+    size = skb_head_align(k, wanted)
+    # "if SKB_SMALL_HEAD_SIZE is a power of two, add L1_CACHE_BYTES so that it does not share
+    # a kmalloc cache with kmalloc-N": keeps skbuff_small_head distinct.
+    return size + k.build.l1_cache_bytes if size & (size - 1) == 0 else size
+
+
+def kmalloc_size_roundup(k: KernelProfile, size: int) -> int:
+    for bucket in KMALLOC_BUCKETS:
+        if size <= bucket:
+            return bucket
+    pages = k.build.page_size
+    while pages < size:  # kmalloc_large: PAGE_SIZE << get_order(size)
+        pages *= 2
+    return pages
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where a new linear area came from, how big it is, and what it costs."""
+
+    label: str
+    size: int  # bytes of the allocation, skb_shared_info included
+    truesize: int
+
+
+def kmalloc_reserve(k: KernelProfile, size: int) -> Head:
+    """__alloc_skb()'s head: obj = SKB_HEAD_ALIGN(size), from skbuff_small_head (6.3+) or kmalloc."""
+    obj = skb_head_align(k, size)
+    small = small_head_cache_size(k)
+    if k.has(SKB_SMALL_HEAD_CACHE) and obj <= small:
+        return Head(f"skbuff_small_head ({small} B object)", small, small + k.sk_buff_aligned)
+    alloc = kmalloc_size_roundup(k, obj)
+    label = f"kmalloc-{alloc}" if alloc <= KMALLOC_BUCKETS[-1] else f"pages ({alloc} B)"
+    # truesize = SKB_TRUESIZE(SKB_WITH_OVERHEAD(alloc)) = alloc + SKB_DATA_ALIGN(sizeof sk_buff)
+    return Head(label, alloc, alloc + k.sk_buff_aligned)
+
+
+def napi_alloc_head(k: KernelProfile, length: int) -> Head:
+    """The head napi_alloc_skb(napi, length) gives (net/core/skbuff.c:__napi_alloc_skb)."""
+    length += k.net_skb_pad + k.build.net_ip_align
+    if (
+        k.has(NAPI_SMALL_PAGE_FRAG)
+        and k.build.page_size == 4096  # NAPI_HAS_SMALL_PAGE_FRAG: 4 KiB pages only
+        and length <= skb_with_overhead(k, 1024)
+    ):
+        return Head(
+            "1 KiB slice of the napi page_frag (page_frag_alloc_1k)", 1024, 1024 + k.sk_buff_aligned
+        )
+    small_limit = small_head_cache_size(k) if k.has(SMALL_HEAD_GRO_SIZED) else 1024
+    if length <= skb_with_overhead(k, small_limit) or length > skb_with_overhead(
+        k, k.build.page_size
+    ):
+        return kmalloc_reserve(k, length)
+    frag = skb_head_align(k, length)  # napi_alloc_frag() + __napi_build_skb()
+    return Head(f"napi page_frag ({frag} B)", frag, frag + k.sk_buff_aligned)
+
+
+def skb_from_head(k: KernelProfile, head: Head) -> Skb:
+    """An empty skb over ``head``: shinfo at the end, truesize = SKB_TRUESIZE(size - shinfo)."""
+    end = head.size - shinfo_size(k)
+    return Skb(
+        head=head.label,
+        head_size=head.size,
+        data=0,
+        tail=0,
+        end=end,
+        len=0,
+        data_len=0,
+        truesize=head.truesize,
+    )
+
+
+def build_skb(k: KernelProfile, frag_size: int, label: str) -> Skb:
+    """build_skb(data, frag_size): __build_skb_around() @6.1 / __finalize_skb_around() @6.12.
+
+    end = frag_size - SKB_DATA_ALIGN(sizeof shinfo); truesize = SKB_TRUESIZE(end).
+    """
+    return skb_from_head(k, Head(label, frag_size, frag_size + k.sk_buff_aligned))
+
+
+def skb_reserve(skb: Skb, length: int) -> Skb:
+    return skb.but(data=skb.data + length, tail=skb.tail + length)
+
+
+def skb_put(skb: Skb, length: int) -> Skb:
+    if skb.tail + length > skb.end:  # the kernel would skb_over_panic()
+        raise SimulationError(
+            f"skb_put({length}) past end: tail {skb.tail}, end {skb.end} (skb_over_panic)"
+        )
+    return skb.but(tail=skb.tail + length, len=skb.len + length)
+
+
+def skb_add_rx_frag(skb: Skb, frag: Frag) -> Skb:
+    return skb.but(
+        len=skb.len + frag.size,
+        data_len=skb.data_len + frag.size,
+        truesize=skb.truesize + frag.truesize,
+        frags=(*skb.frags, frag),
+    )
+
+
+def skb_coalesce_rx_frag(skb: Skb, size: int, truesize: int) -> Skb:
+    last = skb.frags[-1]
+    grown = replace(last, size=last.size + size, truesize=last.truesize + truesize)
+    return skb.but(
+        len=skb.len + size,
+        data_len=skb.data_len + size,
+        truesize=skb.truesize + truesize,
+        frags=(*skb.frags[:-1], grown),
+    )
+
+
+def eth_type_trans(skb: Skb) -> Skb:
+    """net/ethernet/eth.c:eth_type_trans: mac_header = data, then pull ETH_HLEN."""
+    if skb.headlen < ETH_HLEN:
+        raise SimulationError(f"eth_type_trans with {skb.headlen} linear bytes (< ETH_HLEN)")
+    return skb.but(mac_header=skb.data, data=skb.data + ETH_HLEN, len=skb.len - ETH_HLEN)

@@ -1,0 +1,161 @@
+"""Terminal output for a trace: the steps, an annotated memory map of the buffer and the skb,
+and a summary. Colour comes from rich and follows NO_COLOR and the terminal; the map also
+marks regions with distinct characters so it reads without colour."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from vnetrx.model import Buffer, Skb, Trace
+
+# region name → (map character, style)
+_REGION_STYLE: dict[str, tuple[str, str]] = {
+    "headroom": (" ", "dim"),
+    "vnet_hdr": ("h", "bold magenta"),
+    "padding": ("p", "magenta"),
+    "frame": ("#", "bold green"),
+    "tailroom": (".", "dim"),
+    "skb_shared_info": ("s", "bold yellow"),
+    "unused": (".", "dim"),
+    "rx space": ("~", "dim"),
+}
+BAR_WIDTH = 64
+
+
+def _style(name: str, note: str) -> tuple[str, str]:
+    if name == "frame" and "frag" in note:
+        return ("f", "bold cyan")
+    if name == "frame" and "copied" in note:
+        return ("c", "bold blue")
+    return _REGION_STYLE.get(name, ("?", ""))
+
+
+def _kernel_line(trace: Trace) -> Text:
+    k = trace.kernel
+    b = k.build
+    line = Text()
+    line.append("vnetrx trace ", style="bold")
+    line.append(trace.path, style="bold cyan")
+    line.append(f" on Linux {k.name}", style="bold")
+    line.append(
+        f"  ({b.arch}, {b.page_size // 1024} KiB pages, {b.l1_cache_bytes}-byte cache "
+        f"lines, {b.config} config; profile from {k.source})",
+        style="dim",
+    )
+    return line
+
+
+def _steps(trace: Trace) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("kernel function", style="bold")
+    table.add_column("what happened and why")
+    for index, step in enumerate(trace.steps, 1):
+        detail = Text(step.summary)
+        if step.values:
+            detail.append("\n" + "  ".join(f"{k}={v}" for k, v in step.values), style="dim")
+        detail.append(f"\n{step.source}", style="italic dim")
+        if step.because:
+            detail.append("  because: " + ", ".join(step.because), style="dim cyan")
+        table.add_row(str(index), step.function, detail)
+    return table
+
+
+def _bar(buffer: Buffer) -> Text:
+    bar = Text()
+    for region in buffer.regions:
+        char, style = _style(region.name, region.note)
+        cells = max(1, round(region.size * BAR_WIDTH / buffer.size))
+        bar.append(char * cells, style=style + " reverse" if char != " " else style)
+    return bar
+
+
+def buffer_map(title: str, buffer: Buffer) -> RenderableType:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("offset", justify="right")
+    table.add_column("size", justify="right")
+    table.add_column("", justify="center")
+    table.add_column("region", style="bold")
+    table.add_column("note", style="dim")
+    for region in buffer.regions:
+        char, style = _style(region.name, region.note)
+        table.add_row(
+            str(region.offset), str(region.size), Text(char, style=style), region.name, region.note
+        )
+    table.add_row(
+        str(buffer.size),
+        "",
+        "",
+        Text("next buffer", style="dim"),
+        f"{buffer.page} + {buffer.page_offset + buffer.size}",
+    )
+    header = Text(
+        f"{title}: {buffer.size} bytes at {buffer.page} + {buffer.page_offset}",
+        style="bold underline",
+    )
+    return Group(header, Text("[") + _bar(buffer) + Text("]"), table)
+
+
+def skb_map(skb: Skb) -> RenderableType:
+    header = Text("skb as the stack sees it (after eth_type_trans)", style="bold underline")
+    lines = Text()
+    lines.append(f"head   {skb.head}, {skb.head_size} bytes\n")
+    mac = "-" if skb.mac_header is None else str(skb.mac_header)
+    lines.append(
+        f"offsets from head: mac_header {mac}  data {skb.data}  tail {skb.tail}  "
+        f"end {skb.end}  (skb_shared_info {skb.end}..{skb.head_size})\n"
+    )
+    lines.append(
+        f"len {skb.len}  data_len {skb.data_len}  headlen {skb.headlen}  nr_frags {skb.nr_frags}  "
+    )
+    lines.append(f"truesize {skb.truesize}", style="bold")
+    parts: list[RenderableType] = [header, lines]
+    if skb.frags:
+        frags = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for column in ("frag", "page", "offset", "size", "truesize"):
+            frags.add_column(column, justify="right" if column != "page" else "left")
+        for index, frag in enumerate(skb.frags):
+            frags.add_row(
+                str(index), frag.page, str(frag.offset), str(frag.size), str(frag.truesize)
+            )
+        parts.append(frags)
+    return Group(*parts)
+
+
+def _summary(trace: Trace) -> Text:
+    text = Text()
+    text.append("Summary: ", style="bold")
+    if trace.skb is None or trace.cost is None:
+        text.append(f"dropped ({trace.reason})", style="bold red")
+        return text
+    text.append(trace.outcome, style="bold green" if trace.outcome == "build_skb" else "bold blue")
+    text.append(
+        f" · truesize {trace.skb.truesize} · {trace.cost.bytes_copied} bytes copied · "
+        f"{trace.cost.frags} frag(s) · {trace.cost.allocations} allocation(s) · "
+        f"{len(trace.buffers)} buffer(s)"
+    )
+    return text
+
+
+def trace_renderable(trace: Trace) -> RenderableType:
+    parts: list[RenderableType] = [_kernel_line(trace), Text(), _steps(trace), Text()]
+    if trace.buffer is not None:
+        parts += [buffer_map("Receive buffer", trace.buffer), Text()]
+    if trace.skb is not None:
+        parts += [skb_map(trace.skb), Text()]
+    parts.append(_summary(trace))
+    for note in trace.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
+    return Group(*parts)
+
+
+def print_trace(trace: Trace, console: Console) -> None:
+    console.print(trace_renderable(trace))
+
+
+def stdout_console() -> Console:
+    """A console on stdout: colour only on a terminal, and never with NO_COLOR set."""
+    return Console(highlight=False, soft_wrap=False)
