@@ -85,13 +85,13 @@ def cli() -> None:
 
 
 def main() -> None:
-    from vnetrx.cli import kernels, trace  # noqa: F401  (registers the commands)
-
     cli.main()
 
 
 def _register() -> None:
-    from vnetrx.cli import kernels, trace  # noqa: F401
+    """Import the command modules; each adds its command to ``cli``. One line per module."""
+    from vnetrx.cli import kernels  # noqa: F401
+    from vnetrx.cli import trace  # noqa: F401
 
 
 _register()

@@ -19,21 +19,31 @@ class Series:
     minor: int
     default_patch: int
     why: str  # why that point release is the default
-    paths: frozenset[str] = frozenset({"virtio"})  # which paths vnetrx models for this series
+    paths: frozenset[str]  # which paths vnetrx models for this series: virtio, tap, headroom
 
     @property
     def name(self) -> str:
         return f"{self.major}.{self.minor}"
 
 
+_RX = frozenset({"virtio", "tap", "headroom"})
+_TX_TAP = frozenset({"tap", "headroom"})
+_TX = frozenset({"headroom"})
+
 SERIES: tuple[Series, ...] = (
-    Series(5, 12, 0, "as released"),
-    Series(5, 13, 0, "as released"),
-    Series(5, 15, 0, "as released"),
-    Series(6, 1, 192, "the LTS point release whose source was read and checked in a real guest"),
-    Series(6, 6, 0, "as released"),
-    Series(6, 12, 117, "the LTS point release whose source was read and checked in a real guest"),
-    Series(6, 18, 44, "the release measured on the reference machine"),
+    Series(3, 15, 0, "as released (the version before needed_headroom)", _TX),
+    Series(3, 16, 0, "as released", _TX),
+    Series(3, 19, 0, "as released", _TX),
+    Series(4, 13, 0, "as released (no tun_build_skb yet)", _TX_TAP),
+    Series(4, 14, 0, "as released", _TX_TAP),
+    Series(5, 12, 0, "as released", _RX),
+    Series(5, 13, 0, "as released", _RX),
+    Series(5, 15, 0, "as released", _RX),
+    Series(6, 1, 192, "the LTS point release whose source was read and checked in a real guest", _RX),
+    Series(6, 6, 0, "as released", _RX),
+    Series(6, 12, 117, "the LTS point release whose source was read and checked in a real guest",
+           _RX),
+    Series(6, 18, 44, "the release measured on the reference machine", _RX),
 )
 NEWEST = SERIES[-1]
 
