@@ -90,8 +90,10 @@ def main() -> None:
 
 def _register() -> None:
     """Import the command modules; each adds its command to ``cli``. One line per module."""
-    from vnetrx.cli import kernels  # noqa: F401
-    from vnetrx.cli import trace  # noqa: F401
+    from vnetrx.cli import (
+        kernels,  # noqa: F401
+        trace,  # noqa: F401
+    )
 
 
 _register()

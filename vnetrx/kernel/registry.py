@@ -39,10 +39,13 @@ SERIES: tuple[Series, ...] = (
     Series(5, 12, 0, "as released", _RX),
     Series(5, 13, 0, "as released", _RX),
     Series(5, 15, 0, "as released", _RX),
-    Series(6, 1, 192, "the LTS point release whose source was read and checked in a real guest", _RX),
+    Series(
+        6, 1, 192, "the LTS point release whose source was read and checked in a real guest", _RX
+    ),
     Series(6, 6, 0, "as released", _RX),
-    Series(6, 12, 117, "the LTS point release whose source was read and checked in a real guest",
-           _RX),
+    Series(
+        6, 12, 117, "the LTS point release whose source was read and checked in a real guest", _RX
+    ),
     Series(6, 18, 44, "the release measured on the reference machine", _RX),
 )
 NEWEST = SERIES[-1]
