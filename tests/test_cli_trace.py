@@ -1,0 +1,119 @@
+"""`vnetrx trace` through click's CliRunner: output, JSON, and every bad input of issue 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+
+
+def test_text_output_has_steps_map_skb_and_summary(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--kernel", "6.1"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "virtio-mergeable on Linux 6.1.192" in out
+    assert "drivers/net/virtio_net.c:page_to_skb @ 6.1.192" in out
+    assert "skb_shared_info" in out and "next buffer" in out
+    assert "truesize 1792" in out
+    assert "Summary: build_skb" in out
+    assert "\x1b[" not in out  # NO_COLOR / not a terminal: no escape codes
+
+
+def test_text_output_5_12_copy(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--kernel", "5.12"])
+    assert result.exit_code == 0
+    assert "Summary: copy · truesize 2304 · 14 bytes copied · 1 frag(s)" in result.stdout
+
+
+def test_json_output(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--kernel", "5.13",
+                                 "--json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "vnetrx.trace/1"
+    assert doc["kernel"]["name"] == "5.13.0"
+    assert doc["input"]["frame_len"] == 1000 and doc["input"]["hdr_len"] == 12
+    assert (doc["path"], doc["outcome"], doc["reason"]) == ("virtio-mergeable", "build_skb", None)
+    skb = doc["skb"]
+    assert (skb["len"], skb["data_len"], skb["truesize"], skb["nr_frags"]) == (986, 0, 1792, 0)
+    assert (skb["mac_header"], skb["end"], skb["frags"]) == (12, 1216, [])
+    assert doc["cost"] == {"allocations": 1, "bytes_copied": 0, "frags": 0}
+    regions = doc["buffer"]["regions"]
+    assert sum(r["size"] for r in regions) == doc["buffer"]["size"] == 1536
+    assert {"function", "source", "summary", "values", "because"} <= set(doc["steps"][0])
+
+
+def test_kernel_running_prints_what_it_read(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--kernel", "running", "--json"])
+    if result.exit_code != 0:
+        pytest.skip(f"running kernel not profiled here: {result.stderr.strip()}")
+    doc = json.loads(result.stdout)
+    assert doc["kernel"]["source"].startswith("running: release ")
+
+
+def test_debian_release_string(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--kernel", "6.1.0-57-amd64", "--json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["kernel"]["name"] == "6.1.192"
+    assert any("Debian ABI name" in n for n in doc["notes"])
+
+
+BAD = [
+    (["--len", "0"], "0 is out of range (valid: 1..65535"),
+    (["--len", "-5"], "-5 is out of range (valid: 1..65535"),
+    (["--len", "abc"], "'abc' is not a whole number (valid: 1..65535)"),
+    (["--len", "65536"], "65536 is out of range (valid: 1..65535"),
+    (["--len", "99999999999999999999"], "out of range (valid: 1..65535"),
+    (["--len", "100", "--kernel", "9.99"], "no profile for kernel 9.99"),
+    (["--len", "100", "--kernel", "nope"], "cannot read kernel version 'nope'"),
+    (["--len", "100", "--kernel", "3.15"], "the virtio path is not modelled for kernel 3.15"),
+    (["--len", "100", "--mergeable", "--big"], "--mergeable and --big exclude each other"),
+    (["--len", "100", "--hdr-len", "7"], "'7' is not one of '10', '12', '20', '24'"),
+    (["--len", "100", "--hdr-len", "20", "--kernel", "5.15"], "needs 5.18 or later"),
+    (["--len", "100", "--hdr-len", "10", "--mergeable"], "cannot go with MRG_RXBUF"),
+    (["--len", "100", "--buf-len", "2048"], "--buf-len sets the mergeable buffer size"),
+    (["--len", "100", "--mergeable", "--buf-len", "20"], "out of range (valid: 26..32768)"),
+    (["--len", "100", "--mtu", "10"], "10 is out of range (valid: 68..65535"),
+    ([], "Missing option '--len'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD)
+def test_bad_input_one_line_exit_2(runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(cli, ["trace", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vnetrx: error: ")
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(("args", "message"), BAD)
+def test_bad_input_with_json_gives_json_error(runner: CliRunner, args: list[str],
+                                              message: str) -> None:
+    result = runner.invoke(cli, ["trace", *args, "--json"])
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "vnetrx.error/1" and doc["exit_code"] == 2
+    assert message in doc["error"] + (doc["hint"] or "")
+
+
+def test_help_teaches(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--help"])
+    assert result.exit_code == 0
+    assert "vnetrx trace --len 1000 --mergeable" in result.stdout
+    assert "--kernel" in result.stdout and "running" in result.stdout
+
+
+def test_kernels_lists_profiles_and_changes(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["kernels", "--changes"])
+    assert result.exit_code == 0
+    assert "6.1.192" in result.stdout
+    assert "fb32856b16ad" in result.stdout
+    doc = json.loads(runner.invoke(cli, ["kernels", "--changes", "--json"]).stdout)
+    assert "page_to_skb_build_skb" in [c["key"] for c in doc["changes"]]

@@ -1,0 +1,35 @@
+"""Golden traces for the examples in README.md (JSON for all, text for two)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+
+EXAMPLES = {
+    "mergeable-1000-default": ["--len", "1000", "--mergeable"],
+    "mergeable-1000-5.12": ["--len", "1000", "--mergeable", "--kernel", "5.12"],
+    "mergeable-1000-5.13": ["--len", "1000", "--mergeable", "--kernel", "5.13"],
+    "small-1000-6.1": ["--len", "1000", "--kernel", "6.1"],
+    "big-mtu9000-1000-6.1": ["--len", "1000", "--mtu", "9000", "--kernel", "6.1"],
+    "mergeable-1400-6.1": ["--len", "1400", "--mergeable", "--kernel", "6.1"],
+    "mergeable-8000-6.1-ewma1000": ["--len", "8000", "--mergeable", "--kernel", "6.1",
+                                    "--ewma", "1000"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_golden_json(runner: CliRunner, golden: Callable[[str, str], None], name: str) -> None:
+    result = runner.invoke(cli, ["trace", *EXAMPLES[name], "--json"])
+    assert result.exit_code == 0, result.output
+    golden(f"trace/{name}.json", result.stdout)
+
+
+@pytest.mark.parametrize("name", ["mergeable-1000-default", "mergeable-1000-5.12"])
+def test_golden_text(runner: CliRunner, golden: Callable[[str, str], None], name: str) -> None:
+    result = runner.invoke(cli, ["trace", *EXAMPLES[name]])
+    assert result.exit_code == 0, result.output
+    golden(f"trace/{name}.txt", result.stdout)

@@ -1,0 +1,86 @@
+"""Construct layouts: sizes and offsets as the kernel's BTF shows them, and round trips."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vnetrx.errors import LayoutError
+from vnetrx.layouts.base import Layout
+from vnetrx.layouts.skbuff import skb_frag, skb_shared_info
+from vnetrx.layouts.virtio_net import (
+    padded_vnet_hdr,
+    virtio_net_hdr,
+    virtio_net_hdr_mrg_rxbuf,
+    virtio_net_hdr_v1,
+    virtio_net_hdr_v1_hash,
+    virtio_net_hdr_v1_hash_tunnel,
+    virtnet_rq_dma,
+)
+
+# Sizes pahole reports for the running 6.18.44 kernel's BTF (virtio-rx.md §3.1, appendix B).
+SIZES = [
+    (virtio_net_hdr(), 10),
+    (virtio_net_hdr_mrg_rxbuf(), 12),
+    (virtio_net_hdr_v1(), 12),
+    (virtio_net_hdr_v1_hash(), 20),
+    (virtio_net_hdr_v1_hash(False), 20),
+    (virtio_net_hdr_v1_hash_tunnel(), 24),
+    (padded_vnet_hdr(False), 16),
+    (padded_vnet_hdr(True), 32),
+    (skb_frag(), 16),
+    (skb_frag(False), 16),
+    (skb_shared_info(), 320),
+    (skb_shared_info(16), 304),  # MAX_SKB_FRAGS 16: 64 KiB pages before 6.4
+    (skb_shared_info(45), 768),
+    (virtnet_rq_dma(), 16),
+]
+ALL = [layout for layout, _ in SIZES]
+
+
+@pytest.mark.parametrize(("layout", "size"), SIZES, ids=lambda x: getattr(x, "name", str(x)))
+def test_sizes(layout: Layout, size: int) -> None:
+    assert layout.size == size
+
+
+def test_shinfo_offsets_match_btf() -> None:
+    offsets = {f.name: f.offset for f in skb_shared_info().fields}
+    assert offsets == {"flags": 0, "meta_len": 1, "nr_frags": 2, "tx_flags": 3, "gso_size": 4,
+                       "gso_segs": 6, "frag_list": 8, "hwtstamps": 16, "gso_type": 24,
+                       "tskey": 28, "dataref": 32, "xdp_frags_size": 36, "destructor_arg": 40,
+                       "frags": 48}
+
+
+def test_num_buffers_at_byte_10() -> None:
+    assert virtio_net_hdr_mrg_rxbuf().field("num_buffers").offset == 10
+    raw = bytes([1, 0x80, 54, 0, 0xB4, 5, 34, 0, 16, 0, 3, 0])
+    parsed = virtio_net_hdr_mrg_rxbuf().parse(raw)
+    assert parsed == {"flags": 1, "gso_type": 0x80, "hdr_len": 54, "gso_size": 1460,
+                      "csum_start": 34, "csum_offset": 16, "num_buffers": 3}
+
+
+@pytest.mark.parametrize("layout", ALL, ids=lambda x: x.name)
+def test_fields_tile_and_do_not_overlap(layout: Layout) -> None:
+    end = 0
+    for field in layout.fields:
+        assert field.offset >= end
+        end = field.offset + field.size
+    assert end <= layout.size
+
+
+@given(data=st.data(), layout=st.sampled_from(ALL[:6]))
+def test_round_trip(data: st.DataObject, layout: Layout) -> None:
+    raw = data.draw(st.binary(min_size=layout.size, max_size=layout.size))
+    assert layout.build(layout.parse(raw)) == raw
+
+
+@pytest.mark.parametrize("layout", ALL[:6], ids=lambda x: x.name)
+def test_truncated_input_is_a_layout_error(layout: Layout) -> None:
+    with pytest.raises(LayoutError, match="truncated"):
+        layout.parse(bytes(layout.size - 1))
+
+
+def test_unknown_member_is_a_layout_error() -> None:
+    with pytest.raises(LayoutError, match="no member"):
+        virtio_net_hdr().build({"num_buffers": 1})
