@@ -45,7 +45,7 @@ def test_every_trace_is_consistent(kernel: str, mode: dict[str, object], frame_l
     assert t.skb.truesize >= t.skb.head_size + sum(f.size for f in t.skb.frags)
     assert t.skb.len == frame_len - 14
     if t.outcome == "build_skb" and t.path != "virtio-small":
-        page_to_skb = [s for s in t.steps if s.function == "page_to_skb"][0]
+        page_to_skb = next(s for s in t.steps if s.function == "page_to_skb")
         values = dict(page_to_skb.values)
         assert isinstance(values["tailroom"], int) and isinstance(values["len"], int)
         assert values["tailroom"] >= shinfo_size(k) == 320
