@@ -99,6 +99,31 @@ def buffer_map(title: str, buffer: Buffer) -> RenderableType:
     return Group(header, Text("[") + _bar(buffer) + Text("]"), table)
 
 
+def _head_map(skb: Skb) -> RenderableType:
+    """The linear area from skb->head: headroom, pulled MAC header, data, tailroom, shinfo."""
+    mac = skb.data if skb.mac_header is None else skb.mac_header
+    rows = [
+        ("headroom" + (" (the virtio-net header lies here)" if "build_skb" in skb.head else ""),
+         0, mac, " ", "dim"),
+        ("mac header (pulled)", mac, skb.data, "m", "bold magenta"),
+        ("linear data", skb.data, skb.tail, "#", "bold green"),
+        ("tailroom", skb.tail, skb.end, ".", "dim"),
+        ("skb_shared_info", skb.end, skb.head_size, "s", "bold yellow"),
+    ]
+    bar = Text("[")
+    table = Table(box=None, show_header=False, pad_edge=False)
+    for column in ("from", "to", "size", "", "part"):
+        table.add_column(column, justify="right" if column in ("from", "to", "size") else "left")
+    for name, start, stop, char, style in rows:
+        if stop <= start:
+            continue
+        cells = max(1, round((stop - start) * BAR_WIDTH / max(skb.head_size, 1)))
+        bar.append(char * cells, style=style if char == " " else style + " reverse")
+        table.add_row(str(start), str(stop), str(stop - start), Text(char, style=style), name)
+    bar.append("]")
+    return Group(bar, table)
+
+
 def skb_map(skb: Skb) -> RenderableType:
     header = Text("skb as the stack sees it (after eth_type_trans)", style="bold underline")
     lines = Text()
@@ -112,7 +137,7 @@ def skb_map(skb: Skb) -> RenderableType:
         f"len {skb.len}  data_len {skb.data_len}  headlen {skb.headlen}  nr_frags {skb.nr_frags}  "
     )
     lines.append(f"truesize {skb.truesize}", style="bold")
-    parts: list[RenderableType] = [header, lines]
+    parts: list[RenderableType] = [header, lines, _head_map(skb)]
     if skb.frags:
         frags = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for column in ("frag", "page", "offset", "size", "truesize"):
