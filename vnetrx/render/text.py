@@ -183,4 +183,4 @@ def print_trace(trace: Trace, console: Console) -> None:
 
 def stdout_console() -> Console:
     """A console on stdout: colour only on a terminal, and never with NO_COLOR set."""
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=True)
