@@ -36,6 +36,10 @@ class KernelProfile:
             return True
         return any(bp.series == self.version.series and ver >= bp.key() for bp in change.backports)
 
+    def present(self, *changes: Change) -> tuple[Change, ...]:
+        """The subset of ``changes`` this kernel carries (for a step's ``because``)."""
+        return tuple(c for c in changes if self.has(c))
+
     def changes(self) -> tuple[Change, ...]:
         return tuple(c for c in CHANGES if self.has(c))
 

@@ -484,7 +484,7 @@ def receive_big(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
         "add_recvbuf_big",
         f"post a chain of {n + 1} pages in {n + 2} sg entries: sg[0] = {hdr} header bytes at "
         f"page 0, sg[1] = page 0 from sizeof(padded_vnet_hdr) = {hp}, then whole pages",
-        (BIG_PACKETS_MTU_SIZED,) if k.has(BIG_PACKETS_MTU_SIZED) else (),
+        k.present(BIG_PACKETS_MTU_SIZED),
         num_skbfrags=n,
         pages=n + 1,
         sg_entries=n + 2,
@@ -642,7 +642,7 @@ def receive_mergeable(
         f"buffers of {buf_len} bytes are carved one after another from a 32 KiB page_frag "
         f"page starting at offset {bufs.page_frag_start(k)}; ctx = the buffer length (its "
         "truesize); the last buffer of a page absorbs the leftover hole",
-        (RX_PREMAPPED_BY_DEFAULT,) if k.has(RX_PREMAPPED_BY_DEFAULT) else (),
+        k.present(RX_PREMAPPED_BY_DEFAULT),
         len=buf_len,
         page_offset=posted[0].offset,
         page_frag_size=bufs.page_frag_size(k),
@@ -740,7 +740,7 @@ def _posted_len(k: KernelProfile, s: VirtioRxSetup, log: StepLog, big_packets: b
         "get_mergeable_buf_len",
         f"ALIGN(hdr_len + clamp(ewma {ewma}, min_buf_len {min_buf_len}, PAGE_SIZE - hdr_len), "
         f"L1_CACHE_BYTES) = {buf_len}",
-        (PADDED_VNET_HDR_V1_HASH,) if k.has(PADDED_VNET_HDR_V1_HASH) else (),
+        k.present(PADDED_VNET_HDR_V1_HASH),
         ewma=ewma,
         min_buf_len=min_buf_len,
         hdr_len=bufs.mergeable_hdr_len(k, s.hdr_len),
