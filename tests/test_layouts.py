@@ -56,8 +56,8 @@ def test_num_buffers_at_byte_10() -> None:
     assert virtio_net_hdr_mrg_rxbuf().field("num_buffers").offset == 10
     raw = bytes([1, 0x80, 54, 0, 0xB4, 5, 34, 0, 16, 0, 3, 0])
     parsed = virtio_net_hdr_mrg_rxbuf().parse(raw)
-    assert parsed == {"flags": 1, "gso_type": 0x80, "hdr_len": 54, "gso_size": 1460,
-                      "csum_start": 34, "csum_offset": 16, "num_buffers": 3}
+    assert parsed == {"hdr": {"flags": 1, "gso_type": 0x80, "hdr_len": 54, "gso_size": 1460,
+                              "csum_start": 34, "csum_offset": 16}, "num_buffers": 3}
 
 
 @pytest.mark.parametrize("layout", ALL, ids=lambda x: x.name)

@@ -92,6 +92,7 @@ def _register() -> None:
     """Import the command modules; each adds its command to ``cli``. One line per module."""
     from vnetrx.cli import (
         kernels,  # noqa: F401
+        layout,  # noqa: F401
         trace,  # noqa: F401
     )
 

@@ -138,6 +138,18 @@ V1_HASH_SPLIT_HASH_VALUE = Change(
     note="seen in 6.18.44 BTF; the mainline release was not checked",
 )
 
+SHINFO_XDP_FRAGS_UNION = Change(
+    key="shinfo_xdp_frags_union",
+    subject="xdp: add generic xdp_buff_add_frag()",
+    commit="",
+    since=v("6.14"),
+    summary="skb_shared_info: xdp_frags_size and the new xdp_frags_truesize share a union with "
+    "destructor_arg at offset 40; offset 36 becomes a hole (size unchanged, 320 with 17 frags)",
+    note="series 'xdp: a fistful of generic changes' (Lobakin, v4 Nov 2024), believed merged "
+    "for 6.14; the union is in 6.18.44's BTF, and 6.12.117's source still has "
+    "xdp_frags_size at 36",
+)
+
 CHANGES: tuple[Change, ...] = (
     SMALL_USED_LEN_CHECK,
     PAGE_TO_SKB_BUILD_SKB,
@@ -151,4 +163,5 @@ CHANGES: tuple[Change, ...] = (
     BIG_RECV_LEN_CHECK,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
+    SHINFO_XDP_FRAGS_UNION,
 )

@@ -44,6 +44,10 @@ class Layout:
             raise AssertionError(f"{name}: members sum to {offset}, sizeof is {struct.sizeof()}")
         return cls(name, tuple(fields), offset, source, struct)
 
+    def leaves(self) -> tuple[Field, ...]:
+        """Members with nested structs expanded: ``hdr.num_buffers``-style dotted names."""
+        return tuple(_leaves(self._struct, "", 0))
+
     def field(self, name: str) -> Field:
         for f in self.fields:
             if f.name == name:
@@ -76,9 +80,26 @@ class Layout:
         return data
 
 
+def _leaves(struct: Any, prefix: str, base: int) -> list[Field]:
+    out: list[Field] = []
+    offset = base
+    for sub in struct.subcons:
+        size = sub.sizeof()
+        if sub.name is not None and not sub.name.startswith("_"):
+            inner = sub.subcon if hasattr(sub, "subcon") else sub
+            while hasattr(inner, "subcon") and not isinstance(inner, construct.Array):
+                inner = inner.subcon  # through Renamed/Transformed wrappers; arrays stay leaves
+            if hasattr(inner, "subcons"):
+                out += _leaves(inner, f"{prefix}{sub.name}.", offset)
+            else:
+                out.append(Field(prefix + sub.name, offset, size, _ctype(sub), sub.docs or ""))
+        offset += size
+    return out
+
+
 def _ctype(sub: Any) -> str:
     docs = getattr(sub, "docs", "") or ""
-    return docs.split(":", 1)[0] if ":" in docs else ""
+    return docs.split(":", 1)[0]
 
 
 def _plain(value: Any) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from construct import Array, Int8ul, Int16ul, Int32ul, Int64ul, Struct
+from construct import Array, Bytes, Int8ul, Int16ul, Int32ul, Int64ul, Struct
 
 from vnetrx.layouts.base import Layout
 
@@ -34,9 +34,26 @@ def skb_frag(netmem: bool = True) -> Layout:
 
 
 @cache
-def skb_shared_info(max_skb_frags: int = 17, netmem: bool = True) -> Layout:
-    """struct skb_shared_info: sits at skb->end; build_skb() needs SKB_DATA_ALIGN(sizeof) of tailroom."""
+def skb_shared_info(max_skb_frags: int = 17, netmem: bool = True,
+                    xdp_frags_union: bool = False) -> Layout:
+    """struct skb_shared_info: sits at skb->end; build_skb() needs SKB_DATA_ALIGN(sizeof) of tailroom.
+
+    ``xdp_frags_union``: from "xdp: add generic xdp_buff_add_frag()" (6.14) xdp_frags_size and
+    xdp_frags_truesize share a union with destructor_arg at 40, and 36 is a hole.
+    """
     frag = skb_frag(netmem)
+    tail: tuple[object, ...]
+    if xdp_frags_union:
+        tail = (
+            "_hole" / Bytes(4) * "4-byte hole",
+            "xdp_frags_size" / Int32ul * "u32: in a union with destructor_arg",
+            "xdp_frags_truesize" / Int32ul * "u32: in a union with destructor_arg",
+        )
+    else:
+        tail = (
+            "xdp_frags_size" / Int32ul * "unsigned int",
+            "destructor_arg" / Int64ul * "void *",
+        )
     struct = Struct(
         "flags" / Int8ul * "__u8",
         "meta_len" / Int8ul * "__u8: XDP metadata length",
@@ -49,8 +66,7 @@ def skb_shared_info(max_skb_frags: int = 17, netmem: bool = True) -> Layout:
         "gso_type" / Int32ul * "unsigned int",
         "tskey" / Int32ul * "u32",
         "dataref" / Int32ul * "atomic_t",
-        "xdp_frags_size" / Int32ul * "unsigned int: a hole on kernels without it",
-        "destructor_arg" / Int64ul * "union {void *destructor_arg; xdp_frags_truesize}",
+        *tail,
         "frags"
         / Array(max_skb_frags, frag._struct)
         * f"{frag.name}[MAX_SKB_FRAGS={max_skb_frags}]",

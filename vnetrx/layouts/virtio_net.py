@@ -37,7 +37,9 @@ def virtio_net_hdr() -> Layout:
 
 @cache
 def virtio_net_hdr_mrg_rxbuf() -> Layout:
-    return Layout.of("virtio_net_hdr_mrg_rxbuf", Struct(*_HDR_MEMBERS, _NUM_BUFFERS), source=UAPI)
+    """struct virtio_net_hdr_mrg_rxbuf { struct virtio_net_hdr hdr; __virtio16 num_buffers; }"""
+    struct = Struct("hdr" / Struct(*_HDR_MEMBERS) * "struct virtio_net_hdr", _NUM_BUFFERS)
+    return Layout.of("virtio_net_hdr_mrg_rxbuf", struct, source=UAPI)
 
 
 @cache
@@ -65,16 +67,16 @@ def _hash_members(split_hash_value: bool) -> tuple[object, ...]:
 
 @cache
 def virtio_net_hdr_v1_hash(split_hash_value: bool = True) -> Layout:
-    members = (*_HDR_MEMBERS, _NUM_BUFFERS, *_hash_members(split_hash_value))
+    """struct virtio_net_hdr_v1_hash { struct virtio_net_hdr_v1 hdr; hash…; hash_report; padding; }"""
+    v1 = virtio_net_hdr_v1()
+    members = ("hdr" / v1._struct * "struct virtio_net_hdr_v1", *_hash_members(split_hash_value))
     return Layout.of("virtio_net_hdr_v1_hash", Struct(*members), source=UAPI)
 
 
 @cache
 def virtio_net_hdr_v1_hash_tunnel() -> Layout:
     members = (
-        *_HDR_MEMBERS,
-        _NUM_BUFFERS,
-        *_hash_members(True),
+        "hash_hdr" / virtio_net_hdr_v1_hash()._struct * "struct virtio_net_hdr_v1_hash",
         "outer_th_offset" / Int16ul * "__le16: outer transport header offset",
         "inner_nh_offset" / Int16ul * "__le16: inner network header offset",
     )

@@ -1,0 +1,171 @@
+"""The BTF reader against the running kernel, and against corrupt input."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vnetrx.errors import LayoutError
+from vnetrx.kernel.build import BuildConfig
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.kernel.running import running_profile
+from vnetrx.kernel.version import v
+from vnetrx.layouts.btf import Btf
+from vnetrx.layouts.check import compare, layouts_for
+from vnetrx.layouts.skbuff import skb_shared_info
+
+VMLINUX = Path("/sys/kernel/btf/vmlinux")
+needs_btf = pytest.mark.skipif(not VMLINUX.exists(), reason="no /sys/kernel/btf/vmlinux here")
+
+
+@pytest.fixture(scope="module")
+def vmlinux() -> Btf:
+    return Btf.load(VMLINUX)
+
+
+@needs_btf
+def test_every_vnetrx_layout_matches_the_running_kernel(vmlinux: Btf) -> None:
+    k = running_profile()
+    layouts = layouts_for(k)
+    assert len(layouts) == 8
+    for name, layout in layouts.items():
+        assert compare(layout, vmlinux) == [], name
+
+
+@needs_btf
+def test_the_check_can_fail(vmlinux: Btf) -> None:
+    """The pre-6.14 skb_shared_info (xdp_frags_size at 36) is not this 6.18 kernel's."""
+    k = running_profile()
+    if k.version.key() < (6, 14, 0):
+        pytest.skip("running kernel predates the xdp_frags union")
+    old = skb_shared_info(k.build.max_skb_frags, xdp_frags_union=False)
+    problems = compare(old, vmlinux)
+    assert [(p.member, p.ours, p.kernel) for p in problems] == [("xdp_frags_size", "36/4", "40/4")]
+
+
+@needs_btf
+def test_known_members(vmlinux: Btf) -> None:
+    sk_buff = vmlinux.struct("sk_buff")
+    assert sk_buff.size == 224  # virtio-rx.md appendix B
+    by_name = {m.name: m for m in sk_buff.members}
+    assert (by_name["len"].offset, by_name["data_len"].offset, by_name["truesize"].offset) == (
+        112, 116, 208)
+    assert (by_name["head"].offset, by_name["data"].offset) == (192, 200)
+    num_buffers = vmlinux.member("virtio_net_hdr_mrg_rxbuf", "num_buffers")
+    assert num_buffers is not None and (num_buffers.offset, num_buffers.size) == (10, 2)
+
+
+def test_layouts_for_old_kernels_use_the_old_forms() -> None:
+    layouts = layouts_for(KernelProfile(v("6.1.192"), BuildConfig()))
+    assert layouts["skb_shared_info"].field("xdp_frags_size").offset == 36
+    assert layouts["virtio_net_hdr_v1_hash"].field("hash_value").size == 4
+
+
+# --- a small synthetic BTF blob, and corruptions of it ----------------------------------------
+
+def tiny_btf() -> bytes:
+    strings = b"\0int\0pair\0a\0b\0"
+    int_t = struct.pack("<III", 1, 1 << 24, 4) + struct.pack("<I", 32)
+    pair = struct.pack("<III", 5, (4 << 24) | 2, 8)
+    pair += struct.pack("<III", 10, 1, 0) + struct.pack("<III", 12, 1, 32)
+    types = int_t + pair
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    return header + types + strings
+
+
+def test_tiny_btf_parses() -> None:
+    btf = Btf(tiny_btf(), "tiny")
+    pair = btf.struct("pair")
+    assert pair.size == 8
+    assert [(m.name, m.offset, m.size, m.type_name) for m in pair.members] == [
+        ("a", 0, 4, "int"), ("b", 4, 4, "int")]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: b"\0\0" + d[2:], "not BTF at byte 0"),
+        (lambda d: d[:2] + b"\x02" + d[3:], "not BTF at byte 0"),
+        (lambda d: d[:40], "run past the end"),
+        (lambda d: d[:12] + struct.pack("<I", 30) + d[16:], "inside a record"),
+    ],
+    ids=["bad-magic", "bad-version", "truncated", "bad-type-length"],
+)
+def test_corrupt_btf_is_a_one_line_error(mutate: object, message: str) -> None:
+    def parse() -> None:
+        Btf(mutate(tiny_btf()), "bad.btf").struct("pair")  # type: ignore[operator]
+
+    with pytest.raises(LayoutError, match=message):
+        parse()
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_btf_never_crashes(data: st.DataObject) -> None:
+    blob = bytearray(tiny_btf())
+    for _ in range(data.draw(st.integers(1, 6))):
+        blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+    blob = blob[: data.draw(st.integers(0, len(blob)))]
+    try:
+        btf = Btf(bytes(blob), "fuzz.btf")
+        for name in list(btf.struct_index):
+            btf.struct(name)
+            btf.member(name, "a")
+    except LayoutError as exc:
+        assert "fuzz.btf" in str(exc)  # noqa: PT017  (any LayoutError names the file)
+
+
+# --- the command -------------------------------------------------------------------------------
+
+@needs_btf
+def test_cli_check_running_passes() -> None:
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    result = CliRunner().invoke(cli, ["layout", "--check", "--btf", "running", "--kernel", "running"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count(" ok") == 8
+
+
+@needs_btf
+def test_cli_check_against_another_profile_fails() -> None:
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    result = CliRunner().invoke(cli, ["layout", "--check", "--btf", "running", "--kernel", "6.12"])
+    assert result.exit_code == 1
+    assert "xdp_frags_size: vnetrx 36/4, kernel 40/4" in result.stdout
+
+
+@needs_btf
+def test_cli_btf_json_matches_the_kernel() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    result = CliRunner().invoke(cli, ["layout", "skb_shared_info", "--btf", "running", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["size"] == 320
+    assert {"name": "frags", "offset": 48, "size": 272, "type": "skb_frag_t[17]"} in doc["members"]
+    assert doc["holes"] == [{"offset": 36, "size": 4}]
+
+
+def test_cli_corrupt_btf_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    bad = tmp_path / "bad.btf"
+    bad.write_bytes(tiny_btf()[:40])
+    result = CliRunner().invoke(cli, ["layout", "pair", "--btf", str(bad)])
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0 and "bad.btf" in result.stderr
+    assert "Traceback" not in result.output
