@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,3 +173,66 @@ def test_cli_corrupt_btf_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0 and "bad.btf" in result.stderr
     assert "Traceback" not in result.output
+
+
+@needs_btf
+def test_index_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cold = Btf.load(VMLINUX)
+    expected = cold.struct("skb_shared_info")
+    cold.save_index()
+    assert len(list((tmp_path / "vnetrx").glob("btf-*.idx"))) == 1
+    warm = Btf.load(VMLINUX)
+    assert "offsets" in warm.__dict__  # the index came from the cache, not a scan
+    assert warm.struct("skb_shared_info") == expected
+    assert warm.offsets == cold.offsets
+
+
+def test_damaged_cache_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    blob = tmp_path / "tiny.btf"
+    blob.write_bytes(tiny_btf())
+    first = Btf.load(blob)
+    first.struct("pair")
+    first.save_index()
+    for idx in (tmp_path / "vnetrx").glob("btf-*.idx"):
+        idx.write_bytes(b"\xff\xff\xff\xffgarbage")
+    assert Btf.load(blob).struct("pair").size == 8
+
+
+# --- pahole as the oracle ----------------------------------------------------------------------
+
+PAHOLE_MEMBER = re.compile(
+    r"^\s+(?P<type>.+?)\s+\*?(?P<name>\w+)(?:\[\d+\])*(?::\d+)?;\s+/\*\s+(?P<offset>\d+)(?::\s*\d+)?"
+    r"\s+(?P<size>\d+)\s+\*/")
+
+
+def pahole(name: str) -> tuple[int, dict[str, tuple[int, int]]]:
+    out = subprocess.run(["pahole", "-C", name, str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    members = {}
+    for line in out.splitlines():
+        match = PAHOLE_MEMBER.match(line)
+        if match and not line.strip().startswith(("}", "union", "struct {")):
+            members[match["name"]] = (int(match["offset"]), int(match["size"]))
+    size = int(re.search(r"/\* size: (\d+)", out).group(1))  # type: ignore[union-attr]
+    return size, members
+
+
+@needs_btf
+@pytest.mark.parametrize("name", ["skb_shared_info", "sk_buff", "virtio_net_hdr",
+                                  "virtio_net_hdr_mrg_rxbuf", "virtio_net_hdr_v1_hash", "skb_frag"])
+def test_layout_json_agrees_with_pahole(name: str) -> None:
+    if shutil.which("pahole") is None:
+        pytest.fail("pahole is missing: install Debian's dwarves (.ci/run does)")
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    size, expected = pahole(name)
+    doc = json.loads(CliRunner().invoke(cli, ["layout", name, "--btf", "running", "--json"]).stdout)
+    assert doc["size"] == size
+    ours = {m["name"]: (m["offset"], m["size"]) for m in doc["members"] if m["name"]}
+    assert len(expected) >= 2
+    for member, where in expected.items():
+        assert ours.get(member) == where, member

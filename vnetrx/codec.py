@@ -2,7 +2,8 @@
 
 Schema ledger:
   vnetrx.trace/1  first version: kernel, input, path, outcome, reason, steps, buffer, buffers,
-                  skb, cost, notes.
+                  skb, cost, notes; errno (null unless outcome is "error"), added with the
+                  tap path.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         "path": t.path,
         "outcome": t.outcome,
         "reason": t.reason,
+        "errno": t.errno,
         "steps": [
             {
                 "function": s.function,

@@ -7,7 +7,7 @@ from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
 from vnetrx.model import Trace, Value
-from vnetrx.paths import virtio_net
+from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.skbuff import eth_type_trans
 from vnetrx.paths.steps import StepLog
 
@@ -49,6 +49,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("buf_len", s.buf_len),
         ("ewma", s.ewma),
         ("ring_size", s.ring_size),
+        ("buffer_index", s.buffer_index),
         ("xdp", False),
     )
     trace = Trace(
@@ -64,6 +65,46 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         skb=skb,
         cost=result.cost,
         notes=tuple(log.notes),
+    )
+    problems = trace_problems(trace, k.sk_buff_aligned)
+    if problems:
+        raise SimulationError(
+            "internal inconsistency (a vnetrx bug, please report): " + "; ".join(problems)
+        )
+    return trace
+
+
+def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
+    """Walk one write(2) to a tun/tap fd through tun_get_user on kernel ``k``."""
+    require_path(k, "tap")
+    s = tun.resolve(k, setup)
+    log = StepLog(k)
+    result = tun.receive(k, s, log)
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("frame_len", s.frame_len),
+        ("tun", s.tun),
+        ("blocking", s.blocking),
+        ("sndbuf", s.sndbuf),
+        ("vnet_hdr", s.vnet_hdr),
+        ("vnet_hdr_sz", s.vnet_hdr_sz),
+        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("xdp", s.xdp),
+        ("frag_source", s.frag_source),
+    )
+    trace = Trace(
+        schema=TRACE_SCHEMA,
+        kernel=k,
+        input=inputs,
+        path=result.path,
+        outcome=result.outcome,
+        reason=result.reason,
+        steps=tuple(log.steps),
+        buffer=result.buffer,
+        buffers=result.buffers,
+        skb=result.skb,
+        cost=result.cost,
+        notes=tuple(log.notes),
+        errno=result.errno,
     )
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:

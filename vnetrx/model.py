@@ -108,3 +108,4 @@ class Trace:
     skb: Skb | None  # as the stack sees it: after eth_type_trans() pulled ETH_HLEN
     cost: Cost | None
     notes: tuple[str, ...] = ()  # approximations and uncertainties for this scenario
+    errno: str | None = None  # outcome "error": what the syscall fails with ("EINVAL")

@@ -6,6 +6,8 @@ when ``--json`` was given), exit 2 for usage errors and 1 for runtime failures, 
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -25,8 +27,31 @@ def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str])
         click.echo(json.dumps(error_to_dict(message, exit_code, hint)))
 
 
+# Command name → the module that defines it. A module is imported only when its command runs
+# (or help lists it), so start-up stays small; each module registers itself with @cli.command.
+COMMANDS = {
+    "diff": "vnetrx.cli.diff",
+    "headroom": "vnetrx.cli.headroom",
+    "kernels": "vnetrx.cli.kernels",
+    "lab": "vnetrx.cli.lab",
+    "layout": "vnetrx.cli.layout",
+    "trace": "vnetrx.cli.trace",
+    "verify": "vnetrx.cli.verify",
+}
+
+
 class VnetrxGroup(click.Group):
-    """A click group whose ``main`` is the single error boundary."""
+    """A click group whose ``main`` is the single error boundary, with lazily loaded commands."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        present = {name for name, module in COMMANDS.items() if importlib.util.find_spec(module)}
+        return sorted(set(super().list_commands(ctx)) | present)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if cmd_name not in self.commands and module and importlib.util.find_spec(module):
+            importlib.import_module(module)
+        return super().get_command(ctx, cmd_name)
 
     def main(
         self,
@@ -86,15 +111,3 @@ def cli() -> None:
 
 def main() -> None:
     cli.main()
-
-
-def _register() -> None:
-    """Import the command modules; each adds its command to ``cli``. One line per module."""
-    from vnetrx.cli import (
-        kernels,  # noqa: F401
-        layout,  # noqa: F401
-        trace,  # noqa: F401
-    )
-
-
-_register()

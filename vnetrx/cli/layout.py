@@ -83,6 +83,7 @@ def layout(
     btf = None
     if btf_path is not None:
         btf = Btf.load(RUNNING_BTF if btf_path == "running" else btf_path)
+        btf.save_index()
     if check:
         _check(ours, btf, name, as_json)
         return

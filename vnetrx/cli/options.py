@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
+from vnetrx.errors import InputError
+from vnetrx.kernel.build import ARCHES, MAX_HEADER_BY_CONFIG, PAGE_SIZES, build_config
+from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import newest, resolve, supported_names
 
@@ -57,12 +60,81 @@ def kernel_option(f: Any) -> Any:
     )(f)
 
 
-def load_profile(kernel: str | None, config: str) -> KernelProfile:
-    build = BuildConfig(config=config, max_header=MAX_HEADER_BY_CONFIG[config])
-    if kernel is None:
-        return newest(build)
+def build_options(f: Any) -> Any:
+    """--arch, --page-size, --cache-line, --max-skb-frags: the build axis of a profile."""
+    for option in reversed(
+        [
+            click.option(
+                "--arch",
+                type=click.Choice(sorted(ARCHES)),
+                default="x86_64",
+                show_default=True,
+                help="Architecture (its NET_IP_ALIGN, cache line, DMA alignment).",
+            ),
+            click.option(
+                "--page-size",
+                type=click.Choice(sorted(PAGE_SIZES)),
+                default="4k",
+                show_default=True,
+                help="PAGE_SIZE (16k and 64k: arm64).",
+            ),
+            click.option(
+                "--cache-line",
+                type=click.Choice(["64", "128"]),
+                default=None,
+                help="L1_CACHE_BYTES (default: the arch's; 128 = x86 built for MPENTIUM4/MPSC).",
+            ),
+            click.option(
+                "--max-skb-frags",
+                type=Count(17, 45, "frags"),
+                default=None,
+                help="CONFIG_MAX_SKB_FRAGS (6.4+; default 17).",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+@dataclass(frozen=True)
+class BuildChoice:
+    arch: str = "x86_64"
+    page_size: str = "4k"
+    cache_line: str | None = None
+    max_skb_frags: int | None = None
+
+
+def load_profile(
+    kernel: str | None, config: str, choice: BuildChoice | None = None
+) -> KernelProfile:
+    """The profile ``--kernel`` (and the build options) ask for."""
+    choice = choice or BuildChoice()
+    custom = choice != BuildChoice()
     if kernel == "running":
+        if custom:
+            raise InputError(
+                "--kernel running reads the build from this machine: drop --arch, "
+                "--page-size, --cache-line and --max-skb-frags"
+            )
         from vnetrx.kernel.running import running_profile
 
         return running_profile()
-    return resolve(kernel, build)
+    page_size = PAGE_SIZES[choice.page_size]
+    if choice.arch == "x86_64" and page_size != 4096:
+        raise InputError(f"x86_64 has 4 KiB pages only (asked for {choice.page_size})")
+    if choice.arch == "arm64" and choice.cache_line == "128":
+        raise InputError("arm64's L1_CACHE_SHIFT is 6 (64-byte lines) in every profiled kernel")
+    build = build_config(
+        choice.arch,
+        page_size,
+        int(choice.cache_line or 0) or None,
+        choice.max_skb_frags or 0,
+        config,
+    )
+    profile = newest(build) if kernel is None else resolve(kernel, build)
+    if choice.max_skb_frags and not profile.has(MAX_SKB_FRAGS_CONFIGURABLE):
+        raise InputError(
+            f"CONFIG_MAX_SKB_FRAGS exists from 6.4; {profile.name} has "
+            f"MAX_SKB_FRAGS = {profile.default_max_skb_frags()} for this page size"
+        )
+    return profile

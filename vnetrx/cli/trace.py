@@ -1,19 +1,53 @@
-"""``vnetrx trace``: one frame through one receive path."""
+"""``vnetrx trace``: one frame through one receive path (virtio-net rx, or a tun/tap write)."""
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import Count, kernel_option, load_profile
-from vnetrx.engine import trace_virtio
+from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
+from vnetrx.cli.tap_options import tap_options
+from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.model import Trace
+from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+
+_VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index")
+_TAP_ONLY = (
+    "blocking",
+    "sndbuf",
+    "vnet_hdr_sz",
+    "no_vnet_hdr",
+    "xdp",
+    "hdr",
+    "tun",
+    "frag_source",
+)
+
+
+def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` the user typed (not defaults)."""
+    return [
+        "--" + name.replace("_", "-")
+        for name in names
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
 
 
 @cli.command()
+@click.option(
+    "--path",
+    "path",
+    type=click.Choice(["virtio", "tap"]),
+    default="virtio",
+    show_default=True,
+    help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI).",
+)
 @click.option(
     "--len",
     "frame_len",
@@ -56,23 +90,33 @@ from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
     help="Average packet length the driver has seen (default: the frame length, i.e. "
     "a steady stream of such frames). Sizes mergeable buffers.",
 )
+@click.option(
+    "--buffer-index",
+    type=Count(0, 32767, "buffers"),
+    default=0,
+    help="Which posted buffer the frame lands in, counted from a fresh page (0): e.g. 20 is "
+    "the 21st buffer of a 32 KiB page_frag page, which absorbs the leftover hole.",
+)
+@tap_options
+@click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
+@click.option(
+    "--xdp", is_flag=True, help="tap path: an XDP program (XDP_PASS) is attached to the device."
+)
+@click.option(
+    "--frag-source",
+    type=click.Choice(["task-frag", "per-queue", "full-page"]),
+    default=None,
+    help="tap path what-if: memory per packet and packets per 32 KiB fragment page for a "
+    "stream of writes, against one 4 KiB page per packet (the 2017 design question).",
+)
 @kernel_option
+@build_options
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.trace/1)."
 )
-def trace(
-    frame_len: int,
-    mergeable: bool,
-    big: bool,
-    mtu: int,
-    hdr_len: str | None,
-    buf_len: int | None,
-    ewma: int | None,
-    kernel: str | None,
-    config: str,
-    as_json: bool,
-) -> None:
-    """Trace one received frame through virtio-net: buffer, path, skb, truesize.
+@click.pass_context
+def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None:
+    """Trace one frame: virtio-net receive (default) or a tun/tap write (--path tap).
 
     \b
     Mode: --mergeable (MRG_RXBUF), --big (guest GSO, no MRG_RXBUF), or small (neither; an
@@ -86,24 +130,15 @@ def trace(
       vnetrx trace --len 1000 --mergeable --kernel 5.12  # copy 14 B + 1 frag, truesize 2304
       vnetrx trace --len 1000 --mtu 9000 --kernel 6.1  # big mode
       vnetrx trace --len 1400 --mergeable --json | jq '.skb.truesize'
+      vnetrx trace --len 1514 --mergeable --buffer-index 20 --kernel 6.1  # 2048-byte buffer
+      vnetrx trace --len 1000 --mergeable --arch arm64 --page-size 64k --kernel 6.1
+      vnetrx trace --path tap --len 1000                # build_skb, truesize 1664 (6.18)
+      vnetrx trace --path tap --len 1000 --blocking     # tun_alloc_skb, truesize 2304
+      vnetrx trace --path tap --len 9000 --kernel 6.1   # fully linear 16 KiB head
+      vnetrx trace --path tap --len 1514 --frag-source full-page
     """
-    if mergeable and big:
-        raise InputError(
-            "--mergeable and --big exclude each other (MRG_RXBUF selects mergeable "
-            "mode; --big means guest GSO without it)"
-        )
-    profile = load_profile(kernel, config)
-    setup = VirtioRxSetup(
-        frame_len=frame_len,
-        mergeable=mergeable,
-        guest_gso=big,
-        mtu=mtu,
-        hdr_len=None if hdr_len is None else int(hdr_len),
-        buf_len=buf_len,
-        ewma=ewma,
-    )
-    result = trace_virtio(profile, setup)
-    if as_json:
+    result = _run(ctx, path, frame_len, opts)
+    if opts["as_json"]:
         from vnetrx.render.json_out import render_trace
 
         sys.stdout.write(render_trace(result))
@@ -111,3 +146,57 @@ def trace(
     from vnetrx.render.text import print_trace, stdout_console
 
     print_trace(result, stdout_console())
+
+
+def run_trace_args(args: list[str]) -> Trace:
+    """The Trace ``vnetrx trace ARGS`` would print (``vnetrx diff`` runs two of these)."""
+    with trace.make_context("trace", list(args)) as ctx:
+        params = dict(ctx.params)
+        return _run(ctx, params.pop("path"), params.pop("frame_len"), params)
+
+
+def _run(ctx: click.Context, path: str, frame_len: int, opts: dict[str, Any]) -> Trace:
+    wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
+    if wrong:
+        raise click.UsageError(
+            f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to --path {path}"
+        )
+    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
+    profile = load_profile(opts["kernel"], opts["config"], choice)
+    if path == "tap":
+        return _trace_tap(profile, frame_len, opts)
+    return _trace_virtio(profile, frame_len, opts)
+
+
+def _trace_virtio(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
+    if o["mergeable"] and o["big"]:
+        raise InputError(
+            "--mergeable and --big exclude each other (MRG_RXBUF selects mergeable "
+            "mode; --big means guest GSO without it)"
+        )
+    setup = VirtioRxSetup(
+        frame_len=frame_len,
+        mergeable=o["mergeable"],
+        guest_gso=o["big"],
+        mtu=o["mtu"],
+        hdr_len=None if o["hdr_len"] is None else int(o["hdr_len"]),
+        buf_len=o["buf_len"],
+        ewma=o["ewma"],
+        buffer_index=o["buffer_index"],
+    )
+    return trace_virtio(profile, setup)
+
+
+def _trace_tap(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
+    setup = TapSetup(
+        frame_len=frame_len,
+        tun=o["tun"],
+        blocking=o["blocking"],
+        sndbuf=o["sndbuf"],
+        vnet_hdr=not o["no_vnet_hdr"],
+        vnet_hdr_sz=o["vnet_hdr_sz"],
+        xdp=o["xdp"],
+        hdr=o["hdr"],
+        frag_source=o["frag_source"],
+    )
+    return trace_tap(profile, setup)

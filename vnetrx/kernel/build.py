@@ -22,7 +22,12 @@ class BuildConfig:
     page_size: int = 4096  # PAGE_SIZE
     l1_cache_bytes: int = 64  # L1_CACHE_BYTES = SMP_CACHE_BYTES (CONFIG_X86_L1_CACHE_SHIFT=6)
     net_ip_align: int = 0  # NET_IP_ALIGN: 0 on x86 and arm64 (asm/processor.h); 2 elsewhere
-    max_skb_frags: int = 17  # MAX_SKB_FRAGS (CONFIG_MAX_SKB_FRAGS from 6.4, default 17)
+    # MAX_SKB_FRAGS; 0 = the kernel's own default, resolved by KernelProfile: before 6.4
+    # max(16, 65536 / PAGE_SIZE + 1), from 6.4 CONFIG_MAX_SKB_FRAGS (17 by default)
+    max_skb_frags: int = 0
+    # page_pool_alloc_frag alignment: max(dma_get_cache_alignment(), alignof(skb_shared_info));
+    # 8 on x86, ARCH_DMA_MINALIGN = 128 on arm64 (net/core/page_pool.c @7.3.4)
+    page_pool_frag_align: int = 8
     # sizeof(struct sk_buff): 224 in 6.18.44's BTF. Only SKB_DATA_ALIGN of it (256) enters any
     # formula, and that holds for every size 193..256, which covers all profiled kernels.
     sk_buff_size: int = 224
@@ -31,3 +36,35 @@ class BuildConfig:
     # skbuff_small_head object size when it was read off a running kernel (/sys/kernel/slab);
     # None: computed from max_header by the version's SKB_SMALL_HEAD_CACHE_SIZE formula.
     small_head_observed: int | None = None
+
+
+ARCHES: dict[str, dict[str, int]] = {
+    # arch/x86/include/asm/cache.h (L1_CACHE_SHIFT = CONFIG_X86_L1_CACHE_SHIFT = 6 for
+    # GENERIC_CPU), asm/processor.h (NET_IP_ALIGN 0)
+    "x86_64": {"l1_cache_bytes": 64, "net_ip_align": 0, "page_pool_frag_align": 8},
+    # arch/arm64/include/asm/cache.h @6.1/@6.12/@7.3: L1_CACHE_SHIFT 6, ARCH_DMA_MINALIGN 128;
+    # asm/processor.h: NET_IP_ALIGN 0 (for 5.12-5.15 the cache line was not checked: assumed 64)
+    "arm64": {"l1_cache_bytes": 64, "net_ip_align": 0, "page_pool_frag_align": 128},
+}
+PAGE_SIZES = {"4k": 4096, "16k": 16384, "64k": 65536}
+
+
+def build_config(
+    arch: str = "x86_64",
+    page_size: int = 4096,
+    l1_cache_bytes: int | None = None,
+    max_skb_frags: int = 0,
+    config: str = "debian",
+) -> BuildConfig:
+    """A build for ``arch`` with its defaults, overridden where given."""
+    defaults = ARCHES[arch]
+    return BuildConfig(
+        arch=arch,
+        page_size=page_size,
+        l1_cache_bytes=l1_cache_bytes or defaults["l1_cache_bytes"],
+        net_ip_align=defaults["net_ip_align"],
+        max_skb_frags=max_skb_frags,
+        page_pool_frag_align=defaults["page_pool_frag_align"],
+        config=config,
+        max_header=MAX_HEADER_BY_CONFIG[config],
+    )

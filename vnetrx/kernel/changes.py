@@ -138,6 +138,128 @@ V1_HASH_SPLIT_HASH_VALUE = Change(
     note="seen in 6.18.44 BTF; the mainline release was not checked",
 )
 
+TUN_BUILD_SKB = Change(
+    key="tun_build_skb",
+    subject="tap: use build_skb() for small packet",
+    commit="66ccbc9c87c2",
+    since=v("4.14"),
+    summary="tun_get_user() copies a small TAP frame from a non-blocking writer with the default "
+    "sndbuf into a page fragment (current->task_frag, after 0bbd7dad34f8 'tun: make "
+    "tun_build_skb() thread safe') and wraps it with build_skb() (tun_can_build_skb, "
+    "tun_build_skb); everything else still goes through tun_alloc_skb()",
+    note="tun.c @4.13.4 has no build_skb; first seen @4.14.5. The pre-0bbd7dad34f8 per-queue "
+    "page_frag is known only from that commit's message",
+)
+TUN_XDP = Change(
+    key="tun_xdp",
+    subject="tap: XDP support",
+    commit="",
+    since=v("4.14"),
+    summary="an XDP program can be attached to a tun/tap device; with 7df13219d757 'tun: reserve "
+    "extra headroom only when XDP is set' tun_build_skb() adds XDP_PACKET_HEADROOM (256) to pad "
+    "only while a program is attached; other skbs get generic XDP",
+    note="commit id not seen; present @4.14.5 (TUN_HEADROOM 256), absent @4.13.4",
+)
+TUN_BUILD_SKB_OWNER = Change(
+    key="tun_build_skb_owner",
+    subject="tun: mark small packets as owned by the tap sock",
+    commit="",
+    since=v("5.3"),
+    summary="tun_build_skb() calls skb_set_owner_w(): the build-path skb is charged to the tap "
+    "socket's sk_wmem_alloc (its truesize does not change)",
+    note="commit id not seen; a list mail says it was backported to 4.14.y/4.19.y/5.2.y "
+    "(first point releases not pinned): absent @4.14.5, present @5.15.100",
+)
+TUN_BUILD_SKB_XDP_HEADROOM_LIMIT = Change(
+    key="tun_build_skb_xdp_headroom_limit",
+    subject="drivers: net: prevent tun_build_skb() to exceed the packet size limit",
+    commit="59eeb2329405",
+    since=v("6.5"),
+    backports=(v("6.1.192"),),
+    summary="tun_can_build_skb() always counts XDP_PACKET_HEADROOM (256) in its one-page size "
+    "check, program attached or not: the build path ends at 3456-byte frames instead of 3712",
+    note="stable backport (Aug 2023): present @6.1.192, absent @5.15.100; later 5.15.y and the "
+    "first 6.1.y carrying it were not checked",
+)
+TUN_ALLOC_SKB_BIG_PAGED = Change(
+    key="tun_alloc_skb_big_paged",
+    subject="net: tun: change tun_alloc_skb() to allow bigger paged allocations",
+    commit="ce7c7fef1473",
+    since=v("6.6"),
+    summary="with 6231e47b6fad 'tun: avoid high-order page allocation for packet header': "
+    "tun_get_user() caps the linear part at good_linear even when hdr_len is 0, and "
+    "tun_alloc_skb() asks sock_alloc_send_pskb() for frags of order <= "
+    "PAGE_ALLOC_COSTLY_ORDER (3), clamping linear so that the frags fit",
+)
+ALLOC_SKB_WITH_FRAGS_HIGH_ORDER = Change(
+    key="alloc_skb_with_frags_high_order",
+    subject="net: allow alloc_skb_with_frags() to allocate bigger packets",
+    commit="09c2c90705bb",
+    since=v("6.6"),
+    summary="alloc_skb_with_frags() fills data_len with compound pages of up to the caller's "
+    "max order, lowering the order while PAGE_ALIGN(remaining) < PAGE_SIZE << order; each "
+    "chunk adds PAGE_SIZE << order to truesize",
+)
+
+# --- TX headroom (vnetrx headroom): tap-and-tx-headroom.md part B, and the 3.15.5, 3.16.0,
+# 4.13.4, 4.14.5 and 5.15.100 trees listed in its section 0 (read for net/ipv4/ip_output.c,
+# net/ipv6/ip6_output.c, net/ipv4/tcp.c, drivers/net/virtio_net.c) ---------------------------
+UDP_UFO = Change(
+    key="udp_ufo",
+    subject="UDP fragmentation offload (NETIF_F_UFO)",
+    commit="",
+    since=v("2.6.15"),
+    until=v("4.14"),
+    summary="with NETIF_F_UFO on the device (virtio-net: VIRTIO_NET_F_HOST_UFO), a UDP datagram "
+    "longer than the MTU becomes one GSO skb: ip_ufo_append_data()/ip6_ufo_append_data() "
+    "allocate hh_len + IP + 8 + 20 linear bytes, skb_reserve(hh_len), and put the payload "
+    "in current->task_frag page frags",
+    note="present @3.16.0 and @4.13.4, gone @4.14.5; the removal series (2017) and the release "
+    "that added UFO (2.6.15) are from memory, ids not pinned",
+)
+TX_NEEDED_HEADROOM = Change(
+    key="tx_needed_headroom",
+    subject="virtio-net: Set needed_headroom for virtio-net when VIRTIO_F_ANY_LAYOUT is true",
+    commit="6ebbc1a6383f",
+    since=v("3.16"),
+    summary="virtnet_probe() sets dev->needed_headroom to the header size (12 with MRG_RXBUF, "
+    "else 10) when any_header_sg: LL_RESERVED_SPACE grows from 16 to 32, so a locally built "
+    "UDP skb reaches xmit_skb() with 18 bytes of headroom instead of 2",
+    note="release inferred from trees: absent @3.15.5, present @3.16.0 (fact sheet B.1)",
+)
+TX_NEEDED_HEADROOM_HDR_LEN = Change(
+    key="tx_needed_headroom_hdr_len",
+    subject="virtio_net: needed_headroom = vi->hdr_len (virtio 1.0 support)",
+    commit="",
+    since=v("3.19"),
+    summary="virtnet_probe() sets dev->needed_headroom = vi->hdr_len, which is 12 with MRG_RXBUF "
+    "or VIRTIO_F_VERSION_1 (later 20 with HASH_REPORT, 24 with UDP tunnel GSO)",
+    note="subject paraphrased, commit not pinned: the 3.16.0-3.18.140 form is replaced @3.19.8",
+)
+TCP_SENDMSG_FRAGS_ONLY = Change(
+    key="tcp_sendmsg_frags_only",
+    subject="tcp: sendmsg() puts no payload in the linear area",
+    commit="",
+    since=v("5.15"),
+    summary="tcp_sendmsg() allocates data skbs with sk_stream_alloc_skb(sk, 0, ...) / "
+    "tcp_stream_alloc_skb(): MAX_TCP_HEADER bytes, all reserved; the payload goes to page frags. "
+    "Before, select_size() gave a new skb SKB_WITH_OVERHEAD(2048 - MAX_TCP_HEADER) linear "
+    "payload bytes (every new skb @3.16.0; the first skb of an empty write queue @4.13.4, "
+    "@4.14.5: linear_payload_sz)",
+    note="subject paraphrased, commit not pinned: seen @5.15.100, absent @4.14.5; the 5.12 and "
+    "5.13 profiles assume the older linear_payload_sz() behaviour",
+)
+MAX_TCP_HEADER_L1_ALIGNED = Change(
+    key="max_tcp_header_l1_aligned",
+    subject="tcp: MAX_TCP_HEADER = L1_CACHE_ALIGN(128 + MAX_HEADER)",
+    commit="",
+    since=v("5.15"),
+    summary="include/net/tcp.h rounds MAX_TCP_HEADER up to a cache line (304 -> 320 with the "
+    "Debian amd64 config); before it was 128 + MAX_HEADER",
+    note="subject paraphrased, commit not pinned: seen @5.15.100, absent @4.14.5 (fact sheet "
+    "B.4); the 5.12 and 5.13 profiles assume the unaligned form",
+)
+
 SHINFO_XDP_FRAGS_UNION = Change(
     key="shinfo_xdp_frags_union",
     subject="xdp: add generic xdp_buff_add_frag()",
@@ -150,7 +272,34 @@ SHINFO_XDP_FRAGS_UNION = Change(
     "xdp_frags_size at 36",
 )
 
+MAX_SKB_FRAGS_CONFIGURABLE = Change(
+    key="max_skb_frags_configurable",
+    subject="net: make MAX_SKB_FRAGS configurable",
+    commit="",
+    since=v("6.4"),
+    summary="MAX_SKB_FRAGS = CONFIG_MAX_SKB_FRAGS (17..45, default 17) instead of "
+    "max(16, 65536 / PAGE_SIZE + 1): 64 KiB-page kernels go from 16 to 17 frags",
+    note="patch dated Mar 2023; release inferred as 6.4",
+)
+VIRTIO_RX_PAGE_POOL = Change(
+    key="virtio_rx_page_pool",
+    subject="virtio_net: add page pool support for buffer allocation",
+    commit="",
+    since=v("7.2"),
+    summary="small and mergeable rx buffers come from a per-queue page_pool of order-0 pages "
+    "(page_pool_alloc_va): a buffer whose double would not fit is a whole page, otherwise "
+    "buffers are carved from one page and the last one absorbs the rest (1536 + 2560 per 4 KiB "
+    "page); the ctx carries the real allocation, and skbs are marked for recycling",
+    note="not in 6.18 (BTF has no page_pool in receive_queue); in 7.2.13 and 7.3.4. Posted "
+    "Jan 2026, so 7.0 or 7.1 may already have it: those are not profiled",
+)
+
 CHANGES: tuple[Change, ...] = (
+    UDP_UFO,
+    TX_NEEDED_HEADROOM,
+    TX_NEEDED_HEADROOM_HDR_LEN,
+    TCP_SENDMSG_FRAGS_ONLY,
+    MAX_TCP_HEADER_L1_ALIGNED,
     SMALL_USED_LEN_CHECK,
     PAGE_TO_SKB_BUILD_SKB,
     BIG_BUILD_SKB_GIVE_PAGES,
@@ -163,5 +312,13 @@ CHANGES: tuple[Change, ...] = (
     BIG_RECV_LEN_CHECK,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
+    TUN_BUILD_SKB,
+    TUN_XDP,
+    TUN_BUILD_SKB_OWNER,
+    TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
+    TUN_ALLOC_SKB_BIG_PAGED,
+    ALLOC_SKB_WITH_FRAGS_HIGH_ORDER,
     SHINFO_XDP_FRAGS_UNION,
+    MAX_SKB_FRAGS_CONFIGURABLE,
+    VIRTIO_RX_PAGE_POOL,
 )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vnetrx.kernel.build import BuildConfig
-from vnetrx.kernel.changes import CHANGES, Change
+from vnetrx.kernel.changes import CHANGES, MAX_SKB_FRAGS_CONFIGURABLE, Change
 from vnetrx.kernel.version import KernelVersion
 
 
@@ -22,6 +22,18 @@ class KernelProfile:
     build: BuildConfig = field(default_factory=BuildConfig)
     source: str = ""  # how the profile was chosen, e.g. "uname -r: 6.18.44-fc-v782"
     notes: tuple[str, ...] = ()  # what resolving the version left uncertain
+
+    def __post_init__(self) -> None:
+        if self.build.max_skb_frags == 0:  # resolve "the kernel's default" once, here
+            object.__setattr__(
+                self, "build", replace(self.build, max_skb_frags=self.default_max_skb_frags())
+            )
+
+    def default_max_skb_frags(self) -> int:
+        """MAX_SKB_FRAGS when .config does not say: include/linux/skbuff.h."""
+        if self.has(MAX_SKB_FRAGS_CONFIGURABLE):
+            return 17  # CONFIG_MAX_SKB_FRAGS default (net/Kconfig: range 17..45)
+        return max(16, 65536 // self.build.page_size + 1)
 
     @property
     def name(self) -> str:

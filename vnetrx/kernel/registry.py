@@ -47,6 +47,8 @@ SERIES: tuple[Series, ...] = (
         6, 12, 117, "the LTS point release whose source was read and checked in a real guest", _RX
     ),
     Series(6, 18, 44, "the release measured on the reference machine", _RX),
+    Series(7, 2, 13, "the point release whose virtio_net.c was read", _RX),
+    Series(7, 3, 4, "the newest release read (Debian trixie-backports)", _RX),
 )
 NEWEST = SERIES[-1]
 

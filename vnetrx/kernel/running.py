@@ -81,7 +81,30 @@ def running_profile(root: str = "") -> KernelProfile:
         if frags:
             build = replace(build, max_skb_frags=int(frags.group(1)))
             read.append(f"CONFIG_MAX_SKB_FRAGS={frags.group(1)} ({config_path})")
+    build = _btf_sizes(root + "/sys/kernel/btf/vmlinux", build, read)
     return profile_for(parsed, build, source="running: " + "; ".join(read))
+
+
+def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
+    """sizeof(struct sk_buff) and sizeof(struct skb_shared_info) from the kernel's own BTF.
+
+    Without BTF (CONFIG_DEBUG_INFO_BTF=n) the BuildConfig defaults stay: only SKB_DATA_ALIGN of
+    sk_buff (256 for any size 193..256) and the modelled skb_shared_info layout enter formulas.
+    """
+    if not os.path.exists(path):
+        read.append("no BTF: sizeof(sk_buff) assumed 224 and skb_shared_info from the layout")
+        return build
+    from vnetrx.errors import LayoutError
+    from vnetrx.layouts.btf import Btf
+
+    try:
+        btf = Btf.load(path, cache=False)
+        sk_buff, shinfo = btf.struct("sk_buff").size, btf.struct("skb_shared_info").size
+    except (LayoutError, KeyError) as exc:
+        read.append(f"BTF unreadable ({exc}): sizeof(sk_buff) assumed 224")
+        return build
+    read.append(f"sizeof(sk_buff) {sk_buff}, sizeof(skb_shared_info) {shinfo} ({path})")
+    return replace(build, sk_buff_size=sk_buff)
 
 
 def max_header_from_kconfig(config: str) -> int:

@@ -8,6 +8,10 @@ Corrupt or truncated input raises LayoutError naming the file and byte offset.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -111,11 +115,52 @@ class Btf:
             )
 
     @classmethod
-    def load(cls, path: str | Path) -> Btf:
+    def load(cls, path: str | Path, cache: bool = True) -> Btf:
+        """Read a BTF file; with ``cache``, reuse the type index saved for this file's size and
+        modification time under the user cache directory (vnetrx/btf-*.idx)."""
         try:
-            return cls(Path(path).read_bytes(), str(path))
+            data = Path(path).read_bytes()
+            stat = Path(path).stat()
         except OSError as exc:
             raise LayoutError(f"cannot read BTF from {path}: {exc.strerror}") from None
+        btf = cls(data, str(path))
+        if cache:
+            btf._cache_file = _cache_path(str(path), stat.st_size, stat.st_mtime_ns)
+            btf._load_index()
+        return btf
+
+    _cache_file: Path | None = None
+
+    def _load_index(self) -> None:
+        if self._cache_file is None:
+            return
+        try:
+            blob = self._cache_file.read_bytes()
+            count = int.from_bytes(blob[:4], "little")
+            offsets = array("I")
+            offsets.frombytes(blob[4 : 4 + 4 * count])
+            names = json.loads(blob[4 + 4 * count :])
+        except (OSError, ValueError):
+            return  # no cache yet, or a damaged one: index from scratch
+        if len(offsets) == count and isinstance(names, dict):
+            self.__dict__["offsets"] = list(offsets)
+            self.__dict__["struct_index"] = names
+            self._cache_file = None  # loaded: nothing to save
+
+    def save_index(self) -> None:
+        """Write the index for the next run (best effort: an unwritable cache is skipped)."""
+        if self._cache_file is None:
+            return
+        offsets = array("I", self.offsets)
+        blob = len(offsets).to_bytes(4, "little") + offsets.tobytes()
+        blob += json.dumps(self.struct_index).encode()
+        try:
+            self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self._cache_file.with_suffix(".tmp")
+            tmp.write_bytes(blob)
+            tmp.replace(self._cache_file)
+        except OSError:
+            pass
 
     def string(self, offset: int) -> str:
         start = self.str_start + offset
@@ -300,6 +345,12 @@ class Btf:
                 return type_id
             type_id = ref
         raise LayoutError(f"{self.path}: loop in the type graph at type id {type_id}")
+
+
+def _cache_path(path: str, size: int, mtime_ns: int) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vnetrx"
+    key = hashlib.sha1(f"{Path(path).resolve()}:{size}:{mtime_ns}".encode()).hexdigest()[:16]
+    return base / f"btf-{key}.idx"
 
 
 def _why(exc: construct.ConstructError) -> str:

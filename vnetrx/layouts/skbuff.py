@@ -34,8 +34,9 @@ def skb_frag(netmem: bool = True) -> Layout:
 
 
 @cache
-def skb_shared_info(max_skb_frags: int = 17, netmem: bool = True,
-                    xdp_frags_union: bool = False) -> Layout:
+def skb_shared_info(
+    max_skb_frags: int = 17, netmem: bool = True, xdp_frags_union: bool = False
+) -> Layout:
     """struct skb_shared_info: sits at skb->end; build_skb() needs SKB_DATA_ALIGN(sizeof) of tailroom.
 
     ``xdp_frags_union``: from "xdp: add generic xdp_buff_add_frag()" (6.14) xdp_frags_size and

@@ -10,7 +10,12 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from vnetrx.errors import SimulationError
-from vnetrx.kernel.changes import NAPI_SMALL_PAGE_FRAG, SKB_SMALL_HEAD_CACHE, SMALL_HEAD_GRO_SIZED
+from vnetrx.kernel.changes import (
+    ALLOC_SKB_WITH_FRAGS_HIGH_ORDER,
+    NAPI_SMALL_PAGE_FRAG,
+    SKB_SMALL_HEAD_CACHE,
+    SMALL_HEAD_GRO_SIZED,
+)
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
 from vnetrx.model import Frag, Skb
@@ -172,3 +177,37 @@ def eth_type_trans(skb: Skb) -> Skb:
     if skb.headlen < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {skb.headlen} linear bytes (< ETH_HLEN)")
     return skb.but(mac_header=skb.data, data=skb.data + ETH_HLEN, len=skb.len - ETH_HLEN)
+
+
+def frag_chunks(
+    k: KernelProfile, data_len: int, max_page_order: int
+) -> tuple[tuple[int, int], ...]:
+    """The pages alloc_skb_with_frags() attaches for ``data_len`` bytes: (chunk, page bytes) each.
+
+    Up to 6.5 (net/core/skbuff.c:alloc_skb_with_frags @4.14.5, @6.1.192): npages =
+    DIV_ROUND_UP(data_len, PAGE_SIZE); an order is tried only while npages >= 1 << order.
+    From 6.6 (09c2c90705bb; @6.6.87, @6.18.3): the order drops while PAGE_ALIGN(remaining) <
+    PAGE_SIZE << order. Either way each chunk is min(remaining, PAGE_SIZE << order). An unfragmented
+    machine is assumed: every high-order allocation succeeds (tap-and-tx-headroom.md §D.8).
+    """
+    page = k.build.page_size
+    chunks: list[tuple[int, int]] = []
+    remaining, order = data_len, max_page_order
+    while remaining > 0:
+        if k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER):
+            while order and align(remaining, page) < page << order:
+                order -= 1
+        else:
+            while order and -(-remaining // page) < 1 << order:
+                order -= 1
+        size = page << order
+        chunks.append((min(remaining, size), size))
+        remaining -= min(remaining, size)
+    return tuple(chunks)
+
+
+def frags_limit(k: KernelProfile, max_page_order: int) -> int:
+    """Most data_len alloc_skb_with_frags() accepts before -EMSGSIZE: MAX_SKB_FRAGS pages of the
+    largest order it may use (order 0 up to 6.5, ``max_page_order`` from 6.6)."""
+    order = max_page_order if k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER) else 0
+    return k.build.max_skb_frags * (k.build.page_size << order)

@@ -6,7 +6,8 @@ Facts: ../shared/reference/virtio-rx.md §4 (dispatch), §6 (page_to_skb), §7-�
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import islice
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -17,6 +18,7 @@ from vnetrx.kernel.changes import (
     PAGE_TO_SKB_BUILD_SKB,
     RX_PREMAPPED_BY_DEFAULT,
     SMALL_USED_LEN_CHECK,
+    VIRTIO_RX_PAGE_POOL,
     VNET_HDR_UDP_TUNNEL,
     Change,
 )
@@ -53,6 +55,7 @@ class VirtioRxSetup:
     buf_len: int | None = None  # mergeable buffer length; None → get_mergeable_buf_len()
     ewma: int | None = None  # rq->mrg_avg_pkt_len; None → frame_len (a steady stream of it)
     ring_size: int = 256
+    buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) the frame lands in
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,16 @@ def resolve(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
     if not 1 <= s.ring_size <= 32768:
         raise InputError(f"ring size {s.ring_size} out of range (valid: 1..32768)")
-    return VirtioRxSetup(
-        s.frame_len, s.mergeable, s.guest_gso, s.mtu, hdr_len, s.buf_len, s.ewma, s.ring_size
-    )
+    if not 0 <= s.buffer_index < s.ring_size:
+        raise InputError(
+            f"buffer index {s.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
+        )
+    if s.buffer_index and not s.mergeable and (s.guest_gso or s.mtu > bufs.ETH_DATA_LEN):
+        raise InputError(
+            "--buffer-index applies to small and mergeable buffers; big mode "
+            "posts page chains from rq->pages"
+        )
+    return replace(s, hdr_len=hdr_len)
 
 
 def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
@@ -179,13 +189,18 @@ def receive_small(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     hdr, frame, pad = s.hdr_len, s.frame_len, bufs.virtnet_rx_pad(k)
     sh = shinfo_size(k)
     bufsize = bufs.small_bufsize(k, hdr)
-    page_offset = bufs.page_frag_start(k)
+    posted = next(islice(bufs.iter_small(k, bufsize), s.buffer_index, None))
+    page_offset = posted.offset
     log.add(
         SRC,
         "add_recvbuf_small",
-        f"post a {bufsize}-byte buffer from the rx page_frag; the device may write "
-        f"hdr_len + GOOD_PACKET_LEN = {hdr + bufs.GOOD_PACKET_LEN} bytes at offset {pad}",
+        f"post {bufsize}-byte buffers from the rx {_allocator(k)}; buffer {s.buffer_index} is "
+        f"at {_page_label(k, posted.frag_index)} + {posted.offset}, {posted.len} bytes; the "
+        f"device may write hdr_len + GOOD_PACKET_LEN = {hdr + bufs.GOOD_PACKET_LEN} bytes at "
+        f"offset {pad}",
+        k.present(VIRTIO_RX_PAGE_POOL, RX_PREMAPPED_BY_DEFAULT),
         bufsize=bufsize,
+        alloc_len=posted.len,
         VIRTNET_RX_PAD=pad,
         hdr_len=hdr,
         GOOD_PACKET_LEN=bufs.GOOD_PACKET_LEN,
@@ -193,6 +208,7 @@ def receive_small(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
         page_offset=page_offset,
     )
     fits = frame <= bufs.GOOD_PACKET_LEN
+    bufsize = posted.len  # 7.x: page_pool_alloc_va may have grown it
     room = bufsize - sh - pad - hdr
     frame_part = (
         ("frame", frame, "") if fits else ("rx space", bufs.GOOD_PACKET_LEN, "frame does not fit")
@@ -200,7 +216,7 @@ def receive_small(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     written = frame if fits else bufs.GOOD_PACKET_LEN
     buffer = Buffer(
         bufsize,
-        "frag0",
+        _page_label(k, posted.frag_index),
         page_offset,
         hdr + (frame if fits else 0),
         _regions(
@@ -235,9 +251,11 @@ def receive_small(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
             len=frame,
             GOOD_PACKET_LEN=bufs.GOOD_PACKET_LEN,
         )
-    # buflen = SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo, headroom = PAD + hdr_len
     headroom = pad + hdr
-    buflen = k.skb_data_align(bufs.GOOD_PACKET_LEN + headroom) + sh
+    if k.has(VIRTIO_RX_PAGE_POOL):  # 7.x: buflen is the ctx truesize, the real allocation
+        buflen = posted.len
+    else:  # buflen = SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo, headroom = PAD + hdr
+        buflen = k.skb_data_align(bufs.GOOD_PACKET_LEN + headroom) + sh
     skb = build_skb(k, buflen, "the rx buffer (build_skb)")
     skb = skb_put(skb_reserve(skb, headroom), frame)
     log.add(
@@ -630,7 +648,7 @@ def receive_mergeable(
     used_total = hdr + frame
     posted: list[bufs.PostedBuffer] = []
     covered = 0
-    for buf in bufs.iter_mergeable(k, buf_len):
+    for buf in islice(bufs.iter_posted_mergeable(k, buf_len), s.buffer_index, None):
         posted.append(buf)
         covered += buf.len
         if covered >= used_total:
@@ -639,10 +657,11 @@ def receive_mergeable(
     log.add(
         SRC,
         "add_recvbuf_mergeable",
-        f"buffers of {buf_len} bytes are carved one after another from a 32 KiB page_frag "
-        f"page starting at offset {bufs.page_frag_start(k)}; ctx = the buffer length (its "
-        "truesize); the last buffer of a page absorbs the leftover hole",
-        k.present(RX_PREMAPPED_BY_DEFAULT),
+        f"buffers of {buf_len} bytes are carved one after another from the rx {_allocator(k)}; "
+        "ctx = the buffer length (its truesize); the last buffer of a page absorbs the rest; "
+        f"buffer {s.buffer_index} is at {_page_label(k, posted[0].frag_index)} + "
+        f"{posted[0].offset}, {posted[0].len} bytes",
+        k.present(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
         len=buf_len,
         page_offset=posted[0].offset,
         page_frag_size=bufs.page_frag_size(k),
@@ -656,7 +675,8 @@ def receive_mergeable(
         num_buffers=len(posted),
     )
     buffers = tuple(
-        Buffer(b.len, f"frag{b.frag_index}", b.offset, u) for b, u in zip(posted, used, strict=True)
+        Buffer(b.len, _page_label(k, b.frag_index), b.offset, u)
+        for b, u in zip(posted, used, strict=True)
     )
     lead = (("vnet_hdr", hdr, f"num_buffers = {len(posted)} at byte 10"),)
     if _short_packet(s, log):
@@ -697,6 +717,14 @@ def receive_mergeable(
     )
     for later, this_used in zip(buffers[1:], used[1:], strict=True):
         skb = _append_buffer(k, log, skb, later, this_used)
+    if k.has(VIRTIO_RX_PAGE_POOL):
+        log.add(
+            SRC,
+            "receive_mergeable",
+            "skb_mark_for_recycle(head_skb): pp_recycle = 1, the "
+            "pages go back to the page_pool when the skb is freed",
+            (VIRTIO_RX_PAGE_POOL,),
+        )
     ewma_before = _ewma_before(s)
     log.add(
         SRC,
@@ -778,3 +806,17 @@ def _append_buffer(k: KernelProfile, log: StepLog, skb: Skb, buf: Buffer, used: 
         truesize=buf.size,
     )
     return skb_add_rx_frag(skb, Frag(buf.page, buf.page_offset, used, buf.size))
+
+
+def _allocator(k: KernelProfile) -> str:
+    if k.has(VIRTIO_RX_PAGE_POOL):
+        return f"page_pool ({k.build.page_size // 1024} KiB order-0 pages)"
+    start = bufs.page_frag_start(k)
+    return f"page_frag ({bufs.page_frag_size(k) // 1024} KiB pages" + (
+        f", the first {start} bytes of each holding struct virtnet_rq_dma)" if start else ")"
+    )
+
+
+def _page_label(k: KernelProfile, index: int) -> str:
+    """Names backing pages: frag<N> for page_frag pages, pool<N> for page_pool pages."""
+    return f"pool{index}" if k.has(VIRTIO_RX_PAGE_POOL) else f"frag{index}"

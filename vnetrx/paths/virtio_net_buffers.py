@@ -15,6 +15,7 @@ from vnetrx.kernel.changes import (
     BIG_PACKETS_MTU_SIZED,
     PADDED_VNET_HDR_V1_HASH,
     RX_PREMAPPED_BY_DEFAULT,
+    VIRTIO_RX_PAGE_POOL,
 )
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.virtio_net import padded_vnet_hdr, virtio_net_hdr_mrg_rxbuf, virtnet_rq_dma
@@ -111,6 +112,55 @@ def iter_mergeable(k: KernelProfile, buf_len: int) -> Iterator[PostedBuffer]:
 
 def carve_mergeable(k: KernelProfile, buf_len: int, count: int) -> list[PostedBuffer]:
     return list(islice(iter_mergeable(k, buf_len), count))
+
+
+def iter_page_pool(k: KernelProfile, size: int) -> Iterator[PostedBuffer]:
+    """page_pool_alloc_va(pool, &size) again and again on order-0 pages (7.x).
+
+    include/net/page_pool/helpers.h:page_pool_alloc_netmem and net/core/page_pool.c:
+    page_pool_alloc_frag_netmem @7.3.4: if twice the size does not fit a page the buffer is a
+    whole page; else the size is aligned, a new page starts when it does not fit, and a buffer
+    after which another of the same size would not fit absorbs the rest of the page.
+    """
+    page_size = k.build.page_size
+    page, offset = -1, page_size
+    while True:
+        if 2 * size > page_size:
+            page += 1
+            yield PostedBuffer(page, 0, page_size)
+            continue
+        aligned = align(size, k.build.page_pool_frag_align)
+        if offset + aligned > page_size:
+            page, offset = page + 1, 0
+        buf_offset, length = offset, size
+        offset += aligned
+        if offset + size > page_size:
+            length, offset = page_size - buf_offset, page_size
+        yield PostedBuffer(page, buf_offset, length)
+
+
+def iter_small(k: KernelProfile, bufsize: int) -> Iterator[PostedBuffer]:
+    """add_recvbuf_small, again and again: page_frag carving without hole absorption, or the
+    page_pool from 7.x."""
+    if k.has(VIRTIO_RX_PAGE_POOL):
+        yield from iter_page_pool(k, bufsize)
+        return
+    size, start = page_frag_size(k), page_frag_start(k)
+    frag_index, offset = 0, start
+    while True:
+        if offset + bufsize > size:
+            frag_index, offset = frag_index + 1, start
+        yield PostedBuffer(frag_index, offset, bufsize)
+        offset += bufsize
+
+
+def iter_posted_mergeable(k: KernelProfile, buf_len: int) -> Iterator[PostedBuffer]:
+    """The mergeable buffers as posted: page_frag carving, or the page_pool from 7.x (where the
+    buffer length absorbs any growth of the allocation because headroom is 0)."""
+    if k.has(VIRTIO_RX_PAGE_POOL):
+        yield from iter_page_pool(k, buf_len)
+    else:
+        yield from iter_mergeable(k, buf_len)
 
 
 def big_num_skbfrags(k: KernelProfile, guest_gso: bool, mtu: int, max_skb_frags: int) -> int:

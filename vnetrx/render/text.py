@@ -153,6 +153,9 @@ def skb_map(skb: Skb) -> RenderableType:
 def _summary(trace: Trace) -> Text:
     text = Text()
     text.append("Summary: ", style="bold")
+    if trace.outcome == "error":
+        text.append(f"write() fails with {trace.errno} ({trace.reason})", style="bold red")
+        return text
     if trace.skb is None or trace.cost is None:
         text.append(f"dropped ({trace.reason})", style="bold red")
         return text
@@ -168,7 +171,8 @@ def _summary(trace: Trace) -> Text:
 def trace_renderable(trace: Trace) -> RenderableType:
     parts: list[RenderableType] = [_kernel_line(trace), Text(), _steps(trace), Text()]
     if trace.buffer is not None:
-        parts += [buffer_map("Receive buffer", trace.buffer), Text()]
+        title = "Buffer the write is copied into" if trace.path == "tap" else "Receive buffer"
+        parts += [buffer_map(title, trace.buffer), Text()]
     if trace.skb is not None:
         parts += [skb_map(trace.skb), Text()]
     parts.append(_summary(trace))

@@ -1,0 +1,68 @@
+"""``vnetrx diff``: run two traces and show where they part."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from vnetrx.cli import cli
+from vnetrx.diff import diff, diff_to_dict
+from vnetrx.errors import InputError
+
+
+def _split(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    if "--" in args:
+        cut = args.index("--")
+        return list(args[:cut]), list(args[cut + 1 :])
+    return list(args), list(args)
+
+
+@cli.command("diff", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--kernel",
+    "kernels",
+    multiple=True,
+    metavar="V",
+    help="Give twice to compare two kernels on the same options.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.diff/1)."
+)
+@click.argument("trace_args", nargs=-1, type=click.UNPROCESSED)
+def diff_command(kernels: tuple[str, ...], as_json: bool, trace_args: tuple[str, ...]) -> None:
+    """Run two traces and show where they part: the first differing step, the result fields
+    that differ, and both memory maps side by side.
+
+    Trace options follow `--`. With two --kernel values both sides use the same options; with
+    a second `--`, side A takes the options before it and side B those after it.
+
+    \b
+    Examples:
+      vnetrx diff --kernel 5.12 --kernel 5.13 -- --len 1000 --mergeable
+      vnetrx diff --kernel 6.1 -- --len 1514 --mergeable -- --len 1514 --mergeable --buffer-index 20
+      vnetrx diff -- --len 1000 --mergeable -- --len 1000 --mergeable --kernel 7.3 --buffer-index 1
+    """
+    from vnetrx.cli.trace import run_trace_args
+
+    if len(kernels) > 2:
+        raise InputError("give --kernel at most twice (one per side)")
+    args_a, args_b = _split(trace_args)
+    if not args_a or not args_b:
+        raise InputError(
+            "give the trace options after `--`, e.g. vnetrx diff --kernel 5.12 "
+            "--kernel 5.13 -- --len 1000 --mergeable"
+        )
+    if kernels:
+        args_a = [*args_a, "--kernel", kernels[0]]
+        args_b = [*args_b, "--kernel", kernels[-1]]
+    result = diff(run_trace_args(args_a), run_trace_args(args_b))
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(diff_to_dict(result)))
+        return
+    from vnetrx.render.diff_text import print_diff
+    from vnetrx.render.text import stdout_console
+
+    print_diff(result, stdout_console())

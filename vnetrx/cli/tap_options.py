@@ -1,0 +1,70 @@
+"""Options shared by ``vnetrx trace --path tap`` and ``vnetrx verify tap``: how the tap fd is set up."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from vnetrx.cli.options import Count
+
+INT_MAX = 2**31 - 1
+
+
+class HexBytes(click.ParamType):  # type: ignore[type-arg]
+    """Bytes given as hex digits; spaces, colons and a 0x prefix are allowed."""
+
+    name = "HEX"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> bytes:
+        if isinstance(value, bytes):
+            return value
+        text = re.sub(r"[\s:]", "", str(value))
+        text = text[2:] if text.lower().startswith("0x") else text
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            self.fail(f"{value!r} is not an even number of hex digits", param, ctx)
+
+
+def tap_options(f: Any) -> Any:
+    """--blocking, --sndbuf, --vnet-hdr-sz, --no-vnet-hdr, --hdr (applied bottom-up)."""
+    for option in reversed(
+        (
+            click.option(
+                "--blocking",
+                is_flag=True,
+                help="tap: the fd is blocking (no O_NONBLOCK). Default: non-blocking.",
+            ),
+            click.option(
+                "--sndbuf",
+                type=Count(1, INT_MAX),
+                default=None,
+                help="tap: TUNSETSNDBUF value. Default: INT_MAX (unlimited, tun_chr_open).",
+            ),
+            click.option(
+                "--vnet-hdr-sz",
+                type=Count(0, 65535),
+                default=None,
+                help="tap: TUNSETVNETHDRSZ (the kernel accepts >= 10). Default: 10.",
+            ),
+            click.option(
+                "--no-vnet-hdr",
+                is_flag=True,
+                help="tap: the device has no IFF_VNET_HDR (no header before the frame).",
+            ),
+            click.option(
+                "--hdr",
+                type=HexBytes(),
+                default=None,
+                help="tap: the virtio_net_hdr bytes written before the frame (flags, gso_type, "
+                "hdr_len, gso_size, csum_start, csum_offset; little-endian), zero-padded to "
+                "the header size. Default: all zero.",
+            ),
+        )
+    ):
+        f = option(f)
+    return f

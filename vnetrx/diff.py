@@ -1,0 +1,92 @@
+"""Where two traces part: the first differing step and the result fields that differ. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vnetrx.codec import trace_to_dict
+from vnetrx.model import Step, Trace
+
+DIFF_SCHEMA = "vnetrx.diff/1"
+# Result fields compared, as dotted paths into the JSON form of a trace.
+RESULT_FIELDS = (
+    "path",
+    "outcome",
+    "reason",
+    "skb.len",
+    "skb.data_len",
+    "skb.truesize",
+    "skb.nr_frags",
+    "skb.mac_header",
+    "skb.end",
+    "skb.headlen",
+    "skb.head",
+    "cost.allocations",
+    "cost.bytes_copied",
+    "cost.frags",
+    "buffer.size",
+    "buffer.page_offset",
+)
+
+
+@dataclass(frozen=True)
+class TraceDiff:
+    a: Trace
+    b: Trace
+    first_step: int | None  # index of the first step that differs (None: the steps agree)
+    fields: tuple[tuple[str, Any, Any], ...]  # (field, a, b) for every differing result field
+
+
+def _same(x: Step, y: Step) -> bool:
+    """Steps agree when they do the same thing; their sources differ by version only."""
+    return (x.function, x.summary, x.values, x.because) == (
+        y.function,
+        y.summary,
+        y.values,
+        y.because,
+    )
+
+
+def _get(doc: dict[str, Any], path: str) -> Any:
+    value: Any = doc
+    for part in path.split("."):
+        value = None if value is None else value.get(part)
+    return value
+
+
+def diff(a: Trace, b: Trace) -> TraceDiff:
+    first = next(
+        (i for i, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)) if not _same(x, y)), None
+    )
+    if first is None and len(a.steps) != len(b.steps):
+        first = min(len(a.steps), len(b.steps))
+    da, db = trace_to_dict(a), trace_to_dict(b)
+    fields = tuple(
+        (f, _get(da, f), _get(db, f)) for f in RESULT_FIELDS if _get(da, f) != _get(db, f)
+    )
+    return TraceDiff(a, b, first, fields)
+
+
+def diff_to_dict(d: TraceDiff) -> dict[str, Any]:
+    def step(t: Trace) -> dict[str, Any] | None:
+        if d.first_step is None or d.first_step >= len(t.steps):
+            return None
+        s = t.steps[d.first_step]
+        return {
+            "index": d.first_step,
+            "function": s.function,
+            "source": s.source,
+            "summary": s.summary,
+            "values": dict(s.values),
+            "because": list(s.because),
+        }
+
+    return {
+        "schema": DIFF_SCHEMA,
+        "same": d.first_step is None and not d.fields,
+        "first_difference": None if d.first_step is None else {"a": step(d.a), "b": step(d.b)},
+        "fields": [{"field": f, "a": x, "b": y} for f, x, y in d.fields],
+        "a": trace_to_dict(d.a),
+        "b": trace_to_dict(d.b),
+    }

@@ -1,0 +1,415 @@
+"""Write frames into a private tap device and read back what the kernel built (root only).
+
+What this module creates, and removes again on success, on error and on SIGINT/SIGTERM:
+
+* a tracefs mount in a temporary directory, only when tracefs is not mounted anywhere yet;
+* a tracefs instance ``instances/vnetrx-<pid>`` with net:netif_receive_skb_entry enabled and
+  filtered on the device name;
+* a child process (``prctl(PR_SET_PDEATHSIG, SIGKILL)``) that moves itself into a new network
+  namespace (``unshare(CLONE_NEWNET)``), disables IPv6 there, and opens a non-persistent tap
+  device ``vnx<pid>`` (IFF_TAP | IFF_NO_PI [| IFF_VNET_HDR]) which it brings up. The device and the
+  namespace die with the child.
+
+Frames are written straight into the tap fd: destination 02:00:00:00:00:01, EtherType 0x88B5
+(IEEE local experimental), zero payload. No address is configured and no IP packet is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno as errno_mod
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from vnetrx.errors import VnetrxError
+from vnetrx.live.parse import SkbEvent, parse_event, parse_marker
+
+# include/uapi/linux/if_tun.h (tap-and-tx-headroom.md §A.2)
+TUNSETIFF = 0x400454CA
+TUNSETSNDBUF = 0x400454D4
+TUNSETVNETHDRSZ = 0x400454D8
+IFF_TAP = 0x0002
+IFF_NO_PI = 0x1000
+IFF_VNET_HDR = 0x4000
+# include/uapi/linux/sockios.h, if.h
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+INT_MAX = 2**31 - 1
+EVENT = "events/net/netif_receive_skb_entry"
+INSTANCE_PREFIX = "vnetrx-"
+ETHERTYPE = 0x88B5
+DST_MAC = bytes.fromhex("020000000001")
+SRC_MAC = bytes.fromhex("020000000002")
+REPLY_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class WriteCase:
+    """One write and the fd/device setup it is made with."""
+
+    frame_len: int
+    blocking: bool = False
+    sndbuf: int | None = None  # None: the default (INT_MAX)
+    vnet_hdr: bool = True
+    vnet_hdr_sz: int | None = None  # None: the default (10)
+    hdr: bytes | None = None  # vnet header bytes (zero-padded); None: all zero
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What write(2) returned and the tracepoint event(s) it produced."""
+
+    ret: int | None  # bytes written, or None on failure
+    errno: str | None  # "EINVAL" etc. on failure
+    events: tuple[SkbEvent, ...]
+
+
+def missing_requirements() -> list[str]:
+    """What this machine lacks for a live check (empty when it can run)."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (run as uid 0: it creates a network namespace and a tap device)")
+    if not os.path.exists("/dev/net/tun"):
+        missing.append("/dev/net/tun (load the tun module)")
+    filesystems = _read("/proc/filesystems") or ""
+    if "tracefs" not in filesystems.split():
+        missing.append("tracefs (a kernel built with CONFIG_TRACING and tracepoints)")
+    elif not os.path.exists("/sys/kernel/tracing") and not _tracefs_mounts():
+        missing.append("a place to mount tracefs (/sys/kernel/tracing is absent)")
+    return missing
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _tracefs_mounts() -> list[str]:
+    mounts = _read("/proc/mounts") or ""
+    return [line.split()[1] for line in mounts.splitlines() if line.split()[2:3] == ["tracefs"]]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def frame_bytes(length: int) -> bytes:
+    """A frame of ``length`` bytes: Ethernet header (when it fits), then zeros."""
+    head = DST_MAC + SRC_MAC + struct.pack("!H", ETHERTYPE)
+    return (head + bytes(max(0, length - len(head))))[:length]
+
+
+class LiveTap:
+    """Context manager: a private tap device and a tracefs instance watching it."""
+
+    def __init__(self) -> None:
+        self.ifname = f"vnx{os.getpid() % 10_000_000}"
+        self.tracefs: Path | None = None
+        self.mounted: Path | None = None  # the temporary mount point we created, if any
+        self.instance: Path | None = None
+        self.child: int | None = None
+        self._to_child: TextIO | None = None
+        self._from_child: TextIO | None = None
+        self._pipe: int | None = None  # trace_pipe fd
+        self._pending = ""
+        self._serial = 0
+
+    # --- setup ---------------------------------------------------------------------------
+    def __enter__(self) -> LiveTap:
+        try:
+            self._setup_tracefs()
+            self._start_child()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _setup_tracefs(self) -> None:
+        mounts = _tracefs_mounts()
+        if mounts:
+            self.tracefs = Path(mounts[0])
+        else:
+            point = Path(tempfile.mkdtemp(prefix="vnetrx-tracefs-"))
+            self.mounted = point
+            _check(
+                _libc().mount(b"nodev", str(point).encode(), b"tracefs", 0, None),
+                f"mount tracefs on {point}",
+            )
+            self.tracefs = point
+        instance = self.tracefs / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
+        instance.mkdir()
+        self.instance = instance
+        (instance / EVENT / "filter").write_text(f'name == "{self.ifname}"\n')
+        (instance / EVENT / "enable").write_text("1\n")
+        self._pipe = os.open(instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+
+    def _start_child(self) -> None:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(down_w)
+            os.close(up_r)
+            _child_main(down_r, up_w, self.ifname)
+        self.child = pid
+        os.close(down_r)
+        os.close(up_w)
+        self._to_child = os.fdopen(down_w, "w", buffering=1)
+        self._from_child = os.fdopen(up_r, "r", buffering=1)
+        self._reply()  # the child's "ready" (or its fatal error)
+
+    # --- one write -------------------------------------------------------------------------
+    def write(self, case: WriteCase) -> WriteResult:
+        assert self._to_child is not None
+        request = {
+            "frame_len": case.frame_len,
+            "blocking": case.blocking,
+            "sndbuf": INT_MAX if case.sndbuf is None else case.sndbuf,
+            "vnet_hdr": case.vnet_hdr,
+            "vnet_hdr_sz": case.vnet_hdr_sz,
+            "hdr": None if case.hdr is None else case.hdr.hex(),
+        }
+        self._to_child.write(json.dumps(request) + "\n")
+        reply = self._reply()
+        events = self._events_until_marker()
+        return WriteResult(reply.get("ret"), reply.get("errno"), events)
+
+    def _reply(self) -> dict[str, Any]:
+        assert self._from_child is not None
+        ready, _, _ = select.select([self._from_child], [], [], REPLY_TIMEOUT)
+        line = self._from_child.readline() if ready else ""
+        if not line:
+            raise VnetrxError("the tap helper process did not answer (it may have died)")
+        reply: dict[str, Any] = json.loads(line)
+        if "fatal" in reply:
+            raise VnetrxError(f"live tap setup failed: {reply['fatal']}")
+        return reply
+
+    def _events_until_marker(self) -> tuple[SkbEvent, ...]:
+        """Mark the ring buffer, then read trace_pipe up to that mark: the write's events."""
+        assert self.instance is not None
+        assert self._pipe is not None
+        self._serial += 1
+        mark = f"vnetrx-{os.getpid()}-{self._serial}"
+        (self.instance / "trace_marker").write_text(mark + "\n")
+        events: list[SkbEvent] = []
+        deadline = time.monotonic() + REPLY_TIMEOUT
+        while True:
+            while "\n" in self._pending:
+                line, self._pending = self._pending.split("\n", 1)
+                if parse_marker(line) == mark:
+                    return tuple(events)
+                event = parse_event(line)
+                if event is not None and event.dev == self.ifname:
+                    events.append(event)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise VnetrxError("no trace marker came back from the tracefs instance")
+            select.select([self._pipe], [], [], min(left, 0.2))
+            try:
+                chunk = os.read(self._pipe, 65536)
+            except BlockingIOError:
+                continue
+            self._pending += chunk.decode(errors="replace")
+
+    # --- teardown --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Remove everything this object created. Safe to call twice; never raises."""
+        old = signal.getsignal(signal.SIGINT)
+        in_main = _in_main_thread()
+        if in_main:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self._stop_child()
+            if self._pipe is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._pipe)
+                self._pipe = None
+            if self.instance is not None:
+                with contextlib.suppress(OSError):
+                    (self.instance / EVENT / "enable").write_text("0\n")
+                for _ in range(50):
+                    try:
+                        self.instance.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                self.instance = None
+            if self.mounted is not None:
+                _libc().umount2(str(self.mounted).encode(), MNT_DETACH)
+                with contextlib.suppress(OSError):
+                    self.mounted.rmdir()
+                self.mounted = None
+        finally:
+            if in_main:
+                signal.signal(signal.SIGINT, old)
+
+    def _stop_child(self) -> None:
+        for stream in (self._to_child, self._from_child):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._to_child = self._from_child = None
+        if self.child is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.child, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.child, 0)
+        self.child = None
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While active, SIGTERM raises KeyboardInterrupt, so ``finally`` blocks clean up."""
+    if not _in_main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_writes(
+    cases: list[WriteCase], on_result: Callable[[int, WriteResult], None] | None = None
+) -> list[WriteResult]:
+    """Set up, write every case, tear down. ``on_result`` sees each result as it comes."""
+    results: list[WriteResult] = []
+    with sigterm_as_interrupt(), LiveTap() as live:
+        for index, case in enumerate(cases):
+            result = live.write(case)
+            results.append(result)
+            if on_result is not None:
+                on_result(index, result)
+    return results
+
+
+# --- the child, inside its own network namespace ---------------------------------------------
+
+
+def _child_main(requests: int, replies: int, ifname: str) -> None:
+    code = 1
+    out = os.fdopen(replies, "w", buffering=1)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        libc = _libc()
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() == 1:  # the parent is already gone
+            os._exit(1)
+        try:
+            _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+            # No IPv6 link-local address, so the kernel sends nothing out of the tap either.
+            with contextlib.suppress(OSError):
+                Path("/proc/sys/net/ipv6/conf/default/disable_ipv6").write_text("1\n")
+            device = _Device(ifname)
+        except OSError as exc:
+            out.write(json.dumps({"fatal": str(exc)}) + "\n")
+            os._exit(1)
+        out.write(json.dumps({"ready": True}) + "\n")
+        for line in os.fdopen(requests, "r", buffering=1):
+            out.write(json.dumps(device.write(json.loads(line))) + "\n")
+        code = 0
+    except BaseException:  # the child must never fall back into the parent's code
+        code = 1
+    finally:
+        os._exit(code)
+
+
+class _Device:
+    """The tap fd; reopened when IFF_VNET_HDR changes (a TUNSETIFF flag)."""
+
+    def __init__(self, ifname: str) -> None:
+        self.ifname = ifname
+        self.fd: int | None = None
+        self.vnet_hdr: bool | None = None
+        self._open(True)
+
+    def _open(self, vnet_hdr: bool) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # a non-persistent tap disappears with its last fd
+            self.fd = None
+        fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+        flags = IFF_TAP | IFF_NO_PI | (IFF_VNET_HDR if vnet_hdr else 0)
+        try:
+            fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH22x", self.ifname.encode(), flags))
+            with contextlib.suppress(OSError):
+                Path(f"/proc/sys/net/ipv6/conf/{self.ifname}/disable_ipv6").write_text("1\n")
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+                ifr = fcntl.ioctl(
+                    sock, SIOCGIFFLAGS, struct.pack("16sH22x", self.ifname.encode(), 0)
+                )
+                current = struct.unpack("16sH22x", ifr)[1]
+                fcntl.ioctl(
+                    sock,
+                    SIOCSIFFLAGS,
+                    struct.pack("16sH22x", self.ifname.encode(), current | IFF_UP),
+                )
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd, self.vnet_hdr = fd, vnet_hdr
+
+    def write(self, req: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if req["vnet_hdr"] != self.vnet_hdr:
+                self._open(req["vnet_hdr"])
+            assert self.fd is not None
+            fl = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+            fl = (fl & ~os.O_NONBLOCK) if req["blocking"] else (fl | os.O_NONBLOCK)
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, fl)
+            fcntl.ioctl(self.fd, TUNSETSNDBUF, struct.pack("i", req["sndbuf"]))
+            data = frame_bytes(req["frame_len"])
+            if req["vnet_hdr"]:
+                size = req["vnet_hdr_sz"] or 10
+                fcntl.ioctl(self.fd, TUNSETVNETHDRSZ, struct.pack("i", size))
+                hdr = bytes.fromhex(req["hdr"] or "")
+                data = (hdr + bytes(max(0, size - len(hdr))))[: max(size, len(hdr))] + data
+        except OSError as exc:
+            return {"fatal": f"{exc.strerror} while configuring the tap device"}
+        try:
+            return {"ret": os.write(self.fd, data)}
+        except OSError as exc:
+            return {"errno": errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))}

@@ -1,0 +1,170 @@
+"""``vnetrx verify tap``: the tap model's prediction for each write, against the running kernel.
+
+Building the cases, predicting and comparing are pure; only ``run`` calls into vnetrx.live.tap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vnetrx.engine import trace_tap
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.live.tap import WriteCase, WriteResult
+from vnetrx.model import Value
+from vnetrx.paths.tun import TapSetup
+
+# 48 lengths from the EINVAL edge to the largest frame: every boundary of §A.10 (build limit 3456,
+# 64 + L = 4096, the order-1/2/3 frag steps) and both ends.
+DEFAULT_LENGTHS = (
+    "13,14,15,59,60,64,100,128,200,500,1000,1500,1514,2000,3000,3136,3137,3455,3456,3457,3500,"
+    "3711,3712,3713,3800,4000,4031,4032,4033,4096,5000,7808,7809,8000,9000,11904,11905,12000,"
+    "16000,20000,20096,20097,32768,36480,36481,40000,65000,65535"
+)
+FIELDS = ("errno", "ret", "len", "data_len", "truesize", "nr_frags", "gso_size", "gso_type")
+
+
+@dataclass(frozen=True)
+class FrameCheck:
+    frame_len: int
+    options: dict[str, Value]
+    predicted: dict[str, Value]
+    observed: dict[str, Value] | None  # None until the write ran
+    fields: dict[str, bool]  # per compared field: predicted == observed
+
+    @property
+    def match(self) -> bool:
+        return bool(self.fields) and all(self.fields.values())
+
+
+def variants(base: WriteCase) -> list[WriteCase]:
+    """The base case, then blocking, sndbuf 65536, vnet_hdr_sz 12 and no IFF_VNET_HDR."""
+    out = [base]
+    for change in (
+        {"blocking": True},
+        {"sndbuf": 65536},
+        {"vnet_hdr_sz": 12},
+        {"vnet_hdr": False, "vnet_hdr_sz": None, "hdr": None},
+    ):
+        other = replace(base, **change)
+        if other not in out:
+            out.append(other)
+    return out
+
+
+def build_cases(lengths: tuple[int, ...], base: WriteCase, all_variants: bool) -> list[WriteCase]:
+    shapes = variants(base) if all_variants else [base]
+    return [replace(shape, frame_len=n) for shape in shapes for n in lengths]
+
+
+def options_of(case: WriteCase) -> dict[str, Value]:
+    return {
+        "blocking": case.blocking,
+        "sndbuf": case.sndbuf,
+        "vnet_hdr": case.vnet_hdr,
+        "vnet_hdr_sz": case.vnet_hdr_sz if case.vnet_hdr else None,
+        "hdr": None if case.hdr is None else case.hdr.hex(),
+    }
+
+
+def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
+    """What the model says write(2) returns and the tracepoint shows (raises on bad setups)."""
+    trace = trace_tap(
+        k,
+        TapSetup(
+            frame_len=case.frame_len,
+            blocking=case.blocking,
+            sndbuf=case.sndbuf,
+            vnet_hdr=case.vnet_hdr,
+            vnet_hdr_sz=case.vnet_hdr_sz if case.vnet_hdr else None,
+            hdr=case.hdr if case.vnet_hdr else None,
+        ),
+    )
+    out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
+    out.update(dict.fromkeys(FIELDS[2:]))
+    if trace.skb is not None:
+        size = dict(trace.input)["vnet_hdr_sz"]
+        out.update(
+            ret=case.frame_len + (size if isinstance(size, int) else 0),
+            len=trace.skb.len,
+            data_len=trace.skb.data_len,
+            truesize=trace.skb.truesize,
+            nr_frags=trace.skb.nr_frags,
+            gso_size=0,
+            gso_type=0,
+        )
+    return out
+
+
+def observed_of(result: WriteResult) -> dict[str, Value]:
+    out: dict[str, Value] = {"errno": result.errno, "ret": result.ret, "events": len(result.events)}
+    out.update(dict.fromkeys(FIELDS[2:]))
+    if len(result.events) == 1:
+        event = result.events[0]
+        out.update(
+            len=event.len,
+            data_len=event.data_len,
+            truesize=event.truesize,
+            nr_frags=event.nr_frags,
+            gso_size=event.gso_size,
+            gso_type=event.gso_type,
+        )
+    return out
+
+
+def compare(predicted: dict[str, Value], observed: dict[str, Value]) -> dict[str, bool]:
+    fields = {name: predicted.get(name) == observed.get(name) for name in FIELDS}
+    expected_events = 0 if predicted.get("errno") else 1
+    fields["events"] = observed.get("events") == expected_events
+    return fields
+
+
+def plan(k: KernelProfile, cases: list[WriteCase]) -> list[FrameCheck]:
+    """Predict every case first, so that a bad request fails before anything is created."""
+    return [FrameCheck(c.frame_len, options_of(c), predict(k, c), None, {}) for c in cases]
+
+
+def run(
+    k: KernelProfile,
+    cases: list[WriteCase],
+    on_progress: Callable[[int, int], None] | None = None,
+    checks: list[FrameCheck] | None = None,
+) -> list[FrameCheck]:
+    """Write every case and compare; ``checks`` is ``plan(k, cases)`` when already made."""
+    from vnetrx.live.tap import run_writes
+
+    checks = plan(k, cases) if checks is None else checks
+    done: list[FrameCheck] = []
+
+    def record(index: int, result: WriteResult) -> None:
+        observed = observed_of(result)
+        check = checks[index]
+        done.append(replace(check, observed=observed, fields=compare(check.predicted, observed)))
+        if on_progress is not None:
+            on_progress(index + 1, len(cases))
+
+    run_writes(cases, record)
+    return done
+
+
+def report(k: KernelProfile, checks: list[FrameCheck]) -> dict[str, Any]:
+    """The ``--json`` document: {kernel, frames: [{frame_len, options, match, predicted, observed}]}."""
+    from vnetrx.codec import kernel_to_dict
+
+    return {
+        "kernel": kernel_to_dict(k),
+        "frames": [
+            {
+                "frame_len": c.frame_len,
+                "options": c.options,
+                "match": c.match,
+                "predicted": c.predicted,
+                "observed": c.observed,
+                "fields": c.fields,
+            }
+            for c in checks
+        ],
+        "matched": sum(c.match for c in checks),
+        "total": len(checks),
+    }

@@ -1,0 +1,65 @@
+"""Terminal output of ``vnetrx diff``: where two traces part, what differs, both maps side by side."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from vnetrx.diff import TraceDiff
+from vnetrx.model import Trace
+from vnetrx.render.text import buffer_map, skb_map
+
+
+def _label(t: Trace) -> str:
+    inputs = dict(t.input)
+    return f"{t.path} on {t.kernel.name}, frame {inputs.get('frame_len')} B"
+
+
+def _side(t: Trace) -> RenderableType:
+    parts: list[RenderableType] = [Text(_label(t), style="bold cyan")]
+    if t.buffer is not None:
+        parts.append(buffer_map("Receive buffer", t.buffer))
+    if t.skb is not None:
+        parts.append(skb_map(t.skb))
+    else:
+        parts.append(Text(f"dropped: {t.reason}", style="bold red"))
+    return Group(*parts)
+
+
+def diff_renderable(d: TraceDiff) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text(f"A: {_label(d.a)}\nB: {_label(d.b)}", style="bold"),
+        Text(),
+    ]
+    if d.first_step is None and not d.fields:
+        parts.append(Text("The two traces are the same.", style="bold green"))
+        return Group(*parts)
+    if d.first_step is not None:
+        parts.append(Text(f"First differing step: #{d.first_step + 1}", style="bold underline"))
+        for name, t in (("A", d.a), ("B", d.b)):
+            if d.first_step < len(t.steps):
+                step = t.steps[d.first_step]
+                values = "  ".join(f"{k}={v}" for k, v in step.values)
+                parts.append(
+                    Text(f"{name}  {step.function}: {step.summary}\n   {values}\n   {step.source}")
+                )
+            else:
+                parts.append(Text(f"{name}  (no step: the trace ended)"))
+        parts.append(Text())
+    if d.fields:
+        table = Table(box=box.SIMPLE_HEAD, title=None, show_edge=False)
+        table.add_column("field", style="bold")
+        table.add_column("A", justify="right")
+        table.add_column("B", justify="right")
+        for field, a, b in d.fields:
+            table.add_row(field, str(a), str(b))
+        parts += [Text("Results that differ", style="bold underline"), table, Text()]
+    parts.append(Columns([_side(d.a), _side(d.b)], equal=True, expand=True))
+    return Group(*parts)
+
+
+def print_diff(d: TraceDiff, console: Console) -> None:
+    console.print(diff_renderable(d))
