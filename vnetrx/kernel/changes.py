@@ -294,6 +294,17 @@ VIRTIO_RX_PAGE_POOL = Change(
     "Jan 2026, so 7.0 or 7.1 may already have it: those are not profiled",
 )
 
+SKB_FRAG_NETMEM = Change(
+    key="skb_frag_netmem",
+    subject="net: add netmem to skb_frag_t",
+    commit="21d2e6737c97",
+    since=v("6.9"),
+    summary="skb_frag_t is struct skb_frag {netmem_ref netmem; len; offset} instead of struct "
+    "bio_vec {bv_page; bv_len; bv_offset}: the same 16 bytes under other names",
+    note="v7 posted Feb 2024, merged with 'abstract-page-from-net-stack' for 6.9; what 6.6 "
+    "called the members was not checked (bio_vec assumed)",
+)
+
 CHANGES: tuple[Change, ...] = (
     UDP_UFO,
     TX_NEEDED_HEADROOM,
@@ -321,4 +332,5 @@ CHANGES: tuple[Change, ...] = (
     SHINFO_XDP_FRAGS_UNION,
     MAX_SKB_FRAGS_CONFIGURABLE,
     VIRTIO_RX_PAGE_POOL,
+    SKB_FRAG_NETMEM,
 )

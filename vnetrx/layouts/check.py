@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vnetrx.kernel.changes import SHINFO_XDP_FRAGS_UNION, V1_HASH_SPLIT_HASH_VALUE
+from vnetrx.kernel.changes import (
+    SHINFO_XDP_FRAGS_UNION,
+    SKB_FRAG_NETMEM,
+    V1_HASH_SPLIT_HASH_VALUE,
+)
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.base import Layout
 from vnetrx.layouts.btf import Btf
@@ -27,7 +31,7 @@ def layouts_for(k: KernelProfile) -> dict[str, Layout]:
         virtio_net_hdr_v1(),
         virtio_net_hdr_v1_hash(k.has(V1_HASH_SPLIT_HASH_VALUE)),
         virtio_net_hdr_v1_hash_tunnel(),
-        skb_frag(netmem=k.version.key() >= (6, 12, 0)),
+        skb_frag(netmem=k.has(SKB_FRAG_NETMEM)),
         skb_shared_info(k.build.max_skb_frags, xdp_frags_union=k.has(SHINFO_XDP_FRAGS_UNION)),
         virtnet_rq_dma(),
     ]
