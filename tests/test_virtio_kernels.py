@@ -117,3 +117,20 @@ def test_max_skb_frags_45() -> None:
     assert run("6.12", build, frame_len=757, mergeable=True).outcome == "copy"
     small = run("6.12", build, frame_len=1000)
     assert small.buffer is not None and small.buffer.size == 1600 + 768
+
+
+def test_real_612_guest_9014_then_9018() -> None:
+    """Issue 9: on a real 6.12 guest, 9014- and 9018-byte frames sent one after the other came
+    out with truesize 10496 (one frag) and 11008 (two frags). With the ring's initial 1536-byte
+    buffers, the second frame starts at buffer 17, spans the 2048-byte 21st buffer of the page
+    and crosses into the next page."""
+    from vnetrx.paths.virtio_net_buffers import carve_mergeable
+
+    k = resolve("6.12")
+    posted = tuple(carve_mergeable(k, 1536, 40))
+    first = trace_virtio(k, VirtioRxSetup(frame_len=9014, mergeable=True, buffers=posted[11:]))
+    second = trace_virtio(k, VirtioRxSetup(frame_len=9018, mergeable=True, buffers=posted[17:]))
+    assert first.skb is not None and second.skb is not None
+    assert (first.skb.truesize, first.skb.nr_frags) == (10496, 1)
+    assert (second.skb.truesize, second.skb.nr_frags) == (11008, 2)
+    assert [b.size for b in second.buffers] == [1536, 1536, 1536, 2048, 1536, 1536]

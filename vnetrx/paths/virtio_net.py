@@ -56,6 +56,9 @@ class VirtioRxSetup:
     ewma: int | None = None  # rq->mrg_avg_pkt_len; None → frame_len (a steady stream of it)
     ring_size: int = 256
     buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) the frame lands in
+    # The posted buffers the device fills, in order, when a ring model (replay) knows them;
+    # empty: carve them from a fresh page as add_recvbuf_* would.
+    buffers: tuple[bufs.PostedBuffer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,9 @@ def resolve(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(
             f"buffer index {s.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
         )
-    if s.buffer_index and not s.mergeable and (s.guest_gso or s.mtu > bufs.ETH_DATA_LEN):
+    if (s.buffer_index or s.buffers) and not s.mergeable and (
+        s.guest_gso or s.mtu > bufs.ETH_DATA_LEN
+    ):
         raise InputError(
             "--buffer-index applies to small and mergeable buffers; big mode "
             "posts page chains from rq->pages"
@@ -189,7 +194,9 @@ def receive_small(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     hdr, frame, pad = s.hdr_len, s.frame_len, bufs.virtnet_rx_pad(k)
     sh = shinfo_size(k)
     bufsize = bufs.small_bufsize(k, hdr)
-    posted = next(islice(bufs.iter_small(k, bufsize), s.buffer_index, None))
+    posted = s.buffers[0] if s.buffers else next(
+        islice(bufs.iter_small(k, bufsize), s.buffer_index, None)
+    )
     page_offset = posted.offset
     log.add(
         SRC,
@@ -644,15 +651,22 @@ def receive_mergeable(
     (or a coalesced one) per further buffer."""
     assert s.hdr_len is not None
     hdr, frame = s.hdr_len, s.frame_len
-    buf_len = s.buf_len or _posted_len(k, s, log, big_packets)
+    if s.buffers:  # a ring model gave the buffers (replay)
+        buf_len, source = s.buffers[0].len, iter(s.buffers)
+    else:
+        buf_len = s.buf_len or _posted_len(k, s, log, big_packets)
+        source = islice(bufs.iter_posted_mergeable(k, buf_len), s.buffer_index, None)
     used_total = hdr + frame
     posted: list[bufs.PostedBuffer] = []
     covered = 0
-    for buf in islice(bufs.iter_posted_mergeable(k, buf_len), s.buffer_index, None):
+    for buf in source:
         posted.append(buf)
         covered += buf.len
         if covered >= used_total:
             break
+    if covered < used_total:
+        raise InputError(f"the {len(posted)} posted buffer(s) hold {covered} bytes; the frame "
+                         f"needs {used_total}")
     used = [min(b.len, used_total - sum(p.len for p in posted[:i])) for i, b in enumerate(posted)]
     log.add(
         SRC,
