@@ -121,9 +121,11 @@ def test_max_skb_frags_45() -> None:
 
 def test_real_612_guest_9014_then_9018() -> None:
     """Issue 9: on a real 6.12 guest, 9014- and 9018-byte frames sent one after the other came
-    out with truesize 10496 (one frag) and 11008 (two frags). With the ring's initial 1536-byte
-    buffers, the second frame starts at buffer 17, spans the 2048-byte 21st buffer of the page
-    and crosses into the next page."""
+    out with truesize 10496 (one frag) and 11008 (two frags). The guest's earlier traffic is not
+    known; assuming the first frame started at posted buffer 11 of the ring's initial 1536-byte
+    buffers, the second starts at 17, spans the 2048-byte 21st buffer of the page and crosses
+    into the next page: both numbers follow. (Had the second frame's buffers been contiguous
+    1536s in one page, it would show 10752 = 1280 + 6 x 1536 with one frag.)"""
     from vnetrx.paths.virtio_net_buffers import carve_mergeable
 
     k = resolve("6.12")
