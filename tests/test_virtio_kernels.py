@@ -125,7 +125,7 @@ def test_real_612_guest_9014_then_9018() -> None:
     known; assuming the first frame started at posted buffer 11 of the ring's initial 1536-byte
     buffers, the second starts at 17, spans the 2048-byte 21st buffer of the page and crosses
     into the next page: both numbers follow. (Had the second frame's buffers been contiguous
-    1536s in one page, it would show 10752 = 1280 + 6 x 1536 with one frag.)"""
+    1536s in one page, it would show 10496 = 1280 + 6 x 1536 with one frag, like the first.)"""
     from vnetrx.paths.virtio_net_buffers import carve_mergeable
 
     k = resolve("6.12")
