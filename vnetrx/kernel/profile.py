@@ -24,6 +24,8 @@ class KernelProfile:
     notes: tuple[str, ...] = ()  # what resolving the version left uncertain
 
     def __post_init__(self) -> None:
+        present = frozenset(c.key for c in CHANGES if self._carries(c))
+        object.__setattr__(self, "_present", present)  # has() is then a set lookup
         if self.build.max_skb_frags == 0:  # resolve "the kernel's default" once, here
             object.__setattr__(
                 self, "build", replace(self.build, max_skb_frags=self.default_max_skb_frags())
@@ -41,6 +43,9 @@ class KernelProfile:
 
     def has(self, change: Change) -> bool:
         """Does this kernel carry ``change`` (mainline since/until, or a known stable backport)?"""
+        return change.key in self._present  # type: ignore[attr-defined]
+
+    def _carries(self, change: Change) -> bool:
         ver = self.version.key()
         if change.until is not None and ver >= change.until.key():
             return False

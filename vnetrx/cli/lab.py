@@ -1,0 +1,278 @@
+"""``vnetrx lab``: check the virtio-net model against a real guest kernel booted under QEMU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from vnetrx.cli import cli
+from vnetrx.cli.options import Count
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from vnetrx.lab.compare import FrameResult, LabReport
+    from vnetrx.lab.run import LabRun
+
+
+@cli.group()
+def lab() -> None:
+    """Boot a guest kernel under QEMU and check vnetrx against what its driver builds."""
+
+
+@lab.command("virtio")
+@click.option(
+    "--image",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Guest kernel (x86 bzImage), e.g. from `vnetrx lab fetch-kernel`.",
+)
+@click.option(
+    "--from-log",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Do not boot: compare a log saved with --serial-log against the model again.",
+)
+@click.option(
+    "--modules",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The guest's /lib/modules/<release> (default: next to the image, then /lib/modules).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["small", "big", "mergeable"]),
+    default="mergeable",
+    show_default=True,
+    help="mergeable: mrg_rxbuf=on; small: off; big: off with host_mtu above 1500.",
+)
+@click.option(
+    "--mtu",
+    type=Count(68, 65535),
+    default=None,
+    help="Offer VIRTIO_NET_F_MTU with this MTU (host_mtu). Default: none; 9000 in big mode.",
+)
+@click.option(
+    "--len",
+    "lengths",
+    metavar="LIST",
+    default=None,
+    help="Frame lengths (1..65535, distinct; under 14 is a short packet): N, A-B or A-B:STEP, comma-separated. "
+    "Default: 20+ lengths around the mode's boundaries.",
+)
+@click.option(
+    "--kvm", is_flag=True, help="Use KVM instead of TCG (only where /dev/kvm really works)."
+)
+@click.option("--no-kprobe", is_flag=True, help="Only the tracepoint: no data/tail/end/mac_header.")
+@click.option(
+    "--timeout",
+    type=Count(10, 3600, "seconds"),
+    default=90,
+    show_default=True,
+    help="Seconds to wait for the guest to get ready, and again to finish.",
+)
+@click.option(
+    "--serial-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the guest's serial console output to this file.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
+def lab_virtio(
+    image: Path | None,
+    from_log: Path | None,
+    modules: Path | None,
+    mode: str,
+    mtu: int | None,
+    lengths: str | None,
+    kvm: bool,
+    no_kprobe: bool,
+    timeout: int,
+    serial_log: Path | None,
+    as_json: bool,
+) -> None:
+    """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
+
+    \b
+    Builds an initramfs (busybox-static + the image's virtio_pci/virtio_net modules and their
+    dependencies), boots the image under QEMU (TCG, 1 vCPU, 256 MiB, -nodefaults) with one
+    virtio-net-pci on a `-netdev dgram` unix socket in a private temporary directory: no IP
+    networking, no tap. The guest traces net:napi_gro_receive_entry on the NIC, and a kprobe
+    on napi_gro_receive reads skb->head/data/tail/end/mac_header at offsets from the image's
+    BTF. The host writes raw frames (dst 52:54:00:12:34:56, EtherType 0x88B5). The model
+    runs for the guest's version and negotiated features; frame i of a mergeable run is
+    predicted in the ring buffer it lands in. Exit 0 when every frame matches, 1 otherwise.
+    The temporary directory and QEMU are removed on success, error and Ctrl-C.
+
+    \b
+    Examples:
+      vnetrx lab fetch-kernel
+      vnetrx lab virtio --image ~/.cache/vnetrx/lab/linux-image-6.1.0-57-amd64/boot/vmlinuz-6.1.0-57-amd64
+      vnetrx lab virtio --image IMG --mode big --len 1000,3744,3745,16353
+      vnetrx lab virtio --image IMG --mode small --json | jq '.frames[] | select(.match | not)'
+    """
+    from vnetrx.lab import run as lab_run
+    from vnetrx.lab.compare import report_to_dict
+    from vnetrx.live.parse import parse_lengths
+
+    if (image is None) == (from_log is None):
+        raise click.UsageError("give exactly one of --image (boot a guest) and --from-log")
+    if from_log is not None:
+        report = lab_run.recheck_log(
+            from_log.read_text(errors="replace"),
+            None if lengths is None else parse_lengths(lengths, 1, lab_run.MAX_FRAME),
+        )
+        if as_json:
+            from vnetrx.render.json_out import dumps
+
+            sys.stdout.write(dumps(report_to_dict(report)))
+        else:
+            _print_report(report, None)
+        sys.exit(0 if report.match else 1)
+    assert image is not None
+    frames = (
+        lab_run.default_lengths(mode)
+        if lengths is None
+        else parse_lengths(lengths, 1, lab_run.MAX_FRAME)
+    )
+    result = lab_run.run_virtio(
+        image,
+        mode,
+        frames,
+        modules=modules,
+        mtu=mtu,
+        accel="kvm" if kvm else "tcg",
+        kprobe=not no_kprobe,
+        timeout_s=float(timeout),
+    )
+    if serial_log is not None:
+        serial_log.write_text(result.serial)
+    report = result.report
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(report_to_dict(report, result.boot_s, result.total_s)))
+    else:
+        _print_report(report, result)
+    sys.exit(0 if report.match else 1)
+
+
+@lab.command("fetch-kernel")
+@click.option(
+    "--series",
+    default="6.1",
+    show_default=True,
+    help="Kernel series: the newest linux-image-<series>*-amd64 apt knows.",
+)
+@click.option("--package", default=None, help="An exact package name instead.")
+@click.option(
+    "--dest",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to unpack (default: $VNETRX_LAB_DIR or ~/.cache/vnetrx/lab).",
+)
+def lab_fetch_kernel(series: str, package: str | None, dest: Path | None) -> None:
+    """Download a Debian kernel with apt-get download and unpack it with dpkg-deb -x.
+
+    \b
+    Nothing is installed: the package is unpacked into the cache, and the command prints the
+    image path to pass to `vnetrx lab virtio --image` (its modules are found next to it).
+    Needs apt (a Debian or Ubuntu host, after apt-get update); no root needed.
+    """
+    from vnetrx.lab.fetch import fetch
+    from vnetrx.lab.run import cache_dir
+
+    fetched = fetch(series, dest or cache_dir(), package)
+    click.echo(str(fetched.image))
+
+
+_COLUMNS = ("len", "data_len", "truesize", "nr_frags", "data", "tail", "end", "mac_header")
+
+
+def _cell(frame: FrameResult, name: str) -> Text:
+    from rich.text import Text
+
+    check = next((c for c in frame.checks if c.name == name), None)
+    predicted = frame.predicted.get(name)
+    if check is None:
+        return Text("-" if predicted is None else str(predicted), style="dim")
+    if check.ok:
+        return Text(f"{check.observed} ✓", style="green")
+    return Text(f"{check.predicted}≠{check.observed} ✗", style="bold red")
+
+
+def _print_report(report: LabReport, result: LabRun | None) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    if console.width < 120:
+        console = Console(highlight=False, width=120)
+    console.print(
+        Text(
+            f"vnetrx lab virtio: Linux {report.release} (model {report.kernel}), "
+            f"{report.mode} mode, MTU {report.mtu}, hdr_len {report.hdr_len}",
+            style="bold",
+        )
+    )
+    extra = (
+        f", mergeable_rx_buffer_size {report.mergeable_rx_buffer_size}"
+        if report.mergeable_rx_buffer_size
+        else ""
+    )
+    timing = (
+        f"; boot {result.boot_s:.1f} s, total {result.total_s:.1f} s"
+        if result is not None
+        else " (from a saved log)"
+    )
+    console.print(Text(f"features: {' '.join(report.features)}{extra}{timing}", style="dim"))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("frame", justify="right", no_wrap=True)
+    if report.mode == "mergeable":
+        table.add_column("buf", justify="right", no_wrap=True)
+    table.add_column("predicted", no_wrap=True)
+    table.add_column("observed", no_wrap=True)
+    for name in _COLUMNS:
+        table.add_column(
+            name.replace("_", " ") if name != "nr_frags" else "frags", justify="right", no_wrap=True
+        )
+    for frame in report.frames:
+        outcome_ok = frame.checks[0].ok
+        row: list[Any] = [str(frame.frame_len)]
+        if report.mode == "mergeable":
+            row.append(str(frame.buffer_index))
+        row.append(str(frame.predicted["outcome"]))
+        row.append(
+            Text(
+                f"{frame.observed['outcome']} {'✓' if outcome_ok else '✗'}",
+                style="green" if outcome_ok else "bold red",
+            )
+        )
+        row += [_cell(frame, name) for name in _COLUMNS]
+        table.add_row(*row)
+    console.print(table)
+    predicted_short, observed_short = report.rx_length_errors
+    if observed_short is not None:
+        ok = report.counters_match
+        console.print(
+            Text(
+                f"rx_length_errors (short packets): predicted {predicted_short}, observed "
+                f"{observed_short} {'✓' if ok else '✗'}",
+                style="green" if ok else "bold red",
+            )
+        )
+    for note in report.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+    matched = sum(frame.match for frame in report.frames)
+    console.print(
+        Text(
+            f"{matched}/{len(report.frames)} frames match (a cell shows predicted≠observed "
+            "where they differ)" + ("" if report.counters_match else "; counters differ"),
+            style="bold green" if report.match else "bold red",
+        )
+    )

@@ -1,0 +1,286 @@
+"""Predict every frame of one boot with vnetrx's model and set the guest's observations beside
+the predictions. Pure: no I/O.
+
+Ring assumption (mergeable mode): the driver fills the whole rx ring when the device starts,
+with the EWMA still 0, so every posted buffer is sized ``get_mergeable_buf_len(ewma 0)`` (1536
+bytes for a 1500 MTU) and carved one after another from 32 KiB page_frag pages, the 21st of each
+page absorbing the leftover. Frames arrive in order and frame *i* starts in the buffer after the
+ones the earlier frames used (``buffer_index``). Refills (after more than 32 buffers were used)
+go to the end of the ring, so they only matter past the ring size: a boot may use at most
+``ring_size`` buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vnetrx.engine import trace_virtio
+from vnetrx.errors import InputError, VnetrxError
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, mode_for
+from vnetrx.lab.initramfs import TEST_ETHERTYPE
+from vnetrx.model import Trace
+from vnetrx.paths.virtio_net import VirtioRxSetup
+
+ETH_HLEN = 14
+RING_SIZE = 256  # QEMU virtio-net-pci rx_queue_size default
+# Fields every boot observes (tracepoint), and those only the kprobe sees.
+TRACEPOINT_FIELDS = ("len", "data_len", "truesize", "nr_frags")
+KPROBE_FIELDS = ("data", "tail", "end", "mac_header")
+Observed = dict[str, int | str]
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    name: str
+    predicted: int | str | None
+    observed: int | str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.predicted == self.observed
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    frame_len: int
+    buffer_index: int  # mergeable: the posted buffer the frame starts in
+    predicted: Observed  # {"outcome": "build_skb"|"copy"|"drop", "len": …} or with "reason"
+    observed: Observed  # {"outcome": "skb", …} or {"outcome": "drop"} (no event)
+    checks: tuple[FieldCheck, ...]
+
+    @property
+    def match(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+
+@dataclass(frozen=True)
+class LabReport:
+    kernel: str  # the profile vnetrx used
+    release: str  # uname -r of the guest
+    mode: str
+    features: tuple[str, ...]
+    mtu: int
+    hdr_len: int
+    mergeable_rx_buffer_size: int | None
+    kprobe: bool
+    frames: tuple[FrameResult, ...]
+    notes: tuple[str, ...] = ()
+    # receive_buf's "short packet" drops: (predicted, observed dev->stats.rx_length_errors)
+    rx_length_errors: tuple[int, int | None] = (0, None)
+
+    @property
+    def counters_match(self) -> bool:
+        return self.rx_length_errors[1] is None or (
+            self.rx_length_errors[0] == self.rx_length_errors[1]
+        )
+
+    @property
+    def match(self) -> bool:
+        return self.counters_match and all(frame.match for frame in self.frames)
+
+
+def setup_for(
+    mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int
+) -> VirtioRxSetup:
+    """The model's input for one frame of the boot (see the module docstring)."""
+    return VirtioRxSetup(
+        frame_len=frame_len,
+        mergeable=mode == "mergeable",
+        guest_gso=False,  # a dgram backend carries no vnet header: QEMU clears guest offloads
+        mtu=mtu,
+        hdr_len=hdr_len,
+        ewma=0 if mode == "mergeable" else None,
+        ring_size=RING_SIZE,
+        buffer_index=buffer_index,
+    )
+
+
+def predict(
+    profile: KernelProfile, mode: str, lengths: Sequence[int], mtu: int, hdr_len: int
+) -> list[tuple[int, Trace]]:
+    """(buffer index, trace) per frame, in arrival order."""
+    out: list[tuple[int, Trace]] = []
+    index = 0
+    for frame_len in lengths:
+        if index >= RING_SIZE:
+            break
+        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index))
+        out.append((index, trace))
+        if mode == "mergeable":
+            index += max(1, len(trace.buffers))
+    if mode == "mergeable" and (index > RING_SIZE or len(out) < len(lengths)):
+        raise InputError(
+            f"these frames need more than the {RING_SIZE} mergeable buffers one boot posts "
+            "(later ones are sized by the EWMA at refill time)",
+            hint="use fewer or shorter frames per run",
+        )
+    return out
+
+
+def predicted_fields(trace: Trace) -> Observed:
+    if trace.skb is None:
+        return {"outcome": "drop", "reason": trace.reason or trace.outcome}
+    skb = trace.skb
+    fields: Observed = {
+        "outcome": trace.outcome,
+        "len": skb.len,
+        "data_len": skb.data_len,
+        "truesize": skb.truesize,
+        "nr_frags": skb.nr_frags,
+        "data": skb.data,
+        "tail": skb.tail,
+        "end": skb.end,
+    }
+    if skb.mac_header is not None:
+        fields["mac_header"] = skb.mac_header
+    return fields
+
+
+def observed_fields(event: GroEvent | None) -> Observed:
+    if event is None:
+        return {"outcome": "drop"}
+    fields: Observed = {
+        "outcome": "skb",
+        "len": event.len,
+        "data_len": event.data_len,
+        "truesize": event.truesize,
+        "nr_frags": event.nr_frags,
+    }
+    for name in KPROBE_FIELDS:
+        value = getattr(event, name)
+        if value is not None:
+            fields[name] = value
+    return fields
+
+
+def _checks(predicted: Observed, observed: Observed, kprobe: bool) -> tuple[FieldCheck, ...]:
+    dropped = (predicted["outcome"] == "drop", observed["outcome"] == "drop")
+    outcome = FieldCheck(
+        "outcome",
+        "drop" if dropped[0] else "skb",
+        "drop" if dropped[1] else "skb",
+    )
+    if any(dropped):
+        return (outcome,)
+    names = TRACEPOINT_FIELDS + (KPROBE_FIELDS if kprobe else ())
+    return (outcome, *(FieldCheck(n, predicted.get(n), observed.get(n)) for n in names))
+
+
+def match_events(lengths: Sequence[int], events: Sequence[GroEvent]) -> list[GroEvent | None]:
+    """The event of each frame (None: never reached napi_gro_receive). Frames are told apart
+    by length (``len`` after eth_type_trans = frame length - 14; the lengths are distinct),
+    in order; the sentinel and anything not of the test EtherType are ignored."""
+    pending = [event for event in events if event.protocol == TEST_ETHERTYPE]
+    out: list[GroEvent | None] = []
+    pos = 0
+    for frame_len in lengths:
+        found = None
+        for j in range(pos, len(pending)):
+            if pending[j].len == frame_len - ETH_HLEN:
+                found, pos = pending[j], j + 1
+                break
+        out.append(found)
+    return out
+
+
+def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: GuestLog) -> LabReport:
+    """Predictions for the negotiated features against the guest's events."""
+    if len(set(lengths)) != len(lengths):
+        raise InputError("frame lengths must be distinct (frames are matched by length)")
+    try:
+        features, mtu = log.features, log.mtu
+    except ValueError as exc:
+        raise VnetrxError(f"the guest's feature bits or MTU are unreadable: {exc}") from None
+    negotiated_mode = mode_for(features, mtu)
+    notes: list[str] = []
+    if negotiated_mode != mode:
+        notes.append(f"requested {mode} mode but the guest negotiated {negotiated_mode} mode")
+    hdr_len = hdr_len_for(features)
+    mtu_for_model = mtu if "MTU" in features else 1500
+    predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len)
+    events = match_events(lengths, log.events)
+    frames = []
+    for frame_len, (index, trace), event in zip(lengths, predictions, events, strict=True):
+        predicted, observed = predicted_fields(trace), observed_fields(event)
+        frames.append(
+            FrameResult(
+                frame_len, index, predicted, observed, _checks(predicted, observed, log.kprobe)
+            )
+        )
+    if not log.kprobe:
+        why = log.status.get("kprobe", "")
+        notes.append(
+            "no kprobe on napi_gro_receive: data, tail, end, mac_header not observed"
+            + (f" (guest: {why})" if why else "")
+        )
+    if negotiated_mode == "mergeable":
+        notes.append(
+            "mergeable: each frame predicted in the ring buffer it lands in (all buffers posted "
+            "at device start with EWMA 0; buffer 20 of each 32 KiB page absorbs the leftover)"
+        )
+    if negotiated_mode != "mergeable" and any(
+        f.observed["outcome"] == "drop" and f.frame_len >= ETH_HLEN for f in frames
+    ):
+        notes.append(
+            "without MRG_RXBUF, QEMU itself drops a frame larger than the posted buffer, so "
+            "such a drop shows as a missing event"
+        )
+    raw_buf = log.status.get("mergeable_rx_buffer_size", "")
+    raw_errors = log.status.get("rx_length_errors", "")
+    short = sum(trace.reason == "short_packet" for _, trace in predictions)
+    observed_short = int(raw_errors) if raw_errors.isdigit() else None
+    if observed_short is not None and observed_short != short:
+        notes.append(
+            f"rx_length_errors: predicted {short} short packets, the guest counted {observed_short}"
+        )
+    return LabReport(
+        kernel=profile.name,
+        release=log.release,
+        mode=negotiated_mode,
+        features=features,
+        mtu=mtu,
+        hdr_len=hdr_len,
+        mergeable_rx_buffer_size=int(raw_buf) if raw_buf.isdigit() else None,
+        kprobe=log.kprobe,
+        frames=tuple(frames),
+        notes=tuple(notes),
+        rx_length_errors=(short, observed_short),
+    )
+
+
+def report_to_dict(
+    report: LabReport, boot_s: float | None = None, total_s: float | None = None
+) -> dict[str, object]:
+    """The ``--json`` object (schema vnetrx.lab/1): kernel, mode, features, frames, …"""
+    return {
+        "schema": "vnetrx.lab/1",
+        "kernel": report.kernel,
+        "release": report.release,
+        "mode": report.mode,
+        "features": list(report.features),
+        "mtu": report.mtu,
+        "hdr_len": report.hdr_len,
+        "mergeable_rx_buffer_size": report.mergeable_rx_buffer_size,
+        "kprobe": report.kprobe,
+        "match": report.match,
+        "rx_length_errors": {
+            "predicted": report.rx_length_errors[0],
+            "observed": report.rx_length_errors[1],
+        },
+        "boot_seconds": None if boot_s is None else round(boot_s, 2),
+        "total_seconds": None if total_s is None else round(total_s, 2),
+        "frames": [
+            {
+                "frame_len": frame.frame_len,
+                "buffer_index": frame.buffer_index,
+                "match": frame.match,
+                "predicted": frame.predicted,
+                "observed": frame.observed,
+                "mismatched": [check.name for check in frame.checks if not check.ok],
+            }
+            for frame in report.frames
+        ],
+        "notes": list(report.notes),
+    }

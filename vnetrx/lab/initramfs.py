@@ -1,0 +1,271 @@
+"""The guest's initramfs: busybox, the virtio-net modules of the guest kernel (with their
+dependencies, read from each module's ``.modinfo``), and an ``/init`` script that sets up the
+trace, announces itself on the serial console, waits for the frames, dumps the trace and powers
+off.
+
+Lines the guest prints for the host all start with ``VNETRX `` (see ``vnetrx.lab.guest``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vnetrx.errors import VnetrxError
+from vnetrx.lab import cpio
+
+# The modules /init loads, as the user would name them; dependencies are added.
+ROOT_MODULES = ("virtio_pci", "virtio_net")
+SENTINEL_ETHERTYPE = 0x88B6  # the frame the host sends after the last test frame
+TEST_ETHERTYPE = 0x88B5  # IEEE 802 "local experimental EtherType 1"
+_MODULE_SUFFIXES = (".ko", ".ko.xz", ".ko.gz", ".ko.zst")
+
+
+class LabSetupError(VnetrxError):
+    """The lab's inputs (kernel image, modules, busybox, qemu) are missing or unusable."""
+
+
+def module_name(path: str | Path) -> str:
+    """``.../virtio_net.ko.xz`` → ``virtio_net`` (dashes folded to underscores, as modprobe does)."""
+    name = Path(path).name
+    for suffix in _MODULE_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name.replace("-", "_")
+
+
+def modinfo_depends(data: bytes) -> tuple[str, ...]:
+    """The ``depends=`` entry of a module's .modinfo section (uncompressed module bytes)."""
+    match = re.search(rb"(?:^|\0)depends=([^\0]*)\0", data)
+    if match is None:
+        return ()
+    return tuple(
+        part.decode().replace("-", "_") for part in match.group(1).split(b",") if part.strip()
+    )
+
+
+def modinfo_vermagic(data: bytes) -> str | None:
+    match = re.search(rb"\0vermagic=([^\0]*)\0", data)
+    return None if match is None else match.group(1).decode(errors="replace").split(" ")[0]
+
+
+def decompress_module(path: Path) -> bytes:
+    """The ELF bytes of a module file (.ko, .ko.xz, .ko.gz; .ko.zst needs the zstd tool)."""
+    data = path.read_bytes()
+    name = path.name
+    if name.endswith(".ko.xz"):
+        return lzma.decompress(data)
+    if name.endswith(".ko.gz"):
+        return gzip.decompress(data)
+    if name.endswith(".ko.zst"):
+        import subprocess
+
+        try:
+            return subprocess.run(
+                ["zstd", "-dc", str(path)], check=True, capture_output=True
+            ).stdout
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise LabSetupError(
+                f"cannot decompress {path}: {exc}", hint="install the zstd package"
+            ) from None
+    return data
+
+
+@dataclass(frozen=True)
+class ModuleTree:
+    """A /lib/modules/<release> directory: where each module file is, which are built in."""
+
+    root: Path
+    files: dict[str, Path]
+    builtin: frozenset[str]
+
+    @classmethod
+    def scan(cls, root: Path) -> ModuleTree:
+        if not root.is_dir():
+            raise LabSetupError(f"module directory {root} does not exist")
+        files: dict[str, Path] = {}
+        for path in sorted((root / "kernel").rglob("*.ko*")) if (root / "kernel").is_dir() else []:
+            if path.name.endswith(_MODULE_SUFFIXES):
+                files.setdefault(module_name(path), path)
+        builtin_list = root / "modules.builtin"
+        builtin = (
+            frozenset(
+                module_name(line.strip())
+                for line in builtin_list.read_text().splitlines()
+                if line.strip()
+            )
+            if builtin_list.is_file()
+            else frozenset()
+        )
+        return cls(root, files, builtin)
+
+
+def resolve_modules(
+    wanted: tuple[str, ...],
+    lookup: Callable[[str], bytes | None],
+    builtin: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Load order (dependencies first) for ``wanted``. ``lookup(name)`` returns the module's
+    uncompressed bytes or None when there is no such file; built-in modules are skipped."""
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "active":
+            raise LabSetupError(f"module dependency cycle: {' -> '.join((*chain, name))}")
+        data = lookup(name)
+        if data is None:
+            if name in builtin:
+                state[name] = "done"
+                return
+            raise LabSetupError(
+                f"module {name} not found"
+                + (f" (needed by {chain[-1]})" if chain else "")
+                + " and not built in",
+                hint="pass --modules /lib/modules/<release> of the guest kernel",
+            )
+        state[name] = "active"
+        for dep in modinfo_depends(data):
+            visit(dep, (*chain, name))
+        state[name] = "done"
+        order.append(name)
+
+    for name in wanted:
+        visit(name.replace("-", "_"), ())
+    return order
+
+
+@dataclass(frozen=True)
+class Kprobe:
+    """Byte offsets in struct sk_buff of the guest kernel, for the napi_gro_receive kprobe."""
+
+    head: int
+    data: int
+    tail: int
+    end: int
+    mac_header: int
+    len: int
+
+    def definition(self) -> str:
+        # napi_gro_receive(struct napi_struct *napi, struct sk_buff *skb): skb is in %si.
+        return (
+            "p:vnetrx/gro napi_gro_receive "
+            f"head=+{self.head}(%si):x64 data=+{self.data}(%si):x64 "
+            f"tail=+{self.tail}(%si):u32 end=+{self.end}(%si):u32 "
+            f"mac_header=+{self.mac_header}(%si):u16 len=+{self.len}(%si):u32"
+        )
+
+
+def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60) -> str:
+    """The guest's /init (busybox sh)."""
+    kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
+    sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
+    return f"""#!/bin/sh
+# vnetrx lab guest: load virtio-net, trace napi_gro_receive, wait for the host's frames.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+echo 1 > /proc/sys/kernel/printk
+say() {{ echo "VNETRX $*"; }}
+finish() {{ say end; poweroff -f; sleep 5; echo o > /proc/sysrq-trigger; }}
+say release $(uname -r)
+say version $(uname -v)
+for m in {" ".join(modules)}; do
+  insmod /lib/modules/$m.ko || say error insmod $m
+done
+dev=
+i=0
+while [ -z "$dev" ] && [ $i -lt 100 ]; do
+  for d in /sys/class/net/*; do
+    [ "$(cat $d/address 2>/dev/null)" = "{mac}" ] && dev=${{d##*/}}
+  done
+  [ -n "$dev" ] || sleep 0.1
+  i=$((i+1))
+done
+[ -n "$dev" ] || {{ say error no network device with MAC {mac}; finish; }}
+say dev $dev
+say driver $(basename $(readlink /sys/class/net/$dev/device/driver))
+say features $(cat /sys/class/net/$dev/device/features)
+say mtu $(cat /sys/class/net/$dev/mtu)
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 2>/dev/null
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null
+T=/sys/kernel/tracing
+mount -t tracefs tracefs $T 2>/dev/null
+[ -e $T/trace ] || {{ say error no tracefs; finish; }}
+echo 0 > $T/tracing_on
+echo "name == \\"$dev\\"" > $T/events/net/napi_gro_receive_entry/filter || say error filter
+echo 1 > $T/events/net/napi_gro_receive_entry/enable || say error tracepoint
+KP={kprobe_def}
+if [ -n "$KP" ]; then
+  if echo "$KP" >> $T/kprobe_events && echo 1 > $T/events/vnetrx/gro/enable; then
+    say kprobe on
+  else
+    say kprobe off $(tail -n 2 $T/error_log 2>/dev/null | tr '\\n' ' ')
+  fi
+fi
+ip link set $dev up || say error link up
+say mergeable_rx_buffer_size $(cat /sys/class/net/$dev/queues/rx-0/virtio_net/mergeable_rx_buffer_size 2>/dev/null)
+echo 1 > $T/tracing_on
+say ready
+i=0
+while ! grep -q "{sentinel}" $T/trace; do
+  i=$((i+1))
+  [ $i -gt {timeout_s * 10} ] && {{ say error timeout waiting for the frames; break; }}
+  sleep 0.1
+done
+echo 0 > $T/tracing_on
+say rx_packets $(cat /sys/class/net/$dev/statistics/rx_packets)
+say rx_dropped $(cat /sys/class/net/$dev/statistics/rx_dropped)
+say rx_length_errors $(cat /sys/class/net/$dev/statistics/rx_length_errors)
+say trace-begin
+grep -v '^#' $T/trace
+say trace-end
+finish
+"""
+
+
+def build(
+    busybox: Path,
+    tree: ModuleTree,
+    mac: str,
+    kprobe: Kprobe | None,
+    timeout_s: int = 60,
+) -> tuple[bytes, list[str]]:
+    """The uncompressed newc archive and the module load order."""
+    if not busybox.is_file():
+        raise LabSetupError(
+            f"busybox not found at {busybox}", hint="apt-get install busybox-static"
+        )
+    cache: dict[str, bytes] = {}
+
+    def lookup(name: str) -> bytes | None:
+        path = tree.files.get(name)
+        if path is None:
+            return None
+        if name not in cache:
+            cache[name] = decompress_module(path)
+        return cache[name]
+
+    order = resolve_modules(ROOT_MODULES, lookup, tree.builtin)
+    entries = [
+        cpio.directory(name) for name in ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules")
+    ]
+    entries += [
+        cpio.char_device("dev/console", 5, 1),
+        cpio.char_device("dev/null", 1, 3, 0o666),
+        cpio.regular("bin/busybox", busybox.read_bytes(), 0o755),
+        cpio.symlink("bin/sh", "busybox"),
+    ]
+    entries += [cpio.regular(f"lib/modules/{name}.ko", cache[name]) for name in order]
+    entries.append(cpio.regular("init", init_script(order, mac, kprobe, timeout_s).encode(), 0o755))
+    return cpio.archive(entries), order

@@ -1,0 +1,249 @@
+"""Run one guest under QEMU and feed it frames.
+
+The NIC is a ``virtio-net-pci`` on a ``-netdev dgram`` backend bound to a unix-domain socket in a
+private temporary directory: no IP networking, no tap, no user-mode network. The host side binds
+its own socket there and writes each frame as one datagram. QEMU's stdout is the guest's serial
+console; the guest prints ``VNETRX ready`` when its trace is armed.
+
+Everything this module creates (the temporary directory, both sockets, the QEMU process) is
+removed or killed on success, error and KeyboardInterrupt.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vnetrx.errors import VnetrxError
+from vnetrx.lab.initramfs import SENTINEL_ETHERTYPE, TEST_ETHERTYPE, LabSetupError
+
+GUEST_MAC = "52:54:00:12:34:56"
+HOST_MAC = "02:00:00:00:00:01"
+QEMU = "qemu-system-x86_64"
+OFFLOADS_OFF = (
+    "csum",
+    "guest_csum",
+    "guest_tso4",
+    "guest_tso6",
+    "guest_ecn",
+    "guest_ufo",
+    "host_tso4",
+    "host_tso6",
+    "host_ecn",
+    "host_ufo",
+)
+
+
+class GuestError(VnetrxError):
+    """The guest did not boot, did not get ready, or did not finish in time."""
+
+
+@dataclass(frozen=True)
+class Boot:
+    """What one guest boot looks like on the QEMU command line."""
+
+    image: Path
+    mergeable: bool
+    mtu: int | None  # host_mtu (VIRTIO_NET_F_MTU); None: not offered
+    accel: str = "tcg"  # "tcg" | "kvm"
+    memory_mb: int = 256
+    ready_timeout_s: float = 60.0
+    finish_timeout_s: float = 60.0
+
+
+def device_properties(boot: Boot) -> str:
+    props = [
+        "virtio-net-pci",
+        "netdev=n0",
+        f"mac={GUEST_MAC}",
+        f"mrg_rxbuf={'on' if boot.mergeable else 'off'}",
+        *(f"{name}=off" for name in OFFLOADS_OFF),
+        "mq=off",
+        "romfile=",
+    ]
+    if boot.mtu is not None:
+        props.append(f"host_mtu={boot.mtu}")
+    return ",".join(props)
+
+
+def qemu_command(boot: Boot, initrd: Path, guest_sock: Path, host_sock: Path) -> list[str]:
+    """The QEMU argv: no default devices, serial console on stdout, one dgram NIC."""
+    return [
+        QEMU,
+        "-nodefaults",
+        "-nographic",
+        "-no-reboot",
+        "-accel",
+        boot.accel,
+        "-m",
+        str(boot.memory_mb),
+        "-smp",
+        "1",
+        "-serial",
+        "stdio",
+        "-kernel",
+        str(boot.image),
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off rdinit=/init",
+        "-netdev",
+        f"dgram,id=n0,local.type=unix,local.path={guest_sock},"
+        f"remote.type=unix,remote.path={host_sock}",
+        "-device",
+        device_properties(boot),
+    ]
+
+
+def ethernet_frame(length: int, seq: int, ethertype: int = TEST_ETHERTYPE) -> bytes:
+    """``length`` bytes: destination the guest's MAC, our source, the EtherType, then a payload
+    that starts with the 32-bit sequence number. Below 14 bytes, the header cut short (the
+    driver's "short packet" case)."""
+    if length < 1:
+        raise ValueError("a frame has at least 1 byte")
+    header = (
+        bytes.fromhex(GUEST_MAC.replace(":", ""))
+        + bytes.fromhex(HOST_MAC.replace(":", ""))
+        + ethertype.to_bytes(2, "big")
+    )
+    payload = seq.to_bytes(4, "big") + bytes(
+        (i * 7 + seq) & 0xFF for i in range(max(0, length - 18))
+    )
+    return (header + payload)[:length]
+
+
+def sentinel_frame() -> bytes:
+    return ethernet_frame(64, 0xFFFFFFFF, SENTINEL_ETHERTYPE)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    serial: str  # everything the guest printed
+    stderr: str
+    boot_s: float  # QEMU start → "VNETRX ready"
+    total_s: float
+    returncode: int | None
+
+
+def qemu_available() -> str | None:
+    return shutil.which(QEMU)
+
+
+class _Reader(threading.Thread):
+    def __init__(self, stream: object) -> None:
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for raw in self.stream:  # type: ignore[attr-defined]
+                line = raw.decode("utf-8", "replace")
+                self.lines.append(line)
+                if "VNETRX ready" in line:
+                    self.ready.set()
+        finally:
+            self.done.set()
+            self.ready.set()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        proc.wait(timeout=3)
+
+
+def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
+    """Boot, wait for the guest to arm its trace, send ``frames`` and the sentinel, and collect
+    the serial output until the guest powers off."""
+    qemu = qemu_available()
+    if qemu is None:
+        raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
+    tmp = Path(tempfile.mkdtemp(prefix="vnetrx-lab-"))
+    sock: socket.socket | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    started = time.monotonic()
+    try:
+        initrd_path = tmp / "initrd.cpio"
+        initrd_path.write_bytes(initrd)
+        guest_sock, host_sock = tmp / "guest.sock", tmp / "host.sock"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(str(host_sock))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        argv = qemu_command(boot, initrd_path, guest_sock, host_sock)
+        argv[0] = qemu
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # our own process group: we stop exactly it
+        )
+        reader = _Reader(proc.stdout)
+        reader.start()
+        if not reader.ready.wait(boot.ready_timeout_s) or reader.done.is_set():
+            timed_out = not reader.done.is_set()
+            _stop(proc)
+            reader.join(timeout=2)
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise GuestError(
+                "the guest did not get ready"
+                + (f" within {boot.ready_timeout_s:.0f} s" if timed_out else " (QEMU exited)")
+                + _tail(reader.lines, err)
+            )
+        boot_s = time.monotonic() - started
+        sock.settimeout(boot.finish_timeout_s)
+        for frame in (*frames, sentinel_frame()):
+            sock.sendto(frame, str(guest_sock))
+        try:
+            proc.wait(timeout=boot.finish_timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            reader.join(timeout=2)
+            raise GuestError(
+                f"the guest did not finish within {boot.finish_timeout_s:.0f} s"
+                + _tail(reader.lines, "")
+            ) from None
+        reader.join(timeout=5)
+        stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        return RunResult(
+            "".join(reader.lines), stderr, boot_s, time.monotonic() - started, proc.returncode
+        )
+    except OSError as exc:
+        raise GuestError(f"cannot run the guest: {exc}") from None
+    finally:
+        if proc is not None:
+            _stop(proc)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        if sock is not None:
+            sock.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _tail(lines: list[str], stderr: str) -> str:
+    text = ("".join(lines[-8:]) + stderr[-800:]).strip()
+    return f"; last output: {text}" if text else ""

@@ -1,0 +1,221 @@
+"""One ``vnetrx lab virtio`` run: build the initramfs, boot, send, parse, compare."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from vnetrx.errors import InputError, VnetrxError
+from vnetrx.kernel.registry import resolve
+from vnetrx.lab import initramfs, qemu
+from vnetrx.lab.compare import LabReport, compare, predict
+from vnetrx.lab.guest import mode_for, parse_log
+from vnetrx.lab.initramfs import LabSetupError
+
+MODES = ("small", "big", "mergeable")
+BIG_DEFAULT_MTU = 9000
+BUSYBOX_PATHS = ("/bin/busybox", "/usr/bin/busybox")
+MAX_FRAME = 65535
+
+# Default frame lengths per mode (all 6.1-checked): GOOD_COPY_LEN (128/129 before
+# eth_type_trans), the largest build_skb frame and the next one (small 1518, mergeable 1204 in a
+# 1536-byte buffer, big 3744 in page 0), buffer and page edges, MTU edges, and the drops QEMU makes
+# when a frame does not fit a non-mergeable buffer. The mergeable list is ordered so that 1514
+# lands in buffer 20, the 2048-byte one that absorbs the rest of its 32 KiB page (build_skb there,
+# a copy in any other buffer), and so that 3000 straddles buffers 18-19.
+# fmt: off
+DEFAULT_LENGTHS = {
+    "small": (13, 60, 64, 100, 127, 128, 129, 130, 200, 256, 512, 1000, 1024, 1200, 1400, 1499,
+              1500, 1514, 1515, 1517, 1518, 1519, 1600, 9000),
+    "big": (13, 60, 100, 127, 128, 129, 200, 1000, 1514, 1515, 2000, 3000, 3744, 3745, 4064,
+            4065, 4096, 5000, 8000, 9014, 9018, 12000, 16000, 16352, 16353, 20000),
+    "mergeable": (10, 13, 14, 60, 100, 127, 128, 129, 200, 1000, 1204, 1205, 1400, 1524, 1525,
+                  2000, 3000, 1514, 3060, 3061, 4000, 9014, 20000, 65535, 1100, 1500),
+}
+# fmt: on
+
+
+def cache_dir() -> Path:
+    """Where fetched kernels and derived files live: $VNETRX_LAB_DIR or ~/.cache/vnetrx/lab."""
+    env = os.environ.get("VNETRX_LAB_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vnetrx" / "lab"
+
+
+def image_release(image: Path) -> str:
+    """The release string in a bzImage's setup header (``kernel_version``): "6.1.0-57-amd64"."""
+    try:
+        data = image.read_bytes()[:0x10000]
+    except OSError as exc:
+        raise LabSetupError(f"cannot read kernel image {image}: {exc.strerror}") from None
+    if len(data) < 0x210 or data[0x202:0x206] != b"HdrS":
+        raise LabSetupError(f"{image} is not an x86 bzImage kernel")
+    pointer = int.from_bytes(data[0x20E:0x210], "little") + 0x200
+    end = data.find(b"\0", pointer)
+    text = data[pointer:end].decode(errors="replace") if end > pointer else ""
+    release = text.split(" ")[0]
+    if not release:
+        raise LabSetupError(f"{image}: no kernel_version string in the setup header")
+    return release
+
+
+def find_modules(image: Path, modules: Path | None) -> Path:
+    """--modules, else <image>/../../lib/modules/<release> (an extracted .deb), else
+    /lib/modules/<release>."""
+    if modules is not None:
+        return modules
+    release = image_release(image)
+    for candidate in (
+        image.resolve().parent.parent / "lib" / "modules" / release,
+        Path("/lib/modules") / release,
+    ):
+        if (candidate / "kernel").is_dir():
+            return candidate
+    raise LabSetupError(
+        f"no modules for {release} next to {image} or in /lib/modules",
+        hint="pass --modules DIR, or run `vnetrx lab fetch-kernel`",
+    )
+
+
+def find_busybox() -> Path:
+    for candidate in BUSYBOX_PATHS:
+        path = Path(candidate)
+        if path.is_file():
+            return path
+    found = shutil.which("busybox")
+    if found:
+        return Path(found)
+    raise LabSetupError("busybox not found", hint="apt-get install busybox-static")
+
+
+def guest_version(status: dict[str, str], release: str) -> str:
+    """The upstream version: ``uname -v`` of a Debian kernel says "Debian 6.1.192-3"."""
+    match = re.search(r"Debian (\d+\.\d+\.\d+)", status.get("version", ""))
+    return match.group(1) if match else release
+
+
+def default_lengths(mode: str) -> tuple[int, ...]:
+    return DEFAULT_LENGTHS[mode]
+
+
+@dataclass(frozen=True)
+class LabRun:
+    report: LabReport
+    boot_s: float
+    total_s: float
+    serial: str
+    modules: tuple[str, ...]
+
+
+def check_request(mode: str, mtu: int | None, lengths: tuple[int, ...]) -> int | None:
+    """The host_mtu to offer (None: no VIRTIO_NET_F_MTU). Raises InputError for bad requests."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r} (valid: {', '.join(MODES)})")
+    if mode == "small" and mtu is not None and mtu > 1500:
+        raise InputError("small mode needs an MTU of at most 1500 (a bigger one selects big mode)")
+    if mode == "big":
+        mtu = BIG_DEFAULT_MTU if mtu is None else mtu
+        if mtu <= 1500:
+            raise InputError(
+                "big mode needs --mtu above 1500: a dgram backend has no vnet header, so "
+                "QEMU offers no guest TSO, and only host_mtu > 1500 selects big mode"
+            )
+    if len(set(lengths)) != len(lengths):
+        raise InputError("frame lengths must be distinct (frames are matched by length)")
+    for length in lengths:
+        if not 1 <= length <= MAX_FRAME:
+            raise InputError(f"frame length {length} out of range (valid: 1..{MAX_FRAME})")
+    return mtu
+
+
+def run_virtio(
+    image: Path,
+    mode: str,
+    lengths: tuple[int, ...],
+    *,
+    modules: Path | None = None,
+    mtu: int | None = None,
+    accel: str = "tcg",
+    kprobe: bool = True,
+    timeout_s: float = 90.0,
+) -> LabRun:
+    host_mtu = check_request(mode, mtu, lengths)
+    if not image.is_file():
+        raise LabSetupError(f"kernel image {image} not found")
+    # Fail on lengths the model cannot place before paying for a boot.
+    release = image_release(image)
+    predict(resolve(release), mode, lengths, host_mtu or 1500, 12)
+    tree = initramfs.ModuleTree.scan(find_modules(image, modules))
+    offsets = None
+    kprobe_note = None if kprobe else "--no-kprobe given"
+    if kprobe:
+        from vnetrx.lab.vmlinux import kprobe_offsets
+
+        try:
+            offsets = kprobe_offsets(image, cache_dir())
+        except VnetrxError as exc:  # the tracepoint alone still checks len/truesize/frags
+            kprobe_note = f"no struct sk_buff offsets for the kprobe: {exc.message}"
+    archive, order = initramfs.build(
+        find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s)
+    )
+    boot = qemu.Boot(
+        image,
+        mergeable=mode == "mergeable",
+        mtu=host_mtu,
+        accel=accel,
+        ready_timeout_s=timeout_s,
+        finish_timeout_s=timeout_s,
+    )
+    frames = [qemu.ethernet_frame(length, seq) for seq, length in enumerate(lengths)]
+    result = qemu.run(boot, archive, frames)
+    log = parse_log(result.serial)
+    if log.errors:
+        raise qemu.GuestError("the guest reported: " + "; ".join(log.errors))
+    if not log.complete:
+        raise qemu.GuestError("the guest powered off without dumping its trace")
+    profile = resolve(guest_version(log.status, log.release or release))
+    report = compare(profile, mode, lengths, log)
+    if kprobe_note is not None:
+        report = replace(report, notes=(*report.notes, kprobe_note))
+    serial = serial_header(mode, host_mtu, lengths) + result.serial
+    return LabRun(report, result.boot_s, result.total_s, serial, tuple(order))
+
+
+HEADER = "# serial console of: vnetrx lab virtio"
+
+
+def serial_header(mode: str, mtu: int | None, lengths: tuple[int, ...]) -> str:
+    """The first line ``--serial-log`` writes, so that ``--from-log`` knows what was sent."""
+    mtu_part = f" --mtu {mtu}" if mtu is not None else ""
+    return f"{HEADER} --mode {mode}{mtu_part} --len {','.join(map(str, lengths))}\n"
+
+
+def lengths_from_header(text: str) -> tuple[int, ...] | None:
+    first = text.split("\n", 1)[0]
+    match = re.search(r"--len ([\d,]+)\s*$", first) if first.startswith(HEADER) else None
+    return tuple(int(x) for x in match.group(1).split(",")) if match else None
+
+
+def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
+    """Compare a saved serial log (``--serial-log``) with the model again, without a boot."""
+    log = parse_log(text)
+    if not log.complete:
+        raise InputError("the log has no complete trace (no 'VNETRX trace-end' line)")
+    if lengths is None:
+        lengths = lengths_from_header(text)
+        if lengths is None:
+            raise InputError(
+                "the log does not say which frames were sent",
+                hint="pass --len, or use a log written by --serial-log",
+            )
+    try:
+        mode = mode_for(log.features, log.mtu)
+    except ValueError as exc:
+        raise InputError(f"the log's feature bits or MTU are unreadable: {exc}") from None
+    check_request(mode, None, lengths)
+    return compare(resolve(guest_version(log.status, log.release)), mode, lengths, log)
