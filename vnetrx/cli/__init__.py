@@ -30,11 +30,15 @@ def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str])
 # Command name → the module that defines it. A module is imported only when its command runs
 # (or help lists it), so start-up stays small; each module registers itself with @cli.command.
 COMMANDS = {
+    "decode": "vnetrx.cli.decode",
     "diff": "vnetrx.cli.diff",
     "headroom": "vnetrx.cli.headroom",
     "kernels": "vnetrx.cli.kernels",
     "lab": "vnetrx.cli.lab",
     "layout": "vnetrx.cli.layout",
+    "replay": "vnetrx.cli.replay",
+    "schema": "vnetrx.cli.schema",
+    "sweep": "vnetrx.cli.sweep",
     "trace": "vnetrx.cli.trace",
     "verify": "vnetrx.cli.verify",
 }
@@ -92,7 +96,25 @@ class VnetrxGroup(click.Group):
     cls=VnetrxGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(__version__, "--version", prog_name="vnetrx")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda _ctx, _param, value: _set_color(value),
+    help="Colour text output: auto (a terminal, unless NO_COLOR is set), always (ANSI even "
+    "into a pipe), never.",
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _print_version(ctx, value),
+    help="Show the version and the kernel profiles, then exit.",
+)
 def cli() -> None:
     """Walk one packet through the Linux virtio-net (and tun/tap) receive path, byte for byte.
 
@@ -106,7 +128,31 @@ def cli() -> None:
       vnetrx trace --len 1000 --mergeable --kernel 5.12
       vnetrx trace --len 1000 --json | jq .skb
       vnetrx kernels --changes
+      vnetrx decode 0100 0000 0000 2200 0600 --len 1000   # a tap write's header
+
+    \b
+    Shell completion (bash; zsh and fish: zsh_source, fish_source):
+      eval "$(_VNETRX_COMPLETE=bash_source vnetrx)"
     """
+
+
+def _set_color(value: str | None) -> None:
+    from vnetrx.render.color import set_mode
+
+    set_mode(value or "auto")
+
+
+def _print_version(ctx: click.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from vnetrx.kernel.registry import SERIES
+
+    click.echo(f"vnetrx {__version__}")
+    click.echo("kernel profiles (a bare X.Y means the point release shown):")
+    for s in SERIES:
+        point = f"{s.name}.{s.default_patch}"
+        click.echo(f"  {s.name:<5} {point:<9} {', '.join(sorted(s.paths))}")
+    ctx.exit(0)
 
 
 def main() -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from vnetrx.cli import cli
-from vnetrx.diff import diff, diff_to_dict
+from vnetrx.cli.export_options import export_options, export_pictures
+from vnetrx.diff import TraceDiff, diff, diff_to_dict
 from vnetrx.errors import InputError
 
 
@@ -29,8 +31,15 @@ def _split(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.diff/1)."
 )
+@export_options
 @click.argument("trace_args", nargs=-1, type=click.UNPROCESSED)
-def diff_command(kernels: tuple[str, ...], as_json: bool, trace_args: tuple[str, ...]) -> None:
+def diff_command(
+    kernels: tuple[str, ...],
+    as_json: bool,
+    trace_args: tuple[str, ...],
+    svg: str | None = None,
+    html: str | None = None,
+) -> None:
     """Run two traces and show where they part: the first differing step, the result fields
     that differ, and both memory maps side by side.
 
@@ -57,6 +66,7 @@ def diff_command(kernels: tuple[str, ...], as_json: bool, trace_args: tuple[str,
         args_a = [*args_a, "--kernel", kernels[0]]
         args_b = [*args_b, "--kernel", kernels[-1]]
     result = diff(run_trace_args(args_a), run_trace_args(args_b))
+    export_pictures(lambda: _picture(result), svg, html, "vnetrx diff")
     if as_json:
         from vnetrx.render.json_out import dumps
 
@@ -66,3 +76,9 @@ def diff_command(kernels: tuple[str, ...], as_json: bool, trace_args: tuple[str,
     from vnetrx.render.text import stdout_console
 
     print_diff(result, stdout_console())
+
+
+def _picture(result: TraceDiff) -> Any:
+    from vnetrx.render.diff_text import diff_renderable
+
+    return diff_renderable(result)

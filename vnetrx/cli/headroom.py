@@ -8,9 +8,16 @@ from typing import Any
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.options import Count, kernel_option, load_profile
 from vnetrx.errors import InputError
-from vnetrx.paths.tx_headroom import DEFAULT_PAYLOADS, MAX_MTU, TxSetup, run_headroom
+from vnetrx.paths.tx_headroom import (
+    DEFAULT_PAYLOADS,
+    MAX_MTU,
+    HeadroomReport,
+    TxSetup,
+    run_headroom,
+)
 
 
 class PayloadList(click.ParamType):  # type: ignore[type-arg]
@@ -70,6 +77,7 @@ class PayloadList(click.ParamType):  # type: ignore[type-arg]
 @kernel_option
 @click.option("--compare", metavar="V2", default=None, help="A second kernel, side by side.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema vnetrx.headroom/1).")
+@export_options
 def headroom(
     udp: bool,
     ipv6: bool,
@@ -83,6 +91,8 @@ def headroom(
     config: str,
     compare: str | None,
     as_json: bool,
+    svg: str | None = None,
+    html: str | None = None,
 ) -> None:
     """How much headroom a sent packet has at virtio-net's ndo_start_xmit, and whether the
     virtio-net header can be pushed in front of it (one sg entry) or needs its own.
@@ -104,6 +114,7 @@ def headroom(
     setup = _setup(udp, ipv6, payloads, mtu, mergeable, hdr_len, indirect, ufo)
     report = run_headroom(load_profile(kernel, config), setup)
     other = None if compare is None else run_headroom(load_profile(compare, config), setup)
+    export_pictures(lambda: _picture(report, other), svg, html, "vnetrx headroom")
     if as_json:
         from vnetrx.render.headroom_json import render_headroom
 
@@ -140,3 +151,9 @@ def _setup(
         indirect=indirect,
         ufo=ufo,
     )
+
+
+def _picture(report: HeadroomReport, other: HeadroomReport | None) -> Any:
+    from vnetrx.render.headroom_text import headroom_renderable
+
+    return headroom_renderable(report, other)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.engine import trace_tap, trace_virtio
@@ -114,6 +115,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.trace/1)."
 )
+@export_options
 @click.pass_context
 def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None:
     """Trace one frame: virtio-net receive (default) or a tun/tap write (--path tap).
@@ -138,6 +140,12 @@ def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None
       vnetrx trace --path tap --len 1514 --frag-source full-page
     """
     result = _run(ctx, path, frame_len, opts)
+    export_pictures(
+        lambda: _picture(result),
+        opts["svg"],
+        opts["html"],
+        f"vnetrx trace: {result.path}, {frame_len}-byte frame, Linux {result.kernel.name}",
+    )
     if opts["as_json"]:
         from vnetrx.render.json_out import render_trace
 
@@ -146,6 +154,12 @@ def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None
     from vnetrx.render.text import print_trace, stdout_console
 
     print_trace(result, stdout_console())
+
+
+def _picture(result: Trace) -> Any:
+    from vnetrx.render.text import trace_renderable
+
+    return trace_renderable(result)
 
 
 def run_trace_args(args: list[str]) -> Trace:
@@ -169,12 +183,17 @@ def _run(ctx: click.Context, path: str, frame_len: int, opts: dict[str, Any]) ->
 
 
 def _trace_virtio(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
+    return trace_virtio(profile, virtio_setup(frame_len, o))
+
+
+def virtio_setup(frame_len: int, o: dict[str, Any]) -> VirtioRxSetup:
+    """The VirtioRxSetup that trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     if o["mergeable"] and o["big"]:
         raise InputError(
             "--mergeable and --big exclude each other (MRG_RXBUF selects mergeable "
             "mode; --big means guest GSO without it)"
         )
-    setup = VirtioRxSetup(
+    return VirtioRxSetup(
         frame_len=frame_len,
         mergeable=o["mergeable"],
         guest_gso=o["big"],
@@ -184,11 +203,15 @@ def _trace_virtio(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> 
         ewma=o["ewma"],
         buffer_index=o["buffer_index"],
     )
-    return trace_virtio(profile, setup)
 
 
 def _trace_tap(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
-    setup = TapSetup(
+    return trace_tap(profile, tap_setup(frame_len, o))
+
+
+def tap_setup(frame_len: int, o: dict[str, Any]) -> TapSetup:
+    """The TapSetup that trace's options ``o`` describe."""
+    return TapSetup(
         frame_len=frame_len,
         tun=o["tun"],
         blocking=o["blocking"],
@@ -199,4 +222,3 @@ def _trace_tap(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Tra
         hdr=o["hdr"],
         frag_source=o["frag_source"],
     )
-    return trace_tap(profile, setup)

@@ -527,9 +527,15 @@ def receive_mergeable(
     log.add(
         SRC,
         "add_recvbuf_mergeable",
-        f"buffers of {p.buf_len} bytes are carved one after another from the rx {_allocator(k)}; "
-        "ctx = the buffer length (its truesize); the last buffer of a page absorbs the rest; "
-        f"buffer {s.buffer_index} is at {_page_label(k, posted[0].frag_index)} + "
+        (
+            f"buffers of {p.buf_len} bytes are carved one after another from the rx "
+            f"{_allocator(k)}; ctx = the buffer length (its truesize); the last buffer of a "
+            "page absorbs the rest; "
+            if not s.buffers
+            else f"the ring model posted these buffers earlier ({_lengths(posted)} bytes, "
+            f"carved from the rx {_allocator(k)}); ctx = each buffer's length (its truesize); "
+        )
+        + f"buffer {s.buffer_index} is at {_page_label(k, posted[0].frag_index)} + "
         f"{posted[0].offset}, {posted[0].len} bytes",
         k.present(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
         len=p.buf_len,
@@ -686,3 +692,14 @@ def _allocator(k: KernelProfile) -> str:
 def _page_label(k: KernelProfile, index: int) -> str:
     """Names backing pages: frag<N> for page_frag pages, pool<N> for page_pool pages."""
     return f"pool{index}" if k.has(VIRTIO_RX_PAGE_POOL) else f"frag{index}"
+
+
+def _lengths(posted: tuple[bufs.PostedBuffer, ...]) -> str:
+    """``3×1536 2048 2×1536``: buffer lengths, runs folded."""
+    parts: list[list[int]] = []
+    for buf in posted:
+        if parts and parts[-1][0] == buf.len:
+            parts[-1][1] += 1
+        else:
+            parts.append([buf.len, 1])
+    return " ".join(f"{n}×{length}" if n > 1 else str(length) for length, n in parts)

@@ -10,6 +10,7 @@ citations are on the narrated steps.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import NamedTuple
@@ -88,7 +89,8 @@ def resolve(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
     if not 1 <= s.ring_size <= 32768:
         raise InputError(f"ring size {s.ring_size} out of range (valid: 1..32768)")
-    if not 0 <= s.buffer_index < s.ring_size:
+    # with given buffers (a ring model), buffer_index only labels the first of them
+    if not 0 <= s.buffer_index < (s.ring_size if not s.buffers else 1 << 31):
         raise InputError(
             f"buffer index {s.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
         )
@@ -139,7 +141,27 @@ class Config(NamedTuple):
     ewma: int | None
     max_skb_frags: int
     l1_cache_bytes: int
-    carved: dict[int, tuple[PostedBuffer, ...]]  # buf_len → buffers from a fresh page (a cache)
+    carved: dict[int, Carved]  # buf_len → buffers from a fresh page (a cache; -1: given ones)
+
+
+class Carved(NamedTuple):
+    """Posted buffers with what lets a plan skip walking them: prefix sums of their lengths and
+    runs of buffers that follow each other in the same page (which skb_coalesce_rx_frag merges)."""
+
+    buffers: tuple[PostedBuffer, ...]
+    prefix: tuple[int, ...]  # prefix[i] = total length of buffers[:i]
+    run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
+
+
+def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:
+    prefix, run = [0], [0]
+    for i, buf in enumerate(buffers):
+        prefix.append(prefix[-1] + buf.len)
+        if i:
+            prev = buffers[i - 1]
+            contiguous = prev.frag_index == buf.frag_index and prev.offset + prev.len == buf.offset
+            run.append(run[-1] + (0 if contiguous else 1))
+    return Carved(buffers, tuple(prefix), tuple(run))
 
 
 class Plan(NamedTuple):
@@ -160,9 +182,10 @@ class Plan(NamedTuple):
     data_len: int
     truesize: int
     # frags: (buffer index or chain page index, offset in its page, size, truesize added)
-    frags: tuple[tuple[int, int, int, int], ...]
+    frags: tuple[tuple[int, int, int, int], ...]  # empty when planned without detail
     coalesced: tuple[bool, ...]  # for each buffer after the first: coalesced into the last frag
     pages_used: int  # big mode: chain pages the skb references (page 0 included)
+    nr_frags: int
 
 
 def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
@@ -220,18 +243,21 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
     )
 
 
-def plan(k: KernelProfile, c: Config, frame: int) -> Plan:
+def plan(k: KernelProfile, c: Config, frame: int, detail: bool = True) -> Plan:
+    """One frame's plan; ``detail=False`` skips what only the narration needs (sweeps)."""
     if c.mode == "small":
         return plan_small(k, c, frame)
     if c.mode == "big":
         return plan_big(c, frame)
-    return plan_mergeable(k, c, frame)
+    return plan_mergeable(k, c, frame, detail)
 
 
 def _drop(
     reason: str, buf_len: int, buffers: tuple[PostedBuffer, ...] = (), used: tuple[int, ...] = ()
 ) -> Plan:
-    return Plan("drop", reason, buf_len, buffers, used, None, 0, 0, 0, 0, 0, 0, 0, 0, (), (), 0)
+    return Plan(outcome="drop", reason=reason, buf_len=buf_len, buffers=buffers, used=used,
+                tailroom=None, copy=0, head_size=0, end=0, data=0, tail=0, len=0, data_len=0,
+                truesize=0, frags=(), coalesced=(), pages_used=0, nr_frags=0)
 
 
 def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
@@ -252,25 +278,11 @@ def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
         buflen = posted.len
     else:  # SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo
         buflen = k.skb_data_align(bufs.GOOD_PACKET_LEN + headroom) + c.shinfo_size
-    return Plan(
-        "build_skb",
-        None,
-        posted.len,
-        (posted,),
-        (c.hdr_len + frame,),
-        None,
-        0,
-        buflen,
-        buflen - c.shinfo_size,
-        headroom,
-        headroom + frame,
-        frame,
-        0,
-        buflen + c.sk_buff_aligned,
-        (),
-        (),
-        0,
-    )
+    return Plan(outcome="build_skb", reason=None, buf_len=posted.len, buffers=(posted,),
+                used=(c.hdr_len + frame,), tailroom=None, copy=0, head_size=buflen,
+                end=buflen - c.shinfo_size, data=headroom, tail=headroom + frame, len=frame,
+                data_len=0, truesize=buflen + c.sk_buff_aligned, frags=(), coalesced=(),
+                pages_used=0, nr_frags=0)
 
 
 def _build_or_copy(c: Config, frame: int, truesize: int, hp: int) -> tuple[bool, int | None]:
@@ -303,25 +315,10 @@ def plan_big(c: Config, frame: int) -> Plan:
         return _drop("short_packet", page)
     build, tailroom = _build_or_copy(c, frame, page, hp)
     if build:
-        return Plan(
-            "build_skb",
-            None,
-            page,
-            (),
-            (),
-            tailroom,
-            0,
-            page,
-            page - c.shinfo_size,
-            hp,
-            hp + frame,
-            frame,
-            0,
-            page + c.sk_buff_aligned,
-            (),
-            (),
-            1,
-        )
+        return Plan(outcome="build_skb", reason=None, buf_len=page, buffers=(), used=(),
+                    tailroom=tailroom, copy=0, head_size=page, end=page - c.shinfo_size, data=hp,
+                    tail=hp + frame, len=frame, data_len=0, truesize=page + c.sk_buff_aligned,
+                    frags=(), coalesced=(), pages_used=1, nr_frags=0)
     copy, end, data, truesize = _napi_copy(c, frame)
     rest, offset = frame - copy, hp + copy
     frags: list[tuple[int, int, int, int]] = []
@@ -329,32 +326,22 @@ def plan_big(c: Config, frame: int) -> Plan:
         size = min(page - offset, rest)
         frags.append((len(frags), offset, size, page))
         rest, offset = rest - size, 0
-    return Plan(
-        "copy",
-        None,
-        page,
-        (),
-        (),
-        tailroom,
-        copy,
-        c.napi_head.size,
-        end,
-        data,
-        data + copy,
-        frame,
-        frame - copy,
-        truesize + page * len(frags),
-        tuple(frags),
-        (),
-        max(1, len(frags)),
-    )
+    return Plan(outcome="copy", reason=None, buf_len=page, buffers=(), used=(),
+                tailroom=tailroom, copy=copy, head_size=c.napi_head.size, end=end, data=data,
+                tail=data + copy, len=frame, data_len=frame - copy,
+                truesize=truesize + page * len(frags), frags=tuple(frags), coalesced=(),
+                pages_used=max(1, len(frags)), nr_frags=len(frags))
 
 
-def _carved(k: KernelProfile, c: Config, buf_len: int) -> tuple[PostedBuffer, ...]:
+def _carved(k: KernelProfile, c: Config, buf_len: int) -> Carved:
     """Enough posted buffers, from a fresh page, to hold the largest frame (cached in ``c``)."""
-    cached = c.carved.get(buf_len)
+    key = -1 if c.given else buf_len
+    cached = c.carved.get(key)
     if cached is not None:
         return cached
+    if c.given:
+        c.carved[key] = carved_info(c.given)
+        return c.carved[key]
     need = MAX_FRAME_LEN + 24 + 1
     out: list[PostedBuffer] = []
     for buf in islice(bufs.iter_posted_mergeable(k, buf_len), c.buffer_index, None):
@@ -362,8 +349,8 @@ def _carved(k: KernelProfile, c: Config, buf_len: int) -> tuple[PostedBuffer, ..
         need -= buf.len
         if need <= 0:
             break
-    c.carved[buf_len] = tuple(out)
-    return c.carved[buf_len]
+    c.carved[key] = carved_info(tuple(out))
+    return c.carved[key]
 
 
 def mergeable_buf_len(c: Config, frame: int) -> int:
@@ -376,37 +363,29 @@ def mergeable_buf_len(c: Config, frame: int) -> int:
     return (h + clamped + c.l1_cache_bytes - 1) // c.l1_cache_bytes * c.l1_cache_bytes
 
 
-def plan_mergeable(k: KernelProfile, c: Config, frame: int) -> Plan:
+def plan_mergeable(k: KernelProfile, c: Config, frame: int, detail: bool = True) -> Plan:
     """add_recvbuf_mergeable + receive_mergeable: page_to_skb on the first buffer, then one frag
-    (or a coalesced one, skb_coalesce_rx_frag) per further buffer."""
+    (or a coalesced one, skb_coalesce_rx_frag) per further buffer.
+
+    Without ``detail`` (sweeps) the buffers are counted by bisection and the frags by the
+    contiguity runs; with it, each buffer is walked as the kernel does and the two must agree.
+    """
     buf_len = mergeable_buf_len(c, frame)
-    source = c.given or _carved(k, c, buf_len)
+    info = _carved(k, c, buf_len)
     total = c.hdr_len + frame
-    if source[0].len >= total:  # one buffer holds it: the common case, kept cheap
-        count, posted, used = 1, source[:1], [total]
-    else:
-        count, covered = 0, 0
-        for buf in source:
-            count += 1
-            covered += buf.len
-            if covered >= total:
-                break
-        if covered < total:
-            raise InputError(
-                f"the {count} posted buffer(s) hold {covered} bytes; the frame needs {total}"
-            )
-        posted = source[:count]
-        used, left = [], total
-        for buf in posted:
-            used.append(min(buf.len, left))
-            left -= used[-1]
-    if frame < ETH_HLEN:
-        return _drop("short_packet", buf_len, posted, tuple(used))
+    count = bisect_left(info.prefix, total)  # the fewest buffers holding `total` bytes
+    if count >= len(info.prefix):
+        have = info.prefix[-1]
+        raise InputError(f"the {len(info.buffers)} posted buffer(s) hold {have} bytes; the frame "
+                         f"needs {total}")
+    posted = info.buffers[:count]
     first = posted[0]
-    frame0 = used[0] - c.hdr_len
+    used0 = min(first.len, total)
+    if frame < ETH_HLEN:
+        return _drop("short_packet", buf_len, posted, _used(info, count, total))
+    frame0 = used0 - c.hdr_len
     hp = c.mrg_hdr_len
     build, tailroom = _build_or_copy(c, frame0, first.len, hp)
-    frags: list[tuple[int, int, int, int]] = []
     if build:
         outcome, copy, head_size = "build_skb", 0, first.len
         end, data, truesize = first.len - c.shinfo_size, hp, first.len + c.sk_buff_aligned
@@ -415,46 +394,54 @@ def plan_mergeable(k: KernelProfile, c: Config, frame: int) -> Plan:
         outcome, head_size = "copy", c.napi_head.size
         copy, end, data, truesize = _napi_copy(c, frame0)
         tail = data + copy
-        if frame0 - copy:
-            frags.append((0, first.offset + hp + copy, frame0 - copy, first.len))
-            truesize += first.len
+    frag0 = not build and frame0 > copy  # the rest of the first buffer stays as frag 0
+    if frag0:
+        truesize += first.len
+    nr_frags = int(frag0)
+    if count > 1:
+        later_runs = info.run[count - 1] - info.run[1] + 1
+        joins_frag0 = frag0 and info.run[1] == info.run[0]
+        nr_frags = later_runs + (int(frag0) if not joins_frag0 else 0)
+        truesize += info.prefix[count] - info.prefix[1]
+    if nr_frags > c.max_skb_frags:
+        raise UnsupportedError("this frame needs a frag_list skb (more than MAX_SKB_FRAGS "
+                               "frags), which vnetrx does not model yet")
+    frags: tuple[tuple[int, int, int, int], ...] = ()
+    coalesced: tuple[bool, ...] = ()
+    used: tuple[int, ...] = ()
+    if detail:
+        used = _used(info, count, total)
+        frags, coalesced = _walk_frags(posted, used, (first.offset + hp + copy, frame0 - copy)
+                                       if frag0 else None)
+        assert len(frags) == nr_frags, (frags, nr_frags)  # the two counts must agree
+    return Plan(outcome=outcome, reason=None, buf_len=buf_len, buffers=posted, used=used,
+                tailroom=tailroom, copy=copy, head_size=head_size, end=end, data=data, tail=tail,
+                len=frame, data_len=frame - (tail - data), truesize=truesize, frags=frags,
+                coalesced=coalesced, pages_used=0, nr_frags=nr_frags)
+
+
+def _used(info: Carved, count: int, total: int) -> tuple[int, ...]:
+    """Bytes the device wrote into each buffer: all full but the last."""
+    return (*(b.len for b in info.buffers[:count - 1]), total - info.prefix[count - 1])
+
+
+def _walk_frags(posted: tuple[PostedBuffer, ...], used: tuple[int, ...],
+                frag0: tuple[int, int] | None
+                ) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[bool, ...]]:
+    """receive_mergeable's loop, buffer by buffer: coalesce into the last frag when it is in the
+    same page and ends where this buffer starts (skb_can_coalesce), else add a frag."""
+    frags: list[tuple[int, int, int, int]] = []
+    if frag0 is not None:
+        frags.append((0, frag0[0], frag0[1], posted[0].len))
     coalesced = []
-    for index in range(1, count):
+    for index in range(1, len(posted)):
         buf, size = posted[index], used[index]
         if frags:
             last = frags[-1]
-            prev = posted[last[0]]
-            # skb_can_coalesce: same page, and the last frag ends where this buffer starts
-            if prev.frag_index == buf.frag_index and last[1] + last[2] == buf.offset:
+            if posted[last[0]].frag_index == buf.frag_index and last[1] + last[2] == buf.offset:
                 frags[-1] = (last[0], last[1], last[2] + size, last[3] + buf.len)
-                truesize += buf.len
                 coalesced.append(True)
                 continue
-        if len(frags) >= c.max_skb_frags:
-            raise UnsupportedError(
-                "this frame needs a frag_list skb (more than MAX_SKB_FRAGS "
-                "frags), which vnetrx does not model yet"
-            )
         frags.append((index, buf.offset, size, buf.len))
-        truesize += buf.len
         coalesced.append(False)
-    data_len = frame - (tail - data)
-    return Plan(
-        outcome,
-        None,
-        buf_len,
-        posted,
-        tuple(used),
-        tailroom,
-        copy,
-        head_size,
-        end,
-        data,
-        tail,
-        frame,
-        data_len,
-        truesize,
-        tuple(frags),
-        tuple(coalesced),
-        0,
-    )
+    return tuple(frags), tuple(coalesced)

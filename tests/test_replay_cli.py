@@ -1,0 +1,267 @@
+"""`vnetrx replay` through click's CliRunner: the table, --show, JSON and JSONL, every input
+form (LIST, text, JSON, pcap, pcapng), and one-line errors with exit 2 (input) or 1 (stall)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import dpkt  # type: ignore[import-untyped]
+import pytest
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+from vnetrx.frames import parse_list
+
+SEQ = ["--len", "60x11,9014,9018", "--mergeable", "--mtu", "9000", "--kernel", "6.12"]
+
+
+def _row(out: str, index: int) -> list[str]:
+    for line in out.splitlines():
+        cells = line.split()
+        if cells and cells[0] == str(index) and len(cells) > 8:
+            return cells
+    raise AssertionError(f"no row {index} in:\n{out}")
+
+
+def test_text_table_one_row_per_frame(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", *SEQ])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "vnetrx replay virtio-mergeable on Linux 6.12.117" in out
+    assert "posts 256 buffers of 1536 bytes (EWMA 0 → min_buf_len 1518) on frag0..frag12" in out
+    # #, len, poll, bufs, first buffer, sizes..., outcome, truesize, frags, EWMA, next len
+    assert _row(out, 0)[:5] == ["0", "60", "1", "1", "frag0+0"]
+    assert _row(out, 11) == ["11", "9014", "12", "6", "frag0+16896", "6×1536", "copy", "10496",
+                             "1", "199", "1536"]
+    assert _row(out, 12) == ["12", "9018", "13", "6", "frag0+26112", "3×1536", "2048", "2×1536",
+                             "copy", "11008", "2", "336", "1536"]
+    assert "final ring: EWMA 336 · mergeable_rx_buffer_size 1536 · page_frag at frag12+6144" in out
+    assert "233 posted (222×1536, 11×2048), 23 free" in out
+    assert "\x1b[" not in out
+
+
+def test_show_maps_the_buffers_inside_their_pages(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", *SEQ, "--show", "12"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Frame 12: 9018 bytes in 6 buffer(s), NAPI poll 13" in out
+    bars = [line.split() for line in out.splitlines() if line.strip().startswith(("frag0 [",
+                                                                                 "frag1 ["))]
+    # 64 cells of 512 bytes: buffers 1-3 at 26112.., the 2048-byte 4 at 30720, 5-6 in frag1
+    assert bars[0][1] == "[" + "." * 51 + "1112223334444]"
+    assert bars[1][1] == "[555666" + "." * 58 + "]"
+    assert "copied 14 B; the rest is frag 0" in out
+    assert out.count("coalesced into frag 0") == 3 and "coalesced into frag 1" in out
+    assert "len 9004  data_len 9004  headlen 0  nr_frags 2  truesize 11008" in out
+
+
+def test_json_document(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", *SEQ, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "vnetrx.replay/1"
+    assert doc["kernel"]["name"] == "6.12.117"
+    assert doc["input"] == {"source": "--len 60x11,9014,9018", "frames": 13, "mergeable": True,
+                            "mtu": 9000, "hdr_len": 12, "ring_size": 256, "batch": 1,
+                            "budget": 64, "refill_threshold": 32}
+    assert (doc["min_buf_len"], doc["initial_fill"]["count"]) == (1518, 256)
+    assert doc["initial_fill"]["buffers"][20] == {"seq": 20, "page": "frag0", "offset": 30720,
+                                                  "len": 2048, "fill": 0}
+    frame = doc["frames"][12]
+    assert (frame["index"], frame["frame_len"], frame["poll"]) == (12, 9018, 13)
+    assert [b["seq"] for b in frame["buffers"]] == [17, 18, 19, 20, 21, 22]
+    assert (frame["ewma_before"], frame["ewma_after"], frame["refill"]) == (199, 336, None)
+    assert frame["trace"]["schema"] == "vnetrx.trace/1"
+    assert (frame["trace"]["skb"]["truesize"], frame["trace"]["skb"]["nr_frags"]) == (11008, 2)
+    assert frame["trace"]["input"]["ewma"] == 199
+    ring = frame["ring"]
+    assert (ring["ewma"], ring["mergeable_rx_buffer_size"], ring["page"], ring["offset"]) == (
+        336, 1536, "frag12", 6144)
+    assert (ring["posted"], ring["num_free"], ring["posted_lens"]) == (233, 23, [[1536, 222],
+                                                                                [2048, 11]])
+    assert ring["next_buffer"] == {"seq": 23, "page": "frag1", "offset": 3072, "len": 1536,
+                                   "fill": 0}
+    steps = frame["trace"]["steps"]
+    assert steps[0]["source"] == "drivers/net/virtio_net.c:virtnet_receive @ 6.12.117"
+    assert steps[0]["summary"].startswith("NAPI poll 13: virtqueue_get_buf_ctx returns buffer(s) "
+                                          "#17..#22 in posting order, posted by virtnet_open")
+    assert steps[-1]["summary"] == ("num_free 23 <= min(budget 64, ring 256) / 2 = 32: no refill "
+                                    "after this poll")
+    assert doc["final_ring"] == ring
+
+
+def test_json_records_a_refill(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", "--len", "9000x6", "--mergeable", "--mtu", "9000",
+                                 "--kernel", "6.1", "--json"])
+    assert result.exit_code == 0, result.output
+    frames = json.loads(result.stdout)["frames"]
+    assert [f["refill"] is not None for f in frames] == [False] * 5 + [True]
+    refill = frames[5]["refill"]
+    assert (refill["when"], refill["after_poll"], refill["ewma"], refill["buf_len"],
+            refill["count"]) == ("virtnet_receive", 6, 9000, 4096, 36)
+    # 244 x 1536 + 12 x 2048 posted at open, 35 + 1 of them used; 35 x 4096 + the 6144 posted
+    assert frames[5]["ring"]["posted_lens"] == [[1536, 209], [2048, 11], [4096, 35], [6144, 1]]
+    assert frames[5]["trace"]["steps"][-1]["summary"] == (
+        "num_free 36 > min(budget 64, ring 256) / 2 = 32: try_fill_recv posts 36 buffer(s) of "
+        "4096 bytes (get_mergeable_buf_len, EWMA 9000)")
+
+
+def test_jsonl_one_frame_per_line(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", *SEQ, "--jsonl"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 13
+    frames = [json.loads(line) for line in lines]
+    assert [f["index"] for f in frames] == list(range(13))
+    assert frames[11]["trace"]["skb"]["truesize"] == 10496
+
+
+def test_json_does_not_need_rich_for_small_mode(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", "--len", "60,1600", "--kernel", "6.18", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    first, second = doc["frames"]
+    assert (first["buffers"], first["ring"]["ewma"]) == (
+        [{"seq": 0, "page": "frag0", "offset": 16, "len": 1920, "fill": 0}], None)
+    assert (second["buffers"], second["poll"], second["trace"]["outcome"]) == ([], None, "drop")
+
+
+# --- input forms ------------------------------------------------------------------------------
+
+
+def test_list_syntax() -> None:
+    assert parse_list("60,1000,3400-3500:25") == (60, 1000, 3400, 3425, 3450, 3475, 3500)
+    assert parse_list("60x3, 5-7") == (60, 60, 60, 5, 6, 7)
+
+
+def _expected() -> list[int]:
+    return [60] * 11 + [9014, 9018]
+
+
+def _lens_of(runner: CliRunner, path: Path) -> list[int]:
+    result = runner.invoke(cli, ["replay", "--from", str(path), "--mergeable", "--jsonl"])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line)["frame_len"] for line in result.stdout.splitlines()]
+
+
+def test_from_text_and_json(runner: CliRunner, tmp_path: Path) -> None:
+    text = tmp_path / "lens.txt"
+    text.write_text("# warm-up\n60x11\n9014 9018  # the pair\n")
+    assert _lens_of(runner, text) == _expected()
+    doc = tmp_path / "lens.json"
+    doc.write_text(json.dumps(_expected()))
+    assert _lens_of(runner, doc) == _expected()
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_from_capture(runner: CliRunner, tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"frames.{fmt}"
+    with path.open("wb") as fh:
+        writer = dpkt.pcap.Writer(fh) if fmt == "pcap" else dpkt.pcapng.Writer(fh)
+        for n, length in enumerate(_expected()):
+            writer.writepkt(bytes(length), ts=1700000000 + n)
+    assert _lens_of(runner, path) == _expected()
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+def _error(runner: CliRunner, args: list[str], code: int) -> str:
+    result = runner.invoke(cli, ["replay", *args])
+    assert result.exit_code == code, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vnetrx: error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--len", ""], "no frame lengths given"),
+        (["--len", ","], "no frame lengths given"),
+        (["--len", "60,0"], "frame 1: length 0 out of range (valid: 1..65535)"),
+        (["--len", "60,abc"], "'abc' is not a number N"),
+        (["--len", "9-3"], "runs backwards"),
+        (["--len", "60", "--ring-size", "0"], "0 is out of range (valid: 1..32768 entries)"),
+        (["--len", "60", "--batch", "0"], "0 is out of range"),
+        ([], "exactly one of --len LIST and --from FILE"),
+        (["--len", "60", "--from", "x"], "exactly one of --len LIST and --from FILE"),
+        (["--from", "/nonexistent/lens.txt"], "cannot read /nonexistent/lens.txt"),
+        (["--len", "60", "--show", "1"], "--show 1: there are 1 frames (valid: 0..0)"),
+        (["--len", "60", "--json", "--jsonl"], "exclude each other"),
+        (["--len", "9000", "--mtu", "9000"], "big mode"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(runner: CliRunner, args: list[str], message: str) -> None:
+    assert message in _error(runner, args, 2)
+
+
+def test_unreadable_files(runner: CliRunner, tmp_path: Path) -> None:
+    assert "cannot read" in _error(runner, ["--from", str(tmp_path)], 2)  # a directory
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("[60, 1000,")
+    assert "not valid JSON" in _error(runner, ["--from", str(bad_json)], 2)
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(b"\xff\xfe\x00\x01" * 8)
+    assert "neither a pcap/pcapng capture nor text" in _error(runner, ["--from", str(binary)], 2)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    assert "no frame lengths given" in _error(runner, ["--from", str(empty)], 2)
+    cooked = tmp_path / "sll.pcap"
+    with cooked.open("wb") as fh:
+        dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_LINUX_SLL).writepkt(bytes(60), ts=0)
+    assert "not Ethernet" in _error(runner, ["--from", str(cooked)], 2)
+
+
+def test_error_as_json(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", "--len", "0", "--json"])
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"] == "frame 0: length 0 out of range (valid: 1..65535)"
+
+
+def test_stall_is_a_runtime_failure(runner: CliRunner) -> None:
+    line = _error(runner, ["--len", "65535", "--mergeable", "--ring-size", "8"], 1)
+    assert "rx stall at frame 0: 65547 bytes" in line and "(32768 bytes)" in line
+
+
+def test_capture_cut_at_its_snaplen(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "cut.pcap"
+    with path.open("wb") as fh:
+        writer = dpkt.pcap.Writer(fh, snaplen=96)
+        writer.writepkt(bytes(60), ts=0)
+        writer.writepkt(bytes(96), ts=1)
+    assert "frame 1 may be cut at the capture's snaplen 96" in _error(
+        runner, ["--from", str(path)], 2)
+
+
+def test_show_a_frame_the_device_dropped_and_a_page_pool_frame(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", "--len", "60,1600", "--kernel", "6.12", "--show", "1"])
+    assert result.exit_code == 0, result.output
+    assert "Frame 1: 1600 bytes in 0 buffer(s)" in result.stdout
+    assert "the device used no buffer for it" in result.stdout
+    result = runner.invoke(cli, ["replay", "--len", "1000,1000", "--mergeable", "--kernel", "7.3",
+                                 "--show", "1"])
+    assert result.exit_code == 0, result.output
+    bar = next(line for line in result.stdout.splitlines() if line.strip().startswith("pool0 ["))
+    # a 4 KiB pool page in 64 cells of 64 bytes: buffer 1 is the second, 2560-byte one
+    assert bar.split()[1] == "[" + "." * 24 + "1" * 40 + "]"
+    assert "skb head (build_skb)" in result.stdout and "truesize 2816" in result.stdout
+
+
+def test_json_replay_does_not_import_rich() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "sys.argv = ['vnetrx', 'replay', '--len', '60,9000', '--mergeable', '--json']\n"
+        "from vnetrx.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code == 0, exc.code\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'dpkt'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,116 @@
+"""`vnetrx sweep`: rows equal full traces, the fact sheet's ranges, and the CLI formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vnetrx.cli import cli
+from vnetrx.engine import trace_virtio
+from vnetrx.kernel.registry import SERIES, resolve
+from vnetrx.paths.virtio_rx_plan import VirtioRxSetup
+from vnetrx.sweep import collapse, virtio_rows
+
+KERNELS = [s.name for s in SERIES if "virtio" in s.paths]
+MODES = [{"mergeable": True}, {"guest_gso": True}, {"mtu": 9000}, {},
+         {"mergeable": True, "buffer_index": 20}, {"mergeable": True, "ewma": 1000}]
+
+
+@given(kernel=st.sampled_from(KERNELS), mode=st.sampled_from(MODES),
+       lengths=st.lists(st.integers(1, 65535), min_size=1, max_size=20))
+def test_rows_equal_full_traces(kernel: str, mode: dict[str, object], lengths: list[int]) -> None:
+    """The sweep's fast plans and the narrated engine agree on every summary field."""
+    k = resolve(kernel)
+    setup = VirtioRxSetup(frame_len=1, **mode)  # type: ignore[arg-type]
+    for row in virtio_rows(k, setup, lengths):
+        t = trace_virtio(k, VirtioRxSetup(frame_len=row.frame_len, **mode))  # type: ignore[arg-type]
+        assert row.outcome == t.outcome and row.reason == t.reason
+        if t.skb is None:
+            assert row.truesize is None
+            continue
+        assert t.cost is not None
+        assert (row.len, row.data_len, row.truesize, row.nr_frags) == (
+            t.skb.len, t.skb.data_len, t.skb.truesize, t.skb.nr_frags)
+        assert (row.allocations, row.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
+        assert row.buffers == len(t.buffers) or t.path == "virtio-big"
+
+
+def test_fact_sheet_ranges_6_1_mergeable() -> None:
+    spans = collapse(virtio_rows(resolve("6.1"), VirtioRxSetup(frame_len=1, mergeable=True),
+                                 range(60, 1515)))
+    assert [(s.first, s.last, s.what, s.truesize) for s in spans] == [
+        (60, 128, "copy all", 1280),
+        (129, 1204, "build_skb", 1792),
+        (1205, 1514, "copy 14 B + 1 frag(s)", 2816),
+    ]
+
+
+def test_small_mode_ranges() -> None:
+    spans = collapse(virtio_rows(resolve("5.15"), VirtioRxSetup(frame_len=1), range(1, 2000)))
+    assert [(s.first, s.last, s.what) for s in spans] == [
+        (1, 13, "drop (short_packet)"), (14, 1518, "build_skb"),
+        (1519, 1999, "drop (len_exceeds_max_size)")]
+
+
+def test_cli_text(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["sweep", "--len", "60-1514", "--mergeable", "--kernel", "6.1"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "129–1204" in out and "1205–1514" in out and "60–128" in out
+    assert "truesize per packet (max 2816)" in out
+
+
+def test_cli_two_kernels(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["sweep", "--len", "1000", "--mergeable", "--kernel", "5.12",
+                                 "--kernel", "5.13", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "vnetrx.sweep/1"
+    assert [(r["kernel"], r["what"], r["truesize"]) for r in doc["ranges"]] == [
+        ("5.12.0", "copy 14 B + 1 frag(s)", 2304), ("5.13.0", "build_skb", 1792)]
+
+
+def test_cli_jsonl_streams_one_line_per_length(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["sweep", "--len", "1-300:7", "--big", "--kernel", "6.1",
+                                 "--jsonl"])
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == len(range(1, 301, 7)) + 1  # a range always ends on its upper bound
+    assert lines[0]["outcome"] == "drop" and lines[0]["cost"] is None
+    last = lines[-1]
+    assert (last["frame_len"], last["outcome"], last["truesize"]) == (300, "build_skb", 4352)
+    assert last["cost"] == {"allocations": 1, "bytes_copied": 0, "frags": 0}
+
+
+def test_cli_csv(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["sweep", "--len", "1000,1400", "--mergeable", "--kernel", "6.1",
+                                 "--csv"])
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["frame_len"], r["outcome"], r["truesize"]) for r in rows] == [
+        ("1000", "build_skb", "1792"), ("1400", "copy", "2816")]
+
+
+def test_cli_tap_path(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["sweep", "--len", "3455-3458", "--path", "tap", "--kernel",
+                                 "6.18", "--json"])
+    doc = json.loads(result.stdout)
+    assert [(r["first"], r["last"], r["what"]) for r in doc["ranges"]] == [
+        (3455, 3456, "build_skb"), (3457, 3458, "alloc_skb")]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--len", "0-10"], "length 0 out of range (valid: 1..65535)"),
+    (["--len", "10-5"], "bad range"),
+    (["--len", "abc"], "cannot read length 'abc'"),
+    (["--len", "1-10", "--jsonl", "--csv"], "choose one of --jsonl, --csv and --json"),
+    (["--len", "1-10", "--blocking"], "--blocking do not apply to --path virtio"),
+    (["--len", "1-10", "--kernel", "9.9"], "no profile for kernel 9.9"),
+])
+def test_cli_bad_input(runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(cli, ["sweep", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1

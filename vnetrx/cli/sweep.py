@@ -1,0 +1,133 @@
+"""``vnetrx sweep``: one trace per frame length (and per kernel), collapsed into ranges."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import click
+
+from vnetrx.cli import cli
+from vnetrx.cli import trace as trace_cli
+from vnetrx.cli.export_options import export_options, export_pictures
+from vnetrx.cli.options import BuildChoice, load_profile
+from vnetrx.errors import InputError
+from vnetrx.live.parse import parse_lengths
+from vnetrx.sweep import (
+    SWEEP_SCHEMA,
+    Row,
+    Span,
+    collapse,
+    row_to_dict,
+    span_to_dict,
+    tap_rows,
+    virtio_rows,
+)
+
+# Every trace option except the ones sweep owns (the length, the kernel, the output format).
+_OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source"}
+CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", "len", "data_len", "truesize",
+              "nr_frags", "allocations", "bytes_copied", "buffers")
+
+
+@cli.command()
+@click.option("--len", "length_list", required=True, metavar="LIST",
+              help="Frame lengths: A-B[:STEP] and/or N, comma-separated (1..65535), e.g. "
+              "60-1514 or 1-65535:7.")
+@click.option("--kernel", "kernels", multiple=True, metavar="V",
+              help="Kernel(s) to sweep; give several to compare (default: the newest).")
+@click.option("--jsonl", is_flag=True, help="One JSON summary per line, streamed "
+              "(schema vnetrx.sweep-row/1).")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: one row per length.")
+@click.option("--json", "as_json", is_flag=True, help="The ranges as one JSON object "
+              "(schema vnetrx.sweep/1).")
+@export_options
+@click.pass_context
+def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jsonl: bool,
+          as_csv: bool, as_json: bool, **opts: Any) -> None:
+    """Trace every frame length in a range and show where the outcome or the cost changes.
+
+    Takes every `vnetrx trace` option (--mergeable, --big, --mtu, --hdr-len, --path tap, build
+    options, ...). Text: the ranges where nothing changes and a chart of truesize and bytes
+    copied against length; --jsonl / --csv: one line per length; --json: the ranges.
+
+    \b
+    Examples:
+      vnetrx sweep --len 60-1514 --mergeable --kernel 6.1
+      vnetrx sweep --len 60-1514 --mergeable --kernel 5.12 --kernel 5.13
+      vnetrx sweep --len 1-65535 --big --kernel 6.1 --jsonl | head
+      vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
+    """
+    if sum((jsonl, as_csv, as_json)) > 1:
+        raise InputError("choose one of --jsonl, --csv and --json")
+    lengths = parse_lengths(length_list, low=1)
+    path = opts["path"]
+    wrong = trace_cli._given(ctx, trace_cli._TAP_ONLY if path == "virtio" else trace_cli._VIRTIO_ONLY)
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} do not apply to --path {path}")
+    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
+    profiles = [load_profile(k, opts["config"], choice) for k in (kernels or (None,))]
+    opts["frag_source"] = None
+
+    def rows_for(index: int) -> Iterator[Row]:
+        profile = profiles[index]
+        if path == "tap":
+            return tap_rows(profile, trace_cli.tap_setup(1, opts), _progress(lengths, profile.name))
+        return virtio_rows(profile, trace_cli.virtio_setup(1, opts),
+                           _progress(lengths, profile.name))
+
+    if jsonl or as_csv:
+        _stream(rows_for, len(profiles), jsonl)
+        return
+    rows = {profiles[i].name: list(rows_for(i)) for i in range(len(profiles))}
+    spans = {name: collapse(group) for name, group in rows.items()}
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps({"schema": SWEEP_SCHEMA, "path": path, "lengths": len(lengths),
+                                "kernels": list(rows), "ranges": [
+                                    span_to_dict(s) for group in spans.values() for s in group]}))
+        return
+    _text(rows, spans, opts, length_list)
+
+
+def _stream(rows_for: Any, count: int, jsonl: bool) -> None:
+    out = sys.stdout
+    writer = None if jsonl else csv.writer(out, lineterminator="\n")
+    if writer is not None:
+        writer.writerow(CSV_FIELDS)
+    for index in range(count):
+        for row in rows_for(index):
+            if writer is None:
+                out.write(json.dumps(row_to_dict(row)) + "\n")
+            else:
+                writer.writerow(["" if v is None else v for v in row])
+
+
+def _text(rows: dict[str, list[Row]], spans: dict[str, list[Span]], opts: dict[str, Any],
+          length_list: str) -> None:
+    from vnetrx.render.sweep_text import sweep_renderable
+    from vnetrx.render.text import stdout_console
+
+    export_pictures(lambda: sweep_renderable(spans, rows), opts["svg"], opts["html"],
+                    f"vnetrx sweep --len {length_list}")
+    stdout_console().print(sweep_renderable(spans, rows))
+
+
+def _progress(lengths: Iterable[int], label: str) -> Iterable[int]:
+    """A progress bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return lengths
+    from rich.console import Console
+    from rich.progress import track
+
+    return track(list(lengths), description=f"Linux {label}", console=Console(stderr=True),
+                 transient=True)
+
+
+for _param in trace_cli.trace.params:
+    if _param.name not in _OWN:
+        sweep.params.append(_param)

@@ -1,0 +1,270 @@
+"""Terminal output for ``vnetrx replay``: one row per frame, the ring after it, and on request
+(``--show N``) where frame N's buffers sit inside their backing pages."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from vnetrx.model import Frag, Trace
+from vnetrx.render.text import buffer_map, skb_map
+from vnetrx.ring import (
+    Fill,
+    FrameRecord,
+    Posted,
+    Replay,
+    RingView,
+    backing_page_size,
+    page_label,
+)
+
+BAR_WIDTH = 64
+_BUFFER_MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _sizes(buffers: tuple[Posted, ...]) -> str:
+    """Run-length buffer sizes: "3×1536 2048 2×1536"."""
+    runs: list[tuple[int, int]] = []
+    for p in buffers:
+        if runs and runs[-1][0] == p.buf.len:
+            runs[-1] = (p.buf.len, runs[-1][1] + 1)
+        else:
+            runs.append((p.buf.len, 1))
+    return " ".join(f"{n}×{size}" if n > 1 else str(size) for size, n in runs)
+
+
+def _outcome(t: Trace) -> Text:
+    if t.skb is None:
+        return Text(f"drop: {t.reason}", style="bold red")
+    return Text(t.outcome, style="bold green" if t.outcome == "build_skb" else "bold blue")
+
+
+def _fill_text(fill: Fill) -> str:
+    return f"+{len(fill.buffers)}×{fill.buf_len}"
+
+
+def _header(r: Replay) -> Text:
+    k, c = r.kernel, r.config
+    first = r.initial_fill.buffers
+    pages = sorted({p.buf.frag_index for p in first})
+    line = Text()
+    line.append("vnetrx replay ", style="bold")
+    line.append("virtio-mergeable" if c.mergeable else "virtio-small", style="bold cyan")
+    line.append(f" on Linux {k.name}", style="bold")
+    line.append(
+        f"  (ring {c.ring_size}, NAPI budget {c.budget}, {c.batch} frame(s) per poll, refill "
+        f"when more than {c.refill_threshold} are free; {k.build.arch}, "
+        f"{k.build.page_size // 1024} KiB pages)\n",
+        style="dim",
+    )
+    line.append(
+        f"virtnet_open: try_fill_recv posts {len(first)} buffers of {r.initial_fill.buf_len} "
+        f"bytes"
+        + (f" (EWMA 0 → min_buf_len {r.min_buf_len})" if c.mergeable else "")
+        + f" on {page_label(k, pages[0])}..{page_label(k, pages[-1])}",
+    )
+    return line
+
+
+_COLUMNS = (
+    ("#", ">"),
+    ("len", ">"),
+    ("poll", ">"),
+    ("bufs", ">"),
+    ("first buffer", "<"),
+    ("buffer sizes", "<"),
+    ("outcome", "<"),
+    ("truesize", ">"),
+    ("frags", ">"),
+    ("EWMA", ">"),
+    ("next len", ">"),
+    ("refill", "<"),
+)
+
+
+def _table(r: Replay) -> Text:
+    """Fixed-width columns (never squeezed: a row may run past a narrow terminal)."""
+    rows: list[list[tuple[str, str]]] = []
+    for f in r.frames:
+        t, first = f.trace, f.buffers[0] if f.buffers else None
+        outcome = _outcome(t) if f.buffers else Text("device drop: too long", style="bold red")
+        rows.append(
+            [
+                (str(f.index), ""),
+                (str(f.frame_len), ""),
+                ("-" if f.poll is None else str(f.poll), ""),
+                (str(len(f.buffers)), ""),
+                (
+                    "-"
+                    if first is None
+                    else f"{page_label(r.kernel, first.buf.frag_index)}+{first.buf.offset}",
+                    "",
+                ),
+                (_sizes(f.buffers) or "(none used)", ""),
+                (outcome.plain, str(outcome.style)),
+                ("-" if t.skb is None else str(t.skb.truesize), ""),
+                ("-" if t.skb is None else str(t.skb.nr_frags), ""),
+                ("-" if f.ewma_after is None else str(f.ewma_after), ""),
+                (str(f.ring.mergeable_rx_buffer_size or "-"), ""),
+                ("" if f.refill is None else _fill_text(f.refill), "yellow"),
+            ]
+        )
+    widths = [
+        max([len(name)] + [len(row[i][0]) for row in rows]) for i, (name, _) in enumerate(_COLUMNS)
+    ]
+    text = Text()
+    header = "  ".join(
+        f"{name:{align}{width}}" for (name, align), width in zip(_COLUMNS, widths, strict=True)
+    )
+    text.append(header.rstrip() + "\n", style="bold")
+    text.append("-" * len(header.rstrip()) + "\n", style="dim")
+    for row in rows:
+        cells = [
+            (f"{value:{align}{width}}", style)
+            for (value, style), (_, align), width in zip(row, _COLUMNS, widths, strict=True)
+        ]
+        line = Text()
+        for index, (cell, style) in enumerate(cells):
+            line.append(("  " if index else "") + cell, style=style or None)
+        line.rstrip()
+        text.append_text(line)
+        text.append("\n")
+    text.rstrip()
+    return text
+
+
+def _ring_line(r: Replay, v: RingView, title: str) -> Text:
+    text = Text()
+    text.append(f"{title}: ", style="bold")
+    if v.ewma is not None:
+        text.append(f"EWMA {v.ewma} · mergeable_rx_buffer_size {v.mergeable_rx_buffer_size} · ")
+    text.append(
+        f"{v.allocator} at {v.page}+{v.offset} · {v.posted} posted ("
+        + ", ".join(f"{n}×{size}" for size, n in v.posted_lens)
+        + f"), {v.num_free} free · "
+        f"{v.polls} poll(s), {v.fills} fill(s)"
+    )
+    if v.next_buffer is not None:
+        b = v.next_buffer.buf
+        text.append(
+            f" · next buffer #{v.next_buffer.seq}: {b.len} B at "
+            f"{page_label(r.kernel, b.frag_index)}+{b.offset}"
+        )
+    return text
+
+
+def _role(r: Replay, f: FrameRecord, i: int, p: Posted) -> str:
+    t = f.trace
+    label = page_label(r.kernel, p.buf.frag_index)
+    if i == 0:
+        if t.skb is None:
+            return "dropped"
+        if t.outcome == "build_skb":
+            return "skb head (build_skb)"
+        frag = _frag_at(t.skb.frags, label, p.buf.offset, p.buf.offset + p.buf.len)
+        return (
+            "copied, then released"
+            if frag is None
+            else f"copied {t.cost.bytes_copied if t.cost else 0} B; the rest is frag {frag}"
+        )
+    if t.skb is None:
+        return "dropped"
+    frag = _frag_at(t.skb.frags, label, p.buf.offset, p.buf.offset + 1)
+    if frag is None:
+        return "?"
+    start = t.skb.frags[frag].offset
+    return f"frag {frag}" if start == p.buf.offset else f"coalesced into frag {frag}"
+
+
+def _frag_at(frags: tuple[Frag, ...], page: str, start: int, stop: int) -> int | None:
+    for index, frag in enumerate(frags):
+        if frag.page == page and frag.offset < stop and start < frag.offset + frag.size:
+            return index
+    return None
+
+
+def _page_bars(r: Replay, f: FrameRecord) -> RenderableType:
+    """Each backing page the frame touches, 64 cells wide, its buffers marked 1, 2, 3..."""
+    rows: list[RenderableType] = []
+    pages = sorted({p.buf.frag_index for p in f.buffers})
+    for page in pages:
+        size = backing_page_size(r.kernel)
+        cell = size / BAR_WIDTH
+        cells = ["."] * BAR_WIDTH
+        for i, p in enumerate(f.buffers):
+            if p.buf.frag_index != page:
+                continue
+            lo = int(p.buf.offset // cell)
+            hi = max(lo + 1, round((p.buf.offset + p.buf.len) / cell))
+            for c in range(lo, min(hi, BAR_WIDTH)):
+                cells[c] = _BUFFER_MARKS[i % len(_BUFFER_MARKS)]
+        bar = Text(f"{page_label(r.kernel, page):>8} [")
+        for char in cells:
+            bar.append(char, style="dim" if char == "." else "bold cyan reverse")
+        bar.append(f"] {size} bytes, one cell = {int(cell)} bytes")
+        rows.append(bar)
+    return Group(*rows)
+
+
+def _show(r: Replay, index: int) -> RenderableType:
+    f = r.frames[index]
+    parts: list[RenderableType] = [
+        Text(
+            f"Frame {f.index}: {f.frame_len} bytes in {len(f.buffers)} buffer(s)"
+            + ("" if f.poll is None else f", NAPI poll {f.poll}"),
+            style="bold underline",
+        )
+    ]
+    if f.buffers:
+        parts.append(_page_bars(r, f))
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for name in (
+            "mark",
+            "buffer #",
+            "page",
+            "offset",
+            "end",
+            "len (truesize)",
+            "used",
+            "becomes",
+        ):
+            table.add_column(name, justify="left" if name in ("page", "becomes") else "right")
+        for i, (p, b) in enumerate(zip(f.buffers, f.trace.buffers, strict=False)):
+            table.add_row(
+                _BUFFER_MARKS[i % len(_BUFFER_MARKS)],
+                str(p.seq),
+                page_label(r.kernel, p.buf.frag_index),
+                str(p.buf.offset),
+                str(p.buf.offset + p.buf.len),
+                str(p.buf.len),
+                str(b.used),
+                _role(r, f, i, p),
+            )
+        parts.append(table)
+    else:
+        parts.append(Text("the device used no buffer for it", style="yellow"))
+    if f.trace.buffer is not None:
+        parts += [buffer_map("First buffer", f.trace.buffer), Text()]
+    if f.trace.skb is not None:
+        parts += [skb_map(f.trace.skb), Text()]
+    parts.append(_ring_line(r, f.ring, "ring after it"))
+    return Group(*parts)
+
+
+def replay_renderable(r: Replay, show: int | None = None) -> RenderableType:
+    parts: list[RenderableType] = [
+        _header(r),
+        Text(),
+        _table(r),
+        _ring_line(r, r.final, "final ring"),
+    ]
+    parts.extend(Text(f"note: {note}", style="yellow") for note in r.notes)
+    if show is not None:
+        parts += [Text(), _show(r, show)]
+    return Group(*parts)
+
+
+def print_replay(r: Replay, console: Console, show: int | None = None) -> None:
+    console.print(replay_renderable(r, show))
