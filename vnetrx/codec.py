@@ -61,6 +61,18 @@ def skb_to_dict(s: Skb) -> dict[str, Any]:
             {"page": f.page, "offset": f.offset, "size": f.size, "truesize": f.truesize}
             for f in s.frags
         ],
+        "frag_list": [
+            {
+                "len": fl.len,
+                "truesize": fl.truesize,
+                "nr_frags": len(fl.frags),
+                "frags": [
+                    {"page": f.page, "offset": f.offset, "size": f.size, "truesize": f.truesize}
+                    for f in fl.frags
+                ],
+            }
+            for fl in s.frag_list
+        ],
     }
 
 

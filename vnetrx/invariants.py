@@ -33,9 +33,20 @@ def skb_problems(skb: Skb, sk_buff_aligned: int) -> list[str]:
         problems.append(
             f"skb: len {skb.len} != headlen {skb.tail - skb.data} + data_len {skb.data_len}"
         )
-    if skb.data_len != sum(f.size for f in skb.frags):
-        problems.append(f"skb: data_len {skb.data_len} != sum of frag sizes")
-    owned = skb.head_size + sk_buff_aligned + sum(f.size for f in skb.frags)
+    chained = sum(fl.len for fl in skb.frag_list)
+    if skb.data_len != sum(f.size for f in skb.frags) + chained:
+        problems.append(f"skb: data_len {skb.data_len} != frag sizes + frag_list lengths")
+    problems.extend(
+        "frag_list skb: len != sum of its frag sizes"
+        for fl in skb.frag_list
+        if fl.len != sum(f.size for f in fl.frags)
+    )
+    owned = (
+        skb.head_size
+        + sk_buff_aligned
+        + sum(f.size for f in skb.frags)
+        + sum(fl.truesize for fl in skb.frag_list)
+    )
     if skb.truesize < owned:
         problems.append(f"skb: truesize {skb.truesize} < bytes owned {owned}")
     return problems

@@ -55,6 +55,15 @@ class Frag:
 
 
 @dataclass(frozen=True)
+class FragListSkb:
+    """An skb chained on skb_shinfo(head)->frag_list (receive_mergeable past MAX_SKB_FRAGS)."""
+
+    len: int
+    truesize: int  # its own: alloc_skb(0)'s head plus the buffers it references
+    frags: tuple[Frag, ...] = ()
+
+
+@dataclass(frozen=True)
 class Skb:
     """The sk_buff fields vnetrx explains. Offsets are from skb->head."""
 
@@ -68,6 +77,7 @@ class Skb:
     truesize: int
     mac_header: int | None = None
     frags: tuple[Frag, ...] = ()
+    frag_list: tuple[FragListSkb, ...] = ()  # the head's len/data_len/truesize include them
 
     @property
     def nr_frags(self) -> int:

@@ -168,9 +168,11 @@ def _print_table(kernel: str, source: str, checks: list[FrameCheck]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False)
+    from vnetrx.render.color import console_kwargs
+
+    console = Console(highlight=False, **console_kwargs())
     if console.width < 110:
-        console = Console(highlight=False, width=110)
+        console = Console(highlight=False, width=110, **console_kwargs())
     console.print(Text(f"vnetrx verify tap on Linux {kernel}", style="bold"))
     console.print(Text(f"profile: {source}", style="dim"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)

@@ -305,6 +305,54 @@ SKB_FRAG_NETMEM = Change(
     "called the members was not checked (bio_vec assumed)",
 )
 
+# --- virtio_net_hdr_to_skb on a tap write (vnetrx decode): include/linux/virtio_net.h read
+# @6.1.192 and @6.12.117 (Debian linux-source), drivers/net/tun.c:tun_get_user at the same ------
+VNET_HDR_GSO_SANITY = Change(
+    key="vnet_hdr_gso_sanity",
+    subject="net: be more gentle about silly gso requests coming from user",
+    commit="7c6d2ecbda83",
+    since=v("6.5"),
+    backports=(v("6.1.192"),),
+    summary="virtio_net_hdr_to_skb() rejects gso_size == GSO_BY_FRAGS (0xffff), rejects TCP GSO "
+    "with NEEDS_CSUM whose csum_offset is not 16, and raises a TCP gso_size below "
+    "TCP_MIN_GSO_SIZE (8) to 8; vnetrx validates a header only on kernels carrying it",
+    note="present @6.1.192 and @6.12.117 as read; the release (6.4 or 6.5) and whether the "
+    "GSO_BY_FRAGS test came in the same commit are from memory; older virtio_net_hdr_to_skb "
+    "versions were not read, so decode does not validate for them",
+)
+VNET_HDR_GSO_UDP_L4 = Change(
+    key="vnet_hdr_gso_udp_l4",
+    subject="linux/virtio_net.h: Support USO offload in vnet header.",
+    commit="860b7f27b8f7",
+    since=v("6.2"),
+    summary="virtio_net_hdr_to_skb() accepts VIRTIO_NET_HDR_GSO_UDP_L4 (5) as SKB_GSO_UDP_L4; "
+    "before it gso_type 5 is -EINVAL",
+    note="absent @6.1.192, present @6.12.117; the release (6.2) is from memory",
+)
+VNET_HDR_UDP_L4_STRICT = Change(
+    key="vnet_hdr_udp_l4_strict",
+    subject="net: more strict VIRTIO_NET_HDR_GSO_UDP_L4 validation",
+    commit="fc8b2a619469",
+    since=v("6.8"),
+    backports=(v("6.1.192"),),
+    summary="GSO_UDP_L4 needs NEEDS_CSUM, csum_offset 6 (udphdr.check), at most "
+    "gso_size * UDP_MAX_SEGMENTS payload bytes and no ECN bit, else -EINVAL",
+    note="present @6.1.192 (dead code there: UDP_L4 is refused earlier) and @6.12.117; "
+    "commit id and release from memory; a 6.6.y stable backport is likely but not checked, "
+    "so 6.6 point releases are modelled without it",
+)
+VNET_HDR_NH_MIN_LEN = Change(
+    key="vnet_hdr_nh_min_len",
+    subject="net: drop bad gso csum_start and offset in virtio_net_hdr",
+    commit="89add40066f9",
+    since=v("6.11"),
+    summary="with NEEDS_CSUM the transport offset (csum_start) must be at least "
+    "sizeof(struct iphdr) (20; 40 for GSO_TCPV6), and GSO without NEEDS_CSUM pulls "
+    "nh_min_len + thlen bytes instead of thlen",
+    note="absent @6.1.192, present @6.12.117 (tap-and-tx-headroom.md §A.9: measured on 6.18.44, "
+    "csum_start 10 → -EINVAL); which stable series carry a backport was not checked",
+)
+
 CHANGES: tuple[Change, ...] = (
     UDP_UFO,
     TX_NEEDED_HEADROOM,
@@ -333,4 +381,8 @@ CHANGES: tuple[Change, ...] = (
     MAX_SKB_FRAGS_CONFIGURABLE,
     VIRTIO_RX_PAGE_POOL,
     SKB_FRAG_NETMEM,
+    VNET_HDR_GSO_SANITY,
+    VNET_HDR_GSO_UDP_L4,
+    VNET_HDR_UDP_L4_STRICT,
+    VNET_HDR_NH_MIN_LEN,
 )

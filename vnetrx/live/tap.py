@@ -164,6 +164,7 @@ class LiveTap:
                 f"mount tracefs on {point}",
             )
             self.tracefs = point
+        _remove_stale_instances(self.tracefs / "instances")
         instance = self.tracefs / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
         instance.mkdir()
         self.instance = instance
@@ -256,7 +257,7 @@ class LiveTap:
             if self.instance is not None:
                 with contextlib.suppress(OSError):
                     (self.instance / EVENT / "enable").write_text("0\n")
-                for _ in range(50):
+                for _ in range(200):  # the kernel refuses while trace_pipe is still busy
                     try:
                         self.instance.rmdir()
                         break
@@ -287,6 +288,30 @@ class LiveTap:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.child, 0)
         self.child = None
+
+
+def _remove_stale_instances(instances: Path) -> None:
+    """Remove instances a vnetrx that died hard (SIGKILL) left behind: only ours, named
+    vnetrx-<pid>, and only when that process no longer exists. Tracefs instances are kernel
+    objects: they outlive the process and the mount."""
+    for entry in instances.glob(f"{INSTANCE_PREFIX}*"):
+        pid_text = entry.name[len(INSTANCE_PREFIX):]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            (entry / EVENT / "enable").write_text("0\n")
+        with contextlib.suppress(OSError):
+            entry.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _in_main_thread() -> bool:

@@ -39,6 +39,7 @@ from vnetrx.paths.skbuff import (
     skb_reserve,
 )
 from vnetrx.paths.steps import StepLog
+from vnetrx.paths.vnet_hdr import VnetHdr, csum_hdr_len
 
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
@@ -66,18 +67,6 @@ class TapSetup:
     xdp: bool = False  # an XDP program is attached (XDP_PASS assumed)
     hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
-
-
-@dataclass(frozen=True)
-class VnetHdr:
-    """The first sizeof(struct virtio_net_hdr) bytes of the write, decoded (legacy, LE on x86)."""
-
-    flags: int
-    gso_type: int
-    hdr_len: int
-    gso_size: int
-    csum_start: int
-    csum_offset: int
 
 
 @dataclass(frozen=True)
@@ -320,9 +309,7 @@ def _vnet_hdr_get(k: KernelProfile, s: TapSetup, hdr: VnetHdr, log: StepLog) -> 
     if k.has(VNET_HDR_UDP_TUNNEL):
         where, function = "drivers/net/tun_vnet.h", "__tun_vnet_hdr_get"
     parsed = 24 if k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24 else vnet_hdr_size()
-    hdr_len = hdr.hdr_len
-    if hdr.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM:
-        hdr_len = max(hdr_len, hdr.csum_start + hdr.csum_offset + 2)
+    hdr_len = csum_hdr_len(hdr)  # tun_get_user's NEEDS_CSUM fix-up (16-bit)
     log.add(
         where,
         function,

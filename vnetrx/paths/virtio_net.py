@@ -22,7 +22,7 @@ from vnetrx.kernel.changes import (
     Change,
 )
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Frag, Region, Skb
+from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Region, Skb
 from vnetrx.paths import virtio_net_buffers as bufs
 from vnetrx.paths import virtio_rx_plan as plans
 from vnetrx.paths.skbuff import ETH_HLEN
@@ -105,7 +105,9 @@ def _drop(path: str, reason: str, buffer: Buffer, buffers: tuple[Buffer, ...] = 
     return RxResult(path, "drop", reason, buffer, buffers or (buffer,), None, None)
 
 
-def _skb(c: plans.Config, p: plans.Plan, frags: tuple[Frag, ...]) -> Skb:
+def _skb(
+    c: plans.Config, p: plans.Plan, frags: tuple[Frag, ...], frag_list: tuple[FragListSkb, ...] = ()
+) -> Skb:
     """The skb as receive_*() returns it, from the plan's numbers."""
     head = "the rx buffer (build_skb)" if p.outcome == "build_skb" else c.napi_head.label
     return Skb(
@@ -118,6 +120,7 @@ def _skb(c: plans.Config, p: plans.Plan, frags: tuple[Frag, ...]) -> Skb:
         data_len=p.data_len,
         truesize=p.truesize,
         frags=frags,
+        frag_list=frag_list,
     )
 
 
@@ -575,6 +578,14 @@ def receive_mergeable(
     frame0 = used[0] - hdr
     page_to_skb(k, log, c, p, frame0, first.len, c.mrg_hdr_len)
     frags = tuple(Frag(buffers[i].page, off, size, ts) for i, off, size, ts in p.frags)
+    chained = tuple(
+        FragListSkb(
+            sum(size for _, _, size, _ in group),
+            c.frag_list_truesize + sum(ts for *_, ts in group),
+            tuple(Frag(buffers[i].page, off, size, ts) for i, off, size, ts in group),
+        )
+        for group in p.frag_list
+    )
     if p.outcome == "copy":
         first_frag = p.frags[0] if p.frags and p.frags[0][0] == 0 else None
         if first_frag is not None:
@@ -595,7 +606,7 @@ def receive_mergeable(
                 "all of the frame was copied: the buffer's page reference "
                 "is dropped (page_to_free)",
             )
-    _narrate_appends(log, p, buffers)
+    _narrate_appends(c, log, p, buffers)
     head = Buffer(
         first.len,
         buffers[0].page,
@@ -620,21 +631,43 @@ def receive_mergeable(
         ewma_after=bufs.ewma_pkt_len_add(ewma_before, p.len),
     )
     return RxResult(
-        "virtio-mergeable", p.outcome, None, head, (head, *buffers[1:]), _skb(c, p, frags), _cost(p)
+        "virtio-mergeable",
+        p.outcome,
+        None,
+        head,
+        (head, *buffers[1:]),
+        _skb(c, p, frags, chained),
+        _cost(p),
     )
 
 
-def _narrate_appends(log: StepLog, p: plans.Plan, buffers: tuple[Buffer, ...]) -> None:
-    """receive_mergeable's loop (virtnet_skb_append_frag from 6.5): coalesce or add a frag."""
+def _narrate_appends(
+    c: plans.Config, log: StepLog, p: plans.Plan, buffers: tuple[Buffer, ...]
+) -> None:
+    """receive_mergeable's loop (virtnet_skb_append_frag from 6.5): chain, coalesce or add."""
     nr_frags = 1 if p.frags and p.frags[0][0] == 0 else 0
+    skb_name = "head skb"
     for index, coalesced in enumerate(p.coalesced, 1):
         buf, used = buffers[index], p.used[index]
+        if index in p.new_skb_at:
+            chained = p.new_skb_at.index(index)
+            log.add(
+                SRC,
+                "receive_mergeable",
+                f"the {skb_name} already has MAX_SKB_FRAGS = {c.max_skb_frags} frags: "
+                "alloc_skb(0, GFP_ATOMIC) becomes "
+                + ("skb_shinfo(head_skb)->frag_list" if chained == 0 else "curr_skb->next")
+                + f"; head_skb->truesize += {c.frag_list_truesize}",
+                MAX_SKB_FRAGS=c.max_skb_frags,
+                truesize=c.frag_list_truesize,
+            )
+            nr_frags, skb_name = 0, f"frag_list skb {chained + 1}"
         if coalesced:
             log.add(
                 SRC,
                 "receive_mergeable",
-                f"buffer at {buf.page}+{buf.page_offset} continues frag "
-                f"{nr_frags - 1}: skb_coalesce_rx_frag grows it by {used}",
+                f"buffer at {buf.page}+{buf.page_offset} continues frag {nr_frags - 1} of the "
+                f"{skb_name}: skb_coalesce_rx_frag grows it by {used}",
                 offset=buf.page_offset,
                 len=used,
                 truesize=buf.size,
@@ -643,7 +676,8 @@ def _narrate_appends(log: StepLog, p: plans.Plan, buffers: tuple[Buffer, ...]) -
         log.add(
             SRC,
             "receive_mergeable",
-            f"buffer at {buf.page}+{buf.page_offset} becomes frag {nr_frags} (skb_add_rx_frag)",
+            f"buffer at {buf.page}+{buf.page_offset} becomes frag {nr_frags} of the {skb_name} "
+            "(skb_add_rx_frag)",
             offset=buf.page_offset,
             len=used,
             truesize=buf.size,

@@ -27,7 +27,7 @@ from vnetrx.kernel.changes import (
 )
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths import virtio_net_buffers as bufs
-from vnetrx.paths.skbuff import ETH_HLEN, Head, napi_alloc_head, shinfo_size
+from vnetrx.paths.skbuff import ETH_HLEN, Head, kmalloc_reserve, napi_alloc_head, shinfo_size
 
 PostedBuffer = bufs.PostedBuffer
 MAX_FRAME_LEN = 65535
@@ -141,6 +141,7 @@ class Config(NamedTuple):
     ewma: int | None
     max_skb_frags: int
     l1_cache_bytes: int
+    frag_list_truesize: int  # alloc_skb(0, GFP_ATOMIC)'s truesize (a frag_list skb)
     carved: dict[int, Carved]  # buf_len → buffers from a fresh page (a cache; -1: given ones)
 
 
@@ -185,7 +186,11 @@ class Plan(NamedTuple):
     frags: tuple[tuple[int, int, int, int], ...]  # empty when planned without detail
     coalesced: tuple[bool, ...]  # for each buffer after the first: coalesced into the last frag
     pages_used: int  # big mode: chain pages the skb references (page 0 included)
-    nr_frags: int
+    nr_frags: int  # the head skb's own frags
+    # frag_list skbs, each a tuple of frags like ``frags`` (empty when planned without detail)
+    frag_list: tuple[tuple[tuple[int, int, int, int], ...], ...] = ()
+    frag_list_skbs: int = 0
+    new_skb_at: tuple[int, ...] = ()  # buffer indices that start a frag_list skb
 
 
 def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
@@ -239,6 +244,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         ewma=s.ewma,
         max_skb_frags=k.build.max_skb_frags,
         l1_cache_bytes=k.build.l1_cache_bytes,
+        frag_list_truesize=kmalloc_reserve(k, 0).truesize,
         carved={},
     )
 
@@ -255,9 +261,26 @@ def plan(k: KernelProfile, c: Config, frame: int, detail: bool = True) -> Plan:
 def _drop(
     reason: str, buf_len: int, buffers: tuple[PostedBuffer, ...] = (), used: tuple[int, ...] = ()
 ) -> Plan:
-    return Plan(outcome="drop", reason=reason, buf_len=buf_len, buffers=buffers, used=used,
-                tailroom=None, copy=0, head_size=0, end=0, data=0, tail=0, len=0, data_len=0,
-                truesize=0, frags=(), coalesced=(), pages_used=0, nr_frags=0)
+    return Plan(
+        outcome="drop",
+        reason=reason,
+        buf_len=buf_len,
+        buffers=buffers,
+        used=used,
+        tailroom=None,
+        copy=0,
+        head_size=0,
+        end=0,
+        data=0,
+        tail=0,
+        len=0,
+        data_len=0,
+        truesize=0,
+        frags=(),
+        coalesced=(),
+        pages_used=0,
+        nr_frags=0,
+    )
 
 
 def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
@@ -278,11 +301,26 @@ def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
         buflen = posted.len
     else:  # SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo
         buflen = k.skb_data_align(bufs.GOOD_PACKET_LEN + headroom) + c.shinfo_size
-    return Plan(outcome="build_skb", reason=None, buf_len=posted.len, buffers=(posted,),
-                used=(c.hdr_len + frame,), tailroom=None, copy=0, head_size=buflen,
-                end=buflen - c.shinfo_size, data=headroom, tail=headroom + frame, len=frame,
-                data_len=0, truesize=buflen + c.sk_buff_aligned, frags=(), coalesced=(),
-                pages_used=0, nr_frags=0)
+    return Plan(
+        outcome="build_skb",
+        reason=None,
+        buf_len=posted.len,
+        buffers=(posted,),
+        used=(c.hdr_len + frame,),
+        tailroom=None,
+        copy=0,
+        head_size=buflen,
+        end=buflen - c.shinfo_size,
+        data=headroom,
+        tail=headroom + frame,
+        len=frame,
+        data_len=0,
+        truesize=buflen + c.sk_buff_aligned,
+        frags=(),
+        coalesced=(),
+        pages_used=0,
+        nr_frags=0,
+    )
 
 
 def _build_or_copy(c: Config, frame: int, truesize: int, hp: int) -> tuple[bool, int | None]:
@@ -315,10 +353,26 @@ def plan_big(c: Config, frame: int) -> Plan:
         return _drop("short_packet", page)
     build, tailroom = _build_or_copy(c, frame, page, hp)
     if build:
-        return Plan(outcome="build_skb", reason=None, buf_len=page, buffers=(), used=(),
-                    tailroom=tailroom, copy=0, head_size=page, end=page - c.shinfo_size, data=hp,
-                    tail=hp + frame, len=frame, data_len=0, truesize=page + c.sk_buff_aligned,
-                    frags=(), coalesced=(), pages_used=1, nr_frags=0)
+        return Plan(
+            outcome="build_skb",
+            reason=None,
+            buf_len=page,
+            buffers=(),
+            used=(),
+            tailroom=tailroom,
+            copy=0,
+            head_size=page,
+            end=page - c.shinfo_size,
+            data=hp,
+            tail=hp + frame,
+            len=frame,
+            data_len=0,
+            truesize=page + c.sk_buff_aligned,
+            frags=(),
+            coalesced=(),
+            pages_used=1,
+            nr_frags=0,
+        )
     copy, end, data, truesize = _napi_copy(c, frame)
     rest, offset = frame - copy, hp + copy
     frags: list[tuple[int, int, int, int]] = []
@@ -326,11 +380,26 @@ def plan_big(c: Config, frame: int) -> Plan:
         size = min(page - offset, rest)
         frags.append((len(frags), offset, size, page))
         rest, offset = rest - size, 0
-    return Plan(outcome="copy", reason=None, buf_len=page, buffers=(), used=(),
-                tailroom=tailroom, copy=copy, head_size=c.napi_head.size, end=end, data=data,
-                tail=data + copy, len=frame, data_len=frame - copy,
-                truesize=truesize + page * len(frags), frags=tuple(frags), coalesced=(),
-                pages_used=max(1, len(frags)), nr_frags=len(frags))
+    return Plan(
+        outcome="copy",
+        reason=None,
+        buf_len=page,
+        buffers=(),
+        used=(),
+        tailroom=tailroom,
+        copy=copy,
+        head_size=c.napi_head.size,
+        end=end,
+        data=data,
+        tail=data + copy,
+        len=frame,
+        data_len=frame - copy,
+        truesize=truesize + page * len(frags),
+        frags=tuple(frags),
+        coalesced=(),
+        pages_used=max(1, len(frags)),
+        nr_frags=len(frags),
+    )
 
 
 def _carved(k: KernelProfile, c: Config, buf_len: int) -> Carved:
@@ -376,8 +445,9 @@ def plan_mergeable(k: KernelProfile, c: Config, frame: int, detail: bool = True)
     count = bisect_left(info.prefix, total)  # the fewest buffers holding `total` bytes
     if count >= len(info.prefix):
         have = info.prefix[-1]
-        raise InputError(f"the {len(info.buffers)} posted buffer(s) hold {have} bytes; the frame "
-                         f"needs {total}")
+        raise InputError(
+            f"the {len(info.buffers)} posted buffer(s) hold {have} bytes; the frame needs {total}"
+        )
     posted = info.buffers[:count]
     first = posted[0]
     used0 = min(first.len, total)
@@ -403,45 +473,95 @@ def plan_mergeable(k: KernelProfile, c: Config, frame: int, detail: bool = True)
         joins_frag0 = frag0 and info.run[1] == info.run[0]
         nr_frags = later_runs + (int(frag0) if not joins_frag0 else 0)
         truesize += info.prefix[count] - info.prefix[1]
-    if nr_frags > c.max_skb_frags:
-        raise UnsupportedError("this frame needs a frag_list skb (more than MAX_SKB_FRAGS "
-                               "frags), which vnetrx does not model yet")
     frags: tuple[tuple[int, int, int, int], ...] = ()
     coalesced: tuple[bool, ...] = ()
     used: tuple[int, ...] = ()
-    if detail:
+    chained: tuple[tuple[tuple[int, int, int, int], ...], ...] = ()
+    starts: tuple[int, ...] = ()
+    frag_list_skbs = 0
+    # Past MAX_SKB_FRAGS frags the kernel chains frag_list skbs; the runs above cannot see that,
+    # so walk the buffers whenever the head could fill up (and always for the narration).
+    if detail or nr_frags >= c.max_skb_frags:
         used = _used(info, count, total)
-        frags, coalesced = _walk_frags(posted, used, (first.offset + hp + copy, frame0 - copy)
-                                       if frag0 else None)
-        assert len(frags) == nr_frags, (frags, nr_frags)  # the two counts must agree
-    return Plan(outcome=outcome, reason=None, buf_len=buf_len, buffers=posted, used=used,
-                tailroom=tailroom, copy=copy, head_size=head_size, end=end, data=data, tail=tail,
-                len=frame, data_len=frame - (tail - data), truesize=truesize, frags=frags,
-                coalesced=coalesced, pages_used=0, nr_frags=nr_frags)
+        walked = _walk_frags(
+            posted,
+            used,
+            (first.offset + hp + copy, frame0 - copy) if frag0 else None,
+            c.max_skb_frags,
+        )
+        if not walked.chained:
+            assert len(walked.frags) == nr_frags, (walked, nr_frags)  # the two counts agree
+        nr_frags = len(walked.frags)
+        frag_list_skbs = len(walked.chained)
+        truesize += frag_list_skbs * c.frag_list_truesize
+        if detail:
+            frags, coalesced = walked.frags, walked.coalesced
+            chained, starts = walked.chained, walked.starts
+    return Plan(
+        outcome=outcome,
+        reason=None,
+        buf_len=buf_len,
+        buffers=posted,
+        used=used,
+        tailroom=tailroom,
+        copy=copy,
+        head_size=head_size,
+        end=end,
+        data=data,
+        tail=tail,
+        len=frame,
+        data_len=frame - (tail - data),
+        truesize=truesize,
+        frags=frags,
+        coalesced=coalesced,
+        pages_used=0,
+        nr_frags=nr_frags,
+        frag_list=chained,
+        frag_list_skbs=frag_list_skbs,
+        new_skb_at=starts,
+    )
 
 
 def _used(info: Carved, count: int, total: int) -> tuple[int, ...]:
     """Bytes the device wrote into each buffer: all full but the last."""
-    return (*(b.len for b in info.buffers[:count - 1]), total - info.prefix[count - 1])
+    return (*(b.len for b in info.buffers[: count - 1]), total - info.prefix[count - 1])
 
 
-def _walk_frags(posted: tuple[PostedBuffer, ...], used: tuple[int, ...],
-                frag0: tuple[int, int] | None
-                ) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[bool, ...]]:
-    """receive_mergeable's loop, buffer by buffer: coalesce into the last frag when it is in the
-    same page and ends where this buffer starts (skb_can_coalesce), else add a frag."""
-    frags: list[tuple[int, int, int, int]] = []
+class Walked(NamedTuple):
+    frags: tuple[tuple[int, int, int, int], ...]  # the head skb's
+    chained: tuple[tuple[tuple[int, int, int, int], ...], ...]  # each frag_list skb's
+    coalesced: tuple[bool, ...]  # per buffer after the first
+    starts: tuple[int, ...]  # buffer indices that start a frag_list skb
+
+
+def _walk_frags(
+    posted: tuple[PostedBuffer, ...],
+    used: tuple[int, ...],
+    frag0: tuple[int, int] | None,
+    max_frags: int,
+) -> Walked:
+    """receive_mergeable's loop, buffer by buffer (virtnet_skb_append_frag from 6.5): when the
+    current skb already has MAX_SKB_FRAGS frags, chain a new one (alloc_skb(0)) first; then
+    coalesce into its last frag when that is in the same page and ends where this buffer starts
+    (skb_can_coalesce), else add a frag."""
+    skbs: list[list[tuple[int, int, int, int]]] = [[]]
     if frag0 is not None:
-        frags.append((0, frag0[0], frag0[1], posted[0].len))
-    coalesced = []
+        skbs[0].append((0, frag0[0], frag0[1], posted[0].len))
+    coalesced, starts = [], []
     for index in range(1, len(posted)):
         buf, size = posted[index], used[index]
-        if frags:
-            last = frags[-1]
+        if len(skbs[-1]) == max_frags:
+            skbs.append([])
+            starts.append(index)
+        curr = skbs[-1]
+        if curr:
+            last = curr[-1]
             if posted[last[0]].frag_index == buf.frag_index and last[1] + last[2] == buf.offset:
-                frags[-1] = (last[0], last[1], last[2] + size, last[3] + buf.len)
+                curr[-1] = (last[0], last[1], last[2] + size, last[3] + buf.len)
                 coalesced.append(True)
                 continue
-        frags.append((index, buf.offset, size, buf.len))
+        curr.append((index, buf.offset, size, buf.len))
         coalesced.append(False)
-    return tuple(frags), tuple(coalesced)
+    return Walked(
+        tuple(skbs[0]), tuple(tuple(f) for f in skbs[1:]), tuple(coalesced), tuple(starts)
+    )

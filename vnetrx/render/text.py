@@ -186,5 +186,7 @@ def print_trace(trace: Trace, console: Console) -> None:
 
 
 def stdout_console() -> Console:
-    """A console on stdout: colour only on a terminal, and never with NO_COLOR set."""
-    return Console(highlight=False, soft_wrap=True)
+    """A console on stdout: colour as --color says (auto: a terminal without NO_COLOR)."""
+    from vnetrx.render.color import console_kwargs
+
+    return Console(highlight=False, soft_wrap=True, **console_kwargs())

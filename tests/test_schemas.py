@@ -1,0 +1,160 @@
+"""Every --json output validates against `vnetrx schema NAME` (jsonschema, draft 2020-12), for
+several representative invocations per command; the schemas themselves are valid and strict
+enough to reject a wrong document."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from vnetrx.cli import cli
+from vnetrx.schemas import names, schema
+
+RUNNER = CliRunner(env={"COLUMNS": "100", "NO_COLOR": "1"})
+UDP = (
+    struct.pack("<BBHHHH", 1, 0, 0, 0, 34, 6)
+    + bytes.fromhex("0200000000010200000000020800")
+    + bytes.fromhex("4500001c00004000401100000a0000010a000002")
+    + struct.pack("!HHHH", 1, 2, 12, 0)
+    + b"abcd"
+).hex()
+
+INVOCATIONS: list[tuple[str, list[str], int]] = [
+    ("trace", ["trace", "--len", "1000", "--mergeable"], 0),
+    ("trace", ["trace", "--len", "1000", "--mergeable", "--kernel", "5.12"], 0),
+    ("trace", ["trace", "--len", "9000", "--mtu", "9000", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--len", "2000", "--kernel", "6.1"], 0),  # small mode: a drop
+    ("trace", ["trace", "--path", "tap", "--len", "1000"], 0),
+    ("trace", ["trace", "--path", "tap", "--len", "5"], 0),  # write() fails: EINVAL
+    ("trace", ["trace", "--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], 0),
+    ("diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
+              "--mergeable"], 0),
+    ("diff", ["diff", "--", "--len", "100"], 0),  # the same trace twice
+    ("diff", ["diff", "--", "--path", "tap", "--len", "1000", "--", "--path", "tap", "--len",
+              "1000", "--blocking"], 0),
+    ("headroom", ["headroom"], 0),
+    ("headroom", ["headroom", "--kernel", "3.16", "--compare", "3.15"], 0),
+    ("headroom", ["headroom", "--tcp", "--ipv6", "--payload", "100,9000"], 0),
+    ("headroom", ["headroom", "--kernel", "3.15", "--ufo", "--payload", "4096"], 0),
+    ("layout", ["layout", "skb_shared_info"], 0),
+    ("layout", ["layout", "virtio_net_hdr_v1_hash", "--kernel", "6.12"], 0),
+    ("kernels", ["kernels"], 0),
+    ("kernels", ["kernels", "--changes"], 0),
+    ("decode", ["decode", UDP], 0),
+    ("decode", ["decode", UDP, "--kernel", "5.15"], 0),  # not modelled: validation.modelled
+    ("decode", ["decode", "01050000e80322000600", "--len", "3000", "--kernel", "6.1"], 0),
+    ("decode", ["decode", "00" * 12, "--hdr-len", "12"], 0),  # header only: validation null
+    ("decode", ["decode", "00" * 24 + "ff" * 30, "--hdr-len", "24", "--kernel", "7.3"], 0),
+    ("sweep", ["sweep", "--len", "60-1514", "--mergeable", "--kernel", "6.1"], 0),
+    ("sweep", ["sweep", "--len", "1-3000:7", "--kernel", "6.1", "--kernel", "5.12"], 0),  # drops
+    ("sweep", ["sweep", "--len", "1-4000:3", "--path", "tap", "--blocking"], 0),  # EINVAL rows
+    ("error", ["trace", "--len", "0"], 2),
+    ("error", ["trace", "--len", "100", "--kernel", "2.6"], 2),
+    ("error", ["headroom", "--payload", "x"], 2),
+    ("error", ["decode", "0100"], 2),
+    ("error", ["diff", "--kernel", "1", "--kernel", "2", "--kernel", "3", "--", "--len", "1"], 2),
+]
+
+
+def check(name: str, doc: Any) -> None:
+    Draft202012Validator(schema(name)).validate(doc)
+
+
+@pytest.mark.parametrize("name", names())
+def test_schema_is_valid_draft_2020_12(name: str) -> None:
+    Draft202012Validator.check_schema(schema(name))
+    assert schema(name)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize(("name", "args", "code"), INVOCATIONS, ids=lambda x: str(x)[:40])
+def test_json_output_matches_schema(name: str, args: list[str], code: int) -> None:
+    result = RUNNER.invoke(cli, [args[0], "--json", *args[1:]])  # before diff's `--`
+    assert result.exit_code == code, result.output
+    check(name, json.loads(result.stdout))
+
+
+@pytest.mark.parametrize("args", [
+    ["--len", "60-1514", "--mergeable", "--kernel", "6.1"],
+    ["--len", "1500-1530", "--kernel", "6.1", "--kernel", "5.13"],  # small mode drops
+    ["--len", "1-100", "--path", "tap", "--kernel", "6.1"],  # failed writes
+])
+def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
+    result = RUNNER.invoke(cli, ["sweep", "--jsonl", *args])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    validator = Draft202012Validator(schema("sweep-row"))
+    for line in lines:
+        validator.validate(json.loads(line))
+    outcomes = {json.loads(line)["outcome"] for line in lines}
+    assert len(outcomes) >= 2, outcomes  # each invocation crosses a boundary
+
+
+def test_every_json_command_is_covered() -> None:
+    covered = {name for name, _, _ in INVOCATIONS} | {"verify", "layout-check", "sweep-row"}
+    assert covered == set(names())
+
+
+def test_schema_command_prints_each_schema() -> None:
+    for name in names():
+        result = RUNNER.invoke(cli, ["schema", name])
+        assert result.exit_code == 0
+        assert json.loads(result.stdout) == schema(name)
+    listed = RUNNER.invoke(cli, ["schema"])
+    assert listed.stdout.split() == names()
+    bad = RUNNER.invoke(cli, ["schema", "nope"])
+    assert bad.exit_code == 2
+    assert "Invalid value for '[NAME]'" in bad.stderr or "'nope' is not one of" in bad.stderr
+
+
+def test_schemas_reject_wrong_documents() -> None:
+    """The schemas are not vacuous: a changed key, type or value is caught."""
+    doc = json.loads(RUNNER.invoke(cli, ["trace", "--len", "1000", "--json"]).stdout)
+    check("trace", doc)
+    for broken in (
+        {**doc, "extra": 1},
+        {**doc, "outcome": "teleported"},
+        {**doc, "skb": {**doc["skb"], "truesize": "1792"}},
+        {k: v for k, v in doc.items() if k != "cost"},
+    ):
+        with pytest.raises(ValidationError):
+            check("trace", broken)
+    with pytest.raises(ValidationError):
+        check("decode", doc)
+    err = {"schema": "vnetrx.error/1", "error": "x", "hint": None, "exit_code": 3}
+    with pytest.raises(ValidationError):
+        check("error", err)
+
+
+def test_verify_report_matches_schema() -> None:
+    """The verify document, built offline from a plan and synthetic observations."""
+    from dataclasses import replace
+
+    from vnetrx.kernel.registry import resolve
+    from vnetrx.live.tap import SkbEvent, WriteCase, WriteResult
+    from vnetrx.live.verify import compare, observed_of, plan, report
+
+    k = resolve("6.18")
+    checks = plan(k, [WriteCase(60), WriteCase(9000, blocking=True), WriteCase(13)])
+    done = [replace(checks[0], observed=observed_of(WriteResult(70, None, (
+        SkbEvent("vnx1", 46, 0, 704, 0, 0, 0),))))]
+    done[0] = replace(done[0], fields=compare(done[0].predicted, done[0].observed or {}))
+    doc = report(k, done + checks[1:])
+    check("verify", doc)
+    assert doc["total"] == 3
+
+
+def test_layout_check_matches_schema() -> None:
+    from pathlib import Path
+
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        pytest.skip("no /sys/kernel/btf/vmlinux on this machine")
+    result = RUNNER.invoke(cli, ["layout", "--check", "--btf", "running", "--kernel", "running",
+                                 "--json"])
+    assert result.exit_code in (0, 1), result.output
+    check("layout-check", json.loads(result.stdout))

@@ -1,0 +1,482 @@
+"""JSON Schemas (draft 2020-12) of every ``--json`` output, as Python dicts. Stdlib only.
+
+``vnetrx schema NAME`` prints one; tests/test_schemas.py validates real output against each.
+Top-level objects are closed (``additionalProperties: false``): a new key needs a schema edit
+here and a line in the producer's schema ledger. Nested objects that carry open-ended data
+(``values``, ``input``) stay open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+BASE = "https://vnetrx.invalid/schema/"
+
+_INT: dict[str, Any] = {"type": "integer"}
+_NAT: dict[str, Any] = {"type": "integer", "minimum": 0}
+_STR: dict[str, Any] = {"type": "string"}
+_BOOL: dict[str, Any] = {"type": "boolean"}
+_SCALAR: dict[str, Any] = {"type": ["integer", "string", "boolean", "null"]}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _obj(
+    props: dict[str, Any], *, closed: bool = True, optional: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": props,
+        "required": [k for k in props if k not in optional],
+    }
+    if closed:
+        out["additionalProperties"] = False
+    return out
+
+
+def _arr(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+KERNEL = _obj(
+    {
+        "name": _STR,
+        "source": _STR,
+        "arch": {"enum": ["x86_64", "arm64"]},
+        "page_size": _NAT,
+        "l1_cache_bytes": _NAT,
+        "max_skb_frags": _NAT,
+        "config": _STR,
+        "changes": _arr(_STR),
+    }
+)
+STEP = _obj(
+    {
+        "function": _STR,
+        "source": _STR,
+        "summary": _STR,
+        "values": {"type": "object", "additionalProperties": _SCALAR},
+        "because": _arr(_STR),
+    }
+)
+REGION = _obj({"name": _STR, "offset": _NAT, "size": _NAT, "note": _STR})
+BUFFER = _obj(
+    {"size": _NAT, "page": _STR, "page_offset": _NAT, "used": _NAT, "regions": _arr(REGION)},
+    optional=("regions",),
+)
+FRAG = _obj({"page": _STR, "offset": _NAT, "size": _NAT, "truesize": _NAT})
+SKB = _obj(
+    {
+        "len": _NAT,
+        "data_len": _NAT,
+        "truesize": _NAT,
+        "nr_frags": _NAT,
+        "mac_header": _nullable(_NAT),
+        "end": _NAT,
+        "data": _NAT,
+        "tail": _NAT,
+        "headlen": _NAT,
+        "head": _STR,
+        "head_size": _NAT,
+        "frags": _arr(FRAG),
+        # skbs chained on skb_shinfo(head)->frag_list (receive_mergeable past MAX_SKB_FRAGS)
+        "frag_list": _arr(
+            _obj({"len": _NAT, "truesize": _NAT, "nr_frags": _NAT, "frags": _arr(FRAG)})
+        ),
+    },
+)
+COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
+
+TRACE = _obj(
+    {
+        "schema": {"const": "vnetrx.trace/1"},
+        "kernel": KERNEL,
+        "input": {"type": "object", "additionalProperties": _SCALAR},
+        "path": {"enum": ["virtio-small", "virtio-big", "virtio-mergeable", "tap"]},
+        "outcome": {"enum": ["build_skb", "copy", "drop", "alloc_skb", "error"]},
+        "reason": _nullable(_STR),
+        "errno": _nullable(_STR),
+        "steps": _arr(STEP),
+        "buffer": _nullable(BUFFER),
+        "buffers": _arr(BUFFER),
+        "skb": _nullable(SKB),
+        "cost": _nullable(COST),
+        "notes": _arr(_STR),
+    }
+)
+
+_DIFF_STEP = _obj(
+    {
+        "index": _NAT,
+        "function": _STR,
+        "source": _STR,
+        "summary": _STR,
+        "values": {"type": "object", "additionalProperties": _SCALAR},
+        "because": _arr(_STR),
+    }
+)
+DIFF = _obj(
+    {
+        "schema": {"const": "vnetrx.diff/1"},
+        "same": _BOOL,
+        "first_difference": _nullable(
+            _obj({"a": _nullable(_DIFF_STEP), "b": _nullable(_DIFF_STEP)})
+        ),
+        "fields": _arr(_obj({"field": _STR, "a": {}, "b": {}})),
+        "a": TRACE,
+        "b": TRACE,
+    }
+)
+
+_TX_SKB = _obj(
+    {
+        "len": _NAT,
+        "headroom": _INT,
+        "can_push": _BOOL,
+        "sg_entries": _NAT,
+        "ring_slots": _NAT,
+        "indirect_bytes": _NAT,
+        "headlen": _NAT,
+        "nr_frags": _NAT,
+        "gso": _nullable(_STR),
+        "alloc": _NAT,
+        "head": _STR,
+        "head_size": _NAT,
+        "truesize": _NAT,
+        "regions": _arr(REGION),
+    },
+    closed=False,
+)
+_HEADROOM_PART = {
+    "kernel": KERNEL,
+    "device": _obj(
+        {
+            "hdr_len": _NAT,
+            "header": _STR,
+            "any_header_sg": _BOOL,
+            "needed_headroom": _NAT,
+            "hard_header_len": _NAT,
+            "hh_len": _NAT,
+            "ufo": _BOOL,
+        },
+        closed=False,
+    ),
+    "max_tcp_header": _nullable(_NAT),
+    "steps": _arr(STEP),
+    "results": _arr(
+        _obj(
+            {
+                "payload": _NAT,
+                "needed_headroom": _NAT,
+                "hh_len": _NAT,
+                "hdr_len": _NAT,
+                "skbs": _arr(_TX_SKB),
+                "sg_entries_total": _NAT,
+                "ring_slots_total": _NAT,
+                "steps": _arr(STEP),
+            }
+        )
+    ),
+    "notes": _arr(_STR),
+}
+HEADROOM = _obj(
+    {
+        "schema": {"const": "vnetrx.headroom/1"},
+        "input": _obj(
+            {
+                "proto": {"enum": ["udp", "tcp"]},
+                "ipv6": _BOOL,
+                "label": _STR,
+                "payloads": _arr(_NAT),
+                "mtu": _NAT,
+                "mergeable": _BOOL,
+                "hdr_len": _nullable(_NAT),
+                "indirect": _BOOL,
+                "ufo": _BOOL,
+                "any_layout": _BOOL,
+                "config": _STR,
+            }
+        ),
+        **_HEADROOM_PART,
+        "compare": _nullable(_obj(_HEADROOM_PART)),
+    }
+)
+
+LAYOUT = _obj(
+    {
+        "schema": {"const": "vnetrx.layout/1"},
+        "name": _STR,
+        "size": _NAT,
+        "members": _arr(
+            _obj(
+                {
+                    "name": _STR,
+                    "type": _STR,
+                    "offset": _NAT,
+                    "size": _NAT,
+                    "bit_offset": _NAT,
+                    "bit_size": _NAT,
+                },
+                optional=("bit_offset", "bit_size"),
+            )
+        ),
+        "holes": _arr(_obj({"offset": _NAT, "size": _NAT})),
+    }
+)
+LAYOUT_CHECK = _obj(
+    {
+        "schema": {"const": "vnetrx.layout-check/1"},
+        "btf": _STR,
+        "structs": {
+            "type": "object",
+            "additionalProperties": _arr(_obj({"member": _STR, "ours": _STR, "kernel": _STR})),
+        },
+    }
+)
+
+KERNELS = _obj(
+    {
+        "schema": {"const": "vnetrx.kernels/1"},
+        "series": _arr(_obj({"series": _STR, "default": _STR, "why": _STR})),
+        "changes": _nullable(
+            _arr(
+                _obj(
+                    {
+                        "key": _STR,
+                        "subject": _STR,
+                        "commit": {"type": "string", "pattern": "^([0-9a-f]{12})?$"},
+                        "since": _STR,
+                        "until": _nullable(_STR),
+                        "backports": _arr(_STR),
+                        "summary": _STR,
+                        "note": _STR,
+                    }
+                )
+            )
+        ),
+    }
+)
+
+VERIFY = _obj(
+    {
+        "kernel": KERNEL,
+        "frames": _arr(
+            _obj(
+                {
+                    "frame_len": _NAT,
+                    "options": {"type": "object", "additionalProperties": _SCALAR},
+                    "match": _BOOL,
+                    "predicted": {"type": "object", "additionalProperties": _SCALAR},
+                    "observed": _nullable({"type": "object", "additionalProperties": _SCALAR}),
+                    "fields": {"type": "object", "additionalProperties": _BOOL},
+                }
+            )
+        ),
+        "matched": _NAT,
+        "total": _NAT,
+    }
+)
+
+_CHECK = _obj(
+    {
+        "source": _STR,
+        "function": _STR,
+        "test": _STR,
+        "ok": _BOOL,
+        "detail": _STR,
+        "because": _arr(_STR),
+    }
+)
+DECODE = _obj(
+    {
+        "schema": {"const": "vnetrx.decode/1"},
+        "kernel": KERNEL,
+        "input": _obj(
+            {
+                "hdr_len": {"enum": [10, 12, 20, 24]},
+                "header_hex": {"type": "string", "pattern": "^([0-9a-f]{2})+$"},
+                "frame_bytes": _NAT,
+                "frame_len": _nullable(_NAT),
+            }
+        ),
+        "header": _obj(
+            {
+                "struct": _STR,
+                "size": {"enum": [10, 12, 20, 24]},
+                "fields": _arr(
+                    _obj(
+                        {
+                            "name": _STR,
+                            "offset": _NAT,
+                            "size": _NAT,
+                            "value": _NAT,
+                            "meaning": _STR,
+                        }
+                    )
+                ),
+                "flags": _obj({"value": _NAT, "names": _arr(_STR), "unknown": _NAT}),
+                "gso_type": _obj({"value": _NAT, "name": _STR, "ecn": _BOOL}),
+            }
+        ),
+        "frame": _nullable(
+            _obj(
+                {
+                    "bytes": _NAT,
+                    "layers": _arr(
+                        _obj(
+                            {
+                                "name": {
+                                    "enum": [
+                                        "ethernet",
+                                        "vlan",
+                                        "ipv4",
+                                        "ipv6",
+                                        "ipv6-ext",
+                                        "tcp",
+                                        "udp",
+                                        "payload",
+                                    ]
+                                },
+                                "offset": _NAT,
+                                "length": _NAT,
+                                "summary": _STR,
+                                "fields": _arr(
+                                    _obj(
+                                        {
+                                            "name": _STR,
+                                            "offset": _NAT,
+                                            "size": _NAT,
+                                            "value": {"type": ["integer", "string"]},
+                                        }
+                                    )
+                                ),
+                            }
+                        )
+                    ),
+                }
+            )
+        ),
+        "csum": _nullable(
+            _obj(
+                {
+                    "start": _NAT,
+                    "offset": _NAT,
+                    "start_in": _STR,
+                    "field": _nullable(_STR),
+                    "field_at": _NAT,
+                    "explanation": _STR,
+                }
+            )
+        ),
+        "validation": _nullable(
+            _obj(
+                {
+                    "modelled": _BOOL,
+                    "accepted": _nullable(_BOOL),
+                    "errno": _nullable({"const": "EINVAL"}),
+                    "function": _nullable(_STR),
+                    "reason": _nullable(_STR),
+                    "hdr_len": _nullable(_NAT),
+                    "gso": _nullable(_BOOL),
+                    "checks": _arr(_CHECK),
+                }
+            )
+        ),
+        "notes": _arr(_STR),
+    }
+)
+
+ERROR = _obj(
+    {
+        "schema": {"const": "vnetrx.error/1"},
+        "error": _STR,
+        "hint": _nullable(_STR),
+        "exit_code": {"enum": [1, 2]},
+    }
+)
+
+_OUTCOMES = ["build_skb", "copy", "drop", "alloc_skb", "error"]
+SWEEP_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.sweep-row/1"},
+        "frame_len": _NAT,
+        "kernel": _STR,
+        "outcome": {"enum": _OUTCOMES},
+        "reason": _nullable(_STR),  # a drop reason, or the errno of a failed tap write
+        "len": _nullable(_NAT),  # skb fields: null on a drop or a failed write
+        "data_len": _nullable(_NAT),
+        "truesize": _nullable(_NAT),
+        "nr_frags": _nullable(_NAT),
+        "buffers": _NAT,
+        "cost": _nullable(COST),
+    }
+)
+SWEEP = _obj(
+    {
+        "schema": {"const": "vnetrx.sweep/1"},
+        "path": {"enum": ["virtio", "tap"]},
+        "lengths": _NAT,
+        "kernels": _arr(_STR),
+        "ranges": _arr(
+            _obj(
+                {
+                    "kernel": _STR,
+                    "first": _NAT,
+                    "last": _NAT,
+                    "count": _NAT,
+                    "outcome": {"enum": _OUTCOMES},
+                    "reason": _nullable(_STR),
+                    "what": _STR,
+                    "truesize": _nullable(_NAT),
+                    "nr_frags": _nullable(_NAT),
+                    "allocations": _nullable(_NAT),
+                    "buffers": _NAT,
+                }
+            )
+        ),
+    }
+)
+
+# name → (schema id printed in the document's "schema" key, or None, schema body)
+_BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
+    "trace": ("vnetrx.trace/1", TRACE),
+    "diff": ("vnetrx.diff/1", DIFF),
+    "headroom": ("vnetrx.headroom/1", HEADROOM),
+    "layout": ("vnetrx.layout/1", LAYOUT),
+    "layout-check": ("vnetrx.layout-check/1", LAYOUT_CHECK),
+    "kernels": ("vnetrx.kernels/1", KERNELS),
+    "verify": (None, VERIFY),
+    "decode": ("vnetrx.decode/1", DECODE),
+    "error": ("vnetrx.error/1", ERROR),
+    "sweep": ("vnetrx.sweep/1", SWEEP),
+    "sweep-row": ("vnetrx.sweep-row/1", SWEEP_ROW),  # each --jsonl line of vnetrx sweep
+}
+
+
+def register(name: str, schema_id: str | None, body: dict[str, Any]) -> None:
+    """Add an output's schema (e.g. the sweep's JSON lines) from its own module."""
+    _BODIES[name] = (schema_id, body)
+
+
+def names() -> list[str]:
+    return sorted(_BODIES)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The complete JSON Schema document for output ``name`` (KeyError when unknown)."""
+    schema_id, body = _BODIES[name]
+    title = f"vnetrx {name} --json" if name != "error" else "vnetrx error object (--json)"
+    return {
+        "$schema": DRAFT,
+        "$id": f"{BASE}{name}.json",
+        "title": title,
+        "description": (
+            f'the document whose "schema" key is "{schema_id}"'
+            if schema_id
+            else "the document printed by this command's --json"
+        ),
+        **body,
+    }
