@@ -16,7 +16,6 @@ from typing import Any
 import click
 
 from vnetrx import __version__
-from vnetrx.codec import error_to_dict
 from vnetrx.errors import VnetrxError
 
 
@@ -24,6 +23,8 @@ def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str])
     line = f"vnetrx: error: {message}" + (f" ({hint})" if hint else "")
     click.echo(line, err=True)
     if "--json" in argv or "--jsonl" in argv:
+        from vnetrx.codec import error_to_dict
+
         click.echo(json.dumps(error_to_dict(message, exit_code, hint)))
 
 
@@ -36,6 +37,7 @@ COMMANDS = {
     "kernels": "vnetrx.cli.kernels",
     "lab": "vnetrx.cli.lab",
     "layout": "vnetrx.cli.layout",
+    "observe": "vnetrx.cli.observe",
     "replay": "vnetrx.cli.replay",
     "schema": "vnetrx.cli.schema",
     "sweep": "vnetrx.cli.sweep",

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.options import kernel_option, load_profile
 from vnetrx.errors import InputError
-from vnetrx.layouts.base import Layout
-from vnetrx.layouts.btf import Btf
-from vnetrx.layouts.check import Row, compare, holes, layouts_for, rows_of_btf, rows_of_layout
+from vnetrx.layouts.rows import Row, btf_key, holes, load_rows, save_rows
+
+if TYPE_CHECKING:
+    from vnetrx.layouts.base import Layout
+    from vnetrx.layouts.btf import Btf
 
 RUNNING_BTF = "/sys/kernel/btf/vmlinux"
 
@@ -75,29 +78,28 @@ def layout(
       vnetrx layout --list
     """
     profile = load_profile(kernel, config)
-    ours = layouts_for(profile)
-    if list_:
-        for layout_name, item in ours.items():
-            click.echo(f"{layout_name:<32} {item.size:4} bytes  {item.source}")
-        return
-    btf = None
-    if btf_path is not None:
-        btf = Btf.load(RUNNING_BTF if btf_path == "running" else btf_path)
-        btf.save_index()
-    if check:
-        _check(ours, btf, name, as_json)
-        return
-    if name is None:
-        raise InputError("name a struct (see vnetrx layout --list), or give --check or --list")
-    if btf is not None:
-        size, rows = rows_of_btf(btf, name)
-    elif name in ours:
-        size, rows = ours[name].size, rows_of_layout(ours[name])
+    path = None if btf_path is None else RUNNING_BTF if btf_path == "running" else btf_path
+    if name is not None and path is not None and not (check or list_):
+        size, rows = _btf_rows(path, name)  # cached per struct: a warm run needs no Construct
     else:
-        raise InputError(
-            f"vnetrx does not define struct {name!r} (known: {', '.join(ours)}); "
-            "give --btf to read any struct from BTF"
-        )
+        from vnetrx.layouts.check import layouts_for, rows_of_layout
+
+        ours = layouts_for(profile)
+        if list_:
+            for layout_name, item in ours.items():
+                click.echo(f"{layout_name:<32} {item.size:4} bytes  {item.source}")
+            return
+        if check:
+            _check(ours, None if path is None else _load_btf(path), name, as_json)
+            return
+        if name is None:
+            raise InputError("name a struct (see vnetrx layout --list), or give --check or --list")
+        if name not in ours:
+            raise InputError(
+                f"vnetrx does not define struct {name!r} (known: {', '.join(ours)}); "
+                "give --btf to read any struct from BTF"
+            )
+        size, rows = ours[name].size, rows_of_layout(ours[name])
     if as_json:
         from vnetrx.render.json_out import dumps
 
@@ -119,6 +121,27 @@ def layout(
     click.echo(_pahole(name, size, rows, profile.build.l1_cache_bytes), nl=False)
 
 
+def _load_btf(path: str) -> Btf:
+    from vnetrx.layouts.btf import Btf
+
+    btf = Btf.load(path)
+    btf.save_index()
+    return btf
+
+
+def _btf_rows(path: str, name: str) -> tuple[int, list[Row]]:
+    key = btf_key(path)
+    cached = None if key is None else load_rows(key, name)
+    if cached is not None:
+        return cached
+    from vnetrx.layouts.check import rows_of_btf
+
+    size, rows = rows_of_btf(_load_btf(path), name)
+    if key is not None:
+        save_rows(key, name, size, rows)
+    return size, rows
+
+
 def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: bool) -> None:
     if btf is None:
         raise InputError("--check compares with BTF: give --btf PATH or --btf running")
@@ -126,6 +149,8 @@ def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: 
     unknown = [item for item in names if item not in ours]
     if unknown:
         raise InputError(f"vnetrx does not define struct {unknown[0]!r}")
+    from vnetrx.layouts.check import compare
+
     results = {item: compare(ours[item], btf) for item in names}
     if as_json:
         from vnetrx.render.json_out import dumps

@@ -8,9 +8,7 @@ Corrupt or truncated input raises LayoutError naming the file and byte offset.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,6 +18,7 @@ import construct
 from construct import Const, Int8ul, Int16ul, Int32sl, Int32ul, Struct
 
 from vnetrx.errors import LayoutError
+from vnetrx.layouts.rows import btf_key, cache_dir
 
 BTF_MAGIC = 0xEB9F
 KINDS = {
@@ -120,12 +119,11 @@ class Btf:
         modification time under the user cache directory (vnetrx/btf-*.idx)."""
         try:
             data = Path(path).read_bytes()
-            stat = Path(path).stat()
         except OSError as exc:
             raise LayoutError(f"cannot read BTF from {path}: {exc.strerror}") from None
         btf = cls(data, str(path))
         if cache:
-            btf._cache_file = _cache_path(str(path), stat.st_size, stat.st_mtime_ns)
+            btf._cache_file = _cache_path(str(path))
             btf._load_index()
         return btf
 
@@ -347,10 +345,9 @@ class Btf:
         raise LayoutError(f"{self.path}: loop in the type graph at type id {type_id}")
 
 
-def _cache_path(path: str, size: int, mtime_ns: int) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vnetrx"
-    key = hashlib.sha1(f"{Path(path).resolve()}:{size}:{mtime_ns}".encode()).hexdigest()[:16]
-    return base / f"btf-{key}.idx"
+def _cache_path(path: str) -> Path | None:
+    key = btf_key(path)
+    return None if key is None else cache_dir() / f"btf-{key}.idx"
 
 
 def _why(exc: construct.ConstructError) -> str:

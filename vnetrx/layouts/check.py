@@ -12,6 +12,7 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.base import Layout
 from vnetrx.layouts.btf import Btf
+from vnetrx.layouts.rows import Row
 from vnetrx.layouts.skbuff import skb_frag, skb_shared_info
 from vnetrx.layouts.virtio_net import (
     virtio_net_hdr,
@@ -62,18 +63,6 @@ def compare(layout: Layout, btf: Btf) -> list[Mismatch]:
     return problems
 
 
-@dataclass(frozen=True)
-class Row:
-    """One member as a pahole-style view shows it."""
-
-    name: str
-    type_name: str
-    offset: int
-    size: int
-    bit_offset: int | None = None
-    bit_size: int | None = None
-
-
 def rows_of_layout(layout: Layout) -> list[Row]:
     return [Row(f.name, f.ctype or "", f.offset, f.size) for f in layout.fields]
 
@@ -83,15 +72,3 @@ def rows_of_btf(btf: Btf, name: str) -> tuple[int, list[Row]]:
     return struct.size, [
         Row(m.name, m.type_name, m.offset, m.size, m.bit_offset, m.bit_size) for m in struct.members
     ]
-
-
-def holes(rows: list[Row], size: int) -> list[tuple[int, int]]:
-    """(offset, size) of every gap between members, and of the padding at the end."""
-    gaps, covered = [], 0
-    for row in rows:
-        if row.offset > covered:
-            gaps.append((covered, row.offset - covered))
-        covered = max(covered, row.offset + row.size)
-    if covered < size:
-        gaps.append((covered, size - covered))
-    return gaps
