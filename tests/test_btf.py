@@ -236,3 +236,20 @@ def test_layout_json_agrees_with_pahole(name: str) -> None:
     assert len(expected) >= 2
     for member, where in expected.items():
         assert ours.get(member) == where, member
+
+
+@needs_btf
+def test_layout_rows_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm `vnetrx layout NAME --btf` prints exactly what the cold one did; a damaged cache
+    file is ignored."""
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    args = ["layout", "skb_shared_info", "--btf", "running", "--json"]
+    cold = CliRunner().invoke(cli, args).stdout
+    [cached] = (tmp_path / "vnetrx").glob("btf-*-skb_shared_info.json")
+    assert CliRunner().invoke(cli, args).stdout == cold
+    cached.write_text("{not json")
+    assert CliRunner().invoke(cli, args).stdout == cold
