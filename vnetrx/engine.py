@@ -52,26 +52,22 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("buffer_index", s.buffer_index),
         ("xdp", False),
     )
-    trace = Trace(
-        schema=TRACE_SCHEMA,
-        kernel=k,
-        input=inputs,
-        path=result.path,
-        outcome=result.outcome,
-        reason=result.reason,
-        steps=tuple(log.steps),
-        buffer=result.buffer,
-        buffers=result.buffers,
-        skb=skb,
-        cost=result.cost,
-        notes=tuple(log.notes),
-    )
-    problems = trace_problems(trace, k.sk_buff_aligned)
-    if problems:
-        raise SimulationError(
-            "internal inconsistency (a vnetrx bug, please report): " + "; ".join(problems)
+    return _checked(
+        Trace(
+            schema=TRACE_SCHEMA,
+            kernel=k,
+            input=inputs,
+            path=result.path,
+            outcome=result.outcome,
+            reason=result.reason,
+            steps=tuple(log.steps),
+            buffer=result.buffer,
+            buffers=result.buffers,
+            skb=skb,
+            cost=result.cost,
+            notes=tuple(log.notes),
         )
-    return trace
+    )
 
 
 def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
@@ -91,22 +87,28 @@ def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
         ("xdp", s.xdp),
         ("frag_source", s.frag_source),
     )
-    trace = Trace(
-        schema=TRACE_SCHEMA,
-        kernel=k,
-        input=inputs,
-        path=result.path,
-        outcome=result.outcome,
-        reason=result.reason,
-        steps=tuple(log.steps),
-        buffer=result.buffer,
-        buffers=result.buffers,
-        skb=result.skb,
-        cost=result.cost,
-        notes=tuple(log.notes),
-        errno=result.errno,
+    return _checked(
+        Trace(
+            schema=TRACE_SCHEMA,
+            kernel=k,
+            input=inputs,
+            path=result.path,
+            outcome=result.outcome,
+            reason=result.reason,
+            steps=tuple(log.steps),
+            buffer=result.buffer,
+            buffers=result.buffers,
+            skb=result.skb,
+            cost=result.cost,
+            notes=tuple(log.notes),
+            errno=result.errno,
+        )
     )
-    problems = trace_problems(trace, k.sk_buff_aligned)
+
+
+def _checked(trace: Trace) -> Trace:
+    """Every trace passes the invariants (regions tile buffers, truesize covers every byte…)."""
+    problems = trace_problems(trace, trace.kernel.sk_buff_aligned)
     if problems:
         raise SimulationError(
             "internal inconsistency (a vnetrx bug, please report): " + "; ".join(problems)

@@ -301,24 +301,51 @@ def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
         buflen = posted.len
     else:  # SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo
         buflen = k.skb_data_align(bufs.GOOD_PACKET_LEN + headroom) + c.shinfo_size
-    return Plan(
-        outcome="build_skb",
-        reason=None,
+    return _built(
+        c,
+        frag_size=buflen,
+        reserve=headroom,
+        frame=frame,
         buf_len=posted.len,
         buffers=(posted,),
         used=(c.hdr_len + frame,),
         tailroom=None,
+        pages_used=0,
+    )
+
+
+def _built(
+    c: Config,
+    *,
+    frag_size: int,
+    reserve: int,
+    frame: int,
+    buf_len: int,
+    buffers: tuple[PostedBuffer, ...],
+    used: tuple[int, ...],
+    tailroom: int | None,
+    pages_used: int,
+) -> Plan:
+    """build_skb(buf, frag_size) + skb_reserve(reserve) + skb_put(frame) (virtnet_build_skb from
+    6.5): the buffer is the head, skb_shared_info its last bytes, truesize frag_size + sk_buff."""
+    return Plan(
+        outcome="build_skb",
+        reason=None,
+        buf_len=buf_len,
+        buffers=buffers,
+        used=used,
+        tailroom=tailroom,
         copy=0,
-        head_size=buflen,
-        end=buflen - c.shinfo_size,
-        data=headroom,
-        tail=headroom + frame,
+        head_size=frag_size,
+        end=frag_size - c.shinfo_size,
+        data=reserve,
+        tail=reserve + frame,
         len=frame,
         data_len=0,
-        truesize=buflen + c.sk_buff_aligned,
+        truesize=frag_size + c.sk_buff_aligned,
         frags=(),
         coalesced=(),
-        pages_used=0,
+        pages_used=pages_used,
         nr_frags=0,
     )
 
@@ -353,25 +380,16 @@ def plan_big(c: Config, frame: int) -> Plan:
         return _drop("short_packet", page)
     build, tailroom = _build_or_copy(c, frame, page, hp)
     if build:
-        return Plan(
-            outcome="build_skb",
-            reason=None,
+        return _built(
+            c,
+            frag_size=page,
+            reserve=hp,
+            frame=frame,
             buf_len=page,
             buffers=(),
             used=(),
             tailroom=tailroom,
-            copy=0,
-            head_size=page,
-            end=page - c.shinfo_size,
-            data=hp,
-            tail=hp + frame,
-            len=frame,
-            data_len=0,
-            truesize=page + c.sk_buff_aligned,
-            frags=(),
-            coalesced=(),
             pages_used=1,
-            nr_frags=0,
         )
     copy, end, data, truesize = _napi_copy(c, frame)
     rest, offset = frame - copy, hp + copy
