@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from jsonschema.exceptions import ValidationError
 from vnetrx.cli import cli
 from vnetrx.schemas import names, schema
 
+LAB = Path(__file__).parent / "data" / "lab"
 RUNNER = CliRunner(env={"COLUMNS": "100", "NO_COLOR": "1"})
 UDP = (
     struct.pack("<BBHHHH", 1, 0, 0, 0, 34, 6)
@@ -54,6 +56,8 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("sweep", ["sweep", "--len", "60-1514", "--mergeable", "--kernel", "6.1"], 0),
     ("sweep", ["sweep", "--len", "1-3000:7", "--kernel", "6.1", "--kernel", "5.12"], 0),  # drops
     ("sweep", ["sweep", "--len", "1-4000:3", "--path", "tap", "--blocking"], 0),  # EINVAL rows
+    ("observe", ["observe", "--from-trace", str(LAB / "mergeable-6.1.0-57-amd64.log")], 0),
+    ("observe", ["observe", "--from-trace", str(LAB / "big-6.12.117+deb12-amd64.log")], 0),
     ("error", ["trace", "--len", "0"], 2),
     ("error", ["trace", "--len", "100", "--kernel", "2.6"], 2),
     ("error", ["headroom", "--payload", "x"], 2),

@@ -440,6 +440,41 @@ SWEEP = _obj(
     }
 )
 
+_OBSERVED_FIELDS = {"type": "object", "additionalProperties": _SCALAR}
+OBSERVE = _obj(
+    {
+        "schema": {"const": "vnetrx.observe/1"},
+        "device": _STR,
+        "driver": {"enum": ["virtio_net", "tun"]},
+        "mode": {"enum": ["small", "big", "mergeable", "tap"]},
+        "features": _arr(_STR),
+        "mtu": _NAT,
+        "hdr_len": _nullable(_NAT),
+        "mergeable_rx_buffer_size": _nullable(_NAT),
+        "source": {"enum": ["device", "lab log", "options"]},
+        "release": _nullable(_STR),
+        "kernel": _STR,
+        "match": _BOOL,
+        "counts": _obj(
+            {"exact": _NAT, "consistent": _NAT, "mismatch": _NAT, "unmodelled": _NAT}
+        ),
+        "frames": _arr(
+            _obj(
+                {
+                    "frame_len": _NAT,
+                    "path": _STR,
+                    "match": _nullable(_BOOL),
+                    "agreement": {"enum": ["exact", "consistent", "mismatch", "unmodelled"]},
+                    "predicted": _OBSERVED_FIELDS,
+                    "observed": _OBSERVED_FIELDS,
+                    "note": _nullable(_STR),
+                }
+            )
+        ),
+        "notes": _arr(_STR),
+    }
+)
+
 # name → (schema id printed in the document's "schema" key, or None, schema body)
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": ("vnetrx.trace/1", TRACE),
@@ -453,6 +488,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "error": ("vnetrx.error/1", ERROR),
     "sweep": ("vnetrx.sweep/1", SWEEP),
     "sweep-row": ("vnetrx.sweep-row/1", SWEEP_ROW),  # each --jsonl line of vnetrx sweep
+    "observe": ("vnetrx.observe/1", OBSERVE),
 }
 
 

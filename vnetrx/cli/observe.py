@@ -1,0 +1,322 @@
+"""``vnetrx observe``: what this machine's device really received, against the model."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from vnetrx.cli import cli
+from vnetrx.cli.options import Count
+from vnetrx.errors import VnetrxError
+
+if TYPE_CHECKING:
+    from vnetrx.kernel.profile import KernelProfile
+    from vnetrx.live.observe import ObserveReport, Seen, Setup
+
+DEFAULT_COUNT = 20
+_OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
+
+
+@cli.command("observe")
+@click.option("--dev", "dev", metavar="NAME", default=None, help="The network device to watch.")
+@click.option(
+    "--count",
+    type=Count(1, 100_000, "skbs"),
+    default=None,
+    help=f"Stop after this many skbs (live default {DEFAULT_COUNT}; a trace file: all).",
+)
+@click.option(
+    "--timeout",
+    type=Count(1, 86_400, "seconds"),
+    default=30,
+    show_default=True,
+    help="Live: stop waiting after this many seconds.",
+)
+@click.option(
+    "--from-trace",
+    "trace_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read a saved trace instead: a `vnetrx lab virtio --serial-log` file or text from "
+    "tracefs trace/trace_pipe.",
+)
+@click.option(
+    "--kernel",
+    metavar="V",
+    default=None,
+    help="Kernel to model (a version, a release string or 'running'). Default: the running "
+    "kernel; for a lab log, the guest's.",
+)
+@click.option(
+    "--features",
+    metavar="BITS",
+    default=None,
+    help="Trace text only: the device's /sys/bus/virtio/devices/*/features bit string.",
+)
+@click.option("--mergeable", is_flag=True, help="Trace text only: MRG_RXBUF was negotiated.")
+@click.option("--big", is_flag=True, help="Trace text only: guest GSO without MRG_RXBUF.")
+@click.option(
+    "--mtu",
+    type=Count(68, 65535),
+    default=None,
+    help="Trace text only: the device's MTU (VIRTIO_NET_F_MTU when given).",
+)
+@click.option(
+    "--hdr-len",
+    type=click.Choice(["10", "12", "20", "24"]),
+    default=None,
+    help="Trace text only: vi->hdr_len (default: from the features).",
+)
+@click.option(
+    "--buf-len",
+    type=Count(1, 65536),
+    default=None,
+    help="Trace text only: mergeable_rx_buffer_size.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.observe/1).")
+def observe_command(
+    dev: str | None,
+    count: int | None,
+    timeout: int,
+    trace_file: Path | None,
+    kernel: str | None,
+    as_json: bool,
+    **offline: object,
+) -> None:
+    """Watch the skbs a virtio_net or tap device receives and check each against the model.
+
+    \b
+    Live (root, tracefs): reads the device's driver and MTU (ioctls), its negotiated virtio
+    features and mergeable_rx_buffer_size (sysfs), then records net:napi_gro_receive_entry
+    (virtio_net) or net:netif_receive_skb_entry (tun/tap) filtered on the device, in a
+    tracefs instance of its own (instances/vnetrx-<pid>, removed on exit, error and Ctrl-C).
+    Nothing is configured and nothing is sent. Each skb is predicted for frame length
+    len + 14 and labelled with the path that built it (small/big/mergeable/tap, build_skb or
+    copy). What vnetrx cannot see (the posted buffer a frame landed in, the tap writer's fd
+    settings) is varied: a fit there shows as "consistent", not as a mismatch.
+    Exit 0 when no skb contradicts the model, 1 otherwise.
+
+    \b
+    Examples:
+      sudo vnetrx observe --dev eth0 --count 50
+      vnetrx observe --from-trace guest-serial.log
+      vnetrx observe --from-trace trace.txt --dev eth1 --mergeable --buf-len 1536 --kernel 6.1
+    """
+    from vnetrx.live import observe as core
+
+    if count is None and trace_file is None:
+        count = DEFAULT_COUNT
+    if trace_file is None:
+        if dev is None:
+            raise click.UsageError("give --dev NAME (or --from-trace FILE)")
+        used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if offline.get(n)]
+        if used:
+            raise click.UsageError(f"{', '.join(used)} apply to --from-trace text only")
+        assert count is not None
+        report = _live(dev, count, timeout, kernel)
+    else:
+        text = _read(trace_file)
+        seen, log = core.parse_trace(text, dev)
+        if log is not None:
+            used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if offline.get(n)]
+            if used:
+                raise click.UsageError(
+                    f"the lab log states the device's features: drop {', '.join(used)}"
+                )
+            if not log.complete:
+                raise VnetrxError(f"{trace_file}: the log has no complete trace (no trace-end)")
+            setup = core.setup_from_log(log)
+        else:
+            if not seen:
+                raise VnetrxError(
+                    f"{trace_file}: no napi_gro_receive_entry or netif_receive_skb_entry lines"
+                    + (f" for {dev}" if dev else "")
+                )
+            setup = _setup_from_options(seen, offline)
+        if count is not None:
+            seen = seen[:count]
+        profile = _profile(kernel, setup, log is not None)
+        report = core.observe(profile, setup, seen)
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(core.report_to_dict(report)))
+    else:
+        _print_report(report)
+    sys.exit(0 if report.match else 1)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise VnetrxError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
+    from vnetrx.cli.options import load_profile
+
+    if kernel is None and from_lab and setup.version:
+        from vnetrx.kernel.registry import resolve
+
+        return resolve(setup.version)
+    return load_profile(kernel or "running", "debian")
+
+
+def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
+    from vnetrx.lab.guest import hdr_len_for
+    from vnetrx.live import observe as core
+
+    first = seen[0]
+    device = first.dev or "?"
+    if first.event == core.TAP_EVENT:
+        used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if o.get(n) and n != "mtu"]
+        if used:
+            raise click.UsageError(f"{', '.join(used)} describe a virtio device, not a tap")
+        return core.Setup(device, "tun", mtu=int(str(o.get("mtu") or 1500)), source="options")
+    if o.get("features"):
+        if o.get("mergeable") or o.get("big"):
+            raise click.UsageError("--features already says whether MRG_RXBUF and GSO are on")
+        from vnetrx.lab.guest import decode_features
+
+        try:
+            features = decode_features(str(o["features"]))
+        except ValueError as exc:
+            raise click.UsageError(f"--features: {exc}") from None
+    else:
+        if o.get("mergeable") and o.get("big"):
+            raise click.UsageError("--mergeable and --big exclude each other")
+        names = ["VERSION_1"]
+        if o.get("mergeable"):
+            names.append("MRG_RXBUF")
+        if o.get("big"):
+            names += ["GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN"]
+        if o.get("mtu"):
+            names.append("MTU")
+        features = tuple(names)
+    if o.get("buf_len") and "MRG_RXBUF" not in features:
+        raise click.UsageError("--buf-len is the mergeable buffer size: it needs MRG_RXBUF")
+    hdr = o.get("hdr_len")
+    return core.Setup(
+        device,
+        "virtio_net",
+        features,
+        int(str(o.get("mtu") or 1500)),
+        int(str(hdr)) if hdr else hdr_len_for(features),
+        int(str(o["buf_len"])) if o.get("buf_len") else None,
+        source="options",
+    )
+
+
+def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveReport:
+    from vnetrx.live import observe as core
+    from vnetrx.live.device import read_device
+    from vnetrx.live.watch import collect
+
+    setup = core.setup_from_device(read_device(dev))
+    profile = _profile(kernel, setup, False)
+    next(core.Observer(profile, setup).candidates(60))  # a bad setup fails before tracing
+    missing = _missing()
+    if missing:
+        raise VnetrxError("observe needs " + "; ".join(missing))
+    lines = collect(
+        dev, setup.event, count, float(timeout), lambda line: _ours(line, dev, setup.event)
+    )
+    seen = [s for line in lines if (s := core.parse_line(line)) is not None]
+    if not seen:
+        raise VnetrxError(f"no skb arrived on {dev} within {timeout} s")
+    return core.observe(profile, setup, seen)
+
+
+def _ours(line: str, dev: str, event: str) -> bool:
+    from vnetrx.live.observe import parse_line
+
+    seen = parse_line(line)
+    return seen is not None and seen.event == event and seen.dev == dev
+
+
+def _missing() -> list[str]:
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (it enables a tracepoint in a tracefs instance of its own)")
+    try:
+        filesystems = Path("/proc/filesystems").read_text().split()
+    except OSError:
+        filesystems = []
+    if "tracefs" not in filesystems:
+        missing.append("tracefs (a kernel built with CONFIG_TRACING)")
+    return missing
+
+
+_MARK = {"exact": "✓", "consistent": "≈", "mismatch": "✗", "unmodelled": "?"}
+_STYLE = {"exact": "green", "consistent": "yellow", "mismatch": "bold red", "unmodelled": "dim"}
+
+
+def _print_report(report: ObserveReport) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from vnetrx.live.observe import FIELDS, KPROBE_FIELDS
+    from vnetrx.render.color import console_kwargs
+
+    s = report.setup
+    console = Console(highlight=False, **console_kwargs())
+    if console.width < 120:
+        console = Console(highlight=False, width=120, **console_kwargs())
+    head = f"vnetrx observe {s.device}: {s.driver}, {s.mode} mode, MTU {s.mtu}"
+    if s.hdr_len is not None:
+        head += f", hdr_len {s.hdr_len}"
+    if s.mergeable_rx_buffer_size:
+        head += f", mergeable_rx_buffer_size {s.mergeable_rx_buffer_size}"
+    console.print(Text(head + f"; model {report.kernel}", style="bold"))
+    source = {
+        "device": "read from the device (ioctls, sysfs)",
+        "lab log": "from a vnetrx lab log",
+        "options": "from the command line",
+    }.get(s.source, s.source) + (f" (guest {s.release})" if s.release else "")
+    if s.features:
+        source += f"; features: {' '.join(s.features)}"
+    console.print(Text(source, style="dim"))
+    shown = [n for n in (*FIELDS, *KPROBE_FIELDS) if any(n in v.observed for v in report.frames)]
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("frame", justify="right", no_wrap=True)
+    table.add_column("path", no_wrap=True)
+    for name in shown:
+        table.add_column("frags" if name == "nr_frags" else name, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("note", no_wrap=True)
+    footnotes: dict[str, int] = {}  # long notes go under the table, numbered
+    for v in report.frames:
+        cells: list[Text | str] = [str(v.frame_len), v.path]
+        for name in shown:
+            observed, predicted = v.observed.get(name), v.predicted.get(name)
+            if observed is None:
+                cells.append(Text("-", style="dim"))
+            elif v.agreement == "mismatch" and predicted != observed:
+                cells.append(Text(f"{predicted}≠{observed}", style="bold red"))
+            else:
+                cells.append(str(observed))
+        cells.append(Text(_MARK[v.agreement], style=_STYLE[v.agreement]))
+        mark = ""
+        if v.note:
+            mark = f"[{footnotes.setdefault(v.note, len(footnotes) + 1)}]"
+        cells.append(Text(mark, style="dim"))
+        table.add_row(*cells)
+    console.print(table)
+    for note, number in footnotes.items():
+        console.print(Text(f"[{number}] {note}", style="dim"))
+    for note in report.notes:
+        console.print(Text(f"note: {note}", style="dim"))
+    counts = {k: sum(v.agreement == k for v in report.frames) for k in _MARK}
+    summary = f"{counts['exact'] + counts['consistent']}/{len(report.frames)} skbs agree"
+    if counts["consistent"]:
+        summary += f" ({counts['consistent']} consistent with an assumption vnetrx cannot check)"
+    if counts["unmodelled"]:
+        summary += f"; {counts['unmodelled']} outside the model"
+    console.print(Text(summary, style="bold green" if report.match else "bold red"))
