@@ -176,11 +176,11 @@ def test_stale_instances_of_dead_vnetrx_are_removed(tmp_path: Path) -> None:
     """Only vnetrx-<pid> instances whose process is gone; never a live one, never another's."""
     import os
 
-    from vnetrx.live.tap import _remove_stale_instances
+    from vnetrx.live.tracefs import remove_stale_instances
 
     dead, live, other = tmp_path / "vnetrx-999999999", tmp_path / f"vnetrx-{os.getpid()}", tmp_path / "perf"
     for d in (dead, live, other):
         d.mkdir()
-    _remove_stale_instances(tmp_path)
+    remove_stale_instances(tmp_path)
     assert not dead.exists()
     assert live.exists() and other.exists()

@@ -215,7 +215,7 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
 def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveReport:
     from vnetrx.live import observe as core
     from vnetrx.live.device import read_device
-    from vnetrx.live.watch import collect
+    from vnetrx.live.tracefs import collect
 
     setup = core.setup_from_device(read_device(dev))
     profile = _profile(kernel, setup, False)

@@ -1,6 +1,6 @@
 """``vnetrx observe``: set the model's prediction beside each skb a device really received.
 
-Pure: trace text and device facts in, verdicts out (the tracing itself is vnetrx.live.watch,
+Pure: trace text and device facts in, verdicts out (the tracing itself is vnetrx.live.tracefs,
 the device reading vnetrx.live.device).
 
 An observer sees only the skb (the tracepoint's len, data_len, truesize, nr_frags; a lab log's

@@ -17,7 +17,6 @@ Frames are written straight into the tap fd: destination 02:00:00:00:00:01, Ethe
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno as errno_mod
 import fcntl
 import json
@@ -26,16 +25,22 @@ import select
 import signal
 import socket
 import struct
-import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, TextIO
 
 from vnetrx.errors import VnetrxError
-from vnetrx.live.parse import SkbEvent, parse_event, parse_marker
+from vnetrx.live.parse import SkbEvent, parse_event
+from vnetrx.live.tracefs import (
+    DeviceWatch,
+    check,
+    in_main_thread,
+    libc,
+    read_text,
+    sigterm_as_interrupt,
+    tracefs_mounts,
+)
 
 # include/uapi/linux/if_tun.h (tap-and-tx-headroom.md §A.2)
 TUNSETIFF = 0x400454CA
@@ -50,10 +55,7 @@ SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
-MNT_DETACH = 2
 INT_MAX = 2**31 - 1
-EVENT = "events/net/netif_receive_skb_entry"
-INSTANCE_PREFIX = "vnetrx-"
 ETHERTYPE = 0x88B5
 DST_MAC = bytes.fromhex("020000000001")
 SRC_MAC = bytes.fromhex("020000000002")
@@ -88,34 +90,12 @@ def missing_requirements() -> list[str]:
         missing.append("root (run as uid 0: it creates a network namespace and a tap device)")
     if not os.path.exists("/dev/net/tun"):
         missing.append("/dev/net/tun (load the tun module)")
-    filesystems = _read("/proc/filesystems") or ""
+    filesystems = read_text("/proc/filesystems") or ""
     if "tracefs" not in filesystems.split():
         missing.append("tracefs (a kernel built with CONFIG_TRACING and tracepoints)")
-    elif not os.path.exists("/sys/kernel/tracing") and not _tracefs_mounts():
+    elif not os.path.exists("/sys/kernel/tracing") and not tracefs_mounts():
         missing.append("a place to mount tracefs (/sys/kernel/tracing is absent)")
     return missing
-
-
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
-
-
-def _tracefs_mounts() -> list[str]:
-    mounts = _read("/proc/mounts") or ""
-    return [line.split()[1] for line in mounts.splitlines() if line.split()[2:3] == ["tracefs"]]
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def frame_bytes(length: int) -> bytes:
@@ -129,20 +109,15 @@ class LiveTap:
 
     def __init__(self) -> None:
         self.ifname = f"vnx{os.getpid() % 10_000_000}"
-        self.tracefs: Path | None = None
-        self.mounted: Path | None = None  # the temporary mount point we created, if any
-        self.instance: Path | None = None
+        self.watch: DeviceWatch | None = None  # the tracefs instance watching the tap
         self.child: int | None = None
         self._to_child: TextIO | None = None
         self._from_child: TextIO | None = None
-        self._pipe: int | None = None  # trace_pipe fd
-        self._pending = ""
-        self._serial = 0
 
     # --- setup ---------------------------------------------------------------------------
     def __enter__(self) -> LiveTap:
         try:
-            self._setup_tracefs()
+            self.watch = DeviceWatch(self.ifname, "netif_receive_skb_entry").__enter__()
             self._start_child()
         except BaseException:
             self.close()
@@ -151,26 +126,6 @@ class LiveTap:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _setup_tracefs(self) -> None:
-        mounts = _tracefs_mounts()
-        if mounts:
-            self.tracefs = Path(mounts[0])
-        else:
-            point = Path(tempfile.mkdtemp(prefix="vnetrx-tracefs-"))
-            self.mounted = point
-            _check(
-                _libc().mount(b"nodev", str(point).encode(), b"tracefs", 0, None),
-                f"mount tracefs on {point}",
-            )
-            self.tracefs = point
-        _remove_stale_instances(self.tracefs / "instances")
-        instance = self.tracefs / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
-        instance.mkdir()
-        self.instance = instance
-        (instance / EVENT / "filter").write_text(f'name == "{self.ifname}"\n')
-        (instance / EVENT / "enable").write_text("1\n")
-        self._pipe = os.open(instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
 
     def _start_child(self) -> None:
         down_r, down_w = os.pipe()
@@ -216,61 +171,22 @@ class LiveTap:
 
     def _events_until_marker(self) -> tuple[SkbEvent, ...]:
         """Mark the ring buffer, then read trace_pipe up to that mark: the write's events."""
-        assert self.instance is not None
-        assert self._pipe is not None
-        self._serial += 1
-        mark = f"vnetrx-{os.getpid()}-{self._serial}"
-        (self.instance / "trace_marker").write_text(mark + "\n")
-        events: list[SkbEvent] = []
-        deadline = time.monotonic() + REPLY_TIMEOUT
-        while True:
-            while "\n" in self._pending:
-                line, self._pending = self._pending.split("\n", 1)
-                if parse_marker(line) == mark:
-                    return tuple(events)
-                event = parse_event(line)
-                if event is not None and event.dev == self.ifname:
-                    events.append(event)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise VnetrxError("no trace marker came back from the tracefs instance")
-            select.select([self._pipe], [], [], min(left, 0.2))
-            try:
-                chunk = os.read(self._pipe, 65536)
-            except BlockingIOError:
-                continue
-            self._pending += chunk.decode(errors="replace")
+        assert self.watch is not None
+        events = (parse_event(line) for line in self.watch.until_marker(REPLY_TIMEOUT))
+        return tuple(e for e in events if e is not None and e.dev == self.ifname)
 
     # --- teardown --------------------------------------------------------------------------
     def close(self) -> None:
         """Remove everything this object created. Safe to call twice; never raises."""
         old = signal.getsignal(signal.SIGINT)
-        in_main = _in_main_thread()
+        in_main = in_main_thread()
         if in_main:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             self._stop_child()
-            if self._pipe is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._pipe)
-                self._pipe = None
-            if self.instance is not None:
-                with contextlib.suppress(OSError):
-                    (self.instance / EVENT / "enable").write_text("0\n")
-                for _ in range(200):  # the kernel refuses while trace_pipe is still busy
-                    try:
-                        self.instance.rmdir()
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        time.sleep(0.05)
-                self.instance = None
-            if self.mounted is not None:
-                _libc().umount2(str(self.mounted).encode(), MNT_DETACH)
-                with contextlib.suppress(OSError):
-                    self.mounted.rmdir()
-                self.mounted = None
+            if self.watch is not None:
+                self.watch.close()
+                self.watch = None
         finally:
             if in_main:
                 signal.signal(signal.SIGINT, old)
@@ -288,53 +204,6 @@ class LiveTap:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.child, 0)
         self.child = None
-
-
-def _remove_stale_instances(instances: Path) -> None:
-    """Remove instances a vnetrx that died hard (SIGKILL) left behind: only ours, named
-    vnetrx-<pid>, and only when that process no longer exists. Tracefs instances are kernel
-    objects: they outlive the process and the mount."""
-    for entry in instances.glob(f"{INSTANCE_PREFIX}*"):
-        pid_text = entry.name[len(INSTANCE_PREFIX):]
-        if not pid_text.isdigit() or _alive(int(pid_text)):
-            continue
-        with contextlib.suppress(OSError):
-            (entry / EVENT / "enable").write_text("0\n")
-        with contextlib.suppress(OSError):
-            entry.rmdir()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While active, SIGTERM raises KeyboardInterrupt, so ``finally`` blocks clean up."""
-    if not _in_main_thread():
-        yield
-        return
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def run_writes(
@@ -360,12 +229,12 @@ def _child_main(requests: int, replies: int, ifname: str) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        libc = _libc()
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        c_lib = libc()
+        c_lib.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() == 1:  # the parent is already gone
             os._exit(1)
         try:
-            _check(libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+            check(c_lib.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
             # No IPv6 link-local address, so the kernel sends nothing out of the tap either.
             with contextlib.suppress(OSError):
                 Path("/proc/sys/net/ipv6/conf/default/disable_ipv6").write_text("1\n")
