@@ -6,7 +6,7 @@ from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
-from vnetrx.model import Trace, Value
+from vnetrx.model import Buffer, Cost, Skb, Trace, Value
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.skbuff import eth_type_trans
 from vnetrx.paths.steps import StepLog
@@ -52,21 +52,17 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("buffer_index", s.buffer_index),
         ("xdp", False),
     )
-    return _checked(
-        Trace(
-            schema=TRACE_SCHEMA,
-            kernel=k,
-            input=inputs,
-            path=result.path,
-            outcome=result.outcome,
-            reason=result.reason,
-            steps=tuple(log.steps),
-            buffer=result.buffer,
-            buffers=result.buffers,
-            skb=skb,
-            cost=result.cost,
-            notes=tuple(log.notes),
-        )
+    return _finish(
+        k,
+        inputs,
+        result.path,
+        result.outcome,
+        result.reason,
+        log,
+        result.buffer,
+        result.buffers,
+        skb,
+        result.cost,
     )
 
 
@@ -87,28 +83,52 @@ def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
         ("xdp", s.xdp),
         ("frag_source", s.frag_source),
     )
-    return _checked(
-        Trace(
-            schema=TRACE_SCHEMA,
-            kernel=k,
-            input=inputs,
-            path=result.path,
-            outcome=result.outcome,
-            reason=result.reason,
-            steps=tuple(log.steps),
-            buffer=result.buffer,
-            buffers=result.buffers,
-            skb=result.skb,
-            cost=result.cost,
-            notes=tuple(log.notes),
-            errno=result.errno,
-        )
+    return _finish(
+        k,
+        inputs,
+        result.path,
+        result.outcome,
+        result.reason,
+        log,
+        result.buffer,
+        result.buffers,
+        result.skb,
+        result.cost,
+        result.errno,
     )
 
 
-def _checked(trace: Trace) -> Trace:
-    """Every trace passes the invariants (regions tile buffers, truesize covers every byte…)."""
-    problems = trace_problems(trace, trace.kernel.sk_buff_aligned)
+def _finish(
+    k: KernelProfile,
+    inputs: tuple[tuple[str, Value], ...],
+    path: str,
+    outcome: str,
+    reason: str | None,
+    log: StepLog,
+    buffer: Buffer | None,
+    buffers: tuple[Buffer, ...],
+    skb: Skb | None,
+    cost: Cost | None,
+    errno: str | None = None,
+) -> Trace:
+    """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
+    truesize covers every byte, …)."""
+    trace = Trace(
+        schema=TRACE_SCHEMA,
+        kernel=k,
+        input=inputs,
+        path=path,
+        outcome=outcome,
+        reason=reason,
+        steps=tuple(log.steps),
+        buffer=buffer,
+        buffers=buffers,
+        skb=skb,
+        cost=cost,
+        notes=tuple(log.notes),
+        errno=errno,
+    )
+    problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:
         raise SimulationError(
             "internal inconsistency (a vnetrx bug, please report): " + "; ".join(problems)

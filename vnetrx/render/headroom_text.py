@@ -11,6 +11,7 @@ from rich.text import Text
 
 from vnetrx.model import Step
 from vnetrx.paths.tx_headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
+from vnetrx.render.text import steps_table
 
 # region name → (map character, style); unknown names (payload, headers) fall back below
 _STYLE: dict[str, tuple[str, str]] = {
@@ -109,19 +110,7 @@ def payload_table(reports: list[HeadroomReport]) -> Table:
 
 
 def _steps(title: str, steps: tuple[Step, ...]) -> RenderableType:
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("kernel function", style="bold")
-    table.add_column("what happened and why")
-    for index, step in enumerate(steps, 1):
-        detail = Text(step.summary)
-        if step.values:
-            detail.append("\n" + "  ".join(f"{k}={v}" for k, v in step.values), style="dim")
-        detail.append(f"\n{step.source}", style="italic dim")
-        if step.because:
-            detail.append("  because: " + ", ".join(step.because), style="dim cyan")
-        table.add_row(str(index), step.function, detail)
-    return Group(Text(title, style="bold underline"), table)
+    return Group(Text(title, style="bold underline"), steps_table(steps))
 
 
 def _bar(skb: TxSkb) -> Text:

@@ -9,7 +9,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vnetrx.model import Buffer, Skb, Trace
+from vnetrx.model import Buffer, Skb, Step, Trace
 
 # region name → (map character, style)
 _REGION_STYLE: dict[str, tuple[str, str]] = {
@@ -48,12 +48,14 @@ def _kernel_line(trace: Trace) -> Text:
     return line
 
 
-def _steps(trace: Trace) -> Table:
+def steps_table(steps: tuple[Step, ...]) -> Table:
+    """The cited steps: kernel function, what happened and why, the deciding values, the source
+    and the upstream changes that chose the branch (shared by every command that narrates)."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("kernel function", style="bold")
     table.add_column("what happened and why")
-    for index, step in enumerate(trace.steps, 1):
+    for index, step in enumerate(steps, 1):
         detail = Text(step.summary)
         if step.values:
             detail.append("\n" + "  ".join(f"{k}={v}" for k, v in step.values), style="dim")
@@ -169,7 +171,7 @@ def _summary(trace: Trace) -> Text:
 
 
 def trace_renderable(trace: Trace) -> RenderableType:
-    parts: list[RenderableType] = [_kernel_line(trace), Text(), _steps(trace), Text()]
+    parts: list[RenderableType] = [_kernel_line(trace), Text(), steps_table(trace.steps), Text()]
     if trace.buffer is not None:
         title = "Buffer the write is copied into" if trace.path == "tap" else "Receive buffer"
         parts += [buffer_map(title, trace.buffer), Text()]
