@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pahole_oracle import pahole
 
 from vnetrx.errors import LayoutError
 from vnetrx.kernel.build import BuildConfig
@@ -92,12 +91,24 @@ def test_tiny_btf_parses() -> None:
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: b"\0\0" + d[2:], "not BTF at byte 0"),
-        (lambda d: d[:2] + b"\x02" + d[3:], "not BTF at byte 0"),
-        (lambda d: d[:40], "run past the end"),
-        (lambda d: d[:12] + struct.pack("<I", 30) + d[16:], "inside a record"),
+        (lambda d: b"\0\0" + d[2:], r"not BTF at byte 0 \(magic 0x0000, expected 0xeb9f\)"),
+        (lambda d: b"\xeb\x9f" + d[2:], "big-endian BTF: not supported"),
+        (lambda d: d[:2] + b"\x02" + d[3:], r"not BTF at byte 2 \(version 2; vnetrx reads 1\)"),
+        (lambda d: d[:6], "not BTF at byte 0 \\(only 6 bytes\\)"),
+        (lambda d: d[:4] + struct.pack("<I", 8) + d[8:], "header length 8 at byte 4"),
+        (lambda d: d[:40], "run past the end of the file \\(40 bytes\\) at byte 12"),
+        (lambda d: d[:12] + struct.pack("<I", 30) + d[16:], "length 30 at byte 12 is not a mult"),
+        (lambda d: d[:12] + struct.pack("<I", 28) + d[16:], "ends inside a record at byte 40"),
+        (lambda d: d[:12] + struct.pack("<I", 20) + d[16:], "ends inside a record at byte 40"),
+        (lambda d: d[:31] + b"\x1f" + d[32:], "unknown type kind 31 at byte 24"),
+        # member a: name_off at byte 52, type at 56
+        (lambda d: d[:56] + struct.pack("<I", 9) + d[60:], r"type id 9 out of range \(1..2\)"),
+        (lambda d: d[:52] + struct.pack("<II", 0, 2) + d[60:], "nest too deep at type id 2"),
+        (lambda d: d[:52] + struct.pack("<I", 999) + d[56:], "string offset 999 outside"),
     ],
-    ids=["bad-magic", "bad-version", "truncated", "bad-type-length"],
+    ids=["bad-magic", "big-endian", "bad-version", "short", "bad-hdr-len", "truncated",
+         "type-length-not-words", "type-length-short", "type-length-past-record",
+         "unknown-kind", "type-id-out-of-range", "self-containing", "string-out-of-range"],
 )
 def test_corrupt_btf_is_a_one_line_error(mutate: object, message: str) -> None:
     def parse() -> None:
@@ -116,7 +127,7 @@ def test_mutated_btf_never_crashes(data: st.DataObject) -> None:
     blob = blob[: data.draw(st.integers(0, len(blob)))]
     try:
         btf = Btf(bytes(blob), "fuzz.btf")
-        for name in list(btf.struct_index):
+        for name in btf.struct_names():
             btf.struct(name)
             btf.member(name, "a")
     except LayoutError as exc:
@@ -183,9 +194,9 @@ def test_index_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     cold.save_index()
     assert len(list((tmp_path / "vnetrx").glob("btf-*.idx"))) == 1
     warm = Btf.load(VMLINUX)
-    assert "offsets" in warm.__dict__  # the index came from the cache, not a scan
+    assert warm._starts is not None  # the record table came from the cache, not a walk
     assert warm.struct("skb_shared_info") == expected
-    assert warm.offsets == cold.offsets
+    assert warm.starts == cold.starts
 
 
 def test_damaged_cache_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,23 +213,6 @@ def test_damaged_cache_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 # --- pahole as the oracle ----------------------------------------------------------------------
 
-PAHOLE_MEMBER = re.compile(
-    r"^\s+(?P<type>.+?)\s+\*?(?P<name>\w+)(?:\[\d+\])*(?::\d+)?;\s+/\*\s+(?P<offset>\d+)(?::\s*\d+)?"
-    r"\s+(?P<size>\d+)\s+\*/")
-
-
-def pahole(name: str) -> tuple[int, dict[str, tuple[int, int]]]:
-    out = subprocess.run(["pahole", "-C", name, str(VMLINUX)], capture_output=True, text=True,
-                         check=True).stdout
-    members = {}
-    for line in out.splitlines():
-        match = PAHOLE_MEMBER.match(line)
-        if match and not line.strip().startswith(("}", "union", "struct {")):
-            members[match["name"]] = (int(match["offset"]), int(match["size"]))
-    size = int(re.search(r"/\* size: (\d+)", out).group(1))  # type: ignore[union-attr]
-    return size, members
-
-
 @needs_btf
 @pytest.mark.parametrize("name", ["skb_shared_info", "sk_buff", "virtio_net_hdr",
                                   "virtio_net_hdr_mrg_rxbuf", "virtio_net_hdr_v1_hash", "skb_frag"])
@@ -229,7 +223,7 @@ def test_layout_json_agrees_with_pahole(name: str) -> None:
 
     from vnetrx.cli import cli
 
-    size, expected = pahole(name)
+    size, expected = pahole(name, str(VMLINUX))
     doc = json.loads(CliRunner().invoke(cli, ["layout", name, "--btf", "running", "--json"]).stdout)
     assert doc["size"] == size
     ours = {m["name"]: (m["offset"], m["size"]) for m in doc["members"] if m["name"]}
@@ -249,7 +243,30 @@ def test_layout_rows_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     args = ["layout", "skb_shared_info", "--btf", "running", "--json"]
     cold = CliRunner().invoke(cli, args).stdout
-    [cached] = (tmp_path / "vnetrx").glob("btf-*-skb_shared_info.json")
+    [cached] = (tmp_path / "vnetrx").glob("btf-*-skb_shared_info.rows")
     assert CliRunner().invoke(cli, args).stdout == cold
     cached.write_text("{not json")
     assert CliRunner().invoke(cli, args).stdout == cold
+
+
+def _named_blob(strings: bytes, name_off: int) -> bytes:
+    """One int and one empty-bodied 4-byte struct named by ``name_off``."""
+    int_t = struct.pack("<III", 1, 1 << 24, 4) + struct.pack("<I", 32)
+    one = struct.pack("<III", name_off, (4 << 24) | 1, 4) + struct.pack("<III", 0, 1, 0)
+    types = int_t + one
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    return header + types + strings
+
+
+def test_struct_found_by_whole_string_not_by_a_suffix() -> None:
+    # "xpair" ends in "pair"; the struct is named by the whole string "pair" at offset 11
+    btf = Btf(_named_blob(b"\0int\0xpair\0pair\0", 11), "names")
+    assert btf.find_struct("pair") == 2
+    assert btf.find_struct("xpair") is None and btf.find_struct("") is None
+
+
+def test_struct_named_by_an_offset_into_a_longer_string() -> None:
+    # name_off 6 points into "xpair": the struct is "pair"; no whole "pair" string exists
+    btf = Btf(_named_blob(b"\0int\0xpair\0", 6), "names")
+    assert btf.find_struct("pair") == 2
+    assert btf.struct("pair").size == 4

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from vnetrx.cli import main
+from vnetrx.main import main
 
 main()

@@ -10,36 +10,12 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.options import kernel_option, load_profile
 from vnetrx.errors import InputError
-from vnetrx.layouts.rows import Row, btf_key, holes, load_rows, save_rows
+from vnetrx.layouts.btf import Btf, load_btf
+from vnetrx.layouts.rows import RUNNING_BTF, btf_rows
+from vnetrx.render.layout_view import layout_json, pahole_text
 
 if TYPE_CHECKING:
     from vnetrx.layouts.base import Layout
-    from vnetrx.layouts.btf import Btf
-
-RUNNING_BTF = "/sys/kernel/btf/vmlinux"
-
-
-def _pahole(name: str, size: int, rows: list[Row], line: int) -> str:
-    gaps = dict(holes(rows, size))
-    out = [f"struct {name} {{"]
-    boundary = line
-    for row in rows:
-        while row.offset >= boundary:
-            out.append(f"\t/* --- cacheline {boundary // line} boundary ({boundary} bytes) --- */")
-            boundary += line
-        bits = f":{row.bit_size}" if row.bit_size else ""
-        out.append(
-            f"\t{row.type_name:<34} {row.name + bits + ';':<26} /* {row.offset:5} {row.size:5} */"
-        )
-        end = row.offset + row.size
-        if end in gaps and end < size:
-            out.append(f"\t/* XXX {gaps[end]} bytes hole */")
-    tail = [g for g in holes(rows, size) if g[0] + g[1] == size and g[0] != 0]
-    if tail:
-        out.append(f"\t/* padding: {tail[0][1]} */")
-    out.append(f"\t/* size: {size}, cachelines: {-(-size // line)}, members: {len(rows)} */")
-    out.append("};")
-    return "\n".join(out) + "\n"
 
 
 @cli.command()
@@ -49,7 +25,17 @@ def _pahole(name: str, size: int, rows: list[Row], line: int) -> str:
     "btf_path",
     metavar="PATH",
     default=None,
-    help="Read the kernel's own layout from a BTF file ('running' = /sys/kernel/btf/vmlinux).",
+    help="Read the kernel's own layout from BTF: a raw BTF file ('running' = "
+    "/sys/kernel/btf/vmlinux; /sys/kernel/btf/MODULE for a loaded module), a vmlinux or module "
+    ".ko ELF file, or a bzImage.",
+)
+@click.option(
+    "--btf-base",
+    "btf_base",
+    metavar="PATH",
+    default=None,
+    help="The vmlinux BTF a module's split BTF sits on (default for /sys/kernel/btf/MODULE: "
+    "/sys/kernel/btf/vmlinux; a .ko needs the vmlinux or bzImage of its kernel).",
 )
 @click.option(
     "--check",
@@ -62,6 +48,7 @@ def _pahole(name: str, size: int, rows: list[Row], line: int) -> str:
 def layout(
     name: str | None,
     btf_path: str | None,
+    btf_base: str | None,
     check: bool,
     list_: bool,
     kernel: str | None,
@@ -74,13 +61,18 @@ def layout(
     Examples:
       vnetrx layout skb_shared_info                   # vnetrx's layout for the newest profile
       vnetrx layout skb_shared_info --btf running     # the running kernel's, from BTF
+      vnetrx layout padded_vnet_hdr --btf /sys/kernel/btf/virtio_net   # a module's split BTF
+      vnetrx layout padded_vnet_hdr --btf virtio_net.ko --btf-base vmlinuz-6.1.0-57-amd64
       vnetrx layout --check --btf running --kernel running   # every struct, member by member
       vnetrx layout --list
     """
     profile = load_profile(kernel, config)
     path = None if btf_path is None else RUNNING_BTF if btf_path == "running" else btf_path
+    base = None if btf_base is None else RUNNING_BTF if btf_base == "running" else btf_base
+    if base is not None and path is None:
+        raise InputError("--btf-base is the base of a split BTF: give the module's --btf too")
     if name is not None and path is not None and not (check or list_):
-        size, rows = _btf_rows(path, name)  # cached per struct: a warm run needs no Construct
+        size, rows = btf_rows(path, name, base)  # cached per struct and file
     else:
         from vnetrx.layouts.check import layouts_for, rows_of_layout
 
@@ -90,7 +82,7 @@ def layout(
                 click.echo(f"{layout_name:<32} {item.size:4} bytes  {item.source}")
             return
         if check:
-            _check(ours, None if path is None else _load_btf(path), name, as_json)
+            _check(ours, None if path is None else load_btf(path, base), name, as_json)
             return
         if name is None:
             raise InputError("name a struct (see vnetrx layout --list), or give --check or --list")
@@ -101,45 +93,9 @@ def layout(
             )
         size, rows = ours[name].size, rows_of_layout(ours[name])
     if as_json:
-        from vnetrx.render.json_out import dumps
-
-        members = [{k: v for k, v in vars(r).items() if v is not None} for r in rows]
-        for member in members:
-            member["type"] = member.pop("type_name")
-        sys.stdout.write(
-            dumps(
-                {
-                    "schema": "vnetrx.layout/1",
-                    "name": name,
-                    "size": size,
-                    "members": members,
-                    "holes": [{"offset": o, "size": s} for o, s in holes(rows, size)],
-                }
-            )
-        )
+        sys.stdout.write(layout_json(name, size, rows))
         return
-    click.echo(_pahole(name, size, rows, profile.build.l1_cache_bytes), nl=False)
-
-
-def _load_btf(path: str) -> Btf:
-    from vnetrx.layouts.btf import Btf
-
-    btf = Btf.load(path)
-    btf.save_index()
-    return btf
-
-
-def _btf_rows(path: str, name: str) -> tuple[int, list[Row]]:
-    key = btf_key(path)
-    cached = None if key is None else load_rows(key, name)
-    if cached is not None:
-        return cached
-    from vnetrx.layouts.check import rows_of_btf
-
-    size, rows = rows_of_btf(_load_btf(path), name)
-    if key is not None:
-        save_rows(key, name, size, rows)
-    return size, rows
+    click.echo(pahole_text(name, size, rows, profile.build.l1_cache_bytes), nl=False)
 
 
 def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: bool) -> None:
@@ -166,9 +122,16 @@ def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: 
         )
     else:
         for item, problems in results.items():
-            status = "ok" if not problems else "DIFFERS"
-            click.echo(f"{item:<32} {status}")
+            if problems and problems[0].member == "(struct)":
+                click.echo(f"{item:<32} ABSENT from this BTF (vnetrx: {problems[0].ours})")
+                continue
+            click.echo(f"{item:<32} {'DIFFERS' if problems else 'ok'}")
             for p in problems:
                 click.echo(f"    {p.member}: vnetrx {p.ours}, kernel {p.kernel}")
+        if any(p and p[0].member == "(struct)" for p in results.values()):
+            click.echo(
+                "(a struct of a driver built as a module is in the module's BTF: give it with "
+                "--btf and vmlinux with --btf-base)"
+            )
     if any(results.values()):
         sys.exit(1)

@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from vnetrx.errors import InputError
-from vnetrx.kernel.build import ARCHES, MAX_HEADER_BY_CONFIG, PAGE_SIZES, build_config
+from vnetrx.kernel.build import (
+    ARCHES,
+    DEFAULT_ARCH,
+    MAX_HEADER_BY_CONFIG,
+    PAGE_SIZES,
+    build_config,
+)
 from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import newest, resolve, supported_names
@@ -67,7 +73,7 @@ def build_options(f: Any) -> Any:
             click.option(
                 "--arch",
                 type=click.Choice(sorted(ARCHES)),
-                default="x86_64",
+                default=DEFAULT_ARCH,
                 show_default=True,
                 help="Architecture (its NET_IP_ALIGN, cache line, DMA alignment).",
             ),
@@ -98,7 +104,7 @@ def build_options(f: Any) -> Any:
 
 @dataclass(frozen=True)
 class BuildChoice:
-    arch: str = "x86_64"
+    arch: str = DEFAULT_ARCH
     page_size: str = "4k"
     cache_line: str | None = None
     max_skb_frags: int | None = None

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# MAX_HEADER (include/linux/netdevice.h) = LL_MAX_HEADER (+48 with IPIP/GRE/SIT/IPv6 tunnels).
-# LL_MAX_HEADER is 128 with HYPERV_NET=y or WLAN+MAC80211_MESH, 96 with WLAN or AX25, else 32.
-# Values per config preset: virtio-rx.md §2.2 and tap-and-tx-headroom.md §B.4.
-MAX_HEADER_BY_CONFIG: dict[str, int] = {
-    "debian": 176,  # Debian amd64: WLAN=y, MAC80211_MESH=y (LL_MAX_HEADER 128), tunnels=m (+48)
-    "debian-cloud": 80,  # Debian cloud-amd64: no WLAN (32), tunnels=m (+48)
-    "minimal": 32,  # no WLAN/HYPERV/tunnels (this machine's 6.18.44 config)
-}
+# Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
+from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
+
+__all__ = [
+    "ARCHES",
+    "DEFAULT_ARCH",
+    "MAX_HEADER_BY_CONFIG",
+    "PAGE_SIZES",
+    "BuildConfig",
+    "build_config",
+]
 
 
 @dataclass(frozen=True)
 class BuildConfig:
     """What the architecture and ``.config`` fix. Defaults: x86_64, 4 KiB pages, Debian config."""
 
-    arch: str = "x86_64"
+    arch: str = DEFAULT_ARCH
     page_size: int = 4096  # PAGE_SIZE
-    l1_cache_bytes: int = 64  # L1_CACHE_BYTES = SMP_CACHE_BYTES (CONFIG_X86_L1_CACHE_SHIFT=6)
+    # L1_CACHE_BYTES = SMP_CACHE_BYTES (CONFIG_X86_L1_CACHE_SHIFT=6)
+    l1_cache_bytes: int = ARCHES[DEFAULT_ARCH]["l1_cache_bytes"]
     net_ip_align: int = 0  # NET_IP_ALIGN: 0 on x86 and arm64 (asm/processor.h); 2 elsewhere
     # MAX_SKB_FRAGS; 0 = the kernel's own default, resolved by KernelProfile: before 6.4
     # max(16, 65536 / PAGE_SIZE + 1), from 6.4 CONFIG_MAX_SKB_FRAGS (17 by default)
@@ -38,19 +42,8 @@ class BuildConfig:
     small_head_observed: int | None = None
 
 
-ARCHES: dict[str, dict[str, int]] = {
-    # arch/x86/include/asm/cache.h (L1_CACHE_SHIFT = CONFIG_X86_L1_CACHE_SHIFT = 6 for
-    # GENERIC_CPU), asm/processor.h (NET_IP_ALIGN 0)
-    "x86_64": {"l1_cache_bytes": 64, "net_ip_align": 0, "page_pool_frag_align": 8},
-    # arch/arm64/include/asm/cache.h @6.1/@6.12/@7.3: L1_CACHE_SHIFT 6, ARCH_DMA_MINALIGN 128;
-    # asm/processor.h: NET_IP_ALIGN 0 (for 5.12-5.15 the cache line was not checked: assumed 64)
-    "arm64": {"l1_cache_bytes": 64, "net_ip_align": 0, "page_pool_frag_align": 128},
-}
-PAGE_SIZES = {"4k": 4096, "16k": 16384, "64k": 65536}
-
-
 def build_config(
-    arch: str = "x86_64",
+    arch: str = DEFAULT_ARCH,
     page_size: int = 4096,
     l1_cache_bytes: int | None = None,
     max_skb_frags: int = 0,

@@ -110,6 +110,16 @@ RX_PREMAPPED_BY_DEFAULT = Change(
     note="series applied Nov 2024, ids not seen. 6.6-6.9 do the same only when the virtqueue "
     "uses the DMA API (not modelled: typical QEMU does not); 6.10 always (not profiled)",
 )
+VIRTNET_RQ_DMA = Change(
+    key="virtnet_rq_dma",
+    subject="virtio_net: merge dma operations when filling mergeable buffers",
+    commit="",
+    since=v("6.6"),
+    summary="drivers/net/virtio_net.c defines struct virtnet_rq_dma (dma addr, ref, len, "
+    "need_sync), the header of a premapped rx page",
+    note="part of the 6.6 premapped-mode series; the struct is in Debian 6.12.117's virtio_net.ko "
+    "BTF and not in 6.1.192's (checked by tests/test_btf_split.py); the commit id was not pinned",
+)
 BIG_RECV_LEN_CHECK = Change(
     key="big_recv_len_check",
     subject="virtio-net: fix received length check in big packets",
@@ -366,6 +376,7 @@ CHANGES: tuple[Change, ...] = (
     BIG_PACKETS_MTU_SIZED,
     NAPI_SMALL_PAGE_FRAG,
     SKB_SMALL_HEAD_CACHE,
+    VIRTNET_RQ_DMA,
     RX_PREMAPPED_BY_DEFAULT,
     SMALL_HEAD_GRO_SIZED,
     BIG_RECV_LEN_CHECK,

@@ -1,25 +1,46 @@
 """A struct layout as rows (pahole's view), the holes between them, and an on-disk cache of the
-rows read from a BTF file. No Construct here: a warm ``vnetrx layout --btf`` needs nothing more."""
+rows read from a BTF file.
+
+Only built-in modules here: the fast ``vnetrx layout NAME --btf`` entry (vnetrx/main.py) runs a
+warm lookup with this module alone, so it stays clear of dataclasses, json and hashlib, each of
+which costs milliseconds to import.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from dataclasses import asdict, dataclass
-from pathlib import Path
+
+_CACHE_FORMAT = "vnetrx-rows 1"
 
 
-@dataclass(frozen=True)
 class Row:
     """One member as a pahole-style view shows it."""
 
-    name: str
-    type_name: str
-    offset: int
-    size: int
-    bit_offset: int | None = None
-    bit_size: int | None = None
+    __slots__ = ("bit_offset", "bit_size", "name", "offset", "size", "type_name")
+
+    def __init__(
+        self,
+        name: str,
+        type_name: str,
+        offset: int,
+        size: int,
+        bit_offset: int | None = None,
+        bit_size: int | None = None,
+    ) -> None:
+        self.name, self.type_name, self.offset, self.size = name, type_name, offset, size
+        self.bit_offset, self.bit_size = bit_offset, bit_size
+
+    def fields(self) -> tuple[str, str, int, int, int | None, int | None]:
+        return (self.name, self.type_name, self.offset, self.size, self.bit_offset, self.bit_size)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Row) and self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.fields())
+
+    def __repr__(self) -> str:
+        return "Row" + repr(self.fields())
 
 
 def holes(rows: list[Row], size: int) -> list[tuple[int, int]]:
@@ -34,40 +55,103 @@ def holes(rows: list[Row], size: int) -> list[tuple[int, int]]:
     return gaps
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vnetrx"
+def cache_dir() -> str:
+    return os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "vnetrx",
+    )
 
 
 def btf_key(path: str) -> str | None:
-    """Identifies a BTF file by its path, size and modification time (None: unreadable)."""
+    """Identifies a file by device, inode, size and modification time (None: unreadable).
+    /sys/kernel/btf/* get a new mtime at every boot."""
     try:
-        stat = Path(path).stat()
+        st = os.stat(path)
     except OSError:
         return None
-    text = f"{Path(path).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+    return f"{st.st_dev:x}-{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"
 
 
-def _rows_file(key: str, name: str) -> Path:
+def _rows_file(key: str, name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch == "_" else "-" for ch in name)
-    return cache_dir() / f"btf-{key}-{safe}.json"
+    return os.path.join(cache_dir(), f"btf-{key}-{safe}.rows")
 
 
 def load_rows(key: str, name: str) -> tuple[int, list[Row]] | None:
+    """The cached rows of ``name``, or None (absent or damaged)."""
     try:
-        doc = json.loads(_rows_file(key, name).read_text())
-        return int(doc["size"]), [Row(**row) for row in doc["rows"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        with open(_rows_file(key, name), encoding="utf-8") as f:
+            head, *lines = f.read().split("\n")
+        fmt, size = head.split("\t")
+        if fmt != _CACHE_FORMAT or lines.pop() != "":
+            return None
+        rows = []
+        for line in lines:
+            name_, type_name, offset, size_, bit_offset, bit_size = line.split("\t")
+            rows.append(
+                Row(
+                    name_,
+                    type_name,
+                    int(offset),
+                    int(size_),
+                    int(bit_offset) if bit_offset else None,
+                    int(bit_size) if bit_size else None,
+                )
+            )
+        return int(size), rows
+    except (OSError, ValueError, IndexError):
         return None
 
 
 def save_rows(key: str, name: str, size: int, rows: list[Row]) -> None:
-    """Best effort: an unwritable cache is skipped."""
+    """Best effort: an unwritable cache, or names a line-based file cannot hold, are skipped."""
+    lines = [f"{_CACHE_FORMAT}\t{size}"]
+    for row in rows:
+        text = [str(v) if v is not None else "" for v in row.fields()]
+        if any("\t" in t or "\n" in t for t in text):
+            return
+        lines.append("\t".join(text))
     target = _rows_file(key, name)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"size": size, "rows": [asdict(r) for r in rows]}))
-        tmp.replace(target)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = f"{target}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(tmp, target)
     except OSError:
         pass
+
+
+RUNNING_BTF = "/sys/kernel/btf/vmlinux"
+
+
+def default_base(path: str) -> str | None:
+    """The base a split BTF needs when none is given: a module's /sys/kernel/btf/<module> sits
+    on the running kernel's vmlinux."""
+    directory, name = os.path.split(os.path.abspath(path))
+    if directory == os.path.dirname(RUNNING_BTF) and name != "vmlinux":
+        return RUNNING_BTF
+    return None
+
+
+def btf_rows(path: str, name: str, base_path: str | None = None) -> tuple[int, list[Row]]:
+    """(size, rows) of struct ``name`` in the BTF at ``path`` (split BTF on ``base_path``,
+    which defaults as ``default_base`` says), from the rows cache when this exact file (and
+    base) was read before."""
+    base_path = base_path or default_base(path)
+    key = btf_key(path)
+    if key is not None and base_path is not None:
+        base_key = btf_key(base_path)
+        key = None if base_key is None else f"{key}-on-{base_key}"
+    cached = None if key is None else load_rows(key, name)
+    if cached is not None:
+        return cached
+    from vnetrx.layouts.btf import load_btf
+
+    struct = load_btf(path, base_path).struct(name)
+    rows = [
+        Row(m.name, m.type_name, m.offset, m.size, m.bit_offset, m.bit_size) for m in struct.members
+    ]
+    if key is not None:
+        save_rows(key, name, struct.size, rows)
+    return struct.size, rows

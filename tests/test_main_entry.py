@@ -1,0 +1,108 @@
+"""The process entry (vnetrx/main.py): `vnetrx layout NAME --btf PATH` without click prints
+exactly what the click command prints; everything else, and every error, goes to click."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+from vnetrx.main import layout_request
+
+VMLINUX = Path("/sys/kernel/btf/vmlinux")
+needs_btf = pytest.mark.skipif(not VMLINUX.exists(), reason="no /sys/kernel/btf/vmlinux here")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["layout", "sk_buff", "--btf", "running"], ("sk_buff", "running", None, False)),
+    (["layout", "--btf=x.btf", "sk_buff", "--json"], ("sk_buff", "x.btf", None, True)),
+    (["layout", "tun_file", "--btf", "m.btf", "--btf-base", "v.btf"],
+     ("tun_file", "m.btf", "v.btf", False)),
+    (["layout", "sk_buff", "--btf-base=v", "--btf=m"], ("sk_buff", "m", "v", False)),
+])
+def test_fast_requests(argv: list[str], expected: tuple[object, ...]) -> None:
+    assert layout_request(argv) == expected
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["trace"], ["layout"], ["layout", "sk_buff"],  # no --btf: vnetrx's own layouts
+    ["layout", "sk_buff", "--btf"], ["layout", "sk_buff", "--btf", "--json"],
+    ["layout", "sk_buff", "--btf", "a", "--btf", "b"], ["layout", "a", "b", "--btf", "x"],
+    ["layout", "sk_buff", "--btf", "x", "--kernel", "6.1"],  # another cache line: click
+    ["layout", "--check", "--btf", "running"], ["layout", "--list"],
+    ["layout", "sk_buff", "--btf", "x", "--help"], ["layout", "sk_buff", "--btf", "x", "-h"],
+    ["layout", "sk_buff", "--btf", "x", "--json", "--json"], ["--color", "never", "layout"],
+])
+def test_everything_else_goes_to_click(argv: list[str]) -> None:
+    assert layout_request(argv) is None
+
+
+def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    return subprocess.run([sys.executable, "-m", "vnetrx", *args], capture_output=True,
+                          text=True, env=env, check=False)
+
+
+@needs_btf
+@pytest.mark.parametrize("name", ["skb_shared_info", "sk_buff", "virtio_net_hdr_v1_hash"])
+@pytest.mark.parametrize("fmt", [[], ["--json"]], ids=["text", "json"])
+def test_fast_path_prints_what_click_prints(name: str, fmt: list[str], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    args = ["layout", name, "--btf", str(VMLINUX), *fmt]
+    cold, warm = _run(args, tmp_path), _run(args, tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "click"))
+    clicked = CliRunner().invoke(cli, args)
+    assert clicked.exit_code == 0 and cold.returncode == 0 and warm.returncode == 0
+    assert cold.stdout == warm.stdout == clicked.stdout
+    assert list(tmp_path.glob("vnetrx/btf-*.rows"))  # the warm run read the rows cache
+
+
+@needs_btf
+def test_fast_path_loads_neither_click_nor_construct(tmp_path: Path) -> None:
+    """The reason the fast path exists (issue 6): a BTF lookup imports no click, rich or
+    construct, cold or warm."""
+    code = (
+        "import sys\n"
+        "from vnetrx.main import layout_request, serve_layout\n"
+        "assert serve_layout(*layout_request(['layout', 'skb_shared_info', '--btf', 'running']))\n"
+        "heavy = {'click', 'rich', 'construct', 'dataclasses', 'json'} & set(sys.modules)\n"
+        "assert not heavy, heavy\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for _ in ("cold", "warm"):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, check=False)
+        assert run.returncode == 0, run.stderr
+        assert "struct skb_shared_info {" in run.stdout
+
+
+def test_errors_fall_through_to_click(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.btf"
+    bad.write_bytes(b"\x9f\xeb\x01\x00" + b"\0" * 4)
+    run = _run(["layout", "pair", "--btf", str(bad)], tmp_path)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "bad.btf: header length 0 at byte 4" in run.stderr
+    run = _run(["layout", "pair", "--btf", str(bad), "--json"], tmp_path)
+    doc = json.loads(run.stdout)
+    assert run.returncode == 1 and doc["exit_code"] == 1 and "header length 0" in doc["error"]
+    run = _run(["layout", "pair", "--btf", str(tmp_path / "absent")], tmp_path)
+    assert run.returncode == 1 and "cannot read BTF from" in run.stderr
+
+
+@needs_btf
+def test_unknown_struct_falls_through(tmp_path: Path) -> None:
+    run = _run(["layout", "no_such_struct", "--btf", "running"], tmp_path)
+    assert run.returncode == 1
+    assert "no struct or union named 'no_such_struct'" in run.stderr
+
+
+def test_other_commands_still_run() -> None:
+    run = subprocess.run([sys.executable, "-m", "vnetrx", "layout", "--list"],
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and "skb_shared_info" in run.stdout

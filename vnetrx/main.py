@@ -1,0 +1,83 @@
+"""The process entry point (the ``vnetrx`` script and ``python -m vnetrx``).
+
+``vnetrx layout NAME --btf PATH [--btf-base PATH] [--json]`` is served here, before click is
+imported: it is the command people run again and again to look at a kernel struct, and click
+plus the CLI's option modules cost ~40 ms of imports, most of pahole's whole run (issue 6 asks
+for vnetrx to beat ``pahole -C``). It uses the same functions as ``vnetrx.cli.layout``
+(layouts/rows.py, render/layout_view.py) and its output is tested to be byte for byte the same.
+
+Any other command line, and any error, goes to the click CLI, which does the same work again
+and reports the error in the usual way (one line, exit status, JSON with --json).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def layout_request(argv: list[str]) -> tuple[str, str, str | None, bool] | None:
+    """(name, btf path, base path, as_json) when ``argv`` is exactly a BTF layout lookup with
+    the default kernel profile; None for anything else (including --help, --check, --kernel)."""
+    if not argv or argv[0] != "layout":
+        return None
+    name = path = base = None
+    as_json = False
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "--json" and not as_json:
+            as_json = True
+        elif arg in ("--btf", "--btf-base") or arg.startswith(("--btf=", "--btf-base=")):
+            option, eq, value = arg.partition("=")
+            if not eq:
+                value = next(args, "")
+            if not value or value.startswith("-"):
+                return None
+            if option == "--btf" and path is None:
+                path = value
+            elif option == "--btf-base" and base is None:
+                base = value
+            else:
+                return None
+        elif not arg.startswith("-") and name is None and arg:
+            name = arg
+        else:
+            return None
+    if name is None or path is None:
+        return None
+    return name, path, base, as_json
+
+
+def serve_layout(name: str, path: str, base: str | None, as_json: bool) -> bool:
+    """Print the layout; False (nothing printed) when the CLI should handle it instead."""
+    from vnetrx.errors import VnetrxError
+    from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH
+    from vnetrx.layouts.rows import RUNNING_BTF, btf_rows
+    from vnetrx.render.layout_view import layout_json, pahole_text
+
+    def resolve(p: str) -> str:
+        return RUNNING_BTF if p == "running" else p
+
+    try:
+        size, rows = btf_rows(resolve(path), name, None if base is None else resolve(base))
+    except VnetrxError:
+        return False
+    if as_json:
+        text = layout_json(name, size, rows)
+    else:
+        # The default profile's cache line (cli.options.load_profile with no --kernel/--arch).
+        text = pahole_text(name, size, rows, ARCHES[DEFAULT_ARCH]["l1_cache_bytes"])
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `vnetrx layout ... | head`
+        sys.stderr.close()
+    return True
+
+
+def main() -> None:
+    request = layout_request(sys.argv[1:])
+    if request is not None and serve_layout(*request):
+        sys.exit(0)
+    from vnetrx.cli import main as cli_main
+
+    cli_main()
