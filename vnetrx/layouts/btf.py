@@ -22,7 +22,7 @@ import os
 from bisect import bisect_left
 
 from vnetrx.errors import InputError, LayoutError
-from vnetrx.layouts.rows import btf_key, cache_dir, default_base
+from vnetrx.layouts.rows import Row, btf_key, cache_dir, default_base
 
 BTF_MAGIC = 0xEB9F
 HEADER_SIZE = 24  # struct btf_header: magic, version, flags, hdr_len, 4 section offsets/lengths
@@ -69,34 +69,11 @@ POINTER_SIZE = 8  # every profiled architecture is 64-bit
 _MAX_DEPTH = 64
 
 
-class _Value:
-    """A small immutable record with equality on ``_compared`` fields (dataclasses would cost
-    this module ~20 ms of imports)."""
+class Member(Row):
+    """One member (a Row, offset in bytes from the outer struct) and its BTF type id, which
+    does not take part in comparisons."""
 
-    __slots__ = ()
-    _compared: tuple[str, ...] = ()
-
-    def _key(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._compared)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, _Value) and type(other) is type(self) and self._key() == other._key()
-        )
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)
-        return f"{type(self).__name__}({fields})"
-
-
-class Member(_Value):
-    """One member; ``offset`` in bytes from the start of the outer struct."""
-
-    __slots__ = ("bit_offset", "bit_size", "name", "offset", "size", "type_id", "type_name")
-    _compared = ("name", "type_name", "offset", "size", "bit_offset", "bit_size")
+    __slots__ = ("type_id",)
 
     def __init__(
         self,
@@ -108,16 +85,29 @@ class Member(_Value):
         bit_size: int | None = None,
         type_id: int = 0,
     ) -> None:
-        self.name, self.type_name, self.offset, self.size = name, type_name, offset, size
-        self.bit_offset, self.bit_size, self.type_id = bit_offset, bit_size, type_id
+        super().__init__(name, type_name, offset, size, bit_offset, bit_size)
+        self.type_id = type_id
 
 
-class StructLayout(_Value):
+class StructLayout:
     __slots__ = ("kind", "members", "name", "size")
-    _compared = ("name", "kind", "size", "members")
 
     def __init__(self, name: str, kind: str, size: int, members: tuple[Member, ...]) -> None:
         self.name, self.kind, self.size, self.members = name, kind, size, members
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StructLayout) and (
+            self.name,
+            self.kind,
+            self.size,
+            self.members,
+        ) == (other.name, other.kind, other.size, other.members)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kind, self.size, self.members))
+
+    def __repr__(self) -> str:
+        return f"StructLayout({self.name!r}, {self.kind!r}, {self.size}, {self.members!r})"
 
 
 class Btf:
