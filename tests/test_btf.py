@@ -270,3 +270,36 @@ def test_struct_named_by_an_offset_into_a_longer_string() -> None:
     btf = Btf(_named_blob(b"\0int\0xpair\0", 6), "names")
     assert btf.find_struct("pair") == 2
     assert btf.struct("pair").size == 4
+
+
+def _running_tree(tmp_path: Path, config: str) -> str:
+    """A fake root for running_profile: 6.1.0-57-amd64 with ``config`` and a synthetic BTF whose
+    skb_shared_info.frags has 45 entries and sk_buff is 232 bytes."""
+    strings = b"\0int\0sk_buff\0skb_shared_info\0frags\0len\0"
+    name = {s: strings.index(b"\0" + s.encode() + b"\0") + 1 for s in
+            ("int", "sk_buff", "skb_shared_info", "frags", "len")}
+    types = struct.pack("<IIII", name["int"], 1 << 24, 4, 32)  # [1] int
+    types += struct.pack("<III", 0, 3 << 24, 0) + struct.pack("<III", 1, 1, 45)  # [2] int[45]
+    types += struct.pack("<III", name["skb_shared_info"], (4 << 24) | 1, 180)  # [3]
+    types += struct.pack("<III", name["frags"], 2, 0)
+    types += struct.pack("<III", name["sk_buff"], (4 << 24) | 1, 232)  # [4]
+    types += struct.pack("<III", name["len"], 1, 0)
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    root = tmp_path / "root"
+    for rel, text in [("proc/sys/kernel/osrelease", "6.1.0-57-amd64\n"),
+                      ("proc/version", "Linux version 6.1.0-57-amd64 (Debian 6.1.192-1)\n"),
+                      ("proc/config", config)]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "sys/kernel/btf").mkdir(parents=True)
+    (root / "sys/kernel/btf/vmlinux").write_bytes(header + types + strings)
+    return str(root)
+
+
+def test_running_profile_takes_max_skb_frags_from_btf(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    k = running_profile(_running_tree(tmp_path, "CONFIG_MAX_SKB_FRAGS=17\n"))
+    assert (k.build.max_skb_frags, k.build.sk_buff_size) == (45, 232)
+    assert "config says MAX_SKB_FRAGS 17, BTF 45" in k.source
+    assert "MAX_SKB_FRAGS 45 (BTF: skb_shared_info.frags)" in k.source

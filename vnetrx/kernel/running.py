@@ -86,7 +86,9 @@ def running_profile(root: str = "") -> KernelProfile:
 
 
 def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
-    """sizeof(struct sk_buff) and sizeof(struct skb_shared_info) from the kernel's own BTF.
+    """sizeof(struct sk_buff), sizeof(struct skb_shared_info) and MAX_SKB_FRAGS (the length of
+    skb_shared_info.frags) from the kernel's own BTF; BTF's MAX_SKB_FRAGS wins over the config's,
+    since it is what the kernel was compiled with.
 
     Without BTF (CONFIG_DEBUG_INFO_BTF=n) the BuildConfig defaults stay: only SKB_DATA_ALIGN of
     sk_buff (256 for any size 193..256) and the modelled skb_shared_info layout enter formulas.
@@ -95,16 +97,24 @@ def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
         read.append("no BTF: sizeof(sk_buff) assumed 224 and skb_shared_info from the layout")
         return build
     from vnetrx.errors import LayoutError
-    from vnetrx.layouts.btf import Btf
+    from vnetrx.layouts.btf import load_btf
 
     try:
-        btf = Btf.load(path, cache=False)
+        btf = load_btf(path)
         sk_buff, shinfo = btf.struct("sk_buff").size, btf.struct("skb_shared_info").size
+        frags = btf.member("skb_shared_info", "frags")
+        max_skb_frags = None if frags is None else btf.array_length(frags.type_id)
     except (LayoutError, KeyError) as exc:
         read.append(f"BTF unreadable ({exc}): sizeof(sk_buff) assumed 224")
         return build
     read.append(f"sizeof(sk_buff) {sk_buff}, sizeof(skb_shared_info) {shinfo} ({path})")
-    return replace(build, sk_buff_size=sk_buff)
+    build = replace(build, sk_buff_size=sk_buff)
+    if max_skb_frags:
+        if build.max_skb_frags and build.max_skb_frags != max_skb_frags:
+            read.append(f"config says MAX_SKB_FRAGS {build.max_skb_frags}, BTF {max_skb_frags}")
+        read.append(f"MAX_SKB_FRAGS {max_skb_frags} (BTF: skb_shared_info.frags)")
+        build = replace(build, max_skb_frags=max_skb_frags)
+    return build
 
 
 def max_header_from_kconfig(config: str) -> int:

@@ -466,6 +466,14 @@ class Btf:
             found.type_id,
         )
 
+    def array_length(self, type_id: int) -> int | None:
+        """nelems of an array type (through typedefs and qualifiers); None if not an array."""
+        type_id = self._strip(type_id)
+        if type_id == 0:
+            return None
+        owner, i, kind, *_ = self._record(type_id)
+        return owner.words[i + 5] if kind == ARRAY else None
+
     def _strip(self, type_id: int) -> int:
         """Follow const/volatile/typedef to the underlying type (for anonymous members)."""
         for _ in range(_MAX_DEPTH):
