@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from test_btf import tiny_btf
 
 from vnetrx.errors import LayoutError
-from vnetrx.layouts.btf import STRUCT, TRAILER_WORDS, UNION, Btf
+from vnetrx.layouts.btf import Btf
 from vnetrx.layouts.btf_format import btf_header, btf_type, iter_records
+from vnetrx.layouts.btf_index import STRUCT, TRAILER_WORDS, UNION
 
 VMLINUX = Path("/sys/kernel/btf/vmlinux")
 needs_btf = pytest.mark.skipif(not VMLINUX.exists(), reason="no /sys/kernel/btf/vmlinux here")

@@ -6,63 +6,38 @@ The record formats are defined with Construct in ``btf_format.py``; the tests ch
 against that grammar record by record. This module decodes the same records through a
 ``memoryview`` of 32-bit words instead, for one measured reason: importing construct alone takes
 ~45 ms on the reference machine, about as long as all of ``pahole -C``, and issue 6 asks
-``vnetrx layout NAME --btf`` to beat pahole. So this module imports nothing beyond the standard
-library's built-ins and ``bisect``.
+``vnetrx layout NAME --btf`` to beat pahole. So it imports only built-in modules.
 
-Finding a struct costs one pass over the record headers (~127k records, ~25 ms: the type id →
-record table), a byte search for its name in the string section and a C-speed scan of the
-records' name_off words; only the records a lookup touches are decoded.
-The table is cached on disk per file (size, mtime, inode). Corrupt or truncated input raises
-LayoutError naming the file and byte offset.
+Where the records are (the type id → record table, its disk cache, finding records by name) is
+``btf_index.py``; this module says what they mean. Only the records a lookup touches are
+decoded. Corrupt or truncated input raises LayoutError naming the file and byte offset.
 """
 
 from __future__ import annotations
 
 import os
-from bisect import bisect_left
 
 from vnetrx.errors import InputError, LayoutError
+from vnetrx.layouts.btf_index import (
+    ARRAY,
+    KINDS,
+    PTR,
+    STRUCT,
+    TRAILER_WORDS,
+    UNION,
+    RecordError,
+    load_table,
+    save_table,
+    string_offsets,
+    structs_named,
+    walk,
+)
 from vnetrx.layouts.rows import Row, btf_key, cache_dir, default_base
+
+__all__ = ["KINDS", "TRAILER_WORDS", "Btf", "Member", "StructLayout", "load_btf"]
 
 BTF_MAGIC = 0xEB9F
 HEADER_SIZE = 24  # struct btf_header: magic, version, flags, hdr_len, 4 section offsets/lengths
-KINDS = {
-    1: "INT",
-    2: "PTR",
-    3: "ARRAY",
-    4: "STRUCT",
-    5: "UNION",
-    6: "ENUM",
-    7: "FWD",
-    8: "TYPEDEF",
-    9: "VOLATILE",
-    10: "CONST",
-    11: "RESTRICT",
-    12: "FUNC",
-    13: "FUNC_PROTO",
-    14: "VAR",
-    15: "DATASEC",
-    16: "FLOAT",
-    17: "DECL_TAG",
-    18: "TYPE_TAG",
-    19: "ENUM64",
-}
-STRUCT, UNION, PTR, ARRAY = 4, 5, 2, 3
-# 32-bit words after the 3-word struct btf_type, per kind: (fixed, per vlen entry). INT: u32
-# encoding; ARRAY: struct btf_array; STRUCT/UNION: btf_member; ENUM: btf_enum; FUNC_PROTO:
-# btf_param; VAR: btf_var; DATASEC: btf_var_secinfo; DECL_TAG: btf_decl_tag; ENUM64: btf_enum64.
-TRAILER_WORDS = {
-    1: (1, 0),
-    3: (3, 0),
-    4: (0, 3),
-    5: (0, 3),
-    6: (0, 2),
-    13: (0, 2),
-    14: (1, 0),
-    15: (0, 3),
-    17: (1, 0),
-    19: (0, 3),
-}
 _MODIFIERS = (8, 9, 10, 11, 18)  # TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG: refer onward
 _SIZED = (1, 4, 5, 6, 15, 16, 19)  # kinds whose third word is a byte size
 POINTER_SIZE = 8  # every profiled architecture is 64-bit
@@ -198,59 +173,25 @@ class Btf:
         return self.first_id + len(self.starts)
 
     def _walk(self) -> list[int]:
-        """One pass over the record headers: record k starts where record k-1's trailer ends.
-        The step per distinct ``info`` word is memoised (a few hundred of them)."""
-        words, steps = self.words, _Steps()
-        starts: list[int] = []
-        append, i = starts.append, 0
         try:
-            while True:
-                step = steps[words[i + 1]]
-                append(i)
-                i += step
-        except IndexError:
-            pass
-        except _UnknownKind as exc:
+            return walk(self.words)
+        except RecordError as exc:
+            where = self.types_start + 4 * exc.word
             raise LayoutError(
-                f"{self.path}: unknown type kind {exc.kind} at byte {self.types_start + 4 * i}"
-            ) from None
-        if i != len(words):
-            where = self.types_start + 4 * (starts[-1] if i > len(words) and starts else i)
-            raise LayoutError(
-                f"{self.path}: type section ends inside a record at byte {where} "
+                f"{self.path}: {exc.problem} at byte {where} "
                 f"(section bytes {self.types_start}..{self.types_end})"
-            )
-        return starts
+            ) from None
 
     def _load_index(self) -> None:
-        if self._cache_file is None:
-            return
-        try:
-            with open(self._cache_file, "rb") as f:
-                starts = memoryview(f.read()).cast("I").tolist()
-            # A damaged or stale table must still end exactly at the end of the type section.
-            last = starts[-1]
-            ends_right = last + _Steps()[self.words[last + 1]] == len(self.words)
-        except (OSError, TypeError, ValueError, IndexError, _UnknownKind):
-            return  # no cache yet, or a damaged one: walk from scratch
-        if ends_right and starts[0] == 0 and starts == sorted(starts):
-            self._starts = starts
-            self._cache_file = None  # loaded: nothing to save
+        if self._cache_file is not None:
+            self._starts = load_table(self._cache_file, self.words)
+            if self._starts is not None:
+                self._cache_file = None  # loaded: nothing to save
 
     def save_index(self) -> None:
         """Write the record table for the next run (best effort: an unwritable cache is skipped)."""
-        if self._cache_file is None or not self.starts:
-            return
-        from array import array
-
-        try:
-            os.makedirs(os.path.dirname(self._cache_file), exist_ok=True)
-            tmp = self._cache_file + f".{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(array("I", self.starts).tobytes())
-            os.replace(tmp, self._cache_file)
-        except OSError:
-            pass
+        if self._cache_file is not None and self.starts:
+            save_table(self._cache_file, self.starts)
         self._cache_file = None
 
     # --- records and strings --------------------------------------------------------------
@@ -353,37 +294,14 @@ class Btf:
         if self.base is not None:  # a module's struct may be named by a base string
             base_whole, base_suffixes = self.base._name_offsets(wanted)
             whole, suffixes = whole | base_whole, suffixes | base_suffixes
-        own = self._records_named(whole) or self._records_named(suffixes)
-        return sorted(found + own)
-
-    def _records_named(self, name_offs: set[int]) -> list[int]:
-        """Struct/union ids whose name_off is in ``name_offs``: a byte search of the type section
-        for each value, a record start (bisect) whose info word says STRUCT or UNION."""
-        data, start, starts, found = self.data, self.types_start, self.starts, []
-        for name_off in name_offs:
-            needle = name_off.to_bytes(4, "little")
-            pos = data.find(needle, start, self.types_end)
-            while pos >= 0:
-                # Cheap byte tests first: word-aligned, info's byte 2 is 0, its kind 4 or 5.
-                if (pos - start) & 3 == 0 and not data[pos + 6] and data[pos + 7] & 0x1F in (4, 5):
-                    word = (pos - start) >> 2
-                    k = bisect_left(starts, word)
-                    if k < len(starts) and starts[k] == word:
-                        found.append(self.first_id + k)
-                pos = data.find(needle, pos + 1, self.types_end)
-        return found
+        section = (self.data, self.types_start, self.types_end)
+        own = structs_named(*section, self.starts, whole) or structs_named(
+            *section, self.starts, suffixes
+        )
+        return sorted(found + [self.first_id + k for k in own])
 
     def _name_offsets(self, wanted: bytes) -> tuple[set[int], set[int]]:
-        """String offsets at which ``wanted`` (a name and its NUL) is a whole string, and at
-        which it ends a longer one."""
-        whole: set[int] = set()
-        suffixes: set[int] = set()
-        data, pos = self.data, self.data.find(wanted, self.str_start, self.str_end)
-        while pos >= 0:
-            starts_string = pos == self.str_start or data[pos - 1] == 0
-            (whole if starts_string else suffixes).add(pos - self.str_start + self.str_base)
-            pos = data.find(wanted, pos + 1, self.str_end)
-        return whole, suffixes
+        return string_offsets(self.data, self.str_start, self.str_end, self.str_base, wanted)
 
     def struct_names(self) -> list[str]:
         """Every named struct and union in this blob (not its base), in id order."""
@@ -497,20 +415,3 @@ def load_btf(path: str, base_path: str | None = None) -> Btf:
     btf = Btf.load(path, base=base)
     btf.save_index()
     return btf
-
-
-class _UnknownKind(Exception):
-    def __init__(self, kind: int) -> None:
-        self.kind = kind
-
-
-class _Steps(dict[int, int]):
-    """info word → record length in words (3 + the kind's trailer), computed once per value."""
-
-    def __missing__(self, info: int) -> int:
-        kind = (info >> 24) & 0x1F
-        if kind not in KINDS:
-            raise _UnknownKind(kind)
-        fixed, each = TRAILER_WORDS.get(kind, (0, 0))
-        step = self[info] = 3 + fixed + each * (info & 0xFFFF)
-        return step
