@@ -102,8 +102,8 @@ def test_tiny_btf_parses() -> None:
         (lambda d: d[:12] + struct.pack("<I", 20) + d[16:], "ends inside a record at byte 40"),
         (lambda d: d[:31] + b"\x1f" + d[32:], "unknown type kind 31 at byte 24"),
         # member a: name_off at byte 52, type at 56
-        (lambda d: d[:56] + struct.pack("<I", 9) + d[60:], r"type id 9 out of range \(1..2\)"),
-        (lambda d: d[:52] + struct.pack("<II", 0, 2) + d[60:], "nest too deep at type id 2"),
+        (lambda d: d[:56] + struct.pack("<I", 9) + d[60:], r"type id 9 out of range \(1..2\), referred to at byte 52"),
+        (lambda d: d[:52] + struct.pack("<II", 0, 2) + d[60:], "nest too deep at type id 2 \\(byte 40\\)"),
         (lambda d: d[:52] + struct.pack("<I", 999) + d[56:], "string offset 999 outside"),
     ],
     ids=["bad-magic", "big-endian", "bad-version", "short", "bad-hdr-len", "truncated",
@@ -303,3 +303,14 @@ def test_running_profile_takes_max_skb_frags_from_btf(tmp_path: Path,
     assert (k.build.max_skb_frags, k.build.sk_buff_size) == (45, 232)
     assert "config says MAX_SKB_FRAGS 17, BTF 45" in k.source
     assert "MAX_SKB_FRAGS 45 (BTF: skb_shared_info.frags)" in k.source
+
+
+def test_loop_in_the_type_graph_is_one_line() -> None:
+    """Member a's type is [3], a typedef of itself: a loop, reported with the byte of [3]."""
+    strings = b"\0int\0pair\0a\0t\0"
+    types = struct.pack("<III", 1, 1 << 24, 4) + struct.pack("<I", 32)  # [1] int
+    types += struct.pack("<III", 5, (4 << 24) | 1, 4) + struct.pack("<III", 10, 3, 0)  # [2]
+    types += struct.pack("<III", 12, 8 << 24, 3)  # [3] typedef t -> [3]
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    with pytest.raises(LayoutError, match=r"loop\.btf: loop in the type graph at type id 3 \(byte 64\)"):
+        Btf(header + types + strings, "loop.btf").struct("pair")

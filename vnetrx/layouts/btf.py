@@ -208,16 +208,22 @@ class Btf:
             )
         return self.data[start:end].decode("utf-8", "replace")
 
-    def _owner(self, type_id: int) -> Btf:
+    def _owner(self, type_id: int, at: int | None = None) -> Btf:
         if type_id < self.first_id and self.base is not None:
-            return self.base._owner(type_id)
+            return self.base._owner(type_id, at)
         if not self.first_id <= type_id < self.count:
-            raise LayoutError(f"{self.path}: type id {type_id} out of range (1..{self.count - 1})")
+            where = "" if at is None else f", referred to at byte {at}"
+            raise LayoutError(
+                f"{self.path}: type id {type_id} out of range (1..{self.count - 1}){where}"
+            )
         return self
 
-    def _record(self, type_id: int) -> tuple[Btf, int, int, int, int, int, int]:
-        """(owner, word index, kind, vlen, kind_flag, name_off, size_or_type) of a type id."""
-        owner = self._owner(type_id)
+    def _record(
+        self, type_id: int, at: int | None = None
+    ) -> tuple[Btf, int, int, int, int, int, int]:
+        """(owner, word index, kind, vlen, kind_flag, name_off, size_or_type) of a type id;
+        ``at``: the byte that refers to it, for the error message."""
+        owner = self._owner(type_id, at)
         i = owner.starts[type_id - owner.first_id]
         words = owner.words
         info = words[i + 1]
@@ -226,10 +232,10 @@ class Btf:
     def _byte(self, word_index: int) -> int:
         return self.types_start + 4 * word_index
 
-    def size_of(self, type_id: int, depth: int = 0) -> int:
+    def size_of(self, type_id: int, depth: int = 0, at: int | None = None) -> int:
         if type_id == 0:
             return 0
-        owner, i, kind, _, _, _, size_or_type = self._record(type_id)
+        owner, i, kind, _, _, _, size_or_type = self._record(type_id, at)
         if depth > _MAX_DEPTH:
             raise LayoutError(
                 f"{owner.path}: loop in the type graph at type id {type_id} (byte {owner._byte(i)})"
@@ -240,15 +246,16 @@ class Btf:
             return POINTER_SIZE
         if kind == ARRAY:
             element, nelems = owner.words[i + 3], owner.words[i + 5]
-            return nelems * self.size_of(element, depth + 1)
+            return nelems * self.size_of(element, depth + 1, owner._byte(i))
         if kind in _MODIFIERS:
-            return self.size_of(size_or_type, depth + 1)
+            return self.size_of(size_or_type, depth + 1, owner._byte(i))
         return 0
 
-    def type_name(self, type_id: int, depth: int = 0) -> str:
+    def type_name(self, type_id: int, depth: int = 0, at: int | None = None) -> str:
         if type_id == 0:
             return "void"
-        owner, i, kind, _, _, name_off, ref = self._record(type_id)
+        owner, i, kind, _, _, name_off, ref = self._record(type_id, at)
+        here = owner._byte(i)
         if depth > _MAX_DEPTH:
             raise LayoutError(
                 f"{owner.path}: loop in the type graph at type id {type_id} (byte {owner._byte(i)})"
@@ -260,13 +267,14 @@ class Btf:
             keyword = {4: "struct", 5: "union", 6: "enum", 19: "enum"}.get(kind, "struct")
             return f"{keyword} {name or '{...}'}"
         if kind == PTR:
-            return self.type_name(ref, depth + 1) + " *"
+            return self.type_name(ref, depth + 1, here) + " *"
         if kind == ARRAY:
-            return f"{self.type_name(owner.words[i + 3], depth + 1)}[{owner.words[i + 5]}]"
+            element = self.type_name(owner.words[i + 3], depth + 1, here)
+            return f"{element}[{owner.words[i + 5]}]"
         if kind in (9, 10, 11):
-            return f"{KINDS[kind].lower()} {self.type_name(ref, depth + 1)}"
+            return f"{KINDS[kind].lower()} {self.type_name(ref, depth + 1, here)}"
         if kind == 18:
-            return self.type_name(ref, depth + 1)
+            return self.type_name(ref, depth + 1, here)
         if kind == 13:
             return "fn"
         return name
@@ -327,23 +335,27 @@ class Btf:
     def _members(self, type_id: int, base_bits: int, depth: int) -> list[Member]:
         owner, i, _, vlen, kind_flag, _, _ = self._record(type_id)
         if depth > 16:
-            raise LayoutError(f"{owner.path}: anonymous members nest too deep at type id {type_id}")
+            raise LayoutError(
+                f"{owner.path}: anonymous members nest too deep at type id {type_id} "
+                f"(byte {owner._byte(i)})"
+            )
         words, out = owner.words, []
         for entry in range(i + 3, i + 3 + 3 * vlen, 3):  # struct btf_member: name_off, type, offset
             name_off, member_type, offset = words[entry], words[entry + 1], words[entry + 2]
+            at = owner._byte(entry)  # where this member is, for error messages
             bit_size = (offset >> 24) if kind_flag else 0
             bits = base_bits + ((offset & 0xFFFFFF) if kind_flag else offset)
             name = self.string(name_off)
-            target = self._strip(member_type)
+            target = self._strip(member_type, at)
             if not name and target and self._record(target)[2] in (STRUCT, UNION):
                 out += self._members(target, bits, depth + 1)
                 continue
             if bit_size or bits % 8:
-                size = self.size_of(member_type)
+                size = self.size_of(member_type, at=at)
                 out.append(
                     Member(
                         name,
-                        self.type_name(member_type),
+                        self.type_name(member_type, at=at),
                         bits // 8 // size * size if size else bits // 8,
                         size,
                         bits,
@@ -355,9 +367,9 @@ class Btf:
             out.append(
                 Member(
                     name,
-                    self.type_name(member_type),
+                    self.type_name(member_type, at=at),
                     bits // 8,
-                    self.size_of(member_type),
+                    self.size_of(member_type, at=at),
                     type_id=member_type,
                 )
             )
@@ -392,16 +404,19 @@ class Btf:
         owner, i, kind, *_ = self._record(type_id)
         return owner.words[i + 5] if kind == ARRAY else None
 
-    def _strip(self, type_id: int) -> int:
+    def _strip(self, type_id: int, at: int | None = None) -> int:
         """Follow const/volatile/typedef to the underlying type (for anonymous members)."""
         for _ in range(_MAX_DEPTH):
             if type_id == 0:
                 return 0
-            record = self._record(type_id)
-            if record[2] not in _MODIFIERS:
+            owner, i, kind, *_, ref = self._record(type_id, at)
+            if kind not in _MODIFIERS:
                 return type_id
-            type_id = record[6]
-        raise LayoutError(f"{self.path}: loop in the type graph at type id {type_id}")
+            type_id, at = ref, owner._byte(i)
+        raise LayoutError(
+            f"{self.path}: loop in the type graph at type id {type_id}"
+            + ("" if at is None else f" (byte {at})")
+        )
 
 
 def load_btf(path: str, base_path: str | None = None) -> Btf:
