@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, mode_for
+from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
 from vnetrx.model import Trace
 from vnetrx.paths.virtio_net import VirtioRxSetup
@@ -81,17 +81,27 @@ class LabReport:
         return self.counters_match and all(frame.match for frame in self.frames)
 
 
+def base_mode(mode: str) -> str:
+    """small, big or mergeable: the driver's receive path ("big-gso" → "big")."""
+    return mode.removesuffix("-gso")
+
+
 def setup_for(
     mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int
 ) -> VirtioRxSetup:
-    """The model's input for one frame of the boot (see the module docstring)."""
+    """The model's input for one frame of the boot (see the module docstring). Guest GSO is
+    negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
+    carries no vnet header, so QEMU clears the guest offloads. The model takes guest GSO as
+    the reason for big mode; with MRG_RXBUF it takes none (mergeable mode whatever GSO says),
+    so "mergeable-gso" is predicted as mergeable."""
+    mergeable = base_mode(mode) == "mergeable"
     return VirtioRxSetup(
         frame_len=frame_len,
-        mergeable=mode == "mergeable",
-        guest_gso=False,  # a dgram backend carries no vnet header: QEMU clears guest offloads
+        mergeable=mergeable,
+        guest_gso=mode == "big-gso",
         mtu=mtu,
         hdr_len=hdr_len,
-        ewma=0 if mode == "mergeable" else None,
+        ewma=0 if mergeable else None,
         ring_size=RING_SIZE,
         buffer_index=buffer_index,
     )
@@ -108,9 +118,9 @@ def predict(
             break
         trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index))
         out.append((index, trace))
-        if mode == "mergeable":
+        if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))
-    if mode == "mergeable" and (index > RING_SIZE or len(out) < len(lengths)):
+    if base_mode(mode) == "mergeable" and (index > RING_SIZE or len(out) < len(lengths)):
         raise InputError(
             f"these frames need more than the {RING_SIZE} mergeable buffers one boot posts "
             "(later ones are sized by the EWMA at refill time)",
@@ -193,7 +203,7 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         features, mtu = log.features, log.mtu
     except ValueError as exc:
         raise VnetrxError(f"the guest's feature bits or MTU are unreadable: {exc}") from None
-    negotiated_mode = mode_for(features, mtu)
+    negotiated_mode = lab_mode_for(features, mtu)
     notes: list[str] = []
     if negotiated_mode != mode:
         notes.append(f"requested {mode} mode but the guest negotiated {negotiated_mode} mode")
@@ -215,17 +225,23 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
             "no kprobe on napi_gro_receive: data, tail, end, mac_header not observed"
             + (f" (guest: {why})" if why else "")
         )
-    if negotiated_mode == "mergeable":
+    if base_mode(negotiated_mode) == "mergeable":
         notes.append(
             "mergeable: each frame predicted in the ring buffer it lands in (all buffers posted "
             "at device start with EWMA 0; buffer 20 of each 32 KiB page absorbs the leftover)"
         )
-    if negotiated_mode != "mergeable" and any(
+    if base_mode(negotiated_mode) != "mergeable" and any(
         f.observed["outcome"] == "drop" and f.frame_len >= ETH_HLEN for f in frames
     ):
         notes.append(
-            "without MRG_RXBUF, QEMU itself drops a frame larger than the posted buffer, so "
-            "such a drop shows as a missing event"
+            "without MRG_RXBUF, the device (QEMU, or vnetrx's vhost-user backend, which does "
+            "as QEMU does) drops a frame larger than the posted buffer, so such a drop shows "
+            "as a missing event"
+        )
+    if negotiated_mode == "mergeable-gso":
+        notes.append(
+            "guest GSO with MRG_RXBUF: predicted as mergeable mode (the model takes no GSO "
+            "input there; MRG_RXBUF decides the mode)"
         )
     raw_buf = log.status.get("mergeable_rx_buffer_size", "")
     raw_errors = log.status.get("rx_length_errors", "")

@@ -89,6 +89,14 @@ def mode_for(features: tuple[str, ...], mtu: int) -> str:
     return "small"
 
 
+def lab_mode_for(features: tuple[str, ...], mtu: int) -> str:
+    """The lab's name for the negotiated mode: :func:`mode_for`, with ``-gso`` appended when any
+    guest GSO feature is negotiated ("big-gso": big mode because of guest GSO, page chains of
+    MAX_SKB_FRAGS + 1 pages; "mergeable-gso": MRG_RXBUF with guest GSO)."""
+    mode = mode_for(features, mtu)
+    return f"{mode}-gso" if GUEST_GSO & set(features) else mode
+
+
 @dataclass(frozen=True)
 class GroEvent:
     """One skb handed to napi_gro_receive: the tracepoint fields, plus the kprobe's offsets

@@ -1,12 +1,19 @@
 """Run one guest under QEMU and feed it frames.
 
-The NIC is a ``virtio-net-pci`` on a ``-netdev dgram`` backend bound to a unix-domain socket in a
-private temporary directory: no IP networking, no tap, no user-mode network. The host side binds
-its own socket there and writes each frame as one datagram. QEMU's stdout is the guest's serial
-console; the guest prints ``VNETRX ready`` when its trace is armed.
+The NIC is a ``virtio-net-pci`` on one of two backends, both on unix-domain sockets in a private
+temporary directory (no IP networking, no tap, no user-mode network):
 
-Everything this module creates (the temporary directory, both sockets, the QEMU process) is
-removed or killed on success, error and KeyboardInterrupt.
+- ``dgram`` (the default): ``-netdev dgram``; the host binds its own socket there and writes each
+  frame as one datagram. No virtio-net header travels, so QEMU clears every guest offload.
+- ``vhost-user``: ``-netdev vhost-user`` connected to vnetrx's own backend
+  (:mod:`vnetrx.lab.vhost_user`), which offers the guest receive offloads and writes each frame
+  behind a virtio-net header straight into the guest's rings. Guest RAM is a shared memfd, and
+  the device has no MSI-X vectors (QEMU 7.2 under TCG crashes with vhost-user and MSI-X).
+
+QEMU's stdout is the guest's serial console; the guest prints ``VNETRX ready`` when its trace is
+armed. Everything this module creates (the temporary directory, the sockets, the backend and its
+thread, fds and mappings, the QEMU process) is removed or killed on success, error and
+KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vnetrx.errors import VnetrxError
+from vnetrx.lab import vhost_user
 from vnetrx.lab.initramfs import SENTINEL_ETHERTYPE, TEST_ETHERTYPE, LabSetupError
 
 GUEST_MAC = "52:54:00:12:34:56"
@@ -41,6 +49,10 @@ OFFLOADS_OFF = (
     "host_ecn",
     "host_ufo",
 )
+# vhost-user: the guest's receive offloads stay on (the backend offers them); transmit offloads
+# stay off so the guest never sends GSO frames to a backend that only drains the TX queue.
+HOST_OFFLOADS_OFF = ("csum", "host_tso4", "host_tso6", "host_ecn", "host_ufo")
+BACKENDS = ("dgram", "vhost-user")
 
 
 class GuestError(VnetrxError):
@@ -58,16 +70,19 @@ class Boot:
     memory_mb: int = 256
     ready_timeout_s: float = 60.0
     finish_timeout_s: float = 60.0
+    backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads)
 
 
 def device_properties(boot: Boot) -> str:
+    vhost = boot.backend == "vhost-user"
     props = [
         "virtio-net-pci",
         "netdev=n0",
         f"mac={GUEST_MAC}",
         f"mrg_rxbuf={'on' if boot.mergeable else 'off'}",
-        *(f"{name}=off" for name in OFFLOADS_OFF),
+        *(f"{name}=off" for name in (HOST_OFFLOADS_OFF if vhost else OFFLOADS_OFF)),
         "mq=off",
+        *(("vectors=0",) if vhost else ()),
         "romfile=",
     ]
     if boot.mtu is not None:
@@ -75,8 +90,32 @@ def device_properties(boot: Boot) -> str:
     return ",".join(props)
 
 
+def netdev_arguments(boot: Boot, guest_sock: Path, host_sock: Path) -> list[str]:
+    """dgram: QEMU binds ``guest_sock`` and sends to ``host_sock``. vhost-user: QEMU connects
+    to the backend listening on ``guest_sock`` (``host_sock`` is unused); guest RAM must be a
+    shared memfd for the backend to map it."""
+    if boot.backend == "dgram":
+        return [
+            "-netdev",
+            f"dgram,id=n0,local.type=unix,local.path={guest_sock},"
+            f"remote.type=unix,remote.path={host_sock}",
+        ]
+    if boot.backend != "vhost-user":
+        raise ValueError(f"unknown NIC backend {boot.backend!r} (valid: {', '.join(BACKENDS)})")
+    return [
+        "-object",
+        f"memory-backend-memfd,id=mem,size={boot.memory_mb}M,share=on",
+        "-machine",
+        "memory-backend=mem",
+        "-chardev",
+        f"socket,id=c0,path={guest_sock}",
+        "-netdev",
+        "vhost-user,id=n0,chardev=c0",
+    ]
+
+
 def qemu_command(boot: Boot, initrd: Path, guest_sock: Path, host_sock: Path) -> list[str]:
-    """The QEMU argv: no default devices, serial console on stdout, one dgram NIC."""
+    """The QEMU argv: no default devices, serial console on stdout, one NIC."""
     return [
         QEMU,
         "-nodefaults",
@@ -96,9 +135,7 @@ def qemu_command(boot: Boot, initrd: Path, guest_sock: Path, host_sock: Path) ->
         str(initrd),
         "-append",
         "console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off rdinit=/init",
-        "-netdev",
-        f"dgram,id=n0,local.type=unix,local.path={guest_sock},"
-        f"remote.type=unix,remote.path={host_sock}",
+        *netdev_arguments(boot, guest_sock, host_sock),
         "-device",
         device_properties(boot),
     ]
@@ -132,6 +169,8 @@ class RunResult:
     boot_s: float  # QEMU start → "VNETRX ready"
     total_s: float
     returncode: int | None
+    backend_log: tuple[str, ...] = ()  # vhost-user: the requests QEMU sent, in order
+    backend_dropped: tuple[int, ...] = ()  # vhost-user: lengths dropped (larger than a chain)
 
 
 def qemu_available() -> str | None:
@@ -183,15 +222,21 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
         raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
     tmp = Path(tempfile.mkdtemp(prefix="vnetrx-lab-"))
     sock: socket.socket | None = None
+    backend: vhost_user.VhostUserNet | None = None
     proc: subprocess.Popen[bytes] | None = None
     started = time.monotonic()
     try:
         initrd_path = tmp / "initrd.cpio"
         initrd_path.write_bytes(initrd)
         guest_sock, host_sock = tmp / "guest.sock", tmp / "host.sock"
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(str(host_sock))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        if boot.backend == "vhost-user":
+            # QEMU connects at start-up and waits for the backend: serve before it runs.
+            backend = vhost_user.VhostUserNet(guest_sock, mergeable=boot.mergeable)
+            backend.start()
+        else:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            sock.bind(str(host_sock))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
         argv = qemu_command(boot, initrd_path, guest_sock, host_sock)
         argv[0] = qemu
         proc = subprocess.Popen(
@@ -212,11 +257,16 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
                 "the guest did not get ready"
                 + (f" within {boot.ready_timeout_s:.0f} s" if timed_out else " (QEMU exited)")
                 + _tail(reader.lines, err)
+                + _backend_tail(backend)
             )
         boot_s = time.monotonic() - started
-        sock.settimeout(boot.finish_timeout_s)
-        for frame in (*frames, sentinel_frame()):
-            sock.sendto(frame, str(guest_sock))
+        if backend is not None:
+            backend.send([*frames, sentinel_frame()])
+        else:
+            assert sock is not None
+            sock.settimeout(boot.finish_timeout_s)
+            for frame in (*frames, sentinel_frame()):
+                sock.sendto(frame, str(guest_sock))
         try:
             proc.wait(timeout=boot.finish_timeout_s)
         except subprocess.TimeoutExpired:
@@ -225,11 +275,22 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
             raise GuestError(
                 f"the guest did not finish within {boot.finish_timeout_s:.0f} s"
                 + _tail(reader.lines, "")
+                + _backend_tail(backend)
             ) from None
         reader.join(timeout=5)
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if backend is not None and backend.error is not None:
+            raise GuestError(
+                f"the vhost-user backend failed: {backend.error}" + _backend_tail(backend)
+            )
         return RunResult(
-            "".join(reader.lines), stderr, boot_s, time.monotonic() - started, proc.returncode
+            "".join(reader.lines),
+            stderr,
+            boot_s,
+            time.monotonic() - started,
+            proc.returncode,
+            backend_log=tuple(backend.log) if backend is not None else (),
+            backend_dropped=tuple(backend.dropped) if backend is not None else (),
         )
     except OSError as exc:
         raise GuestError(f"cannot run the guest: {exc}") from None
@@ -241,7 +302,15 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
                     stream.close()
         if sock is not None:
             sock.close()
+        if backend is not None:
+            backend.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _backend_tail(backend: vhost_user.VhostUserNet | None) -> str:
+    if backend is None:
+        return ""
+    return "; vhost-user backend: " + (" | ".join(backend.log[-12:]) or "QEMU never connected")
 
 
 def _tail(lines: list[str], stderr: str) -> str:
