@@ -425,3 +425,24 @@ def test_polls_give_the_batches_in_order() -> None:
     assert [f.poll for f in run.frames] == [1, 1, 1, 2, 3, 3]
     with pytest.raises(InputError, match=r"add up to the 6 frame\(s\)"):
         replay(resolve("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)
+
+
+@pytest.mark.parametrize(("guest_gso", "mtu", "ring_size", "expected"), [
+    # mergeable_min_buf_len @6.1/@6.12: max(ceil((12 + 14 + 4 + packet_len) / ring) - 12, 1518),
+    # packet_len IP_MAX_MTU with vi->big_packets (guest GSO or MTU > 1500), else dev->max_mtu.
+    (False, 1400, 32, 1518),  # ceil(1430 / 32) = 45
+    (True, 1400, 32, 2037),  # ceil(65565 / 32) = 2049, minus hdr_len 12
+    (False, 1500, 32, 2037),  # no VIRTIO_NET_F_MTU: max_mtu 65535
+    (True, 1400, 256, 1518),  # ceil(65565 / 256) = 257: the floor wins at QEMU's default ring
+])
+def test_guest_gso_sizes_min_buf_len(guest_gso: bool, mtu: int, ring_size: int,
+                                     expected: int) -> None:
+    from vnetrx.ring_refill import min_buf_len
+
+    cfg = RingConfig(mergeable=True, guest_gso=guest_gso, mtu=mtu, ring_size=ring_size)
+    assert min_buf_len(resolve("6.12"), cfg) == expected
+
+
+def test_guest_gso_without_mergeable_is_big_mode() -> None:
+    with pytest.raises(UnsupportedError, match="guest GSO without --mergeable selects big mode"):
+        replay(resolve("6.1"), RingConfig(mergeable=False, guest_gso=True), [60])

@@ -65,7 +65,7 @@ def test_json_document(runner: CliRunner) -> None:
     assert doc["schema"] == "vnetrx.replay/1"
     assert doc["kernel"]["name"] == "6.12.117"
     assert doc["input"] == {"source": "--len 60x11,9014,9018", "frames": 13, "mergeable": True,
-                            "mtu": 9000, "hdr_len": 12, "ring_size": 256, "batch": 1,
+                            "guest_gso": False, "mtu": 9000, "hdr_len": 12, "ring_size": 256, "batch": 1,
                             "budget": 64, "refill_threshold": 32}
     assert (doc["min_buf_len"], doc["initial_fill"]["count"]) == (1518, 256)
     assert doc["initial_fill"]["buffers"][20] == {"seq": 20, "page": "frag0", "offset": 30720,

@@ -120,6 +120,11 @@ def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
             f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 frame each and "
             f"add up to the {len(frames)} frame(s)"
         )
+    if not cfg.mergeable and cfg.guest_gso:
+        raise UnsupportedError(
+            "replay models the small and mergeable rings; guest GSO without --mergeable "
+            "selects big mode, whose page chains carry no history (use vnetrx trace --big)"
+        )
     if not cfg.mergeable and cfg.mtu > bufs.ETH_DATA_LEN:
         raise UnsupportedError(
             "replay models the small and mergeable rings; without --mergeable an MTU above "

@@ -30,12 +30,11 @@ from vnetrx.ring_types import Allocator, Fill, Posted, RingConfig, RingState, Ri
 
 def min_buf_len(k: KernelProfile, cfg: RingConfig) -> int:
     """rq->min_buf_len = mergeable_min_buf_len(vi, vq) (virtnet_probe). dev->max_mtu is the MTU
-    with VIRTIO_NET_F_MTU (assumed negotiated when the MTU is not 1500), else MAX_MTU; an MTU
-    above 1500 sets big_packets, which sizes for IP_MAX_MTU."""
+    with VIRTIO_NET_F_MTU (assumed negotiated when the MTU is not 1500), else MAX_MTU; guest GSO
+    or an MTU above 1500 sets big_packets, which sizes for IP_MAX_MTU."""
     max_mtu = cfg.mtu if cfg.mtu != bufs.ETH_DATA_LEN else bufs.MAX_MTU
-    return bufs.mergeable_min_buf_len(
-        k, cfg.hdr_len, cfg.mtu > bufs.ETH_DATA_LEN, max_mtu, cfg.ring_size
-    )
+    big_packets = cfg.guest_gso or cfg.mtu > bufs.ETH_DATA_LEN
+    return bufs.mergeable_min_buf_len(k, cfg.hdr_len, big_packets, max_mtu, cfg.ring_size)
 
 
 def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:

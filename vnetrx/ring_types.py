@@ -20,6 +20,9 @@ class RingConfig:
 
     mergeable: bool
     mtu: int = 1500
+    # Any of GUEST_TSO4/TSO6/ECN/UFO: sets vi->big_packets (virtnet_probe), which with
+    # MRG_RXBUF sizes rq->min_buf_len for IP_MAX_MTU (mergeable_min_buf_len @6.1/@6.12).
+    guest_gso: bool = False
     hdr_len: int = 12
     ring_size: int = 256
     batch: int = 1  # frames the device writes before the driver's NAPI poll runs

@@ -37,6 +37,12 @@ from vnetrx.ring import replay as run_replay
     "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
 )
 @click.option(
+    "--guest-gso",
+    is_flag=True,
+    help="Guest GSO negotiated (GUEST_TSO4/TSO6/ECN/UFO), with --mergeable: vi->big_packets "
+    "sizes rq->min_buf_len for IP_MAX_MTU (matters with a small ring and an MTU below 65535).",
+)
+@click.option(
     "--mtu",
     type=Count(68, MAX_FRAME_LEN),
     default=1500,
@@ -118,6 +124,7 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     profile = load_profile(o["kernel"], o["config"], choice)
     config = RingConfig(
         mergeable=o["mergeable"],
+        guest_gso=o["guest_gso"],
         mtu=o["mtu"],
         hdr_len=int(o["hdr_len"]),
         ring_size=o["ring_size"],

@@ -91,14 +91,14 @@ def setup_for(
 ) -> VirtioRxSetup:
     """The model's input for one frame of the boot (see the module docstring). Guest GSO is
     negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
-    carries no vnet header, so QEMU clears the guest offloads. The model takes guest GSO as
-    the reason for big mode; with MRG_RXBUF it takes none (mergeable mode whatever GSO says),
-    so "mergeable-gso" is predicted as mergeable."""
+    carries no vnet header, so QEMU clears the guest offloads. Without MRG_RXBUF guest GSO
+    selects big mode; with it the driver stays in mergeable mode and GSO only sizes
+    rq->min_buf_len for IP_MAX_MTU (vi->big_packets in mergeable_min_buf_len)."""
     mergeable = base_mode(mode) == "mergeable"
     return VirtioRxSetup(
         frame_len=frame_len,
         mergeable=mergeable,
-        guest_gso=mode == "big-gso",
+        guest_gso=mode in ("big-gso", "mergeable-gso"),
         mtu=mtu,
         hdr_len=hdr_len,
         ewma=0 if mergeable else None,
@@ -237,11 +237,6 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
             "without MRG_RXBUF, the device (QEMU, or vnetrx's vhost-user backend, which does "
             "as QEMU does) drops a frame larger than the posted buffer, so such a drop shows "
             "as a missing event"
-        )
-    if negotiated_mode == "mergeable-gso":
-        notes.append(
-            "guest GSO with MRG_RXBUF: predicted as mergeable mode (the model takes no GSO "
-            "input there; MRG_RXBUF decides the mode)"
         )
     raw_buf = log.status.get("mergeable_rx_buffer_size", "")
     raw_errors = log.status.get("rx_length_errors", "")

@@ -49,12 +49,8 @@ def resolve(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"frame length {s.frame_len} out of range (valid: 1..{MAX_FRAME_LEN})")
     if not 68 <= s.mtu <= MAX_FRAME_LEN:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
-    if s.mergeable and s.guest_gso:
-        # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say.
-        raise InputError(
-            "--mergeable and --big exclude each other: MRG_RXBUF selects mergeable "
-            "mode, --big means guest GSO without MRG_RXBUF"
-        )
+    # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
+    # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
     hdr_len = 12 if s.hdr_len is None else s.hdr_len
     if hdr_len not in (10, 12, 20, 24):
         raise InputError(

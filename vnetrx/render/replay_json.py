@@ -82,6 +82,7 @@ def replay_to_dict(r: Replay, source: str) -> dict[str, Any]:
             "source": source,
             "frames": len(r.frames),
             "mergeable": c.mergeable,
+            "guest_gso": c.guest_gso,
             "mtu": c.mtu,
             "hdr_len": c.hdr_len,
             "ring_size": c.ring_size,

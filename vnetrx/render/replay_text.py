@@ -54,7 +54,7 @@ def _header(r: Replay) -> Text:
     line.append("virtio-mergeable" if c.mergeable else "virtio-small", style="bold cyan")
     line.append(f" on Linux {k.name}", style="bold")
     line.append(
-        f"  (ring {c.ring_size}, NAPI budget {c.budget}, {c.batch} frame(s) per poll, refill "
+        f"  ({'guest GSO, ' if c.guest_gso else ''}ring {c.ring_size}, NAPI budget {c.budget}, {c.batch} frame(s) per poll, refill "
         f"when more than {c.refill_threshold} are free; {k.build.arch}, "
         f"{k.build.page_size // 1024} KiB pages)\n",
         style="dim",
