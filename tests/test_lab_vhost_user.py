@@ -23,6 +23,8 @@ from vnetrx.errors import InputError
 from vnetrx.kernel.registry import resolve
 from vnetrx.lab import qemu
 from vnetrx.lab import vhost_user as vu
+from vnetrx.lab import vhost_user_proto as proto
+from vnetrx.lab import vhost_user_ring as vring
 from vnetrx.lab.compare import compare, setup_for
 from vnetrx.lab.guest import lab_mode_for, parse_log
 from vnetrx.lab.run import DEFAULT_LENGTHS, MODES, VHOST_USER_MODES, check_request
@@ -34,12 +36,12 @@ SAVED = {"6.1.0-57-amd64": "6.1.192", "6.12.117+deb12-amd64": "6.12.117"}
 
 
 def test_header_round_trip() -> None:
-    raw = vu.encode(vu.GET_FEATURES, vu.encode_u64(0x1_4000_0782), reply=True)
+    raw = proto.encode(proto.GET_FEATURES, proto.encode_u64(0x1_4000_0782), reply=True)
     assert raw[:12] == struct.pack("<III", 1, 0x1 | 0x4, 8)
-    request, flags, size = vu.decode_header(raw[:12])
-    assert (request, flags, size) == (vu.GET_FEATURES, 0x5, 8)
-    assert vu.decode_u64(raw[12:]) == 0x1_4000_0782
-    assert vu.encode(vu.SET_OWNER) == struct.pack("<III", 3, 1, 0)
+    request, flags, size = proto.decode_header(raw[:12])
+    assert (request, flags, size) == (proto.GET_FEATURES, 0x5, 8)
+    assert proto.decode_u64(raw[12:]) == 0x1_4000_0782
+    assert proto.encode(proto.SET_OWNER) == struct.pack("<III", 3, 1, 0)
 
 
 @pytest.mark.parametrize(
@@ -51,61 +53,61 @@ def test_header_round_trip() -> None:
     ],
 )
 def test_bad_headers(raw: bytes, message: str) -> None:
-    with pytest.raises(vu.VhostUserError, match=message):
-        vu.decode_header(raw)
+    with pytest.raises(proto.VhostUserError, match=message):
+        proto.decode_header(raw)
 
 
 def test_payloads_round_trip() -> None:
     regions = (
-        vu.MemRegion(0, 0xA0000, 0x7F00_0000_0000, 0),
-        vu.MemRegion(0xC0000, 0xFF40000, 0x7F00_000C_0000, 0xC0000),
+        proto.MemRegion(0, 0xA0000, 0x7F00_0000_0000, 0),
+        proto.MemRegion(0xC0000, 0xFF40000, 0x7F00_000C_0000, 0xC0000),
     )
-    payload = vu.encode_mem_table(regions)
+    payload = proto.encode_mem_table(regions)
     assert len(payload) == 8 + 2 * 32
-    assert vu.decode_mem_table(payload) == regions
-    addr = vu.VringAddr(1, 0, 0x7F00_0000_1000, 0x7F00_0000_3000, 0x7F00_0000_2000)
+    assert proto.decode_mem_table(payload) == regions
+    addr = proto.VringAddr(1, 0, 0x7F00_0000_1000, 0x7F00_0000_3000, 0x7F00_0000_2000)
     assert len(addr.encode()) == 40
-    assert vu.VringAddr.decode(addr.encode()) == addr
-    assert vu.decode_vring_state(vu.encode_vring_state(1, 256)) == (1, 256)
-    assert vu.decode_vring_fd(vu.encode_u64(1)) == (1, True)
-    assert vu.decode_vring_fd(vu.encode_u64(0x100)) == (0, False)
-    with pytest.raises(vu.VhostUserError, match="9 regions"):
-        vu.decode_mem_table(struct.pack("<II", 9, 0) + bytes(9 * 32))
-    with pytest.raises(vu.VhostUserError, match="u64"):
-        vu.decode_u64(b"\x01")
+    assert proto.VringAddr.decode(addr.encode()) == addr
+    assert proto.decode_vring_state(proto.encode_vring_state(1, 256)) == (1, 256)
+    assert proto.decode_vring_fd(proto.encode_u64(1)) == (1, True)
+    assert proto.decode_vring_fd(proto.encode_u64(0x100)) == (0, False)
+    with pytest.raises(proto.VhostUserError, match="9 regions"):
+        proto.decode_mem_table(struct.pack("<II", 9, 0) + bytes(9 * 32))
+    with pytest.raises(proto.VhostUserError, match="u64"):
+        proto.decode_u64(b"\x01")
 
 
 def test_features_and_header() -> None:
-    big = vu.net_features(mergeable=False)
-    merge = vu.net_features(mergeable=True)
+    big = proto.net_features(mergeable=False)
+    merge = proto.net_features(mergeable=True)
     for bit in (1, 7, 8, 9, 10, 30, 32):  # GUEST_CSUM, TSO4, TSO6, ECN, UFO, PROTOCOL, VERSION_1
         assert big >> bit & 1 and merge >> bit & 1
     assert not big >> 15 & 1 and merge >> 15 & 1  # MRG_RXBUF only on request
     for bit in (0, 11, 12, 13, 14, 28, 29):  # no host offloads, INDIRECT_DESC, EVENT_IDX
         assert not merge >> bit & 1
-    assert vu.hdr_len_for(1 << 32) == 12
-    assert vu.hdr_len_for(1 << 15) == 12
-    assert vu.hdr_len_for(1 << 7) == 10
-    assert vu.net_header(12, 3) == bytes(10) + b"\x03\x00"
-    assert vu.net_header(10, 1) == bytes(10)
+    assert proto.hdr_len_for(1 << 32) == 12
+    assert proto.hdr_len_for(1 << 15) == 12
+    assert proto.hdr_len_for(1 << 7) == 10
+    assert proto.net_header(12, 3) == bytes(10) + b"\x03\x00"
+    assert proto.net_header(10, 1) == bytes(10)
 
 
 def test_recv_message_with_fds() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     fd = os.eventfd(0)
     try:
-        socket.send_fds(a, [vu.encode(vu.SET_VRING_KICK, vu.encode_u64(1))], [fd])
-        msg = vu.recv_message(b)
+        socket.send_fds(a, [proto.encode(proto.SET_VRING_KICK, proto.encode_u64(1))], [fd])
+        msg = proto.recv_message(b)
         assert msg is not None
-        assert (msg.name, msg.payload, len(msg.fds)) == ("SET_VRING_KICK", vu.encode_u64(1), 1)
+        assert (msg.name, msg.payload, len(msg.fds)) == ("SET_VRING_KICK", proto.encode_u64(1), 1)
         os.write(fd, struct.pack("<Q", 5))
         assert struct.unpack("<Q", os.read(msg.fds[0], 8)) == (5,)  # the same eventfd
         os.close(msg.fds[0])
-        a.sendall(vu.encode(77, b"xyz"))
-        msg = vu.recv_message(b)
+        a.sendall(proto.encode(77, b"xyz"))
+        msg = proto.recv_message(b)
         assert msg is not None and msg.name == "request 77" and msg.payload == b"xyz"
         a.close()
-        assert vu.recv_message(b) is None
+        assert proto.recv_message(b) is None
     finally:
         os.close(fd)
         a.close()
@@ -124,13 +126,13 @@ class FakeGuest:
 
     def __init__(self, num: int = 16, size: int = 1 << 20) -> None:
         self.ram = bytearray(size)
-        self.mem = vu.GuestMemory()
-        self.mem.add(vu.MemRegion(GPA, size, UVA, 0), self.ram)
+        self.mem = vring.GuestMemory()
+        self.mem.add(proto.MemRegion(GPA, size, UVA, 0), self.ram)
         self.num = num
         self.desc, self.avail, self.used = GPA, GPA + 16 * num, GPA + 0x1000
-        self.ring = vu.Vring(0)
+        self.ring = vring.Vring(0)
         self.ring.num = num
-        self.ring.addr = vu.VringAddr(0, 0, UVA, UVA + 0x1000, UVA + 16 * num)
+        self.ring.addr = proto.VringAddr(0, 0, UVA, UVA + 0x1000, UVA + 16 * num)
         self.ring.set_addresses(
             self.mem,
             self.mem.gpa_of_uva(self.ring.addr.desc),
@@ -153,7 +155,7 @@ class FakeGuest:
             index = self.next_desc
             self.next_desc += 1
             last = i == len(lengths) - 1
-            flags = (0 if last else vu.DESC_F_NEXT) | (vu.DESC_F_WRITE if writable else 0)
+            flags = (0 if last else vring.DESC_F_NEXT) | (vring.DESC_F_WRITE if writable else 0)
             struct.pack_into(
                 "<QIHH",
                 self.ram,
@@ -191,17 +193,17 @@ def test_guest_memory_translation() -> None:
     assert g.mem.gpa_of_uva(UVA + 5) == GPA + 5
     g.mem.write(GPA + 10, b"abc")
     assert g.mem.read(GPA + 10, 3) == b"abc" and g.ram[10:13] == b"abc"
-    with pytest.raises(vu.VhostUserError, match="in no memory region"):
+    with pytest.raises(proto.VhostUserError, match="in no memory region"):
         g.mem.locate(GPA - 1)
-    with pytest.raises(vu.VhostUserError, match="userspace address"):
+    with pytest.raises(proto.VhostUserError, match="userspace address"):
         g.mem.gpa_of_uva(1)
 
 
 def test_guest_memory_spans_regions() -> None:
-    mem = vu.GuestMemory()
+    mem = vring.GuestMemory()
     low, high = bytearray(16), bytearray(32)
-    mem.add(vu.MemRegion(0, 16, 0x1000, 0), low)
-    mem.add(vu.MemRegion(16, 16, 0x2000, 16), high)  # mmap_offset 16 into its own buffer
+    mem.add(proto.MemRegion(0, 16, 0x1000, 0), low)
+    mem.add(proto.MemRegion(16, 16, 0x2000, 16), high)  # mmap_offset 16 into its own buffer
     mem.write(12, b"12345678")
     assert low[12:] == b"1234" and high[16:20] == b"5678"
     assert mem.read(12, 8) == b"12345678"
@@ -212,9 +214,9 @@ def test_big_chain_gets_header_then_frame() -> None:
     # add_recvbuf_big's shape: 12 header bytes, the rest of page 0 from 16, then pages
     head, addrs = g.post(12, 4096 - 16, 4096, 4096)
     frame = _frame(9000)
-    outcome, chains = vu.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=False)
-    assert (outcome, chains) == (vu.Rx.DELIVERED, 1)
-    assert g.read(addrs[0], 12) == vu.net_header(12, 1)
+    outcome, chains = vring.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=False)
+    assert (outcome, chains) == (vring.Rx.DELIVERED, 1)
+    assert g.read(addrs[0], 12) == proto.net_header(12, 1)
     assert g.read(addrs[1], 4080) == frame[:4080]
     assert g.read(addrs[2], 4096) == frame[4080:8176]
     assert g.read(addrs[3], 824) == frame[8176:]
@@ -224,21 +226,21 @@ def test_big_chain_gets_header_then_frame() -> None:
 
 def test_non_mergeable_drop_keeps_the_chain_and_wait() -> None:
     g = FakeGuest()
-    assert vu.receive(g.mem, g.ring, _frame(60), hdr_len=12, mergeable=False) == (vu.Rx.WAIT, 0)
+    assert vring.receive(g.mem, g.ring, _frame(60), hdr_len=12, mergeable=False) == (vring.Rx.WAIT, 0)
     g.post(12, 100)
-    assert vu.receive(g.mem, g.ring, _frame(101), hdr_len=12, mergeable=False) == (
-        vu.Rx.DROPPED,
+    assert vring.receive(g.mem, g.ring, _frame(101), hdr_len=12, mergeable=False) == (
+        vring.Rx.DROPPED,
         0,
     )
     assert g.used_idx() == 0 and g.ring.last_avail == 0  # QEMU's virtqueue_unpop
-    assert vu.receive(g.mem, g.ring, _frame(100), hdr_len=12, mergeable=False)[0] is vu.Rx.DELIVERED
+    assert vring.receive(g.mem, g.ring, _frame(100), hdr_len=12, mergeable=False)[0] is vring.Rx.DELIVERED
     assert g.used_entry(0)[1] == 112
 
 
 def test_legacy_header_is_ten_bytes() -> None:
     g = FakeGuest()
     _, addrs = g.post(200)
-    vu.receive(g.mem, g.ring, _frame(60), hdr_len=10, mergeable=False)
+    vring.receive(g.mem, g.ring, _frame(60), hdr_len=10, mergeable=False)
     assert g.read(addrs[0], 70) == bytes(10) + _frame(60)
     assert g.used_entry(0)[1] == 70
 
@@ -247,9 +249,9 @@ def test_mergeable_splits_over_whole_chains() -> None:
     g = FakeGuest()
     posted = [g.post(1536) for _ in range(3)]
     frame = _frame(4000)
-    outcome, chains = vu.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True)
-    assert (outcome, chains) == (vu.Rx.DELIVERED, 3)
-    data = vu.net_header(12, 3) + frame
+    outcome, chains = vring.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True)
+    assert (outcome, chains) == (vring.Rx.DELIVERED, 3)
+    data = proto.net_header(12, 3) + frame
     assert data[10:12] == b"\x03\x00"  # num_buffers in the first header only
     for i, (head, addrs) in enumerate(posted):
         written = min(1536, len(data) - 1536 * i)
@@ -262,10 +264,10 @@ def test_mergeable_waits_for_enough_buffers() -> None:
     g = FakeGuest()
     g.post(1536)
     frame = _frame(2000)
-    assert vu.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True) == (vu.Rx.WAIT, 0)
+    assert vring.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True) == (vring.Rx.WAIT, 0)
     assert g.used_idx() == 0 and g.ring.last_avail == 0
     g.post(1536)
-    assert vu.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True) == (vu.Rx.DELIVERED, 2)
+    assert vring.receive(g.mem, g.ring, frame, hdr_len=12, mergeable=True) == (vring.Rx.DELIVERED, 2)
     assert [g.used_entry(i)[1] for i in range(2)] == [1536, 2012 - 1536]
 
 
@@ -273,8 +275,8 @@ def test_mergeable_chain_of_several_descriptors_is_filled_first() -> None:
     g = FakeGuest()
     _, first = g.post(10, 20)
     _, second = g.post(100)
-    data = vu.net_header(12, 2) + _frame(60)
-    assert vu.receive(g.mem, g.ring, _frame(60), hdr_len=12, mergeable=True)[1] == 2
+    data = proto.net_header(12, 2) + _frame(60)
+    assert vring.receive(g.mem, g.ring, _frame(60), hdr_len=12, mergeable=True)[1] == 2
     assert g.read(first[0], 10) + g.read(first[1], 20) == data[:30]
     assert g.read(second[0], 42) == data[30:]
     assert [g.used_entry(i)[1] for i in range(2)] == [30, 42]
@@ -288,8 +290,8 @@ def test_ring_wraps_the_16_bit_index() -> None:
     g.post(200)
     g.post(200)
     for length in (60, 61):
-        assert vu.receive(g.mem, g.ring, _frame(length), hdr_len=12, mergeable=False)[0] is (
-            vu.Rx.DELIVERED
+        assert vring.receive(g.mem, g.ring, _frame(length), hdr_len=12, mergeable=False)[0] is (
+            vring.Rx.DELIVERED
         )
     assert g.used_idx() == 1 and g.ring.last_avail == 1
 
@@ -298,23 +300,23 @@ def test_bad_rings_are_refused() -> None:
     g = FakeGuest(num=4)
     g.post(10, 10)
     struct.pack_into("<H", g.ram, g.off(g.desc) + 16 + 14, 0)  # descriptor 1 → 0: a loop
-    struct.pack_into("<H", g.ram, g.off(g.desc) + 16 + 12, vu.DESC_F_NEXT | vu.DESC_F_WRITE)
-    with pytest.raises(vu.VhostUserError, match="loops"):
+    struct.pack_into("<H", g.ram, g.off(g.desc) + 16 + 12, vring.DESC_F_NEXT | vring.DESC_F_WRITE)
+    with pytest.raises(proto.VhostUserError, match="loops"):
         g.ring.chain(g.mem, 0)
-    struct.pack_into("<H", g.ram, g.off(g.desc) + 12, vu.DESC_F_INDIRECT)
-    with pytest.raises(vu.VhostUserError, match="indirect"):
+    struct.pack_into("<H", g.ram, g.off(g.desc) + 12, vring.DESC_F_INDIRECT)
+    with pytest.raises(proto.VhostUserError, match="indirect"):
         g.ring.chain(g.mem, 0)
     struct.pack_into("<H", g.ram, g.off(g.avail) + 2, 9)
-    with pytest.raises(vu.VhostUserError, match="runs 9 ahead"):
+    with pytest.raises(proto.VhostUserError, match="runs 9 ahead"):
         g.ring.pending(g.mem)
 
 
 def test_tx_queue_is_drained() -> None:
     g = FakeGuest()
     heads = [g.post(60, writable=False)[0] for _ in range(3)]
-    assert vu.drain(g.mem, g.ring) == 3
+    assert vring.drain(g.mem, g.ring) == 3
     assert [g.used_entry(i) for i in range(3)] == [(h, 0) for h in heads]
-    assert g.used_idx() == 3 and vu.drain(g.mem, g.ring) == 0
+    assert g.used_idx() == 3 and vring.drain(g.mem, g.ring) == 0
 
 
 # --- the whole backend, driven over its socket by a fake front end -----------------------------
@@ -338,36 +340,36 @@ class FakeFrontEnd:
         self.kicks: list[int] = []
 
     def send(self, request: int, payload: bytes = b"", fds: tuple[int, ...] = ()) -> None:
-        socket.send_fds(self.sock, [vu.encode(request, payload)], list(fds))
+        socket.send_fds(self.sock, [proto.encode(request, payload)], list(fds))
 
     def ask(self, request: int, payload: bytes = b"") -> bytes:
         self.send(request, payload)
-        msg = vu.recv_message(self.sock)
+        msg = proto.recv_message(self.sock)
         assert msg is not None and msg.request == request and msg.flags == 0x5
         return msg.payload
 
     def set_up(self, features: int, num: int = 16) -> None:
-        self.ask(vu.GET_FEATURES)
-        self.ask(vu.GET_PROTOCOL_FEATURES)
-        self.send(vu.SET_PROTOCOL_FEATURES, vu.encode_u64(0))
-        self.send(vu.SET_OWNER)
+        self.ask(proto.GET_FEATURES)
+        self.ask(proto.GET_PROTOCOL_FEATURES)
+        self.send(proto.SET_PROTOCOL_FEATURES, proto.encode_u64(0))
+        self.send(proto.SET_OWNER)
         for index in (0, 1):
-            self.send(vu.SET_VRING_ENABLE, vu.encode_vring_state(index, 1))
-        self.send(vu.SET_FEATURES, vu.encode_u64(features))
-        table = vu.encode_mem_table([vu.MemRegion(GPA, len(self.ram), UVA, 0)])
-        self.send(vu.SET_MEM_TABLE, table, (self.memfd,))
+            self.send(proto.SET_VRING_ENABLE, proto.encode_vring_state(index, 1))
+        self.send(proto.SET_FEATURES, proto.encode_u64(features))
+        table = proto.encode_mem_table([proto.MemRegion(GPA, len(self.ram), UVA, 0)])
+        self.send(proto.SET_MEM_TABLE, table, (self.memfd,))
         for index in (0, 1):
             base = 0x4000 * (index + 1)  # descriptors, avail at +0x800, used at +0x1000
-            self.send(vu.SET_VRING_NUM, vu.encode_vring_state(index, num))
-            self.send(vu.SET_VRING_BASE, vu.encode_vring_state(index, 0))
-            addr = vu.VringAddr(index, 0, UVA + base, UVA + base + 0x1000, UVA + base + 0x800)
-            self.send(vu.SET_VRING_ADDR, addr.encode())
+            self.send(proto.SET_VRING_NUM, proto.encode_vring_state(index, num))
+            self.send(proto.SET_VRING_BASE, proto.encode_vring_state(index, 0))
+            addr = proto.VringAddr(index, 0, UVA + base, UVA + base + 0x1000, UVA + base + 0x800)
+            self.send(proto.SET_VRING_ADDR, addr.encode())
             kick, call = os.eventfd(0, os.EFD_NONBLOCK), os.eventfd(0, os.EFD_NONBLOCK)
             self.fds += [kick, call]
             self.kicks.append(kick)
             self.calls.append(call)
-            self.send(vu.SET_VRING_KICK, vu.encode_u64(index), (kick,))
-            self.send(vu.SET_VRING_CALL, vu.encode_u64(index), (call,))
+            self.send(proto.SET_VRING_KICK, proto.encode_u64(index), (kick,))
+            self.send(proto.SET_VRING_CALL, proto.encode_u64(index), (call,))
 
     def post_rx(self, slot: int, length: int) -> None:
         base = 0x4000
@@ -413,8 +415,8 @@ def test_backend_end_to_end_and_cleanup(sock_dir: Path) -> None:
     backend.start()
     front = FakeFrontEnd(sock_dir / "vu.sock")
     try:
-        features = vu.net_features(mergeable=True)
-        assert vu.decode_u64(front.ask(vu.GET_FEATURES)) == features
+        features = proto.net_features(mergeable=True)
+        assert proto.decode_u64(front.ask(proto.GET_FEATURES)) == features
         front.set_up(features)
         front.send(99, b"?")  # unknown: logged, ignored
         frames = [_frame(60), _frame(3000)]
@@ -425,12 +427,12 @@ def test_backend_end_to_end_and_cleanup(sock_dir: Path) -> None:
         assert backend.wait_idle(5.0), backend.log
         idx, used = front.rx_used()
         assert idx == 3 and used == [(0, 72), (1, 1536), (2, 3012 - 1536)]
-        assert front.ram[0x10000 : 0x10000 + 72] == vu.net_header(12, 1) + frames[0]
+        assert front.ram[0x10000 : 0x10000 + 72] == proto.net_header(12, 1) + frames[0]
         assert front.ram[0x10000 + 1536 + 10 : 0x10000 + 1536 + 12] == b"\x02\x00"
-        front.ask(vu.GET_FEATURES)  # a barrier: every message before it has been handled
+        front.ask(proto.GET_FEATURES)  # a barrier: every message before it has been handled
         assert struct.unpack("<Q", os.read(front.calls[0], 8))[0] >= 1  # the guest was notified
-        base = front.ask(vu.GET_VRING_BASE, vu.encode_vring_state(0, 0))
-        assert vu.decode_vring_state(base) == (0, 3)
+        base = front.ask(proto.GET_VRING_BASE, proto.encode_vring_state(0, 0))
+        assert proto.decode_vring_state(base) == (0, 3)
         assert backend.delivered == 2 and backend.dropped == [] and backend.error is None
         assert any("request 99 (unknown" in line for line in backend.log)
         assert backend.hdr_len == 12 and backend.mergeable
@@ -446,7 +448,7 @@ def test_backend_refuses_features_it_never_offered(sock_dir: Path) -> None:
         backend.start()
         front = FakeFrontEnd(sock_dir / "vu.sock")
         try:
-            front.send(vu.SET_FEATURES, vu.encode_u64(1 << vu.F_MRG_RXBUF))
+            front.send(proto.SET_FEATURES, proto.encode_u64(1 << proto.F_MRG_RXBUF))
             assert _until(lambda: backend.error is not None)
             assert "never offered" in str(backend.error)
         finally:
