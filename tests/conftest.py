@@ -1,8 +1,10 @@
-"""Shared fixtures: golden files, a CLI runner, hypothesis profiles."""
+"""Shared fixtures: golden files, a CLI runner, hypothesis profiles, the lab's temporary
+directories and a stand-in QEMU."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,3 +48,33 @@ def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env={"COLUMNS": "100", "NO_COLOR": "1"})
+
+
+@pytest.fixture
+def made_dirs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The temporary directories qemu.run creates (other lab runs may be going on)."""
+    from vnetrx.lab import qemu
+
+    made: list[Path] = []
+    real = tempfile.mkdtemp
+
+    def recording(*args: str, **kwargs: str) -> str:
+        path = real(*args, **kwargs)
+        made.append(Path(path))
+        return path
+
+    monkeypatch.setattr(qemu.tempfile, "mkdtemp", recording)
+    return made
+
+
+@pytest.fixture
+def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for qemu-system-x86_64 that records its pid and hangs."""
+    from vnetrx.lab import qemu
+
+    pidfile = tmp_path / "pid"
+    script = tmp_path / "fake-qemu"
+    script.write_text(f"#!/bin/sh\necho $$ > {pidfile}\necho booting\nexec sleep 60\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(qemu, "QEMU", str(script))
+    return pidfile

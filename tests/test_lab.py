@@ -12,7 +12,6 @@ import stat
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -495,32 +494,6 @@ def test_elf_section() -> None:
 
 
 # --- cleanup ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def made_dirs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The temporary directories qemu.run creates (other lab runs may be going on)."""
-    made: list[Path] = []
-    real = tempfile.mkdtemp
-
-    def recording(*args: str, **kwargs: str) -> str:
-        path = real(*args, **kwargs)
-        made.append(Path(path))
-        return path
-
-    monkeypatch.setattr(qemu.tempfile, "mkdtemp", recording)
-    return made
-
-
-@pytest.fixture
-def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for qemu-system-x86_64 that records its pid and hangs."""
-    pidfile = tmp_path / "pid"
-    script = tmp_path / "fake-qemu"
-    script.write_text(f"#!/bin/sh\necho $$ > {pidfile}\necho booting\nexec sleep 60\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(qemu, "QEMU", str(script))
-    return pidfile
 
 
 def _gone(pidfile: Path) -> bool:

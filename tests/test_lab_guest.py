@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import struct
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -77,21 +76,6 @@ def image(request: pytest.FixtureRequest) -> Path:
         pytest.skip(reason)
     path: Path = request.param
     return path
-
-
-@pytest.fixture
-def made_dirs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The temporary directories qemu.run creates (other lab runs may be going on)."""
-    made: list[Path] = []
-    real = tempfile.mkdtemp
-
-    def recording(*args: str, **kwargs: str) -> str:
-        path = real(*args, **kwargs)
-        made.append(Path(path))
-        return path
-
-    monkeypatch.setattr(qemu.tempfile, "mkdtemp", recording)
-    return made
 
 
 @pytest.mark.parametrize("mode", ["small", "big", "mergeable", "big-gso", "mergeable-gso"])

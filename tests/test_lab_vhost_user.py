@@ -501,31 +501,6 @@ def test_gso_modes() -> None:
     assert lab_mode_for(("VERSION_1", "MTU"), 9000) == "big"
 
 
-@pytest.fixture
-def made_dirs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    made: list[Path] = []
-    real = tempfile.mkdtemp
-
-    def recording(*args: str, **kwargs: str) -> str:
-        path = real(*args, **kwargs)
-        made.append(Path(path))
-        return path
-
-    monkeypatch.setattr(qemu.tempfile, "mkdtemp", recording)
-    return made
-
-
-@pytest.fixture
-def fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for qemu-system-x86_64 that records its pid and hangs."""
-    pidfile = tmp_path / "pid"
-    script = tmp_path / "fake-qemu"
-    script.write_text(f"#!/bin/sh\necho $$ > {pidfile}\necho booting\nexec sleep 60\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(qemu, "QEMU", str(script))
-    return pidfile
-
-
 def _backend_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "vnetrx-vhost-user"]
 
