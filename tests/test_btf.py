@@ -314,3 +314,25 @@ def test_loop_in_the_type_graph_is_one_line() -> None:
     header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
     with pytest.raises(LayoutError, match=r"loop\.btf: loop in the type graph at type id 3 \(byte 64\)"):
         Btf(header + types + strings, "loop.btf").struct("pair")
+
+
+def test_cli_list_structs_of_a_btf_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+    from vnetrx.schemas import schema
+
+    blob = tmp_path / "tiny.btf"
+    blob.write_bytes(tiny_btf())
+    result = CliRunner().invoke(cli, ["layout", "--list", "--btf", str(blob), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["structs"] == [{"name": "pair", "kind": "struct", "size": 8}]
+    assert doc["source"] == str(blob)
+    import jsonschema
+
+    jsonschema.validate(doc, schema("layout-list"))
+    text = CliRunner().invoke(cli, ["layout", "--list", "--btf", str(blob)]).stdout
+    assert text.split() == ["pair", "8", "bytes", "struct"]
+    bad = CliRunner().invoke(cli, ["layout", "pair", "--list", "--btf", str(blob)])
+    assert bad.exit_code == 2 and "--list takes no struct name" in bad.stderr

@@ -159,3 +159,13 @@ def test_module_without_base_is_one_line(kernel: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["layout", "tun_file", "--btf", str(kernel["tun.ko"])])
     assert result.exit_code == 2
     assert "split BTF: give --btf-base" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_list_shows_the_module_not_its_base(kernel: dict[str, Path]) -> None:
+    result = CliRunner().invoke(cli, ["layout", "--list", "--btf", str(kernel["tun"]),
+                                      "--btf-base", str(kernel["vmlinux"]), "--json"])
+    assert result.exit_code == 0, result.output
+    names = {s["name"]: s["size"] for s in json.loads(result.stdout)["structs"]}
+    size, _ = pahole("tun_struct", str(kernel["tun"]), str(kernel["vmlinux"]))
+    assert names["tun_struct"] == size
+    assert "list_head" not in names and "sk_buff" not in names  # those are vmlinux's

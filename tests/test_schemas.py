@@ -46,6 +46,7 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("headroom", ["headroom", "--kernel", "3.15", "--ufo", "--payload", "4096"], 0),
     ("layout", ["layout", "skb_shared_info"], 0),
     ("layout", ["layout", "virtio_net_hdr_v1_hash", "--kernel", "6.12"], 0),
+    ("layout-list", ["layout", "--list"], 0),
     ("kernels", ["kernels"], 0),
     ("kernels", ["kernels", "--changes"], 0),
     ("decode", ["decode", UDP], 0),

@@ -237,6 +237,24 @@ LAYOUT_CHECK = _obj(
     }
 )
 
+LAYOUT_LIST = _obj(
+    {
+        "schema": {"const": "vnetrx.layout-list/1"},
+        "source": _STR,  # "vnetrx", or the BTF file read
+        "structs": _arr(
+            _obj(
+                {
+                    "name": _STR,
+                    "kind": {"enum": ["struct", "union"]},
+                    "size": _NAT,
+                    "source": _STR,  # vnetrx's own: the kernel file that defines it
+                },
+                optional=("source",),
+            )
+        ),
+    }
+)
+
 KERNELS = _obj(
     {
         "schema": {"const": "vnetrx.kernels/1"},
@@ -482,6 +500,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "headroom": ("vnetrx.headroom/1", HEADROOM),
     "layout": ("vnetrx.layout/1", LAYOUT),
     "layout-check": ("vnetrx.layout-check/1", LAYOUT_CHECK),
+    "layout-list": ("vnetrx.layout-list/1", LAYOUT_LIST),
     "kernels": ("vnetrx.kernels/1", KERNELS),
     "verify": (None, VERIFY),
     "decode": ("vnetrx.decode/1", DECODE),

@@ -15,6 +15,7 @@ from vnetrx.layouts.rows import RUNNING_BTF, btf_rows
 from vnetrx.render.layout_view import layout_json, pahole_text
 
 if TYPE_CHECKING:
+    from vnetrx.kernel.profile import KernelProfile
     from vnetrx.layouts.base import Layout
 
 
@@ -64,23 +65,25 @@ def layout(
       vnetrx layout padded_vnet_hdr --btf /sys/kernel/btf/virtio_net   # a module's split BTF
       vnetrx layout padded_vnet_hdr --btf virtio_net.ko --btf-base vmlinuz-6.1.0-57-amd64
       vnetrx layout --check --btf running --kernel running   # every struct, member by member
-      vnetrx layout --list
+      vnetrx layout --list                            # the structs vnetrx defines
+      vnetrx layout --list --btf /sys/kernel/btf/virtio_net   # every struct in that BTF
     """
     profile = load_profile(kernel, config)
     path = None if btf_path is None else RUNNING_BTF if btf_path == "running" else btf_path
     base = None if btf_base is None else RUNNING_BTF if btf_base == "running" else btf_base
     if base is not None and path is None:
         raise InputError("--btf-base is the base of a split BTF: give the module's --btf too")
+    if list_ and (check or name is not None):
+        raise InputError("--list takes no struct name and no --check")
+    if list_:
+        _list(profile, path, base, as_json)
+        return
     if name is not None and path is not None and not (check or list_):
         size, rows = btf_rows(path, name, base)  # cached per struct and file
     else:
         from vnetrx.layouts.check import layouts_for, rows_of_layout
 
         ours = layouts_for(profile)
-        if list_:
-            for layout_name, item in ours.items():
-                click.echo(f"{layout_name:<32} {item.size:4} bytes  {item.source}")
-            return
         if check:
             _check(ours, None if path is None else load_btf(path, base), name, as_json)
             return
@@ -96,6 +99,35 @@ def layout(
         sys.stdout.write(layout_json(name, size, rows))
         return
     click.echo(pahole_text(name, size, rows, profile.build.l1_cache_bytes), nl=False)
+
+
+def _list(profile: KernelProfile, path: str | None, base: str | None, as_json: bool) -> None:
+    """vnetrx's structs for the profile, or (with --btf) every named struct and union in the
+    BTF file (not its base)."""
+    if path is None:
+        from vnetrx.layouts.check import layouts_for
+
+        source = "vnetrx"
+        structs = [
+            {"name": name, "kind": "struct", "size": item.size, "source": item.source}
+            for name, item in layouts_for(profile).items()
+        ]
+    else:
+        btf = load_btf(path, base)
+        source = btf.path
+        structs = [
+            {"name": name, "kind": kind, "size": size} for name, kind, size in btf.struct_sizes()
+        ]
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(
+            dumps({"schema": "vnetrx.layout-list/1", "source": source, "structs": structs})
+        )
+        return
+    for item in structs:
+        where = f"  {item['source']}" if "source" in item else f"  {item['kind']}"
+        click.echo(f"{item['name']:<32} {item['size']:6} bytes{where}")
 
 
 def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: bool) -> None:

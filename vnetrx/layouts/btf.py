@@ -316,6 +316,21 @@ class Btf:
         words = self.words
         return [self.string(words[i]) for i in self.starts if self._is_struct(i) and words[i]]
 
+    def struct_sizes(self) -> list[tuple[str, str, int]]:
+        """(name, "struct" | "union", size) of every named definition in this blob (not its
+        base), in id order; a name defined twice alike is listed once."""
+        seen: set[tuple[str, str, int]] = set()
+        out = []
+        for i in self.starts:
+            info = self.words[i + 1]
+            if (info >> 24) & 0x1F in (STRUCT, UNION) and info & 0xFFFF and self.words[i]:
+                kind = "struct" if (info >> 24) & 0x1F == STRUCT else "union"
+                item = (self.string(self.words[i]), kind, self.words[i + 2])
+                if item not in seen:
+                    seen.add(item)
+                    out.append(item)
+        return out
+
     def _is_struct(self, word_index: int) -> bool:
         return (self.words[word_index + 1] >> 24) & 0x1F in (STRUCT, UNION)
 
