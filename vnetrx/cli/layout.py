@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Compare vnetrx's layouts with the BTF ones member by member; exit 1 on a difference.",
 )
-@click.option("--list", "list_", is_flag=True, help="List the structs vnetrx defines.")
+@click.option("--list", "list_", is_flag=True, help="List the structs vnetrx defines (for --kernel), or with --btf every struct and union "
+    "in that file.")
 @kernel_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def layout(
@@ -62,8 +63,8 @@ def layout(
     Examples:
       vnetrx layout skb_shared_info                   # vnetrx's layout for the newest profile
       vnetrx layout skb_shared_info --btf running     # the running kernel's, from BTF
-      vnetrx layout padded_vnet_hdr --btf /sys/kernel/btf/virtio_net   # a module's split BTF
-      vnetrx layout padded_vnet_hdr --btf virtio_net.ko --btf-base vmlinuz-6.1.0-57-amd64
+      vnetrx layout receive_queue --btf /sys/kernel/btf/virtio_net   # a module's split BTF
+      vnetrx layout tun_file --btf tun.ko.xz --btf-base vmlinuz-6.12.117+deb12-amd64
       vnetrx layout --check --btf running --kernel running   # every struct, member by member
       vnetrx layout --list                            # the structs vnetrx defines
       vnetrx layout --list --btf /sys/kernel/btf/virtio_net   # every struct in that BTF
