@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_btf import tiny_btf
 
-from vnetrx.errors import LayoutError
+from vnetrx.errors import LayoutError, VnetrxError
 from vnetrx.layouts.btf import Btf
 from vnetrx.layouts.btf_format import btf_header, btf_type, iter_records
 from vnetrx.layouts.btf_index import STRUCT, TRAILER_WORDS, UNION
@@ -109,3 +109,36 @@ def test_mutated_type_sections_split_the_same_way(data: st.DataObject) -> None:
         assert grammar == [4 * w for w in starts]
     elif grammar is not None:
         assert not grammar_ok  # Construct reads kind 0 or > 19 as a bare header: the walk refuses
+
+
+@needs_btf
+def test_grammar_reader_agrees_on_structs() -> None:
+    """GrammarBtf (records decoded by Construct) and Btf (32-bit words) give the same layout for
+    300 structs of the running kernel, and for the ones vnetrx checks."""
+    from vnetrx.layouts.btf_format import GrammarBtf
+
+    words, grammar = Btf.load(str(VMLINUX), cache=False), GrammarBtf.load(str(VMLINUX), cache=False)
+    names = sorted(set(words.struct_names()))
+    sample = random.Random(6).sample(names, 300)
+    sample += ["sk_buff", "skb_shared_info", "virtio_net_hdr_v1_hash", "skb_frag"]
+    for name in sample:
+        assert grammar.struct(name) == words.struct(name), name
+    assert isinstance(grammar, GrammarBtf) and grammar._parsed  # the grammar did the decoding
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=200)
+@given(data=st.data())
+def test_grammar_reader_agrees_on_mutated_blobs(data: st.DataObject) -> None:
+    from vnetrx.layouts.btf_format import GrammarBtf
+
+    blob = bytearray(tiny_btf())
+    for _ in range(data.draw(st.integers(1, 4))):
+        blob[data.draw(st.integers(24, 89))] = data.draw(st.integers(0, 255))
+
+    def read(reader: type[Btf]) -> object:
+        try:
+            btf = reader(bytes(blob), "fuzz.btf")
+            return [btf.struct(name) for name in btf.struct_names()]
+        except VnetrxError as exc:
+            return type(exc).__name__
+    assert read(GrammarBtf) == read(Btf)

@@ -43,8 +43,13 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Compare vnetrx's layouts with the BTF ones member by member; exit 1 on a difference.",
 )
-@click.option("--list", "list_", is_flag=True, help="List the structs vnetrx defines (for --kernel), or with --btf every struct and union "
-    "in that file.")
+@click.option(
+    "--list",
+    "list_",
+    is_flag=True,
+    help="List the structs vnetrx defines (for --kernel), or with --btf every struct and union "
+    "in that file.",
+)
 @kernel_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def layout(
@@ -86,7 +91,11 @@ def layout(
 
         ours = layouts_for(profile)
         if check:
-            _check(ours, None if path is None else load_btf(path, base), name, as_json)
+            # --check imports construct anyway (vnetrx's layouts): read BTF through its grammar
+            from vnetrx.layouts.btf_format import GrammarBtf
+
+            btf = None if path is None else load_btf(path, base, GrammarBtf)
+            _check(ours, btf, name, as_json)
             return
         if name is None:
             raise InputError("name a struct (see vnetrx layout --list), or give --check or --list")

@@ -225,9 +225,28 @@ class Btf:
         ``at``: the byte that refers to it, for the error message."""
         owner = self._owner(type_id, at)
         i = owner.starts[type_id - owner.first_id]
-        words = owner.words
+        return (owner, i, *owner._header(i))
+
+    # The three decoders of record contents. GrammarBtf (btf_format.py) overrides them to read
+    # through the Construct grammar instead of 32-bit words.
+
+    def _header(self, i: int) -> tuple[int, int, int, int, int]:
+        """(kind, vlen, kind_flag, name_off, size_or_type) of the record at word ``i``."""
+        words = self.words
         info = words[i + 1]
-        return owner, i, (info >> 24) & 0x1F, info & 0xFFFF, info >> 31, words[i], words[i + 2]
+        return (info >> 24) & 0x1F, info & 0xFFFF, info >> 31, words[i], words[i + 2]
+
+    def _array(self, i: int) -> tuple[int, int]:
+        """(element type, nelems) of the ARRAY record at word ``i`` (struct btf_array)."""
+        return self.words[i + 3], self.words[i + 5]
+
+    def _member_entries(self, i: int, vlen: int) -> list[tuple[int, int, int, int]]:
+        """(name_off, type, offset, byte) of each struct btf_member of the record at ``i``."""
+        words = self.words
+        return [
+            (words[e], words[e + 1], words[e + 2], self._byte(e))
+            for e in range(i + 3, i + 3 + 3 * vlen, 3)
+        ]
 
     def _byte(self, word_index: int) -> int:
         return self.types_start + 4 * word_index
@@ -245,7 +264,7 @@ class Btf:
         if kind == PTR:
             return POINTER_SIZE
         if kind == ARRAY:
-            element, nelems = owner.words[i + 3], owner.words[i + 5]
+            element, nelems = owner._array(i)
             return nelems * self.size_of(element, depth + 1, owner._byte(i))
         if kind in _MODIFIERS:
             return self.size_of(size_or_type, depth + 1, owner._byte(i))
@@ -269,8 +288,8 @@ class Btf:
         if kind == PTR:
             return self.type_name(ref, depth + 1, here) + " *"
         if kind == ARRAY:
-            element = self.type_name(owner.words[i + 3], depth + 1, here)
-            return f"{element}[{owner.words[i + 5]}]"
+            element_type, nelems = owner._array(i)
+            return f"{self.type_name(element_type, depth + 1, here)}[{nelems}]"
         if kind in (9, 10, 11):
             return f"{KINDS[kind].lower()} {self.type_name(ref, depth + 1, here)}"
         if kind == 18:
@@ -354,10 +373,8 @@ class Btf:
                 f"{owner.path}: anonymous members nest too deep at type id {type_id} "
                 f"(byte {owner._byte(i)})"
             )
-        words, out = owner.words, []
-        for entry in range(i + 3, i + 3 + 3 * vlen, 3):  # struct btf_member: name_off, type, offset
-            name_off, member_type, offset = words[entry], words[entry + 1], words[entry + 2]
-            at = owner._byte(entry)  # where this member is, for error messages
+        out: list[Member] = []
+        for name_off, member_type, offset, at in owner._member_entries(i, vlen):
             bit_size = (offset >> 24) if kind_flag else 0
             bits = base_bits + ((offset & 0xFFFFFF) if kind_flag else offset)
             name = self.string(name_off)
@@ -417,7 +434,7 @@ class Btf:
         if type_id == 0:
             return None
         owner, i, kind, *_ = self._record(type_id)
-        return owner.words[i + 5] if kind == ARRAY else None
+        return owner._array(i)[1] if kind == ARRAY else None
 
     def _strip(self, type_id: int, at: int | None = None) -> int:
         """Follow const/volatile/typedef to the underlying type (for anonymous members)."""
@@ -434,14 +451,16 @@ class Btf:
         )
 
 
-def load_btf(path: str, base_path: str | None = None) -> Btf:
+def load_btf(path: str, base_path: str | None = None, reader: type[Btf] | None = None) -> Btf:
     """A BTF file, as split BTF on ``base_path`` when given (or when ``default_base`` says a
-    module's sysfs file needs vmlinux); record tables cached for the next run."""
+    module's sysfs file needs vmlinux); record tables cached for the next run. ``reader``:
+    Btf (the word decoder, the default) or btf_format.GrammarBtf (the Construct grammar)."""
+    reader = reader or Btf
     base_path = base_path or default_base(path)
     base = None
     if base_path is not None:
-        base = Btf.load(base_path)
+        base = reader.load(base_path)
         base.save_index()
-    btf = Btf.load(path, base=base)
+    btf = reader.load(path, base=base)
     btf.save_index()
     return btf

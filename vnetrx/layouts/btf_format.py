@@ -1,10 +1,11 @@
 """BTF's binary format as Construct definitions: include/uapi/linux/btf.h (@6.12), every kind
-1-19 with the records that follow ``struct btf_type``.
+1-19 with the records that follow ``struct btf_type``, and ``GrammarBtf``, the BTF reader that
+decodes every record it reads through them.
 
-This is the declarative specification. ``btf.py`` decodes the same bytes through 32-bit word
-access because importing construct costs ~45 ms (measured: benchmarks/layout_vs_pahole.py); the
-tests parse real and fuzzed BTF with both and require the same records, so a change to either
-has to agree with the other.
+``vnetrx layout --check`` (which imports construct for vnetrx's own layouts anyway) reads BTF
+with GrammarBtf. ``vnetrx layout NAME --btf`` uses btf.py's word decoder instead, because
+importing construct costs ~45 ms, about all of pahole's run (benchmarks/layout_vs_pahole.py).
+The tests hold the two to the same records and the same struct layouts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from construct import (
     Array,
     Computed,
     Const,
+    ConstructError,
     Int8ul,
     Int16ul,
     Int32sl,
@@ -27,7 +29,8 @@ from construct import (
     this,
 )
 
-from vnetrx.layouts.btf import BTF_MAGIC
+from vnetrx.errors import LayoutError
+from vnetrx.layouts.btf import BTF_MAGIC, Btf
 
 btf_header = Struct(
     "magic" / Const(BTF_MAGIC, Int16ul),
@@ -96,3 +99,37 @@ def iter_records(section: bytes) -> Iterator[tuple[int, Any]]:
     while stream.tell() < len(section):
         offset = stream.tell()
         yield offset, btf_type.parse_stream(stream)
+
+
+class GrammarBtf(Btf):
+    """A Btf whose records are decoded by the Construct grammar (``btf_type``), one parse per
+    record read; the record table and name search are btf.py's."""
+
+    def __init__(self, data: bytes, path: str, base: Btf | None = None) -> None:
+        super().__init__(data, path, base)
+        self._stream = io.BytesIO(data)
+        self._parsed: dict[int, Any] = {}
+
+    def _parse(self, i: int) -> Any:
+        record = self._parsed.get(i)
+        if record is None:
+            self._stream.seek(self._byte(i))
+            try:
+                record = self._parsed[i] = btf_type.parse_stream(self._stream)
+            except ConstructError as exc:
+                raise LayoutError(f"{self.path}: record at byte {self._byte(i)}: {exc}") from None
+        return record
+
+    def _header(self, i: int) -> tuple[int, int, int, int, int]:
+        r = self._parse(i)
+        return r.kind, r.vlen, r.kind_flag, r.name_off, r.size_or_type
+
+    def _array(self, i: int) -> tuple[int, int]:
+        trailer = self._parse(i).trailer
+        return trailer.type, trailer.nelems
+
+    def _member_entries(self, i: int, vlen: int) -> list[tuple[int, int, int, int]]:
+        members = self._parse(i).trailer
+        assert len(members) == vlen  # the grammar read vlen from the same info word
+        first = self._byte(i) + 12
+        return [(m.name_off, m.type, m.offset, first + 12 * n) for n, m in enumerate(members)]
