@@ -98,9 +98,10 @@ def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
         return build
     from vnetrx.errors import LayoutError
     from vnetrx.layouts.btf import load_btf
+    from vnetrx.layouts.btf_format import GrammarBtf
 
     try:
-        btf = load_btf(path)
+        btf = load_btf(path, reader=GrammarBtf)
         sk_buff, shinfo = btf.struct("sk_buff").size, btf.struct("skb_shared_info").size
         frags = btf.member("skb_shared_info", "frags")
         max_skb_frags = None if frags is None else btf.array_length(frags.type_id)

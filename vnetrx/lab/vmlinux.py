@@ -26,13 +26,13 @@ def kprobe_offsets(image: Path, cache_dir: Path | None = None) -> Kprobe:
                 return Kprobe(**json.loads(cache.read_text()))
             except (ValueError, TypeError):
                 pass
-    from vnetrx.layouts.btf import Btf
+    from vnetrx.layouts.btf_format import GrammarBtf
 
     elf = bzimage_payload(image.read_bytes())
     blob = elf_section(elf, ".BTF")
     if blob is None:
         raise VnetrxError(f"{image}: vmlinux has no .BTF section (CONFIG_DEBUG_INFO_BTF off)")
-    btf = Btf(blob, f"{image}:.BTF")
+    btf = GrammarBtf(blob, f"{image}:.BTF")
     offsets: dict[str, int] = {}
     for name in ("head", "data", "tail", "end", "mac_header", "len"):
         member = btf.member("sk_buff", name)
