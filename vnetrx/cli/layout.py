@@ -79,6 +79,8 @@ def layout(
     base = None if btf_base is None else RUNNING_BTF if btf_base == "running" else btf_base
     if base is not None and path is None:
         raise InputError("--btf-base is the base of a split BTF: give the module's --btf too")
+    if name is not None and not name.strip():
+        raise InputError("the struct name is empty (see vnetrx layout --list)")
     if list_ and (check or name is not None):
         raise InputError("--list takes no struct name and no --check")
     if list_:
