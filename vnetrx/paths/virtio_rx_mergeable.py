@@ -77,10 +77,11 @@ def plan_mergeable(k: KernelProfile, c: Config, frame: int, detail: bool = True)
     if frame < ETH_HLEN:
         return drop("short_packet", buf_len, posted, _used(info, count, total))
     frame0 = used0 - c.hdr_len
-    head = _page_to_skb(c, first.len, frame0)
-    copy = head.copy
-    frag0 = head.outcome == "copy" and frame0 > copy  # the rest of the first buffer stays as frag 0
-    truesize = head.truesize + (first.len if frag0 else 0)
+    outcome, tailroom, copy, head_size, end, data, tail, head_truesize = _page_to_skb(
+        c, first.len, frame0
+    )
+    frag0 = outcome == "copy" and frame0 > copy  # the rest of the first buffer stays as frag 0
+    truesize = head_truesize + (first.len if frag0 else 0)
     nr_frags, later = _count_frags(info, count, frag0)
     truesize += later
     frags: tuple[Frag, ...] = ()
@@ -104,19 +105,19 @@ def plan_mergeable(k: KernelProfile, c: Config, frame: int, detail: bool = True)
             frags, coalesced = walked.frags, walked.coalesced
             chained, starts = walked.chained, walked.starts
     return Plan(
-        outcome=head.outcome,
+        outcome=outcome,
         reason=None,
         buf_len=buf_len,
         buffers=posted,
         used=used,
-        tailroom=head.tailroom,
+        tailroom=tailroom,
         copy=copy,
-        head_size=head.head_size,
-        end=head.end,
-        data=head.data,
-        tail=head.tail,
+        head_size=head_size,
+        end=end,
+        data=data,
+        tail=tail,
         len=frame,
-        data_len=frame - (head.tail - head.data),
+        data_len=frame - (tail - data),
         truesize=truesize,
         frags=frags,
         coalesced=coalesced,
@@ -139,17 +140,10 @@ def _buffers_needed(info: Carved, total: int) -> int:
     return count
 
 
-class _Head(NamedTuple):
-    """The skb head page_to_skb makes of the first buffer (``frame0`` frame bytes in it)."""
-
-    outcome: str  # "build_skb" | "copy"
-    tailroom: int | None
-    copy: int
-    head_size: int
-    end: int
-    data: int
-    tail: int
-    truesize: int  # of the head alone (frag 0, when the copy leaves one, is added by the caller)
+# The skb head page_to_skb makes of the first buffer: outcome ("build_skb" | "copy"), tailroom,
+# copy, head_size, end, data, tail, and the truesize of the head alone (frag 0, when the copy
+# leaves one, is added by the caller). A plain tuple: this runs once per frame in a sweep.
+_Head = tuple[str, "int | None", int, int, int, int, int, int]
 
 
 def _page_to_skb(c: Config, first_len: int, frame0: int) -> _Head:
@@ -158,9 +152,9 @@ def _page_to_skb(c: Config, first_len: int, frame0: int) -> _Head:
     build, tailroom = build_or_copy(c, frame0, first_len, hp)
     if build:
         end, truesize = first_len - c.shinfo_size, first_len + c.sk_buff_aligned
-        return _Head("build_skb", tailroom, 0, first_len, end, hp, hp + frame0, truesize)
+        return ("build_skb", tailroom, 0, first_len, end, hp, hp + frame0, truesize)
     copy, end, data, truesize = napi_copy(c, frame0)
-    return _Head("copy", tailroom, copy, c.napi_head.size, end, data, data + copy, truesize)
+    return ("copy", tailroom, copy, c.napi_head.size, end, data, data + copy, truesize)
 
 
 def _count_frags(info: Carved, count: int, frag0: bool) -> tuple[int, int]:
