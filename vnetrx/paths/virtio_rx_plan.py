@@ -58,7 +58,7 @@ def plan(k: KernelProfile, c: Config, frame: int, detail: bool = True) -> Plan:
     if c.mode == "small":
         return plan_small(k, c, frame)
     if c.mode == "big":
-        return plan_big(c, frame)
+        return plan_big(c, frame, detail)
     return plan_mergeable(k, c, frame, detail)
 
 
@@ -93,8 +93,9 @@ def plan_small(k: KernelProfile, c: Config, frame: int) -> Plan:
     )
 
 
-def plan_big(c: Config, frame: int) -> Plan:
-    """add_recvbuf_big + receive_big + page_to_skb with truesize PAGE_SIZE per page."""
+def plan_big(c: Config, frame: int, detail: bool = True) -> Plan:
+    """add_recvbuf_big + receive_big + page_to_skb with truesize PAGE_SIZE per page. Without
+    ``detail`` (sweeps) the frags are counted, not listed."""
     page, hp = c.page_size, c.big_padded
     if frame > c.big_capacity:
         return drop("len_exceeds_allocated_size" if c.big_len_check else "exceeds_buffer", page)
@@ -116,10 +117,15 @@ def plan_big(c: Config, frame: int) -> Plan:
     copy, end, data, truesize = napi_copy(c, frame)
     rest, offset = frame - copy, hp + copy
     frags: list[tuple[int, int, int, int]] = []
-    while rest:
-        size = min(page - offset, rest)
-        frags.append((len(frags), offset, size, page))
-        rest, offset = rest - size, 0
+    if detail:
+        while rest:  # the rest of page 0 after the copy, then whole pages of the chain
+            size = min(page - offset, rest)
+            frags.append((len(frags), offset, size, page))
+            rest, offset = rest - size, 0
+        nr_frags = len(frags)
+    else:
+        first = min(page - offset, rest)
+        nr_frags = (1 + -(-(rest - first) // page)) if rest else 0
     return Plan(
         outcome="copy",
         reason=None,
@@ -134,9 +140,9 @@ def plan_big(c: Config, frame: int) -> Plan:
         tail=data + copy,
         len=frame,
         data_len=frame - copy,
-        truesize=truesize + page * len(frags),
+        truesize=truesize + page * nr_frags,
         frags=tuple(frags),
         coalesced=(),
-        pages_used=max(1, len(frags)),
-        nr_frags=len(frags),
+        pages_used=max(1, nr_frags),
+        nr_frags=nr_frags,
     )
