@@ -59,6 +59,17 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("sweep", ["sweep", "--len", "1-4000:3", "--path", "tap", "--blocking"], 0),  # EINVAL rows
     ("observe", ["observe", "--from-trace", str(LAB / "mergeable-6.1.0-57-amd64.log")], 0),
     ("observe", ["observe", "--from-trace", str(LAB / "big-6.12.117+deb12-amd64.log")], 0),
+    ("replay", ["replay", "--len", "60x11,9014,9018", "--mergeable", "--mtu", "9000",
+                "--kernel", "6.12", "--json"], 0),
+    ("replay", ["replay", "--len", "60,1514,100", "--kernel", "6.1", "--json"], 0),  # small
+    ("replay", ["replay", "--len", "60x40", "--mergeable", "--guest-gso", "--ring-size", "32",
+                "--mtu", "1400", "--kernel", "7.3", "--json"], 0),  # page_pool, a refill
+    ("lab", ["lab", "virtio", "--from-log", str(LAB / "mergeable-6.1.0-57-amd64.log"),
+             "--json"], 0),
+    ("lab", ["lab", "virtio", "--from-log", str(LAB / "big-6.12.117+deb12-amd64.log"),
+             "--json"], 0),
+    ("lab", ["lab", "virtio", "--from-log",
+             str(LAB.parent / "lab_vhost_user" / "big-gso-6.1.0-57-amd64.log"), "--json"], 0),
     ("error", ["trace", "--len", "0"], 2),
     ("error", ["trace", "--len", "100", "--kernel", "2.6"], 2),
     ("error", ["headroom", "--payload", "x"], 2),
@@ -79,7 +90,9 @@ def test_schema_is_valid_draft_2020_12(name: str) -> None:
 
 @pytest.mark.parametrize(("name", "args", "code"), INVOCATIONS, ids=lambda x: str(x)[:40])
 def test_json_output_matches_schema(name: str, args: list[str], code: int) -> None:
-    result = RUNNER.invoke(cli, [args[0], "--json", *args[1:]])  # before diff's `--`
+    # --json right after the command (before diff's `--`), unless the invocation has it already
+    argv = args if "--json" in args else [args[0], "--json", *args[1:]]
+    result = RUNNER.invoke(cli, argv)
     assert result.exit_code == code, result.output
     check(name, json.loads(result.stdout))
 
@@ -101,7 +114,8 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
 
 
 def test_every_json_command_is_covered() -> None:
-    covered = {name for name, _, _ in INVOCATIONS} | {"verify", "layout-check", "sweep-row"}
+    covered = {name for name, _, _ in INVOCATIONS} | {
+        "verify", "layout-check", "sweep-row", "replay-frame"}
     assert covered == set(names())
 
 
@@ -163,3 +177,14 @@ def test_layout_check_matches_schema() -> None:
                                  "--json"])
     assert result.exit_code in (0, 1), result.output
     check("layout-check", json.loads(result.stdout))
+
+
+def test_replay_jsonl_lines_match_schema() -> None:
+    result = RUNNER.invoke(cli, ["replay", "--len", "60x11,9014,9018", "--mergeable", "--mtu",
+                                 "9000", "--kernel", "6.1", "--jsonl"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 13
+    validator = Draft202012Validator(schema("replay-frame"))
+    for line in lines:
+        validator.validate(json.loads(line))

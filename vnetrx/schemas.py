@@ -458,6 +458,73 @@ SWEEP = _obj(
     }
 )
 
+_POSTED = _obj({"seq": _NAT, "page": _STR, "offset": _NAT, "len": _NAT, "fill": _NAT})
+_FILL = _obj(
+    {
+        "when": _STR,
+        "after_poll": _NAT,
+        "ewma": _nullable(_NAT),
+        "buf_len": _NAT,
+        "count": _NAT,
+        "buffers": _arr(_POSTED),
+    }
+)
+_RING = _obj(
+    {
+        "ewma": _nullable(_NAT),
+        "mergeable_rx_buffer_size": _nullable(_NAT),
+        "allocator": _STR,
+        "page": _STR,
+        "offset": _NAT,
+        "page_size": _NAT,
+        "posted": _NAT,
+        "num_free": _NAT,
+        "posted_lens": _arr({"type": "array", "items": _NAT, "minItems": 2, "maxItems": 2}),
+        "next_buffer": _nullable(_POSTED),
+        "polls": _NAT,
+        "fills": _NAT,
+    }
+)
+# One frame of vnetrx replay: an element of "frames", and each line of --jsonl.
+REPLAY_FRAME = _obj(
+    {
+        "index": _NAT,
+        "frame_len": _NAT,
+        "poll": _NAT,
+        "buffers": _arr(_POSTED),
+        "ewma_before": _nullable(_NAT),
+        "ewma_after": _nullable(_NAT),
+        "trace": TRACE,
+        "refill": _nullable(_FILL),
+        "ring": _RING,
+    }
+)
+REPLAY = _obj(
+    {
+        "schema": {"const": "vnetrx.replay/1"},
+        "kernel": KERNEL,
+        "input": _obj(
+            {
+                "source": _STR,
+                "frames": _NAT,
+                "mergeable": _BOOL,
+                "guest_gso": _BOOL,
+                "mtu": _NAT,
+                "hdr_len": _NAT,
+                "ring_size": _NAT,
+                "batch": _NAT,
+                "budget": _NAT,
+                "refill_threshold": _NAT,
+            }
+        ),
+        "min_buf_len": _nullable(_NAT),
+        "initial_fill": _FILL,
+        "frames": _arr(REPLAY_FRAME),
+        "final_ring": _RING,
+        "notes": _arr(_STR),
+    }
+)
+
 _OBSERVED_FIELDS = {"type": "object", "additionalProperties": _SCALAR}
 OBSERVE = _obj(
     {
@@ -493,6 +560,38 @@ OBSERVE = _obj(
     }
 )
 
+_LAB_MODES = ["small", "big", "mergeable", "big-gso", "mergeable-gso"]
+LAB = _obj(
+    {
+        "schema": {"const": "vnetrx.lab/1"},
+        "kernel": _STR,
+        "release": _STR,
+        "mode": {"enum": _LAB_MODES},
+        "features": _arr(_STR),
+        "mtu": _NAT,
+        "hdr_len": _NAT,
+        "mergeable_rx_buffer_size": _nullable(_NAT),
+        "kprobe": _BOOL,
+        "match": _BOOL,
+        "rx_length_errors": _obj({"predicted": _NAT, "observed": _nullable(_NAT)}),
+        "boot_seconds": _nullable({"type": "number", "minimum": 0}),
+        "total_seconds": _nullable({"type": "number", "minimum": 0}),
+        "frames": _arr(
+            _obj(
+                {
+                    "frame_len": _NAT,
+                    "buffer_index": _nullable(_NAT),
+                    "match": _BOOL,
+                    "predicted": _OBSERVED_FIELDS,
+                    "observed": _nullable(_OBSERVED_FIELDS),
+                    "mismatched": _arr(_STR),
+                }
+            )
+        ),
+        "notes": _arr(_STR),
+    }
+)
+
 # name → (schema id printed in the document's "schema" key, or None, schema body)
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": ("vnetrx.trace/1", TRACE),
@@ -508,6 +607,9 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "sweep": ("vnetrx.sweep/1", SWEEP),
     "sweep-row": ("vnetrx.sweep-row/1", SWEEP_ROW),  # each --jsonl line of vnetrx sweep
     "observe": ("vnetrx.observe/1", OBSERVE),
+    "replay": ("vnetrx.replay/1", REPLAY),
+    "replay-frame": (None, REPLAY_FRAME),  # each --jsonl line of vnetrx replay
+    "lab": ("vnetrx.lab/1", LAB),
 }
 
 
