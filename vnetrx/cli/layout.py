@@ -51,7 +51,13 @@ if TYPE_CHECKING:
     "in that file.",
 )
 @kernel_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: vnetrx.layout/1 (with --check vnetrx.layout-check/1, with --list "
+    "vnetrx.layout-list/1).",
+)
 def layout(
     name: str | None,
     btf_path: str | None,
