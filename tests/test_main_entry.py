@@ -106,3 +106,26 @@ def test_other_commands_still_run() -> None:
     run = subprocess.run([sys.executable, "-m", "vnetrx", "layout", "--list"],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 0 and "skb_shared_info" in run.stdout
+
+
+def test_cache_keeps_one_generation_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A BTF file that changed (a reboot, for /sys/kernel/btf/*) replaces its cache files instead
+    of piling them up; another file's cache stays."""
+    import struct as st
+
+    from test_btf import tiny_btf
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from vnetrx.layouts.rows import btf_rows
+
+    first, other = tmp_path / "a.btf", tmp_path / "b.btf"
+    first.write_bytes(tiny_btf())
+    other.write_bytes(tiny_btf())
+    assert btf_rows(str(first), "pair")[0] == 8
+    assert btf_rows(str(other), "pair")[0] == 8
+    blob = bytearray(tiny_btf())
+    st.pack_into("<I", blob, 24 + 16 + 8, 12)  # struct pair now 12 bytes: a new key (size, mtime)
+    first.write_bytes(bytes(blob) + b"\0")  # one byte longer
+    assert btf_rows(str(first), "pair")[0] == 12
+    cache = sorted(p.name for p in (tmp_path / "cache" / "vnetrx").iterdir())
+    assert len(cache) == 4, cache  # a.btf: one .idx and one .rows; b.btf: the same

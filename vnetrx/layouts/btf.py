@@ -32,7 +32,7 @@ from vnetrx.layouts.btf_index import (
     structs_named,
     walk,
 )
-from vnetrx.layouts.rows import Row, btf_key, cache_dir, default_base
+from vnetrx.layouts.rows import Row, btf_key, cache_dir, default_base, prune_stale
 
 __all__ = ["KINDS", "TRAILER_WORDS", "Btf", "Member", "StructLayout", "load_btf"]
 
@@ -141,6 +141,7 @@ class Btf:
         self.words = memoryview(data)[self.types_start : self.types_end].cast("I")
         self._starts: list[int] | None = None
         self._cache_file: str | None = None
+        self._cache_key: str | None = None
 
     @classmethod
     def load(cls, path: str, cache: bool = True, base: Btf | None = None) -> Btf:
@@ -154,6 +155,7 @@ class Btf:
         if cache:
             key = btf_key(path)
             if key is not None:
+                btf._cache_key = key
                 btf._cache_file = os.path.join(cache_dir(), f"btf-{key}.idx")
                 btf._load_index()
         return btf
@@ -191,6 +193,8 @@ class Btf:
     def save_index(self) -> None:
         """Write the record table for the next run (best effort: an unwritable cache is skipped)."""
         if self._cache_file is not None and self.starts:
+            if self._cache_key is not None:
+                prune_stale(self._cache_key)
             save_table(self._cache_file, self.starts)
         self._cache_file = None
 

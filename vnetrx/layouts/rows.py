@@ -63,13 +63,33 @@ def cache_dir() -> str:
 
 
 def btf_key(path: str) -> str | None:
-    """Identifies a file by device, inode, size and modification time (None: unreadable).
-    /sys/kernel/btf/* get a new mtime at every boot."""
+    """Identifies a file: a checksum of its real path, then its device, inode, size and
+    modification time (None: unreadable). /sys/kernel/btf/* get a new mtime at every boot."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return f"{st.st_dev:x}-{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"
+    from zlib import crc32
+
+    where = crc32(os.path.realpath(path).encode())
+    return f"{where:08x}-{st.st_dev:x}-{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"
+
+
+def prune_stale(key: str) -> None:
+    """Remove cache files of the same path under an older key (the kernel booted since, the file
+    changed): without this, every boot would leave a record table behind. Best effort."""
+    import contextlib
+
+    own = key.split("-on-", 1)[0]  # a split BTF's rows key is "<module key>-on-<base key>"
+    prefix = "btf-" + own.split("-", 1)[0] + "-"
+    try:
+        entries = os.listdir(cache_dir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.startswith(prefix) and not entry.startswith(f"btf-{own}"):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(cache_dir(), entry))
 
 
 def _rows_file(key: str, name: str) -> str:
@@ -112,6 +132,7 @@ def save_rows(key: str, name: str, size: int, rows: list[Row]) -> None:
             return
         lines.append("\t".join(text))
     target = _rows_file(key, name)
+    prune_stale(key)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         tmp = f"{target}.{os.getpid()}.tmp"
