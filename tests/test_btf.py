@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pahole_oracle import pahole
+from pahole_oracle import pahole, pahole_text, skeleton
 
 from vnetrx.errors import LayoutError, VnetrxError
 from vnetrx.kernel.build import BuildConfig
@@ -345,3 +346,25 @@ def test_a_corrupted_first_string_reads_as_split_btf() -> None:
     blob[76] = ord("A")  # the string section's first byte: no longer the empty string
     with pytest.raises(VnetrxError, match=r"bad\.btf is a module.s split BTF: give --btf-base"):
         Btf(bytes(blob), "bad.btf")
+
+
+@needs_btf
+@pytest.mark.parametrize("name", ["sk_buff", "skb_shared_info", "task_struct", "net_device",
+                                  "virtio_net_hdr_v1_hash", "page"])
+def test_layout_text_nests_like_pahole(name: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The text view has pahole's shape: the same anonymous struct/union blocks around the same
+    members in the same order, and pahole's member count; cold and from the rows cache."""
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    if shutil.which("pahole") is None:
+        pytest.fail("pahole is missing: install Debian's dwarves (.ci/run does)")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    theirs = pahole_text(name, str(VMLINUX))
+    for _ in ("cold", "warm"):
+        ours = CliRunner().invoke(cli, ["layout", name, "--btf", "running"]).stdout
+        assert skeleton(ours) == skeleton(theirs)
+        count = re.search(r"members: (\d+)", theirs)
+        assert count is not None and f"members: {count.group(1)} */" in ours

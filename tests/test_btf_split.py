@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pahole_oracle import pahole
+from pahole_oracle import pahole, pahole_text, skeleton
 
 from vnetrx.cli import cli
 from vnetrx.errors import InputError, LayoutError
@@ -169,3 +169,11 @@ def test_list_shows_the_module_not_its_base(kernel: dict[str, Path]) -> None:
     size, _ = pahole("tun_struct", str(kernel["tun"]), str(kernel["vmlinux"]))
     assert names["tun_struct"] == size
     assert "list_head" not in names and "sk_buff" not in names  # those are vmlinux's
+
+
+@pytest.mark.parametrize(("module", "name"), [("virtio_net", "virtnet_info"), ("tun", "tun_struct")])
+def test_module_struct_nests_like_pahole(kernel: dict[str, Path], module: str, name: str) -> None:
+    theirs = pahole_text(name, str(kernel[module]), str(kernel["vmlinux"]))
+    ours = CliRunner().invoke(cli, ["layout", name, "--btf", str(kernel[module]),
+                                    "--btf-base", str(kernel["vmlinux"])]).stdout
+    assert skeleton(ours) == skeleton(theirs)

@@ -93,7 +93,7 @@ def layout(
         _list(profile, path, base, as_json)
         return
     if name is not None and path is not None and not (check or list_):
-        size, rows = btf_rows(path, name, base)  # cached per struct and file
+        size, rows, groups = btf_rows(path, name, base)  # cached per struct and file
     else:
         from vnetrx.layouts.check import layouts_for, rows_of_layout
 
@@ -112,11 +112,11 @@ def layout(
                 f"vnetrx does not define struct {name!r} (known: {', '.join(ours)}); "
                 "give --btf to read any struct from BTF"
             )
-        size, rows = ours[name].size, rows_of_layout(ours[name])
+        size, rows, groups = ours[name].size, rows_of_layout(ours[name]), []
     if as_json:
         sys.stdout.write(layout_json(name, size, rows))
         return
-    click.echo(pahole_text(name, size, rows, profile.build.l1_cache_bytes), nl=False)
+    click.echo(pahole_text(name, size, rows, profile.build.l1_cache_bytes, tuple(groups)), nl=False)
 
 
 def _list(profile: KernelProfile, path: str | None, base: str | None, as_json: bool) -> None:

@@ -32,7 +32,7 @@ from vnetrx.layouts.btf_index import (
     structs_named,
     walk,
 )
-from vnetrx.layouts.rows import Row, btf_key, cache_dir, default_base, prune_stale
+from vnetrx.layouts.rows import Group, Row, btf_key, cache_dir, default_base, prune_stale
 
 __all__ = ["KINDS", "TRAILER_WORDS", "Btf", "Member", "StructLayout", "load_btf"]
 
@@ -65,21 +65,30 @@ class Member(Row):
 
 
 class StructLayout:
-    __slots__ = ("kind", "members", "name", "size")
+    """A struct's members, anonymous structs and unions flattened in place; ``groups`` says
+    where those were (rows.Group), for a view that nests them as pahole does."""
 
-    def __init__(self, name: str, kind: str, size: int, members: tuple[Member, ...]) -> None:
+    __slots__ = ("groups", "kind", "members", "name", "size")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        size: int,
+        members: tuple[Member, ...],
+        groups: tuple[Group, ...] = (),
+    ) -> None:
         self.name, self.kind, self.size, self.members = name, kind, size, members
+        self.groups = groups
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.kind, self.size, self.members, self.groups)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructLayout) and (
-            self.name,
-            self.kind,
-            self.size,
-            self.members,
-        ) == (other.name, other.kind, other.size, other.members)
+        return isinstance(other, StructLayout) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.name, self.kind, self.size, self.members))
+        return hash(self._key())
 
     def __repr__(self) -> str:
         return f"StructLayout({self.name!r}, {self.kind!r}, {self.size}, {self.members!r})"
@@ -367,24 +376,41 @@ class Btf:
         """The layout of ``struct name`` (or union), anonymous members flattened in place."""
         type_id = self._struct_id(name)
         kind, size = self._record(type_id)[2], self._record(type_id)[6]
-        members = tuple(self._members(type_id, 0, 0))
-        return StructLayout(name, "struct" if kind == STRUCT else "union", size, members)
+        members: list[Member] = []
+        groups: list[Group] = []
+        self._collect(type_id, 0, 0, members, groups)
+        groups.sort(key=lambda g: (g[0], g[5]))  # by first row, outer before inner
+        return StructLayout(
+            name, "struct" if kind == STRUCT else "union", size, tuple(members), tuple(groups)
+        )
 
     def _members(self, type_id: int, base_bits: int, depth: int) -> list[Member]:
+        out: list[Member] = []
+        self._collect(type_id, base_bits, depth, out, [])
+        return out
+
+    def _collect(
+        self, type_id: int, base_bits: int, depth: int, out: list[Member], groups: list[Group]
+    ) -> None:
+        """Append the members of ``type_id`` to ``out``, anonymous struct/union members
+        flattened in place, and each of those to ``groups``."""
         owner, i, _, vlen, kind_flag, _, _ = self._record(type_id)
         if depth > 16:
             raise LayoutError(
                 f"{owner.path}: anonymous members nest too deep at type id {type_id} "
                 f"(byte {owner._byte(i)})"
             )
-        out: list[Member] = []
         for name_off, member_type, offset, at in owner._member_entries(i, vlen):
             bit_size = (offset >> 24) if kind_flag else 0
             bits = base_bits + ((offset & 0xFFFFFF) if kind_flag else offset)
             name = self.string(name_off)
             target = self._strip(member_type, at)
-            if not name and target and self._record(target)[2] in (STRUCT, UNION):
-                out += self._members(target, bits, depth + 1)
+            target_kind = self._record(target)[2] if target else 0
+            if not name and target_kind in (STRUCT, UNION):
+                first = len(out)
+                self._collect(target, bits, depth + 1, out, groups)
+                kind = "struct" if target_kind == STRUCT else "union"
+                groups.append((first, len(out), kind, bits // 8, self.size_of(target), depth + 1))
                 continue
             if bit_size or bits % 8:
                 size = self.size_of(member_type, at=at)
@@ -409,7 +435,6 @@ class Btf:
                     type_id=member_type,
                 )
             )
-        return out
 
     def member(self, struct_name: str, path: str) -> Member | None:
         """The member at a dotted path (``hdr.num_buffers``), offset from the outer struct."""
