@@ -121,11 +121,11 @@ def test_cache_keeps_one_generation_per_file(tmp_path: Path, monkeypatch: pytest
     first, other = tmp_path / "a.btf", tmp_path / "b.btf"
     first.write_bytes(tiny_btf())
     other.write_bytes(tiny_btf())
-    assert btf_rows(str(first), "pair")[0] == 8
-    assert btf_rows(str(other), "pair")[0] == 8
+    assert btf_rows(str(first), "pair").size == 8
+    assert btf_rows(str(other), "pair").size == 8
     blob = bytearray(tiny_btf())
     st.pack_into("<I", blob, 24 + 16 + 8, 12)  # struct pair now 12 bytes: a new key (size, mtime)
     first.write_bytes(bytes(blob) + b"\0")  # one byte longer
-    assert btf_rows(str(first), "pair")[0] == 12
+    assert btf_rows(str(first), "pair").size == 12
     cache = sorted(p.name for p in (tmp_path / "cache" / "vnetrx").iterdir())
     assert len(cache) == 4, cache  # a.btf: one .idx and one .rows; b.btf: the same

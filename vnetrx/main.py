@@ -58,15 +58,14 @@ def serve_layout(name: str, path: str, base: str | None, as_json: bool) -> bool:
         return RUNNING_BTF if p == "running" else p
 
     try:
-        size, rows, groups = btf_rows(resolve(path), name, None if base is None else resolve(base))
+        view = btf_rows(resolve(path), name, None if base is None else resolve(base))
     except VnetrxError:
         return False
     if as_json:
-        text = layout_json(name, size, rows)
+        text = layout_json(name, view)
     else:
         # The default profile's cache line (cli.options.load_profile with no --kernel/--arch).
-        line = ARCHES[DEFAULT_ARCH]["l1_cache_bytes"]
-        text = pahole_text(name, size, rows, line, tuple(groups))
+        text = pahole_text(name, view, ARCHES[DEFAULT_ARCH]["l1_cache_bytes"])
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -11,7 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.options import kernel_option, load_profile
 from vnetrx.errors import InputError
 from vnetrx.layouts.btf import Btf, load_btf
-from vnetrx.layouts.rows import RUNNING_BTF, btf_rows
+from vnetrx.layouts.rows import RUNNING_BTF, StructRows, btf_rows
 from vnetrx.render.layout_view import layout_json, pahole_text
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def layout(
         _list(profile, path, base, as_json)
         return
     if name is not None and path is not None and not (check or list_):
-        size, rows, groups = btf_rows(path, name, base)  # cached per struct and file
+        view = btf_rows(path, name, base)  # cached per struct and file
     else:
         from vnetrx.layouts.check import layouts_for, rows_of_layout
 
@@ -112,11 +112,11 @@ def layout(
                 f"vnetrx does not define struct {name!r} (known: {', '.join(ours)}); "
                 "give --btf to read any struct from BTF"
             )
-        size, rows, groups = ours[name].size, rows_of_layout(ours[name]), []
+        view = StructRows("struct", ours[name].size, rows_of_layout(ours[name]), [])
     if as_json:
-        sys.stdout.write(layout_json(name, size, rows))
+        sys.stdout.write(layout_json(name, view))
         return
-    click.echo(pahole_text(name, size, rows, profile.build.l1_cache_bytes, tuple(groups)), nl=False)
+    click.echo(pahole_text(name, view, profile.build.l1_cache_bytes), nl=False)
 
 
 def _list(profile: KernelProfile, path: str | None, base: str | None, as_json: bool) -> None:

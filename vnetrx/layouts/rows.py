@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import os
 
-_CACHE_FORMAT = "vnetrx-rows 2"
+_CACHE_FORMAT = "vnetrx-rows 3"
 
 # An anonymous struct or union inside a struct, which pahole shows nested: rows[first:end] are
 # its members (flattened in place), ``depth`` 1 is directly inside the named struct.
 # (first, end, kind "struct" | "union", offset, size, depth)
 Group = tuple[int, int, str, int, int, int]
+
+
+class StructRows:
+    """What a view of one struct needs: "struct" or "union", its size, its members as rows
+    (anonymous structs and unions flattened in place) and where those were (groups)."""
+
+    __slots__ = ("groups", "kind", "rows", "size")
+
+    def __init__(self, kind: str, size: int, rows: list[Row], groups: list[Group]) -> None:
+        self.kind, self.size, self.rows, self.groups = kind, size, rows, groups
 
 
 class Row:
@@ -102,20 +112,22 @@ def _rows_file(key: str, name: str) -> str:
     return os.path.join(cache_dir(), f"btf-{key}-{safe}.rows")
 
 
-def load_rows(key: str, name: str) -> tuple[int, list[Row], list[Group]] | None:
+def load_rows(key: str, name: str) -> StructRows | None:
     """The cached rows and groups of ``name``, or None (absent, damaged or an older format)."""
     try:
         with open(_rows_file(key, name), encoding="utf-8") as f:
             head, *lines = f.read().split("\n")
-        fmt, size = head.split("\t")
+        fmt, size, kind = head.split("\t")
         if fmt != _CACHE_FORMAT or lines.pop() != "":
             return None
         rows, groups = [], []
         for line in lines:
             tag, *fields = line.split("\t")
             if tag == "G":
-                first, end, kind, offset, size_, depth = fields
-                groups.append((int(first), int(end), kind, int(offset), int(size_), int(depth)))
+                first, end, group_kind, offset, size_, depth = fields
+                groups.append(
+                    (int(first), int(end), group_kind, int(offset), int(size_), int(depth))
+                )
                 continue
             name_, type_name, offset, size_, bit_offset, bit_size = fields
             rows.append(
@@ -128,20 +140,20 @@ def load_rows(key: str, name: str) -> tuple[int, list[Row], list[Group]] | None:
                     int(bit_size) if bit_size else None,
                 )
             )
-        return int(size), rows, groups
+        return StructRows(kind, int(size), rows, groups)
     except (OSError, ValueError, IndexError):
         return None
 
 
-def save_rows(key: str, name: str, size: int, rows: list[Row], groups: list[Group]) -> None:
+def save_rows(key: str, name: str, view: StructRows) -> None:
     """Best effort: an unwritable cache, or names a line-based file cannot hold, are skipped."""
-    lines = [f"{_CACHE_FORMAT}\t{size}"]
-    for row in rows:
+    lines = [f"{_CACHE_FORMAT}\t{view.size}\t{view.kind}"]
+    for row in view.rows:
         text = [str(v) if v is not None else "" for v in row.fields()]
         if any("\t" in t or "\n" in t for t in text):
             return
         lines.append("\t".join(["M", *text]))
-    lines += ["\t".join(["G", *map(str, group)]) for group in groups]
+    lines += ["\t".join(["G", *map(str, group)]) for group in view.groups]
     target = _rows_file(key, name)
     prune_stale(key)
     try:
@@ -166,12 +178,10 @@ def default_base(path: str) -> str | None:
     return None
 
 
-def btf_rows(
-    path: str, name: str, base_path: str | None = None
-) -> tuple[int, list[Row], list[Group]]:
-    """(size, rows, anonymous groups) of struct ``name`` in the BTF at ``path`` (split BTF on
-    ``base_path``, which defaults as ``default_base`` says), from the rows cache when this
-    exact file (and base) was read before."""
+def btf_rows(path: str, name: str, base_path: str | None = None) -> StructRows:
+    """Struct ``name`` in the BTF at ``path`` (split BTF on ``base_path``, which defaults as
+    ``default_base`` says), from the rows cache when this exact file (and base) was read
+    before."""
     base_path = base_path or default_base(path)
     key = btf_key(path)
     if key is not None and base_path is not None:
@@ -186,7 +196,7 @@ def btf_rows(
     rows = [
         Row(m.name, m.type_name, m.offset, m.size, m.bit_offset, m.bit_size) for m in struct.members
     ]
-    groups = list(struct.groups)
+    view = StructRows(struct.kind, struct.size, rows, list(struct.groups))
     if key is not None:
-        save_rows(key, name, struct.size, rows, groups)
-    return struct.size, rows, groups
+        save_rows(key, name, view)
+    return view

@@ -6,19 +6,18 @@ renders with this module without loading click or rich.
 
 from __future__ import annotations
 
-from vnetrx.layouts.rows import Group, Row, holes
+from vnetrx.layouts.rows import Group, StructRows, holes
 
 _TYPE_WIDTH, _NAME_WIDTH = 34, 26
 
 
-def pahole_text(
-    name: str, size: int, rows: list[Row], cache_line: int, groups: tuple[Group, ...] = ()
-) -> str:
+def pahole_text(name: str, view: StructRows, cache_line: int) -> str:
     """Members with offset and size, holes, padding and ``cache_line`` boundaries, as pahole
-    prints them; anonymous structs and unions (``groups``) nested in ``{ };`` blocks."""
+    prints them; anonymous structs and unions (``view.groups``) nested in ``{ };`` blocks."""
+    size, rows, groups = view.size, view.rows, tuple(view.groups)
     gaps = dict(holes(rows, size))
     depth = [sum(g[0] <= i < g[1] for g in groups) for i in range(len(rows))]
-    out = [f"struct {name} {{"]
+    out = [f"{view.kind} {name} {{"]
     boundary = cache_line
     for index, row in enumerate(rows):
         out += _closing(groups, index, row_count=len(rows))
@@ -67,10 +66,11 @@ def _closing(groups: tuple[Group, ...], index: int, row_count: int) -> list[str]
     return lines
 
 
-def layout_json(name: str, size: int, rows: list[Row]) -> str:
+def layout_json(name: str, view: StructRows) -> str:
     """The ``vnetrx.layout/1`` document; offsets and sizes in bytes, bit fields in bits."""
     import json
 
+    size, rows = view.size, view.rows
     members = []
     for row in rows:
         member: dict[str, object] = {
