@@ -32,7 +32,15 @@ from vnetrx.layouts.btf_index import (
     structs_named,
     walk,
 )
-from vnetrx.layouts.rows import Group, Row, btf_key, cache_dir, default_base, prune_stale
+from vnetrx.layouts.rows import (
+    Group,
+    Member,
+    StructLayout,
+    btf_key,
+    cache_dir,
+    default_base,
+    prune_stale,
+)
 
 __all__ = ["KINDS", "TRAILER_WORDS", "Btf", "Member", "StructLayout", "load_btf"]
 
@@ -42,56 +50,6 @@ _MODIFIERS = (8, 9, 10, 11, 18)  # TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG:
 _SIZED = (1, 4, 5, 6, 15, 16, 19)  # kinds whose third word is a byte size
 POINTER_SIZE = 8  # every profiled architecture is 64-bit
 _MAX_DEPTH = 64
-
-
-class Member(Row):
-    """One member (a Row, offset in bytes from the outer struct) and its BTF type id, which
-    does not take part in comparisons."""
-
-    __slots__ = ("type_id",)
-
-    def __init__(
-        self,
-        name: str,
-        type_name: str,
-        offset: int,
-        size: int,
-        bit_offset: int | None = None,  # bit fields: bit position within the struct
-        bit_size: int | None = None,
-        type_id: int = 0,
-    ) -> None:
-        super().__init__(name, type_name, offset, size, bit_offset, bit_size)
-        self.type_id = type_id
-
-
-class StructLayout:
-    """A struct's members, anonymous structs and unions flattened in place; ``groups`` says
-    where those were (rows.Group), for a view that nests them as pahole does."""
-
-    __slots__ = ("groups", "kind", "members", "name", "size")
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        size: int,
-        members: tuple[Member, ...],
-        groups: tuple[Group, ...] = (),
-    ) -> None:
-        self.name, self.kind, self.size, self.members = name, kind, size, members
-        self.groups = groups
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.name, self.kind, self.size, self.members, self.groups)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StructLayout) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __repr__(self) -> str:
-        return f"StructLayout({self.name!r}, {self.kind!r}, {self.size}, {self.members!r})"
 
 
 class Btf:

@@ -1,5 +1,5 @@
-"""A struct layout as rows (pahole's view), the holes between them, and an on-disk cache of the
-rows read from a BTF file.
+"""A struct layout as data: rows (pahole's view), BTF's members and structs, the anonymous
+groups and holes between them, and an on-disk cache of the rows read from a BTF file.
 
 Only built-in modules here: the fast ``vnetrx layout NAME --btf`` entry (vnetrx/main.py) runs a
 warm lookup with this module alone, so it stays clear of dataclasses, json and hashlib, each of
@@ -56,6 +56,56 @@ class Row:
 
     def __repr__(self) -> str:
         return "Row" + repr(self.fields())
+
+
+class Member(Row):
+    """One member (a Row, offset in bytes from the outer struct) and its BTF type id, which
+    does not take part in comparisons."""
+
+    __slots__ = ("type_id",)
+
+    def __init__(
+        self,
+        name: str,
+        type_name: str,
+        offset: int,
+        size: int,
+        bit_offset: int | None = None,  # bit fields: bit position within the struct
+        bit_size: int | None = None,
+        type_id: int = 0,
+    ) -> None:
+        super().__init__(name, type_name, offset, size, bit_offset, bit_size)
+        self.type_id = type_id
+
+
+class StructLayout:
+    """A struct's members, anonymous structs and unions flattened in place; ``groups`` says
+    where those were (rows.Group), for a view that nests them as pahole does."""
+
+    __slots__ = ("groups", "kind", "members", "name", "size")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        size: int,
+        members: tuple[Member, ...],
+        groups: tuple[Group, ...] = (),
+    ) -> None:
+        self.name, self.kind, self.size, self.members = name, kind, size, members
+        self.groups = groups
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.kind, self.size, self.members, self.groups)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StructLayout) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"StructLayout({self.name!r}, {self.kind!r}, {self.size}, {self.members!r})"
 
 
 def holes(rows: list[Row], size: int) -> list[tuple[int, int]]:
