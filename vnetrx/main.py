@@ -51,14 +51,11 @@ def serve_layout(name: str, path: str, base: str | None, as_json: bool) -> bool:
     """Print the layout; False (nothing printed) when the CLI should handle it instead."""
     from vnetrx.errors import VnetrxError
     from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH
-    from vnetrx.layouts.rows import RUNNING_BTF, btf_rows
+    from vnetrx.layouts.rows import btf_path, btf_rows
     from vnetrx.render.layout_view import layout_json, pahole_text
 
-    def resolve(p: str) -> str:
-        return RUNNING_BTF if p == "running" else p
-
     try:
-        view = btf_rows(resolve(path), name, None if base is None else resolve(base))
+        view = btf_rows(btf_path(path), name, None if base is None else btf_path(base))
     except VnetrxError:
         return False
     if as_json:

@@ -11,7 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.options import kernel_option, load_profile
 from vnetrx.errors import InputError
 from vnetrx.layouts.btf import Btf, load_btf
-from vnetrx.layouts.rows import RUNNING_BTF, StructRows, btf_rows
+from vnetrx.layouts.rows import StructRows, btf_path, btf_rows
 from vnetrx.render.layout_view import layout_json, pahole_text
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 @click.argument("name", required=False)
 @click.option(
     "--btf",
-    "btf_path",
+    "btf_given",
     metavar="PATH",
     default=None,
     help="Read the kernel's own layout from BTF: a raw BTF file ('running' = "
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 )
 def layout(
     name: str | None,
-    btf_path: str | None,
+    btf_given: str | None,
     btf_base: str | None,
     check: bool,
     list_: bool,
@@ -81,8 +81,8 @@ def layout(
       vnetrx layout --list --btf /sys/kernel/btf/virtio_net   # every struct in that BTF
     """
     profile = load_profile(kernel, config)
-    path = None if btf_path is None else RUNNING_BTF if btf_path == "running" else btf_path
-    base = None if btf_base is None else RUNNING_BTF if btf_base == "running" else btf_base
+    path = None if btf_given is None else btf_path(btf_given)
+    base = None if btf_base is None else btf_path(btf_base)
     if base is not None and path is None:
         raise InputError("--btf-base is the base of a split BTF: give the module's --btf too")
     if name is not None and not name.strip():

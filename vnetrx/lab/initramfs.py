@@ -8,8 +8,6 @@ Lines the guest prints for the host all start with ``VNETRX `` (see ``vnetrx.lab
 
 from __future__ import annotations
 
-import gzip
-import lzma
 import re
 import shlex
 from collections.abc import Callable
@@ -57,24 +55,14 @@ def modinfo_vermagic(data: bytes) -> str | None:
 
 def decompress_module(path: Path) -> bytes:
     """The ELF bytes of a module file (.ko, .ko.xz, .ko.gz; .ko.zst needs the zstd tool)."""
-    data = path.read_bytes()
-    name = path.name
-    if name.endswith(".ko.xz"):
-        return lzma.decompress(data)
-    if name.endswith(".ko.gz"):
-        return gzip.decompress(data)
-    if name.endswith(".ko.zst"):
-        import subprocess
+    from vnetrx.layouts.kernel_image import decompress
 
-        try:
-            return subprocess.run(
-                ["zstd", "-dc", str(path)], check=True, capture_output=True
-            ).stdout
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise LabSetupError(
-                f"cannot decompress {path}: {exc}", hint="install the zstd package"
-            ) from None
-    return data
+    data = path.read_bytes()
+    try:
+        plain = decompress(data, str(path))
+    except VnetrxError as exc:
+        raise LabSetupError(exc.message, hint=exc.hint or "install the zstd package") from None
+    return data if plain is None else plain
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,11 @@ def save_rows(key: str, name: str, view: StructRows) -> None:
 RUNNING_BTF = "/sys/kernel/btf/vmlinux"
 
 
+def btf_path(given: str) -> str:
+    """--btf / --btf-base: "running" is the running kernel's BTF."""
+    return RUNNING_BTF if given == "running" else given
+
+
 def default_base(path: str) -> str | None:
     """The base a split BTF needs when none is given: a module's /sys/kernel/btf/<module> sits
     on the running kernel's vmlinux."""

@@ -14,14 +14,22 @@ _TYPE_WIDTH, _NAME_WIDTH = 34, 26
 def pahole_text(name: str, view: StructRows, cache_line: int) -> str:
     """Members with offset and size, holes, padding and ``cache_line`` boundaries, as pahole
     prints them; anonymous structs and unions (``view.groups``) nested in ``{ };`` blocks."""
-    size, rows, groups = view.size, view.rows, tuple(view.groups)
+    size, rows = view.size, view.rows
     gaps = dict(holes(rows, size))
-    depth = [sum(g[0] <= i < g[1] for g in groups) for i in range(len(rows))]
+    depth = [0] * len(rows)
+    opens: dict[int, list[Group]] = {}
+    closes: dict[int, list[Group]] = {}
+    for group in sorted(view.groups, key=lambda g: g[5]):  # outer blocks open first
+        first, end = group[0], group[1]
+        depth[first:end] = [d + 1 for d in depth[first:end]]
+        if first < end:
+            opens.setdefault(first, []).append(group)
+        closes.setdefault(end, []).insert(0, group)  # inner blocks close first
     out = [f"{view.kind} {name} {{"]
     boundary = cache_line
     for index, row in enumerate(rows):
-        out += _closing(groups, index, row_count=len(rows))
-        opening = sorted((g for g in groups if g[0] == index and g[1] > index), key=lambda g: g[5])
+        out += _closing(closes.get(index, []))
+        opening = opens.get(index, [])
         if row.offset >= boundary:  # one marker for the last boundary crossed, as pahole does,
             # before the blocks that open here
             line, start = row.offset // cache_line, row.offset // cache_line * cache_line
@@ -39,24 +47,21 @@ def pahole_text(name: str, view: StructRows, cache_line: int) -> str:
         end = row.offset + row.size
         if end in gaps and end < size:
             out.append(f"{indent}/* XXX {gaps[end]} bytes hole */")
-    out += _closing(groups, len(rows), row_count=len(rows))
+    out += _closing(closes.get(len(rows), []))
     covered = max((row.offset + row.size for row in rows), default=0)
     if rows and covered < size:  # after the last member (a hole before a member is no padding)
         out.append(f"\t/* padding: {size - covered} */")
     # members: as pahole counts them, an anonymous struct or union is one member
-    top = depth.count(0) + sum(g[5] == 1 for g in groups)
+    top = depth.count(0) + sum(g[5] == 1 for g in view.groups)
     out.append(f"\t/* size: {size}, cachelines: {-(-size // cache_line)}, members: {top} */")
     out.append("};")
     return "\n".join(out) + "\n"
 
 
-def _closing(groups: tuple[Group, ...], index: int, row_count: int) -> list[str]:
-    """The ``};`` lines of the groups that end before row ``index`` (inner first); an empty
-    group (no members) opens and closes here."""
+def _closing(groups: list[Group]) -> list[str]:
+    """The ``};`` lines of blocks that end here, inner first; an empty block opens here too."""
     lines = []
-    for first, end, kind, offset, size, depth in sorted(groups, key=lambda g: -g[5]):
-        if end != index or (first == end and index < row_count and first != index):
-            continue
+    for first, end, kind, offset, size, depth in groups:
         if first == end:
             lines.append("\t" * depth + f"{kind} {{")
         lines.append(
@@ -68,7 +73,7 @@ def _closing(groups: tuple[Group, ...], index: int, row_count: int) -> list[str]
 
 def layout_json(name: str, view: StructRows) -> str:
     """The ``vnetrx.layout/1`` document; offsets and sizes in bytes, bit fields in bits."""
-    import json
+    from vnetrx.render.json_out import dumps
 
     size, rows = view.size, view.rows
     members = []
@@ -91,4 +96,4 @@ def layout_json(name: str, view: StructRows) -> str:
         "members": members,
         "holes": [{"offset": o, "size": s} for o, s in holes(rows, size)],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return dumps(doc)

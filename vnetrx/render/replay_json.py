@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
+from vnetrx.render.json_out import dumps
 from vnetrx.ring import Fill, FrameRecord, Posted, Replay, RingView, page_label
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
@@ -99,7 +100,7 @@ def replay_to_dict(r: Replay, source: str) -> dict[str, Any]:
 
 
 def render_replay(r: Replay, source: str) -> str:
-    return json.dumps(replay_to_dict(r, source), indent=2) + "\n"
+    return dumps(replay_to_dict(r, source))
 
 
 def render_replay_lines(r: Replay) -> str:
