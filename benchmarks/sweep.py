@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from vnetrx.kernel.registry import resolve
-from vnetrx.paths.virtio_rx_plan import VirtioRxSetup
+from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.sweep import virtio_rows
 
 MODES = {
@@ -31,7 +31,7 @@ def main() -> None:
     parser.add_argument("--kernel", default="6.1")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    k = resolve(args.kernel)
+    k = lookup(args.kernel)
     for name, setup in MODES.items():
         best = float("inf")
         for _ in range(args.repeat):

@@ -54,7 +54,7 @@ def test_the_check_can_fail(vmlinux: Btf) -> None:
 @needs_btf
 def test_known_members(vmlinux: Btf) -> None:
     sk_buff = vmlinux.struct("sk_buff")
-    assert sk_buff.size == 224  # virtio-rx.md appendix B
+    assert sk_buff.size == 224  # docs/kernel/virtio-net-rx.md Appendix B
     by_name = {m.name: m for m in sk_buff.members}
     assert (by_name["len"].offset, by_name["data_len"].offset, by_name["truesize"].offset) == (
         112, 116, 208)

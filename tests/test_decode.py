@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from vnetrx.cli import cli
 from vnetrx.decode import csum_place, decode, parse_frame, parse_hex
 from vnetrx.errors import InputError
-from vnetrx.kernel.registry import resolve
-from vnetrx.paths.vnet_hdr import VnetHdr, csum_hdr_len, validate
+from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net_hdr import VnetHdr, csum_hdr_len, validate
 
-K61, K612, K73 = resolve("6.1"), resolve("6.12"), resolve("7.3")
+K61, K612, K73 = lookup("6.1"), lookup("6.12"), lookup("7.3")
 
 ETH = bytes.fromhex("020000000001" "020000000002" "0800")
 ETH6 = bytes.fromhex("020000000001" "020000000002" "86dd")
@@ -301,14 +301,14 @@ def test_skb_partial_csum_set_16_bit_limit() -> None:
 
 
 def test_old_kernels_are_not_validated() -> None:
-    v = validate(resolve("5.15"), VnetHdr(0, 7, 0, 0, 0, 0), 100, headroom=64)
+    v = validate(lookup("5.15"), VnetHdr(0, 7, 0, 0, 0, 0), 100, headroom=64)
     assert (v.modelled, v.accepted, v.errno) == (False, None, None)
     assert "was not read" in str(v.reason)
 
 
 def test_tunnel_bits_on_6_18_are_not_modelled_but_einval_before() -> None:
     h = VnetHdr(1, 0x21, 0, 1000, 34, 16)
-    assert validate(resolve("6.18"), h, 3000, headroom=64).modelled is False
+    assert validate(lookup("6.18"), h, 3000, headroom=64).modelled is False
     assert validate(K612, h, 3000, headroom=64).errno == "EINVAL"
 
 

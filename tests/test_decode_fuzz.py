@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from vnetrx.cli import cli
 from vnetrx.decode import decode, decoded_to_dict, parse_hex
 from vnetrx.errors import InputError
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 
-KERNELS = [resolve(name) for name in ("4.14", "5.15", "6.1", "6.6", "6.12", "6.18", "7.3")]
+KERNELS = [lookup(name) for name in ("4.14", "5.15", "6.1", "6.6", "6.12", "6.18", "7.3")]
 
 # Mostly short inputs around the header sizes, with the header bytes biased towards the values
 # the checks care about (NEEDS_CSUM, GSO types, ECN, 16-bit edges).

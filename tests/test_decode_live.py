@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from vnetrx.decode import decode
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.live import tap as live_tap
 from vnetrx.live.tap import WriteCase
 
@@ -79,7 +79,7 @@ def test_decode_verdicts_match_the_running_kernel() -> None:
 
 def test_the_cases_cover_both_outcomes_on_6_18() -> None:
     """Offline: the table above is not one-sided (on the 6.18 model)."""
-    k = resolve("6.18")
+    k = lookup("6.18")
     outcomes = [decode(k, h, 10, n).verdict for h, n in CASES]
     accepted = sum(1 for v in outcomes if v is not None and v.accepted)
     assert 8 <= accepted <= len(CASES) - 15

@@ -1,4 +1,4 @@
-"""Golden traces of the fact sheet's worked examples (virtio-rx.md §12.1-§12.4) in every profiled
+"""Golden traces of the fact sheet's worked examples (docs/kernel/virtio-net-rx.md §12.2-§12.5) in every profiled
 kernel, and a completeness run of every path on every profile."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from vnetrx.cli import cli
 from vnetrx.engine import trace_tap
-from vnetrx.kernel.registry import SERIES, resolve
+from vnetrx.kernel.registry import SERIES, lookup
 from vnetrx.paths.tun import TapSetup
 
 VIRTIO = [s.name for s in SERIES if "virtio" in s.paths] + ["6.1.0", "6.12.0"]
@@ -38,7 +38,7 @@ def test_worked_example(runner: CliRunner, golden: Callable[[str, str], None], k
 @pytest.mark.parametrize("variant", [{}, {"blocking": True}, {"vnet_hdr": False}])
 def test_tap_completeness(kernel: str, variant: dict[str, bool]) -> None:
     """The tap path runs every length 1..65535 (stride 97 plus the edges) on every profile."""
-    k = resolve(kernel)
+    k = lookup(kernel)
     for frame_len in [*range(1, 65536, 97), 3456, 3457, 3712, 3713, 65535]:
         t = trace_tap(k, TapSetup(frame_len=frame_len, **variant))
         assert t.outcome in ("build_skb", "alloc_skb", "error")

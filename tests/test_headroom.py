@@ -1,4 +1,4 @@
-"""The TX headroom engine against tap-and-tx-headroom.md part B (B.2-B.6) and part C.2."""
+"""The TX headroom engine against docs/kernel/tx-headroom.md §3-§7 and docs/kernel/skbuff.md §4."""
 
 from __future__ import annotations
 
@@ -11,22 +11,22 @@ from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.changes import CHANGES, TX_NEEDED_HEADROOM, UDP_UFO
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.kernel.version import KernelVersion
-from vnetrx.paths.ip_output import max_tcp_header
-from vnetrx.paths.tx_headroom import (
+from vnetrx.paths.tx.headroom import (
     HeadroomReport,
     TxSetup,
     ll_reserved_space,
     run_headroom,
 )
+from vnetrx.paths.tx.ip_output import max_tcp_header
 
 AFTER = ("3.16", "3.19", "4.13", "4.14", "6.1", "6.12", "6.18")
 
 
 def run(kernel: str, config: str = "debian", **setup: object) -> HeadroomReport:
     build = BuildConfig(config=config, max_header=MAX_HEADER_BY_CONFIG[config])
-    return run_headroom(resolve(kernel, build), TxSetup(**setup))  # type: ignore[arg-type]
+    return run_headroom(lookup(kernel, build), TxSetup(**setup))  # type: ignore[arg-type]
 
 
 def by_payload(report: HeadroomReport, payload: int) -> tuple[int, ...]:
@@ -44,9 +44,9 @@ def test_ll_reserved_space(needed: int, hh_len: int) -> None:
 
 def test_needed_headroom_change_is_straddled_by_profiles() -> None:
     assert TX_NEEDED_HEADROOM in CHANGES and UDP_UFO in CHANGES
-    assert not resolve("3.15").has(TX_NEEDED_HEADROOM)
-    assert resolve("3.16").has(TX_NEEDED_HEADROOM)
-    assert resolve("4.13").has(UDP_UFO) and not resolve("4.14").has(UDP_UFO)
+    assert not lookup("3.15").has(TX_NEEDED_HEADROOM)
+    assert lookup("3.16").has(TX_NEEDED_HEADROOM)
+    assert lookup("4.13").has(UDP_UFO) and not lookup("4.14").has(UDP_UFO)
 
 
 # --- B.6: IPv4 UDP, the seed's sizes ---------------------------------------------------------
@@ -193,7 +193,7 @@ def test_tcp_headroom_per_config(kernel: str, config: str, mth: int, headroom: i
     r = run(kernel, config, tcp=True)
     assert r.max_tcp_header == mth
     assert (
-        max_tcp_header(resolve(kernel, BuildConfig(max_header=MAX_HEADER_BY_CONFIG[config]))) == mth
+        max_tcp_header(lookup(kernel, BuildConfig(max_header=MAX_HEADER_BY_CONFIG[config]))) == mth
     )
     for result in r.results:
         for skb in result.skbs:
@@ -286,10 +286,10 @@ def test_kernel_without_headroom_path_is_refused() -> None:
 def test_engine_and_json_import_neither_click_nor_rich() -> None:
     code = (
         "import sys\n"
-        "from vnetrx.kernel.registry import resolve\n"
-        "from vnetrx.paths.tx_headroom import TxSetup, run_headroom\n"
+        "from vnetrx.kernel.registry import lookup\n"
+        "from vnetrx.paths.tx.headroom import TxSetup, run_headroom\n"
         "from vnetrx.render.headroom_json import render_headroom\n"
-        "render_headroom(run_headroom(resolve('3.16'), TxSetup()))\n"
+        "render_headroom(run_headroom(lookup('3.16'), TxSetup()))\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'click', 'rich'}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from vnetrx.cli import cli
 from vnetrx.errors import InputError
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.lab import cpio, initramfs, qemu
 from vnetrx.lab.compare import compare, match_events, predict, report_to_dict
 from vnetrx.lab.fetch import newest_package
@@ -328,7 +328,7 @@ def test_saved_guest_logs_match_the_model(mode: str, release: str) -> None:
     log = parse_log(text)
     assert log.complete and log.kprobe and not log.errors
     assert log.release == release
-    report = compare(resolve(SAVED[release]), mode, lengths, log)
+    report = compare(lookup(SAVED[release]), mode, lengths, log)
     assert report.mode == mode
     assert len(report.frames) >= 20
     mismatches = [
@@ -360,7 +360,7 @@ def test_saved_guest_logs_match_the_model(mode: str, release: str) -> None:
 def test_saved_log_mismatch_is_reported() -> None:
     lengths, text = _saved("small")
     doctored = text.replace("len=986 data_len=0 truesize=2176", "len=986 data_len=0 truesize=2177")
-    report = compare(resolve("6.1.192"), "small", lengths, parse_log(doctored))
+    report = compare(lookup("6.1.192"), "small", lengths, parse_log(doctored))
     bad = [f for f in report.frames if not f.match]
     assert [f.frame_len for f in bad] == [1000]
     assert [(c.name, c.predicted, c.observed) for c in bad[0].checks if not c.ok] == [
@@ -378,7 +378,7 @@ def test_default_lengths_cover_the_boundaries() -> None:
 
 def test_mergeable_ring_limit() -> None:
     with pytest.raises(InputError, match="mergeable buffers"):
-        predict(resolve("6.1.192"), "mergeable", [65535 - i for i in range(7)], 1500, 12)
+        predict(lookup("6.1.192"), "mergeable", [65535 - i for i in range(7)], 1500, 12)
 
 
 @pytest.mark.parametrize(

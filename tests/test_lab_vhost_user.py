@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from vnetrx.errors import InputError
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.lab import qemu
 from vnetrx.lab import vhost_user as vu
 from vnetrx.lab import vhost_user_proto as proto
@@ -557,7 +557,7 @@ def test_saved_vhost_user_logs_match_the_model(mode: str, release: str) -> None:
     assert log.complete and log.kprobe and not log.errors and log.release == release
     assert {"GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "GUEST_UFO"} <= set(log.features)
     assert "MTU" not in log.features
-    report = compare(resolve(SAVED[release]), mode, lengths, log)
+    report = compare(lookup(SAVED[release]), mode, lengths, log)
     assert report.mode == mode
     mismatches = [
         (f.frame_len, [(c.name, c.predicted, c.observed) for c in f.checks if not c.ok])

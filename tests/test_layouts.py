@@ -19,7 +19,7 @@ from vnetrx.layouts.virtio_net import (
     virtnet_rq_dma,
 )
 
-# Sizes pahole reports for the running 6.18.44 kernel's BTF (virtio-rx.md §3.1, appendix B).
+# Sizes pahole reports for the running 6.18.44 kernel's BTF (docs/kernel/virtio-net-rx.md §3.1, Appendix B).
 SIZES = [
     (virtio_net_hdr(), 10),
     (virtio_net_hdr_mrg_rxbuf(), 12),

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 
 from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.live import observe as core
 from vnetrx.live.device import DeviceInfo, read_device
 from vnetrx.schemas import schema
@@ -307,10 +307,10 @@ def test_feature_decoding(bits: set[int], mtu: int, mode: str, hdr_len: int) -> 
 def test_hash_report_needs_5_18() -> None:
     text = "".join("1" if bit in (15, 32, 57) else "0" for bit in range(64))
     setup = core.setup_from_device(DeviceInfo("ens3", "virtio_net", 1500, text, 1536))
-    frames = core.observe(resolve("6.1"), setup, [])
+    frames = core.observe(lookup("6.1"), setup, [])
     assert frames.frames == ()
     with pytest.raises(VnetrxError, match=r"needs 5\.18"):
-        next(core.Observer(resolve("5.15"), setup).candidates(60))
+        next(core.Observer(lookup("5.15"), setup).candidates(60))
 
 
 # --- bad input -------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ import pytest
 
 from vnetrx.kernel import changes as changes_module
 from vnetrx.kernel.changes import CHANGES, Change
-from vnetrx.kernel.registry import SERIES, resolve
+from vnetrx.kernel.registry import SERIES, lookup
 
 SOURCE = Path(__file__).parent.parent / "vnetrx"
-PROFILES = [resolve(s.name) for s in SERIES] + [resolve("6.1.0"), resolve("6.12.0")]
+PROFILES = [lookup(s.name) for s in SERIES] + [lookup("6.1.0"), lookup("6.12.0")]
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=lambda c: c.key)
@@ -38,5 +38,5 @@ def test_keys_are_unique() -> None:
 @pytest.mark.parametrize("series", SERIES, ids=lambda s: s.name)
 def test_every_series_resolves_to_its_default_point(series: object) -> None:
     name = series.name  # type: ignore[attr-defined]
-    k = resolve(name)
+    k = lookup(name)
     assert k.name == f"{name}.{series.default_patch}"  # type: ignore[attr-defined]

@@ -1,5 +1,5 @@
 """The ring model behind `vnetrx replay` (issue 9): carving and EWMA arithmetic against the fact
-sheet (../shared/reference/virtio-rx.md §5.1-§5.5), refill timing as virtnet_receive does it
+sheet (docs/kernel/virtio-net-rx.md §5.1-§5.5), refill timing as virtnet_receive does it
 (@6.1.192, @6.12.117), and whole sequences a real guest received."""
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 
 from vnetrx.errors import InputError, UnsupportedError, VnetrxError
 from vnetrx.kernel.build import build_config
-from vnetrx.kernel.registry import resolve
-from vnetrx.paths.virtio_net_buffers import PostedBuffer, ewma_pkt_len_add
-from vnetrx.ring import (
-    Allocator,
+from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer, carve, ewma_pkt_len_add
+from vnetrx.paths.virtio_net.setup import rx_allocator
+from vnetrx.replay import (
     RingConfig,
-    carve_page_frag,
     feed,
     open_ring,
     replay,
@@ -30,7 +29,7 @@ SMALL = RingConfig(mergeable=False)
 
 
 def _layout(kernel: str, cfg: RingConfig, count: int) -> list[tuple[int, int, int]]:
-    _, fill = open_ring(resolve(kernel), cfg)
+    _, fill = open_ring(lookup(kernel), cfg)
     return [(p.buf.frag_index, p.buf.offset, p.buf.len) for p in fill.buffers[:count]]
 
 
@@ -68,7 +67,7 @@ def test_initial_fill_7x_page_pool_pairs_per_page() -> None:
 
 def test_initial_fill_covers_the_ring_and_leaves_the_page_frag_where_it_stopped() -> None:
     """256 buffers = 12 pages of 21 + 4 buffers: the page_frag is at frag12 + 4 x 1536."""
-    state, fill = open_ring(resolve("6.12"), MERGEABLE)
+    state, fill = open_ring(lookup("6.12"), MERGEABLE)
     assert len(fill.buffers) == len(state.posted) == 256
     assert (fill.when, fill.ewma, fill.buf_len) == ("virtnet_open", 0, 1536)
     assert (state.alloc.page, state.alloc.offset, state.alloc.size) == (12, 6144, 32768)
@@ -86,11 +85,11 @@ def test_small_mode_fill_1920_buffers_17_per_page() -> None:
 def test_fresh_premapped_page_shrinks_a_whole_page_buffer() -> None:
     """add_recvbuf_mergeable @6.12.117: on a fresh page, len + 16 > size → len -= 16 (reached on
     64 KiB pages, where get_mergeable_buf_len tops out at the page size)."""
-    k = resolve("6.18", build_config("arm64", 65536, None, 0, "debian"))
-    buf, alloc = carve_page_frag(k, Allocator(), 65536, mergeable=True)
+    k = lookup("6.18", build_config("arm64", 65536, None, 0, "debian"))
+    buf, cursor = carve(rx_allocator(k), PageCursor(), 65536, mergeable=True)
     assert buf == PostedBuffer(0, 16, 65520)
-    assert (alloc.page, alloc.offset) == (0, 65536)
-    buf, alloc = carve_page_frag(k, alloc, 65536, mergeable=True)
+    assert (cursor.page, cursor.offset) == (0, 65536)
+    buf, cursor = carve(rx_allocator(k), cursor, 65536, mergeable=True)
     assert buf == PostedBuffer(1, 16, 65520)
 
 
@@ -102,7 +101,7 @@ def test_ewma_first_sample_then_63_64ths() -> None:
     assert ewma_pkt_len_add(0, 60) == 60
     assert ewma_pkt_len_add(60, 9014) == (63 * 60 + 9014) >> 6 == 199
     assert ewma_pkt_len_add(199, 9018) == (63 * 199 + 9018) >> 6 == 336
-    run = replay(resolve("6.12"), MERGEABLE, [60, 9014, 9018, 10, 1000])
+    run = replay(lookup("6.12"), MERGEABLE, [60, 9014, 9018, 10, 1000])
     # the 10-byte frame is a short packet: dropped before an skb exists, no EWMA update
     assert [(f.ewma_before, f.ewma_after) for f in run.frames] == [
         (0, 60), (60, 199), (199, 336), (336, 336), (336, (63 * 336 + 1000) >> 6)]
@@ -110,7 +109,7 @@ def test_ewma_first_sample_then_63_64ths() -> None:
 
 
 def test_small_mode_has_no_ewma_and_no_sysfs_size() -> None:
-    run = replay(resolve("6.12"), SMALL, [1000])
+    run = replay(lookup("6.12"), SMALL, [1000])
     assert (run.frames[0].ewma_after, run.final.ewma, run.final.mergeable_rx_buffer_size) == (
         None, None, None)
 
@@ -118,10 +117,10 @@ def test_small_mode_has_no_ewma_and_no_sysfs_size() -> None:
 def test_sysfs_buffer_size_follows_the_ewma() -> None:
     """mergeable_rx_buffer_size_show = get_mergeable_buf_len(ewma, room 0): 1536 at start (a
     real 6.12 guest printed 1536), 4096 = ALIGN(12 + min(9000, 4096 - 12), 64) after 9000s."""
-    run = replay(resolve("6.12"), RingConfig(mergeable=True, mtu=9000), [9000])
-    assert open_ring(resolve("6.12"), MERGEABLE)[0].ewma == 0
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [9000])
+    assert open_ring(lookup("6.12"), MERGEABLE)[0].ewma == 0
     assert run.frames[0].ring.mergeable_rx_buffer_size == 4096
-    run = replay(resolve("6.12"), MERGEABLE, [1200, 2000])
+    run = replay(lookup("6.12"), MERGEABLE, [1200, 2000])
     assert [f.ring.mergeable_rx_buffer_size for f in run.frames] == [1536, 1536]
     assert run.frames[1].ring.ewma == (63 * 1200 + 2000) >> 6 == 1212
 
@@ -131,7 +130,7 @@ def test_sysfs_buffer_size_follows_the_ewma() -> None:
 
 def test_refill_only_when_more_than_32_descriptors_are_free() -> None:
     """virtnet_receive: num_free > min(budget 64, 256) / 2 = 32 → try_fill_recv tops up."""
-    run = replay(resolve("6.1"), MERGEABLE, [60] * 34)
+    run = replay(lookup("6.1"), MERGEABLE, [60] * 34)
     assert [f.index for f in run.frames if f.refill is not None] == [32]
     assert run.frames[31].ring.num_free == 32 and run.frames[31].ring.posted == 224
     fill = run.frames[32].refill
@@ -147,7 +146,7 @@ def test_refill_only_when_more_than_32_descriptors_are_free() -> None:
 
 def test_small_ring_threshold_is_half_the_ring() -> None:
     """Ring 16: min(64, 16) / 2 = 8, so the ninth one-buffer frame triggers the refill."""
-    run = replay(resolve("6.12"), RingConfig(mergeable=True, ring_size=16), [1000] * 10)
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=16), [1000] * 10)
     assert [f.index for f in run.frames if f.refill is not None] == [8]
     assert len(run.frames[8].refill.buffers) == 9  # type: ignore[union-attr]
 
@@ -156,7 +155,7 @@ def test_refill_after_jumbo_frames_posts_4096_and_the_page_end_absorbs_6144() ->
     """Six 9000-byte frames (6 buffers each) free 36 > 32: the refill sizes with EWMA 9000 →
     4096-byte buffers, continuing frag12 at 6144; the one at 26624 would leave 2048, which it
     absorbs (6144); frag13 then holds exactly eight."""
-    run = replay(resolve("6.12"), RingConfig(mergeable=True, mtu=9000), [9000] * 7)
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [9000] * 7)
     fill = run.frames[5].refill
     assert fill is not None and (fill.ewma, fill.buf_len, len(fill.buffers)) == (9000, 4096, 36)
     assert [(p.buf.frag_index, p.buf.offset, p.buf.len) for p in fill.buffers[:8]] == [
@@ -168,7 +167,7 @@ def test_refill_after_jumbo_frames_posts_4096_and_the_page_end_absorbs_6144() ->
 
 
 def test_batch_up_to_the_budget_per_poll_then_refill_after_each_poll() -> None:
-    run = replay(resolve("6.12"), RingConfig(mergeable=True, batch=100), [60] * 100)
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, batch=100), [60] * 100)
     assert [f.poll for f in run.frames] == [1] * 64 + [2] * 36
     assert [(f.index, len(f.refill.buffers)) for f in run.frames if f.refill] == [(63, 64),
                                                                                  (99, 36)]
@@ -180,7 +179,7 @@ def test_device_waits_for_the_refill_inside_a_batch() -> None:
     descriptors the driver took back (sized with EWMA 40000: 4096), and then takes the 12 old
     buffers plus six of the new ones."""
     cfg = RingConfig(mergeable=True, ring_size=64, batch=3)
-    run = replay(resolve("6.12"), cfg, [40000] * 3)
+    run = replay(lookup("6.12"), cfg, [40000] * 3)
     assert [f.poll for f in run.frames] == [1, 1, 2]
     assert [f.ring.posted for f in run.frames] == [12, 64, 46]
     fill = run.frames[1].refill
@@ -194,13 +193,13 @@ def test_device_waits_for_the_refill_inside_a_batch() -> None:
 
 def test_a_32_entry_ring_raises_min_buf_len() -> None:
     """§5.4: min_buf_len = max(ceil((12 + 14 + 4 + 65535) / 32) - 12, 1518) = 2037 → 2112."""
-    _, fill = open_ring(resolve("6.12"), RingConfig(mergeable=True, ring_size=32))
+    _, fill = open_ring(lookup("6.12"), RingConfig(mergeable=True, ring_size=32))
     assert fill.buf_len == 2112 and len(fill.buffers) == 32
 
 
 def test_frame_larger_than_a_full_ring_stalls() -> None:
     with pytest.raises(VnetrxError, match="rx stall at frame 1") as info:
-        replay(resolve("6.12"), RingConfig(mergeable=True, ring_size=8), [60, 65535])
+        replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=8), [60, 65535])
     assert info.value.exit_code == 1
 
 
@@ -213,7 +212,7 @@ def test_9014_then_9018_from_buffer_17(kernel: str) -> None:
     (2 frags). Assumption: since the interface came up the guest had received 11 frames that
     took one buffer each (any length up to 1524) and nothing refilled: the 9014 starts at
     buffer 11, the 9018 at 17, spanning the 2048-byte 21st buffer and the next page."""
-    run = replay(resolve(kernel), RingConfig(mergeable=True, mtu=9000), [60] * 11 + [9014, 9018])
+    run = replay(lookup(kernel), RingConfig(mergeable=True, mtu=9000), [60] * 11 + [9014, 9018])
     first, second = run.frames[11], run.frames[12]
     assert [p.seq for p in first.buffers] == list(range(11, 17))
     assert [p.seq for p in second.buffers] == list(range(17, 23))
@@ -242,7 +241,7 @@ LAB_BUILD_SKB_OFFSETS = {129: 10752, 200: 12288, 1000: 13824, 1204: 15360, 1514:
 
 @pytest.mark.parametrize("kernel", ["6.1.192", "6.12.117"])
 def test_real_guest_mergeable_sequence(kernel: str) -> None:
-    run = replay(resolve(kernel), MERGEABLE, [n for n, _, _ in LAB_MERGEABLE])
+    run = replay(lookup(kernel), MERGEABLE, [n for n, _, _ in LAB_MERGEABLE])
     got = [(f.frame_len, f.trace.skb and f.trace.skb.truesize, f.trace.skb and f.trace.skb.nr_frags)
            for f in run.frames]
     assert got == LAB_MERGEABLE
@@ -261,7 +260,7 @@ def test_real_guest_small_sequence() -> None:
     (the 1514-byte frame after the 13-byte short packet and 16 others) opens a new page at 0."""
     lens = [13, 60, 64, 100, 127, 128, 129, 130, 200, 256, 512, 1000, 1024, 1200, 1400, 1499,
             1500, 1514, 1515, 1517, 1518, 1519, 1600, 9000]
-    run = replay(resolve("6.12.117"), SMALL, lens)
+    run = replay(lookup("6.12.117"), SMALL, lens)
     built = [f for f in run.frames if f.trace.skb is not None]
     assert len(built) == 20 and {f.trace.skb.truesize for f in built} == {2176}  # type: ignore[union-attr]
     assert [(f.buffers[0].buf.frag_index, f.buffers[0].buf.offset) for f in built][15:18] == [
@@ -275,13 +274,13 @@ def test_real_guest_small_sequence() -> None:
 def test_7x_second_buffer_of_a_pool_page_is_2560() -> None:
     """§12.1: 7.x, 1000-byte frames: the first buffer of a pool page gives truesize 1792, the
     second (alloc 2560) 2816."""
-    run = replay(resolve("7.3"), MERGEABLE, [1000, 1000])
+    run = replay(lookup("7.3"), MERGEABLE, [1000, 1000])
     assert [f.trace.skb.truesize for f in run.frames] == [1792, 2816]  # type: ignore[union-attr]
     assert [f.trace.buffers[0].page for f in run.frames] == ["pool0", "pool0"]
 
 
 def test_replay_is_pure() -> None:
-    k = resolve("6.12")
+    k = lookup("6.12")
     assert replay(k, MERGEABLE, [60, 3000, 9000]) == replay(k, MERGEABLE, [60, 3000, 9000])
 
 
@@ -300,13 +299,13 @@ def test_replay_is_pure() -> None:
 )
 def test_bad_input_is_an_input_error(cfg: RingConfig, frames: list[int], message: str) -> None:
     with pytest.raises(InputError, match=message) as info:
-        replay(resolve("6.12"), cfg, frames)
+        replay(lookup("6.12"), cfg, frames)
     assert info.value.exit_code == 2
 
 
 def test_big_mode_is_refused() -> None:
     with pytest.raises(UnsupportedError, match="big mode"):
-        replay(resolve("6.12"), RingConfig(mergeable=False, mtu=9000), [1000])
+        replay(lookup("6.12"), RingConfig(mergeable=False, mtu=9000), [1000])
 
 
 # --- properties -------------------------------------------------------------------------------
@@ -322,7 +321,7 @@ def test_every_posted_buffer_is_used_once_in_order(
     kernel: str, frames: list[int], ring_size: int, batch: int
 ) -> None:
     cfg = RingConfig(mergeable=True, mtu=9000, ring_size=ring_size, batch=batch)
-    run = replay(resolve(kernel), cfg, frames)
+    run = replay(lookup(kernel), cfg, frames)
     seqs = [p.seq for f in run.frames for p in f.buffers]
     assert seqs == list(range(len(seqs)))
     ewma = 0
@@ -343,7 +342,7 @@ def test_every_posted_buffer_is_used_once_in_order(
 
 def test_feeding_in_two_parts_equals_one_replay() -> None:
     """feed() is the pure step: state in, new state and records out."""
-    k, cfg = resolve("6.12"), RingConfig(mergeable=True, mtu=9000)
+    k, cfg = lookup("6.12"), RingConfig(mergeable=True, mtu=9000)
     frames = [60] * 11 + [9014, 9018] + [9000] * 30
     state, _ = open_ring(k, cfg)
     state, head = feed(k, cfg, state, frames[:12])
@@ -374,7 +373,7 @@ def _guest(name: str) -> tuple[list[int], list[tuple[int, ...]]]:
 def _mismatches(kernel: str, cfg: RingConfig, name: str) -> list[int]:
     lengths, seen = _guest(name)
     assert len(lengths) == len(seen) == 64
-    run = replay(resolve(kernel), cfg, lengths)
+    run = replay(lookup(kernel), cfg, lengths)
     bad = []
     for f, obs in zip(run.frames, seen, strict=True):
         skb = f.trace.skb
@@ -421,10 +420,10 @@ def test_real_guest_poll_boundary_found_by_the_model() -> None:
 
 
 def test_polls_give_the_batches_in_order() -> None:
-    run = replay(resolve("6.12"), RingConfig(mergeable=True, polls=(3, 1, 2)), [60] * 6)
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1, 2)), [60] * 6)
     assert [f.poll for f in run.frames] == [1, 1, 1, 2, 3, 3]
     with pytest.raises(InputError, match=r"add up to the 6 frame\(s\)"):
-        replay(resolve("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)
+        replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)
 
 
 @pytest.mark.parametrize(("guest_gso", "mtu", "ring_size", "expected"), [
@@ -437,12 +436,12 @@ def test_polls_give_the_batches_in_order() -> None:
 ])
 def test_guest_gso_sizes_min_buf_len(guest_gso: bool, mtu: int, ring_size: int,
                                      expected: int) -> None:
-    from vnetrx.ring_refill import min_buf_len
+    from vnetrx.replay.refill import min_buf_len
 
     cfg = RingConfig(mergeable=True, guest_gso=guest_gso, mtu=mtu, ring_size=ring_size)
-    assert min_buf_len(resolve("6.12"), cfg) == expected
+    assert min_buf_len(lookup("6.12"), cfg) == expected
 
 
 def test_guest_gso_without_mergeable_is_big_mode() -> None:
     with pytest.raises(UnsupportedError, match="guest GSO without --mergeable selects big mode"):
-        replay(resolve("6.1"), RingConfig(mergeable=False, guest_gso=True), [60])
+        replay(lookup("6.1"), RingConfig(mergeable=False, guest_gso=True), [60])

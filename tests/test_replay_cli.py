@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from vnetrx.cli import cli
-from vnetrx.frames import parse_list
+from vnetrx.replay.frames import parse_list
 
 SEQ = ["--len", "60x11,9014,9018", "--mergeable", "--mtu", "9000", "--kernel", "6.12"]
 

@@ -154,11 +154,11 @@ def test_verify_report_matches_schema() -> None:
     """The verify document, built offline from a plan and synthetic observations."""
     from dataclasses import replace
 
-    from vnetrx.kernel.registry import resolve
+    from vnetrx.kernel.registry import lookup
     from vnetrx.live.tap import SkbEvent, WriteCase, WriteResult
     from vnetrx.live.verify import compare, observed_of, plan, report
 
-    k = resolve("6.18")
+    k = lookup("6.18")
     checks = plan(k, [WriteCase(60), WriteCase(9000, blocking=True), WriteCase(13)])
     done = [replace(checks[0], observed=observed_of(WriteResult(70, None, (
         SkbEvent("vnx1", 46, 0, 704, 0, 0, 0),))))]

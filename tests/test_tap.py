@@ -1,5 +1,5 @@
 """The tap path (drivers/net/tun.c write path) against the numbers measured on 6.18.44 and the
-per-version predictions of tap-and-tx-headroom.md §A.10-§A.11."""
+per-version predictions of docs/kernel/tun-tap.md §11-§12."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from vnetrx.engine import trace_tap
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths.skbuff import frag_chunks
 from vnetrx.paths.tun import TapSetup, build_limit
@@ -25,7 +25,7 @@ RUNNING_LIKE = BuildConfig(
 
 
 def k618() -> KernelProfile:
-    return resolve("6.18.44", RUNNING_LIKE)
+    return lookup("6.18.44", RUNNING_LIKE)
 
 
 def tap(length: int, kernel: KernelProfile | None = None, **options: object) -> Trace:
@@ -179,25 +179,25 @@ def test_write_return_value_in_step() -> None:
     ],
 )
 def test_versions(kernel: str, frame: int, expected: tuple[str, int]) -> None:
-    t = tap(frame, resolve(kernel))
+    t = tap(frame, lookup(kernel))
     assert t.skb is not None
     assert (t.outcome, t.skb.truesize) == expected
 
 
 def test_jumbo_fully_linear_before_6_6() -> None:
     for kernel in ("4.13", "4.14", "5.15", "6.1"):
-        assert fields(tap(9000, resolve(kernel)))[2:] == (0, 16640, 0)
-    assert fields(tap(9000, resolve("6.6")))[2:] == (5288, 12544, 1)
+        assert fields(tap(9000, lookup(kernel)))[2:] == (0, 16640, 0)
+    assert fields(tap(9000, lookup("6.6")))[2:] == (5288, 12544, 1)
 
 
 def test_hdr_len_hint_order0_before_6_6() -> None:
-    t = tap(9000, resolve("4.13"), hdr=bytes.fromhex("00003600"))
+    t = tap(9000, lookup("4.13"), hdr=bytes.fromhex("00003600"))
     assert fields(t)[2:] == (8946, 13056, 3)
 
 
 def test_build_limit_by_version() -> None:
-    assert build_limit(resolve("5.15")) == 3712
-    assert build_limit(resolve("6.1")) == 3456
+    assert build_limit(lookup("5.15")) == 3712
+    assert build_limit(lookup("6.1")) == 3456
     assert build_limit(k618()) == 3456
 
 
@@ -205,7 +205,7 @@ def test_frag_chunks_6_6() -> None:
     k = k618()
     assert [p for _, p in frag_chunks(k, 61288, 3)] == [32768, 16384, 8192, 4096]
     assert [p for _, p in frag_chunks(k, 12288, 3)] == [8192, 4096]
-    assert [p for _, p in frag_chunks(resolve("6.1"), 8946, 0)] == [4096] * 3
+    assert [p for _, p in frag_chunks(lookup("6.1"), 8946, 0)] == [4096] * 3
 
 
 # --- header handling and errors ----------------------------------------------------------------
@@ -251,7 +251,7 @@ def test_bad_setups(options: dict[str, object], error: type[Exception]) -> None:
 
 def test_xdp_needs_4_14() -> None:
     with pytest.raises(UnsupportedError):
-        tap(100, resolve("4.13"), xdp=True)
+        tap(100, lookup("4.13"), xdp=True)
 
 
 def test_frag_source_whatif() -> None:

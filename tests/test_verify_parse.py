@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from vnetrx.cli import cli
 from vnetrx.errors import InputError
 from vnetrx.kernel.build import BuildConfig
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.live import tap as live_tap
 from vnetrx.live.parse import SkbEvent, parse_event, parse_lengths, parse_marker
 from vnetrx.live.tap import WriteCase, WriteResult, frame_bytes
@@ -32,7 +32,7 @@ LINE = (
     "data_len=5288 truesize=12544 mac_header_valid=1 mac_header=-14 nr_frags=1 gso_size=0 "
     "gso_type=0"
 )
-K = resolve("6.18.44", BuildConfig(config="minimal", max_header=32, small_head_observed=576))
+K = lookup("6.18.44", BuildConfig(config="minimal", max_header=32, small_head_observed=576))
 
 
 def test_parse_event() -> None:

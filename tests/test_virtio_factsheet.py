@@ -1,4 +1,4 @@
-"""The worked examples of ../shared/reference/virtio-rx.md §12 and the numbers in issue 2, some of
+"""The worked examples of docs/kernel/virtio-net-rx.md §12 and the numbers in issue 2, some of
 them observed in real Debian 6.1.192 / 6.12.117 guests. skb fields are after eth_type_trans."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from vnetrx.engine import trace_virtio
 from vnetrx.kernel.build import BuildConfig
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
@@ -15,7 +15,7 @@ MINIMAL = BuildConfig(config="minimal", max_header=32)  # this machine's 6.18.44
 
 
 def run(kernel: str, build: BuildConfig | None = None, **setup: object) -> Trace:
-    return trace_virtio(resolve(kernel, build), VirtioRxSetup(**setup))  # type: ignore[arg-type]
+    return trace_virtio(lookup(kernel, build), VirtioRxSetup(**setup))  # type: ignore[arg-type]
 
 
 def skb_summary(t: Trace) -> tuple[str, int, int, int, int, int | None, int]:

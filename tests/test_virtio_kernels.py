@@ -7,13 +7,13 @@ import pytest
 
 from vnetrx.engine import trace_virtio
 from vnetrx.kernel.build import BuildConfig, build_config
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
 
 def run(kernel: str, build: BuildConfig | None = None, **setup: object) -> Trace:
-    return trace_virtio(resolve(kernel, build), VirtioRxSetup(**setup))  # type: ignore[arg-type]
+    return trace_virtio(lookup(kernel, build), VirtioRxSetup(**setup))  # type: ignore[arg-type]
 
 
 def fields(t: Trace) -> tuple[object, ...]:
@@ -22,7 +22,7 @@ def fields(t: Trace) -> tuple[object, ...]:
             t.skb.end)
 
 
-# virtio-rx.md §12.1 / §12.2 / §12.4, 7.x rows: page_pool buffers {0: 1536, 1536: 2560} and
+# docs/kernel/virtio-net-rx.md §12.2 / §12.3 / §12.5, 7.x rows: page_pool buffers {0: 1536, 1536: 2560} and
 # {0: 1920, 1920: 2176} per 4 KiB page.
 @pytest.mark.parametrize("kernel", ["7.2", "7.3"])
 def test_7x_mergeable_first_and_second_on_page(kernel: str) -> None:
@@ -74,7 +74,7 @@ def sda(x: int, line: int = 64) -> int:
 
 def test_arm64_64k_pages_before_6_4() -> None:
     build = build_config("arm64", 65536)
-    k = resolve("6.1", build)
+    k = lookup("6.1", build)
     assert k.build.max_skb_frags == max(16, 65536 // 65536 + 1) == 16
     shinfo = sda(48 + 16 * 16)  # 304 → 320
     # mergeable: clamp(ewma 1000, 1518, PAGE_SIZE - 12) → ALIGN(12 + 1518, 64)
@@ -97,12 +97,12 @@ def test_arm64_64k_pages_before_6_4() -> None:
 
 
 def test_arm64_64k_pages_from_6_4_have_17_frags() -> None:
-    assert resolve("6.6", build_config("arm64", 65536)).build.max_skb_frags == 17
+    assert lookup("6.6", build_config("arm64", 65536)).build.max_skb_frags == 17
 
 
 def test_128_byte_cache_lines() -> None:
     build = build_config("x86_64", 4096, l1_cache_bytes=128)
-    # small buffer = ALIGN(12 + 128 + 1518, 128) + ALIGN(320, 128) = 1664 + 384 (virtio-rx.md §2.3)
+    # small buffer = ALIGN(12 + 128 + 1518, 128) + ALIGN(320, 128) = 1664 + 384 (docs/kernel/skbuff.md §7.3)
     t = run("6.1", build, frame_len=1000)
     assert t.buffer is not None and t.buffer.size == 2048
     assert fields(t) == ("build_skb", 986, 0, 0, 2048 + 256, 140, 1664)
@@ -110,7 +110,7 @@ def test_128_byte_cache_lines() -> None:
 
 def test_max_skb_frags_45() -> None:
     build = build_config(max_skb_frags=45)
-    k = resolve("6.12", build)
+    k = lookup("6.12", build)
     assert k.build.max_skb_frags == 45
     # shinfo = SDA(48 + 16 * 45) = 768: a 1536-byte buffer builds only frames of 129..756 bytes
     assert run("6.12", build, frame_len=756, mergeable=True).outcome == "build_skb"
@@ -126,10 +126,13 @@ def test_real_612_guest_9014_then_9018() -> None:
     buffers, the second starts at 17, spans the 2048-byte 21st buffer of the page and crosses
     into the next page: both numbers follow. (Had the second frame's buffers been contiguous
     1536s in one page, it would show 10496 = 1280 + 6 x 1536 with one frag, like the first.)"""
-    from vnetrx.paths.virtio_net_buffers import carve_mergeable
+    from itertools import islice
 
-    k = resolve("6.12")
-    posted = tuple(carve_mergeable(k, 1536, 40))
+    from vnetrx.paths.virtio_net.buffers import carve_fresh
+    from vnetrx.paths.virtio_net.setup import rx_allocator
+
+    k = lookup("6.12")
+    posted = tuple(islice(carve_fresh(rx_allocator(k), 1536, True), 40))
     first = trace_virtio(k, VirtioRxSetup(frame_len=9014, mergeable=True, buffers=posted[11:]))
     second = trace_virtio(k, VirtioRxSetup(frame_len=9018, mergeable=True, buffers=posted[17:]))
     assert first.skb is not None and second.skb is not None
@@ -141,10 +144,10 @@ def test_real_612_guest_9014_then_9018() -> None:
 def test_frag_list_past_max_skb_frags() -> None:
     """receive_mergeable checks nr_frags == MAX_SKB_FRAGS *before* trying to coalesce: once the
     head has 17 frags, even a buffer contiguous with the 17th goes to a new alloc_skb(0) skb on
-    the head's frag_list, whose truesize the head adds (virtio-rx.md §9 step 6.4).
+    the head's frag_list, whose truesize the head adds (docs/kernel/virtio-net-rx.md §9 step 6.4).
     On 7.3 (2 page_pool buffers per 4 KiB page), a 65535-byte frame starting at the second
     buffer of a page spans 33 buffers in 17 pages; the 17th page's pair splits."""
-    from vnetrx.paths.virtio_rx_plan import VirtioRxSetup as Setup
+    from vnetrx.paths.virtio_net import VirtioRxSetup as Setup
     from vnetrx.sweep import virtio_rows
 
     setup = {"mergeable": True, "buffer_index": 1, "ewma": 1000}
@@ -157,5 +160,5 @@ def test_frag_list_past_max_skb_frags() -> None:
     assert t.skb.truesize == 960 + buffers_truesize + 960  # napi head + buffers + alloc_skb(0)
     assert t.skb.data_len == 65535 - 14  # the head's data_len counts the frag_list bytes
     # the sweep's fast path agrees
-    [row] = virtio_rows(resolve("7.3"), Setup(frame_len=1, **setup), [65535])  # type: ignore[arg-type]
+    [row] = virtio_rows(lookup("7.3"), Setup(frame_len=1, **setup), [65535])  # type: ignore[arg-type]
     assert (row.nr_frags, row.truesize) == (17, t.skb.truesize)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from vnetrx.engine import trace_virtio
 from vnetrx.invariants import buffer_problems, skb_problems
-from vnetrx.kernel.registry import SERIES, resolve
+from vnetrx.kernel.registry import SERIES, lookup
 from vnetrx.paths.skbuff import shinfo_size
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
@@ -28,7 +28,7 @@ lengths = st.one_of(
 
 @given(kernel=st.sampled_from(VIRTIO_KERNELS), mode=st.sampled_from(MODES), frame_len=lengths)
 def test_every_trace_is_consistent(kernel: str, mode: dict[str, object], frame_len: int) -> None:
-    k = resolve(kernel)
+    k = lookup(kernel)
     t = trace_virtio(k, VirtioRxSetup(frame_len=frame_len, **mode))  # type: ignore[arg-type]
     for buffer in (*t.buffers, t.buffer):
         assert buffer is not None
@@ -54,7 +54,7 @@ def test_every_trace_is_consistent(kernel: str, mode: dict[str, object], frame_l
 
 @given(kernel=st.sampled_from(VIRTIO_KERNELS), frame_len=lengths)
 def test_build_skb_never_below_the_thresholds(kernel: str, frame_len: int) -> None:
-    k = resolve(kernel)
+    k = lookup(kernel)
     for mode in ({"mergeable": True}, {"guest_gso": True}):
         t = trace_virtio(k, VirtioRxSetup(frame_len=frame_len, **mode))  # type: ignore[arg-type]
         step = next((s for s in t.steps if s.function == "page_to_skb"), None)
@@ -69,7 +69,7 @@ def test_build_skb_never_below_the_thresholds(kernel: str, frame_len: int) -> No
 
 @pytest.mark.parametrize("kernel", VIRTIO_KERNELS)
 def test_deterministic(kernel: str) -> None:
-    k = resolve(kernel)
+    k = lookup(kernel)
     setup = VirtioRxSetup(frame_len=3000, mergeable=True, ewma=100)
     assert trace_virtio(k, setup) == trace_virtio(k, setup)
 
@@ -78,6 +78,6 @@ def test_deterministic(kernel: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_completeness_every_length_every_profile(kernel: str, mode: dict[str, object]) -> None:
     """Every profile runs every path for lengths 1..65535 (stride 97 plus edges) without error."""
-    k = resolve(kernel)
+    k = lookup(kernel)
     for frame_len in [*range(1, 65536, 97), 65535]:
         trace_virtio(k, VirtioRxSetup(frame_len=frame_len, **mode))  # type: ignore[arg-type]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Skb, Trace
+from vnetrx.model import SKB_FIELDS, Buffer, Frag, Skb, Trace
 
 ERROR_SCHEMA = "vnetrx.error/1"
+SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
 
 
 def kernel_to_dict(k: KernelProfile) -> dict[str, Any]:
@@ -44,36 +45,24 @@ def buffer_to_dict(b: Buffer, regions: bool = True) -> dict[str, Any]:
     return out
 
 
+def frag_to_dict(f: Frag) -> dict[str, Any]:
+    return {"page": f.page, "offset": f.offset, "size": f.size, "truesize": f.truesize}
+
+
 def skb_to_dict(s: Skb) -> dict[str, Any]:
-    return {
-        "len": s.len,
-        "data_len": s.data_len,
-        "truesize": s.truesize,
-        "nr_frags": s.nr_frags,
-        "mac_header": s.mac_header,
-        "end": s.end,
-        "data": s.data,
-        "tail": s.tail,
-        "headlen": s.headlen,
-        "head": s.head,
-        "head_size": s.head_size,
-        "frags": [
-            {"page": f.page, "offset": f.offset, "size": f.size, "truesize": f.truesize}
-            for f in s.frags
-        ],
-        "frag_list": [
-            {
-                "len": fl.len,
-                "truesize": fl.truesize,
-                "nr_frags": len(fl.frags),
-                "frags": [
-                    {"page": f.page, "offset": f.offset, "size": f.size, "truesize": f.truesize}
-                    for f in fl.frags
-                ],
-            }
-            for fl in s.frag_list
-        ],
-    }
+    """The skb's output fields (``model.SKB_FIELDS``, in their order), then its frags."""
+    out: dict[str, Any] = {name: getattr(s, name) for name in SKB_FIELD_NAMES}
+    out["frags"] = [frag_to_dict(f) for f in s.frags]
+    out["frag_list"] = [
+        {
+            "len": fl.len,
+            "truesize": fl.truesize,
+            "nr_frags": len(fl.frags),
+            "frags": [frag_to_dict(f) for f in fl.frags],
+        }
+        for fl in s.frag_list
+    ]
+    return out
 
 
 def trace_to_dict(t: Trace) -> dict[str, Any]:
@@ -83,7 +72,7 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         "input": dict(t.input),
         "path": t.path,
         "outcome": t.outcome,
-        "reason": t.reason,
+        "reason": None if t.reason is None else str(t.reason),
         "errno": t.errno,
         "steps": [
             {

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetrx.codec import trace_to_dict
-from vnetrx.model import Step, Trace
+from vnetrx.model import SKB_FIELDS, Step, Trace
 
 DIFF_SCHEMA = "vnetrx.diff/1"
 # Result fields compared, as dotted paths into the JSON form of a trace.
@@ -14,14 +14,7 @@ RESULT_FIELDS = (
     "path",
     "outcome",
     "reason",
-    "skb.len",
-    "skb.data_len",
-    "skb.truesize",
-    "skb.nr_frags",
-    "skb.mac_header",
-    "skb.end",
-    "skb.headlen",
-    "skb.head",
+    *(f"skb.{f.name}" for f in SKB_FIELDS if f.diff),
     "cost.allocations",
     "cost.bytes_copied",
     "cost.frags",

@@ -8,7 +8,6 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
 from vnetrx.model import Buffer, Cost, Skb, Trace, Value
 from vnetrx.paths import tun, virtio_net
-from vnetrx.paths.skbuff import eth_type_trans
 from vnetrx.paths.steps import StepLog
 
 TRACE_SCHEMA = "vnetrx.trace/1"
@@ -17,29 +16,9 @@ TRACE_SCHEMA = "vnetrx.trace/1"
 def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
     """Walk one received frame through virtio-net's receive path on kernel ``k``."""
     require_path(k, "virtio")
-    s = virtio_net.resolve(k, setup)
+    s = virtio_net.check_virtio_setup(k, setup)
     log = StepLog(k)
     result = virtio_net.receive(k, s, log)
-    skb = result.skb
-    if skb is not None:
-        log.add(
-            virtio_net.SRC,
-            "receive_buf",
-            "the header has no flags and GSO_NONE: virtio_net_hdr_to_skb() changes nothing "
-            "(CHECKSUM_NONE)",
-            flags=0,
-            gso_type=0,
-        )
-        skb = eth_type_trans(skb)
-        log.add(
-            "net/ethernet/eth.c",
-            "eth_type_trans",
-            "mac_header = data; pull ETH_HLEN (14): what napi_gro_receive and the tracepoints see",
-            len=skb.len,
-            data_len=skb.data_len,
-            truesize=skb.truesize,
-            nr_frags=skb.nr_frags,
-        )
     inputs: tuple[tuple[str, Value], ...] = (
         ("frame_len", s.frame_len),
         ("mergeable", s.mergeable),
@@ -61,7 +40,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         log,
         result.buffer,
         result.buffers,
-        skb,
+        result.skb,
         result.cost,
     )
 
@@ -69,7 +48,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
 def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
     """Walk one write(2) to a tun/tap fd through tun_get_user on kernel ``k``."""
     require_path(k, "tap")
-    s = tun.resolve(k, setup)
+    s = tun.check_tap_setup(k, setup)
     log = StepLog(k)
     result = tun.receive(k, s, log)
     inputs: tuple[tuple[str, Value], ...] = (

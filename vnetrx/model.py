@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Union
+from dataclasses import dataclass
+from typing import NamedTuple, Union
 
 from vnetrx.kernel.profile import KernelProfile
 
@@ -63,9 +63,10 @@ class FragListSkb:
     frags: tuple[Frag, ...] = ()
 
 
-@dataclass(frozen=True)
-class Skb:
-    """The sk_buff fields vnetrx explains. Offsets are from skb->head."""
+class Skb(NamedTuple):
+    """The sk_buff fields vnetrx explains (offsets are from skb->head). A NamedTuple: sweeps build
+    one per frame length. Every output field is also a row of ``SKB_FIELDS`` below, which is
+    where JSON, schemas, sweep rows, CSV, diff, the text view and the live/lab checks get them."""
 
     head: str  # what skb->head points at ("the rx buffer (build_skb)", "kmalloc-512", ...)
     head_size: int  # bytes of the head allocation: end + the skb_shared_info area
@@ -75,13 +76,10 @@ class Skb:
     len: int
     data_len: int
     truesize: int
+    nr_frags: int = 0  # skb_shinfo(skb)->nr_frags (== len(frags) whenever frags are listed)
     mac_header: int | None = None
     frags: tuple[Frag, ...] = ()
     frag_list: tuple[FragListSkb, ...] = ()  # the head's len/data_len/truesize include them
-
-    @property
-    def nr_frags(self) -> int:
-        return len(self.frags)
 
     @property
     def headlen(self) -> int:
@@ -89,11 +87,48 @@ class Skb:
         return self.len - self.data_len
 
     def but(self, **changes: object) -> Skb:
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return self._replace(**changes)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Cost:
+class SkbField(NamedTuple):
+    """One skb output field: what it is and which outputs carry it."""
+
+    name: str  # the Skb attribute, and the JSON key
+    kind: str  # "nat" (a count or offset) | "nat?" (may be null) | "str"
+    doc: str
+    diff: bool = True  # one of `vnetrx diff`'s result fields
+    row: bool = False  # a column of sweep rows (JSONL and CSV)
+    observed: str = ""  # "tracepoint" | "kprobe": what the live and lab checks can compare
+    text: tuple[int, int] | None = None  # (line, position) in the text view's skb block
+
+
+# The skb output fields, in the order JSON prints them. Adding a field: a row here, the
+# attribute on Skb, and the code that computes it.
+SKB_FIELDS: tuple[SkbField, ...] = (
+    SkbField("len", "nat", "skb->len: bytes from skb->data, frags included", row=True,
+             observed="tracepoint", text=(1, 0)),
+    SkbField("data_len", "nat", "skb->data_len: bytes in frags (and frag_list skbs)", row=True,
+             observed="tracepoint", text=(1, 1)),
+    SkbField("truesize", "nat", "skb->truesize: the memory charged for this packet", row=True,
+             observed="tracepoint", text=(1, 4)),
+    SkbField("nr_frags", "nat", "skb_shinfo(skb)->nr_frags", row=True, observed="tracepoint",
+             text=(1, 3)),
+    SkbField("mac_header", "nat?", "offset of the Ethernet header from skb->head",
+             observed="kprobe", text=(0, 0)),
+    SkbField("end", "nat", "skb->end: where skb_shared_info starts", observed="kprobe",
+             text=(0, 3)),
+    SkbField("data", "nat", "skb->data, from skb->head", diff=False, observed="kprobe",
+             text=(0, 1)),
+    SkbField("tail", "nat", "skb->tail, from skb->head", diff=False, observed="kprobe",
+             text=(0, 2)),
+    SkbField("headlen", "nat", "skb_headlen(): bytes in the linear area", text=(1, 2)),
+    SkbField("head", "str", "what skb->head points at"),
+    SkbField("head_size", "nat", "bytes of the head allocation (end + skb_shared_info)",
+             diff=False),
+)
+
+
+class Cost(NamedTuple):
     """What receiving this packet costs, beyond the rx buffers posted in advance."""
 
     allocations: int  # objects allocated on the receive path: the sk_buff, a separate head

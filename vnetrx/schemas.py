@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vnetrx.model import SKB_FIELDS
+
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE = "https://vnetrx.invalid/schema/"
 
@@ -68,19 +70,10 @@ BUFFER = _obj(
     optional=("regions",),
 )
 FRAG = _obj({"page": _STR, "offset": _NAT, "size": _NAT, "truesize": _NAT})
+_KINDS: dict[str, dict[str, Any]] = {"nat": _NAT, "nat?": _nullable(_NAT), "str": _STR}
 SKB = _obj(
     {
-        "len": _NAT,
-        "data_len": _NAT,
-        "truesize": _NAT,
-        "nr_frags": _NAT,
-        "mac_header": _nullable(_NAT),
-        "end": _NAT,
-        "data": _NAT,
-        "tail": _NAT,
-        "headlen": _NAT,
-        "head": _STR,
-        "head_size": _NAT,
+        **{f.name: _KINDS[f.kind] for f in SKB_FIELDS},
         "frags": _arr(FRAG),
         # skbs chained on skb_shinfo(head)->frag_list (receive_mergeable past MAX_SKB_FRAGS)
         "frag_list": _arr(

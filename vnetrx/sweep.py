@@ -1,6 +1,6 @@
 """``vnetrx sweep``: one summary per frame length, and the ranges where nothing changes.
 
-The virtio path is decided by ``virtio_rx_plan`` (configuration computed once, a few
+The virtio path is decided by ``paths.virtio_net``'s plans (configuration computed once, a few
 comparisons per length), which is what makes 100,000+ lengths a second possible; the tap path
 runs the full engine per length. Pure: no I/O, no click, no rich.
 """
@@ -9,71 +9,99 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from vnetrx.engine import trace_tap
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.paths import virtio_rx_plan as plans
-from vnetrx.paths.skbuff import ETH_HLEN
+from vnetrx.model import SKB_FIELDS, Cost, Skb
+from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.virtio_net.page_to_skb import cost
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
 
 
+# The skb fields a row carries (model.SKB_FIELDS marked ``row``), in that order.
+ROW_SKB_FIELDS = tuple(f.name for f in SKB_FIELDS if f.row)
+_row_skb = attrgetter(*ROW_SKB_FIELDS)
+CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allocations",
+              "bytes_copied", "buffers")
+
+
 class Row(NamedTuple):
-    """One length's result; skb fields are None on a drop or an error (as the stack sees them)."""
+    """One length's result; skb and cost are None on a drop or an error."""
 
     frame_len: int
     kernel: str
     outcome: str
     reason: str | None  # drop reason, or the errno name of a failed tap write
-    len: int | None
-    data_len: int | None
-    truesize: int | None
-    nr_frags: int | None
-    allocations: int | None
-    bytes_copied: int | None
+    skb: Skb | None  # as the stack sees it (after eth_type_trans)
+    cost: Cost | None
     buffers: int  # rx buffers (virtio small/mergeable), chain pages (big), 1 for tap
 
+    @property
+    def truesize(self) -> int | None:
+        return None if self.skb is None else self.skb.truesize
 
-def virtio_rows(k: KernelProfile, setup: plans.VirtioRxSetup,
+    @property
+    def nr_frags(self) -> int | None:
+        return None if self.skb is None else self.skb.nr_frags
+
+    @property
+    def allocations(self) -> int | None:
+        return None if self.cost is None else self.cost.allocations
+
+    @property
+    def bytes_copied(self) -> int | None:
+        return None if self.cost is None else self.cost.bytes_copied
+
+
+def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
     """The virtio receive path for every length, from plans (setup.frame_len is ignored)."""
-    config = plans.config(k, plans.resolve(k, replace(setup, frame_len=1)))
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
     name = k.name
     for frame_len in lengths:
-        p = plans.plan(k, config, frame_len, detail=False)
-        if p.outcome == "drop":
-            yield Row(frame_len, name, "drop", p.reason, None, None, None, None, None, None,
-                      len(p.buffers) or 1)
+        p = virtio_net.plan(c, frame_len, detail=False)
+        skb = virtio_net.deliver(c, p)
+        if skb is None:
+            yield Row(frame_len, name, "drop", p.reason, None, None, len(p.buffers) or 1)
             continue
-        yield Row(frame_len, name, p.outcome, None, p.len - ETH_HLEN, p.data_len, p.truesize,
-                  p.nr_frags, 1 if p.outcome == "build_skb" else 2, p.copy,
-                  len(p.buffers) or p.pages_used)
+        yield Row(frame_len, name, p.outcome, None, skb, cost(p), len(p.buffers) or p.pages_used)
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
     """The tap write path for every length (the full engine: slower than virtio_rows)."""
     for frame_len in lengths:
         t = trace_tap(k, replace(setup, frame_len=frame_len))
-        skb, cost = t.skb, t.cost
-        if skb is None or cost is None:
-            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None, None,
-                      None, None, 1)
+        if t.skb is None or t.cost is None:
+            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, 1)
             continue
-        yield Row(frame_len, k.name, t.outcome, None, skb.len, skb.data_len, skb.truesize,
-                  skb.nr_frags, cost.allocations, cost.bytes_copied, 1)
+        yield Row(frame_len, k.name, t.outcome, None, t.skb, t.cost, 1)
+
+
+def row_values(row: Row) -> tuple[object, ...]:
+    """The row in CSV_FIELDS order (None where there is no skb)."""
+    skb = _row_skb(row.skb) if row.skb is not None else (None,) * len(ROW_SKB_FIELDS)
+    cost = (None, None) if row.cost is None else (row.cost.allocations, row.cost.bytes_copied)
+    return (row.frame_len, row.kernel, row.outcome, row.reason, *skb, *cost, row.buffers)
 
 
 def row_to_dict(row: Row) -> dict[str, Any]:
-    cost = None if row.allocations is None else {
-        "allocations": row.allocations, "bytes_copied": row.bytes_copied, "frags": row.nr_frags,
+    out: dict[str, Any] = {"schema": ROW_SCHEMA, "frame_len": row.frame_len, "kernel": row.kernel,
+                           "outcome": row.outcome,
+                           "reason": None if row.reason is None else str(row.reason)}
+    skb = row.skb
+    out.update(zip(ROW_SKB_FIELDS, _row_skb(skb) if skb is not None
+                   else (None,) * len(ROW_SKB_FIELDS), strict=True))
+    out["buffers"] = row.buffers
+    out["cost"] = None if row.cost is None else {
+        "allocations": row.cost.allocations, "bytes_copied": row.cost.bytes_copied,
+        "frags": row.cost.frags,
     }
-    return {"schema": ROW_SCHEMA, "frame_len": row.frame_len, "kernel": row.kernel,
-            "outcome": row.outcome, "reason": row.reason, "len": row.len,
-            "data_len": row.data_len, "truesize": row.truesize, "nr_frags": row.nr_frags,
-            "buffers": row.buffers, "cost": cost}
+    return out
 
 
 class Span(NamedTuple):

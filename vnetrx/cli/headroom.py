@@ -11,7 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.options import Count, kernel_option, load_profile
 from vnetrx.errors import InputError
-from vnetrx.paths.tx_headroom import (
+from vnetrx.paths.tx.headroom import (
     DEFAULT_PAYLOADS,
     MAX_MTU,
     HeadroomReport,

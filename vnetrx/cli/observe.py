@@ -161,9 +161,9 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
     from vnetrx.cli.options import load_profile
 
     if kernel is None and from_lab and setup.version:
-        from vnetrx.kernel.registry import resolve
+        from vnetrx.kernel.registry import lookup
 
-        return resolve(setup.version)
+        return lookup(setup.version)
     return load_profile(kernel or "running", "debian")
 
 

@@ -17,7 +17,7 @@ from vnetrx.kernel.build import (
 )
 from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.registry import newest, resolve, supported_names
+from vnetrx.kernel.registry import lookup, newest, supported_names
 
 
 class Count(click.ParamType):  # type: ignore[type-arg]
@@ -137,7 +137,7 @@ def load_profile(
         choice.max_skb_frags or 0,
         config,
     )
-    profile = newest(build) if kernel is None else resolve(kernel, build)
+    profile = newest(build) if kernel is None else lookup(kernel, build)
     if choice.max_skb_frags and not profile.has(MAX_SKB_FRAGS_CONFIGURABLE):
         raise InputError(
             f"CONFIG_MAX_SKB_FRAGS exists from 6.4; {profile.name} has "

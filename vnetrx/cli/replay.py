@@ -10,10 +10,10 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
 from vnetrx.errors import InputError
-from vnetrx.frames import MAX_FRAMES, parse_list, read_file
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
-from vnetrx.ring import MAX_RING_SIZE, RingConfig
-from vnetrx.ring import replay as run_replay
+from vnetrx.replay import MAX_RING_SIZE, RingConfig
+from vnetrx.replay import replay as run_replay
+from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_file
 
 
 @cli.command()

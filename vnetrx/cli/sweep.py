@@ -17,11 +17,13 @@ from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.errors import InputError
 from vnetrx.live.parse import parse_lengths
 from vnetrx.sweep import (
+    CSV_FIELDS,
     SWEEP_SCHEMA,
     Row,
     Span,
     collapse,
     row_to_dict,
+    row_values,
     span_to_dict,
     tap_rows,
     virtio_rows,
@@ -29,8 +31,6 @@ from vnetrx.sweep import (
 
 # Every trace option except the ones sweep owns (the length, the kernel, the output format).
 _OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source"}
-CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", "len", "data_len", "truesize",
-              "nr_frags", "allocations", "bytes_copied", "buffers")
 
 
 @cli.command()
@@ -104,7 +104,7 @@ def _stream(rows_for: Any, count: int, jsonl: bool) -> None:
             if writer is None:
                 out.write(json.dumps(row_to_dict(row)) + "\n")
             else:
-                writer.writerow(["" if v is None else v for v in row])
+                writer.writerow(["" if v is None else v for v in row_values(row)])
 
 
 def _text(rows: dict[str, list[Row]], spans: dict[str, list[Span]], opts: dict[str, Any],

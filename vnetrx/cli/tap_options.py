@@ -8,8 +8,7 @@ from typing import Any
 import click
 
 from vnetrx.cli.options import Count
-
-INT_MAX = 2**31 - 1
+from vnetrx.kernel.constants import INT_MAX
 
 
 class HexBytes(click.ParamType):  # type: ignore[type-arg]

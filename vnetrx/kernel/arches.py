@@ -7,7 +7,7 @@ DEFAULT_ARCH = "x86_64"
 
 # MAX_HEADER (include/linux/netdevice.h) = LL_MAX_HEADER (+48 with IPIP/GRE/SIT/IPv6 tunnels).
 # LL_MAX_HEADER is 128 with HYPERV_NET=y or WLAN+MAC80211_MESH, 96 with WLAN or AX25, else 32.
-# Values per config preset: virtio-rx.md §2.2 and tap-and-tx-headroom.md §B.4.
+# Values per config preset: docs/kernel/skbuff.md §4.6 and docs/kernel/tx-headroom.md §5.2.
 MAX_HEADER_BY_CONFIG: dict[str, int] = {
     "debian": 176,  # Debian amd64: WLAN=y, MAC80211_MESH=y (LL_MAX_HEADER 128), tunnels=m (+48)
     "debian-cloud": 80,  # Debian cloud-amd64: no WLAN (32), tunnels=m (+48)

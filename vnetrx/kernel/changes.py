@@ -1,8 +1,8 @@
 """The behaviour table: every upstream commit that changes what vnetrx simulates.
 
 Path code asks ``profile.has(CHANGE)`` at the one place where the kernel diverges; it never compares
-version numbers itself. Facts come from ../shared/reference/virtio-rx.md (section 1 and appendix A)
-and tap-and-tx-headroom.md; where a commit id or release was not pinned there, ``commit`` is "" and
+version numbers itself. Facts come from docs/kernel/virtio-net-rx.md (§2 and Appendix A),
+docs/kernel/tun-tap.md, docs/kernel/tx-headroom.md and docs/kernel/offloads.md; where a commit id or release was not pinned there, ``commit`` is "" and
 ``note`` says what is uncertain.
 """
 
@@ -211,7 +211,7 @@ ALLOC_SKB_WITH_FRAGS_HIGH_ORDER = Change(
     "chunk adds PAGE_SIZE << order to truesize",
 )
 
-# --- TX headroom (vnetrx headroom): tap-and-tx-headroom.md part B, and the 3.15.5, 3.16.0,
+# --- TX headroom (vnetrx headroom): docs/kernel/tx-headroom.md, and the 3.15.5, 3.16.0,
 # 4.13.4, 4.14.5 and 5.15.100 trees listed in its section 0 (read for net/ipv4/ip_output.c,
 # net/ipv6/ip6_output.c, net/ipv4/tcp.c, drivers/net/virtio_net.c) ---------------------------
 UDP_UFO = Change(
@@ -359,7 +359,7 @@ VNET_HDR_NH_MIN_LEN = Change(
     summary="with NEEDS_CSUM the transport offset (csum_start) must be at least "
     "sizeof(struct iphdr) (20; 40 for GSO_TCPV6), and GSO without NEEDS_CSUM pulls "
     "nh_min_len + thlen bytes instead of thlen",
-    note="absent @6.1.192, present @6.12.117 (tap-and-tx-headroom.md §A.9: measured on 6.18.44, "
+    note="absent @6.1.192, present @6.12.117 (docs/kernel/tun-tap.md §10: measured on 6.18.44, "
     "csum_start 10 → -EINVAL); which stable series carry a backport was not checked",
 )
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.changes import CHANGES, MAX_SKB_FRAGS_CONFIGURABLE, Change
+from vnetrx.kernel.constants import CONSTANTS, Constant
 from vnetrx.kernel.version import KernelVersion
 
 
@@ -26,6 +27,8 @@ class KernelProfile:
     def __post_init__(self) -> None:
         present = frozenset(c.key for c in CHANGES if self._carries(c))
         object.__setattr__(self, "_present", present)  # has() is then a set lookup
+        values = {c.name: self._value_of(c) for c in CONSTANTS}
+        object.__setattr__(self, "_values", values)  # value() is then a dict lookup
         if self.build.max_skb_frags == 0:  # resolve "the kernel's default" once, here
             object.__setattr__(
                 self, "build", replace(self.build, max_skb_frags=self.default_max_skb_frags())
@@ -52,6 +55,20 @@ class KernelProfile:
         if ver >= change.since.key():
             return True
         return any(bp.series == self.version.series and ver >= bp.key() for bp in change.backports)
+
+    def value(self, constant: Constant) -> int:
+        """The value ``constant`` has in this kernel (vnetrx.kernel.constants)."""
+        return self._values[constant.name]  # type: ignore[attr-defined,no-any-return]
+
+    def _value_of(self, constant: Constant) -> int:
+        value = constant.default
+        for since, later in constant.since:
+            if isinstance(since, Change):
+                if since.key in self._present:  # type: ignore[attr-defined]
+                    value = later
+            elif self.version.key() >= since.key():
+                value = later
+        return value
 
     def present(self, *changes: Change) -> tuple[Change, ...]:
         """The subset of ``changes`` this kernel carries (for a step's ``because``)."""

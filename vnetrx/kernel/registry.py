@@ -108,7 +108,7 @@ def profile_for(
     return KernelProfile(version, build or BuildConfig(), source or release.text, tuple(notes))
 
 
-def resolve(text: str, build: BuildConfig | None = None) -> KernelProfile:
+def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:
     """``--kernel`` for anything but ``running`` (see vnetrx.kernel.running for that)."""
     return profile_for(parse_release(text), build)
 

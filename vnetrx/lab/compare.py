@@ -17,17 +17,17 @@ from dataclasses import dataclass
 
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
+from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
-from vnetrx.model import Trace
+from vnetrx.model import SKB_FIELDS, Trace
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
-ETH_HLEN = 14
 RING_SIZE = 256  # QEMU virtio-net-pci rx_queue_size default
-# Fields every boot observes (tracepoint), and those only the kprobe sees.
-TRACEPOINT_FIELDS = ("len", "data_len", "truesize", "nr_frags")
-KPROBE_FIELDS = ("data", "tail", "end", "mac_header")
+# Fields every boot observes (the tracepoint), and those only the kprobe on napi_gro_receive sees.
+TRACEPOINT_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "tracepoint")
+KPROBE_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "kprobe")
 Observed = dict[str, int | str]
 
 
@@ -133,18 +133,11 @@ def predicted_fields(trace: Trace) -> Observed:
     if trace.skb is None:
         return {"outcome": "drop", "reason": trace.reason or trace.outcome}
     skb = trace.skb
-    fields: Observed = {
-        "outcome": trace.outcome,
-        "len": skb.len,
-        "data_len": skb.data_len,
-        "truesize": skb.truesize,
-        "nr_frags": skb.nr_frags,
-        "data": skb.data,
-        "tail": skb.tail,
-        "end": skb.end,
-    }
-    if skb.mac_header is not None:
-        fields["mac_header"] = skb.mac_header
+    fields: Observed = {"outcome": trace.outcome}
+    for name in (*TRACEPOINT_FIELDS, *KPROBE_FIELDS):
+        value = getattr(skb, name)
+        if value is not None:
+            fields[name] = value
     return fields
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vnetrx.errors import InputError, VnetrxError
-from vnetrx.kernel.registry import resolve
+from vnetrx.kernel.registry import lookup
 from vnetrx.lab import initramfs, qemu
 from vnetrx.lab.compare import LabReport, base_mode, compare, predict
 from vnetrx.lab.guest import lab_mode_for, parse_log
@@ -165,7 +165,7 @@ def run_virtio(
         raise LabSetupError(f"kernel image {image} not found")
     # Fail on lengths the model cannot place before paying for a boot.
     release = image_release(image)
-    predict(resolve(release), mode, lengths, host_mtu or 1500, 12)
+    predict(lookup(release), mode, lengths, host_mtu or 1500, 12)
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
     offsets = None
     kprobe_note = None if kprobe else "--no-kprobe given"
@@ -195,7 +195,7 @@ def run_virtio(
         raise qemu.GuestError("the guest reported: " + "; ".join(log.errors))
     if not log.complete:
         raise qemu.GuestError("the guest powered off without dumping its trace")
-    profile = resolve(guest_version(log.status, log.release or release))
+    profile = lookup(guest_version(log.status, log.release or release))
     report = compare(profile, mode, lengths, log)
     if kprobe_note is not None:
         report = replace(report, notes=(*report.notes, kprobe_note))
@@ -245,4 +245,4 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
     except ValueError as exc:
         raise InputError(f"the log's feature bits or MTU are unreadable: {exc}") from None
     check_request(mode, None, lengths)
-    return compare(resolve(guest_version(log.status, log.release)), mode, lengths, log)
+    return compare(lookup(guest_version(log.status, log.release)), mode, lengths, log)

@@ -1,7 +1,7 @@
 """include/linux/skbuff.h: struct skb_frag (bio_vec before 6.12) and struct skb_shared_info.
 
 The 5.x-7.x member layout (48 fixed bytes + MAX_SKB_FRAGS x 16) matches pahole on the running
-6.18.44 kernel (virtio-rx.md appendix B): 320 bytes with 17 frags on x86_64.
+6.18.44 kernel (docs/kernel/virtio-net-rx.md Appendix B, docs/kernel/skbuff.md §2.6): 320 bytes with 17 frags on x86_64.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """virtio-net headers: include/uapi/linux/virtio_net.h, and drivers/net/virtio_net.c's padded_vnet_hdr.
 
-Sizes confirmed against the running 6.18.44 kernel's BTF (virtio-rx.md §3.1, appendix B).
+Sizes confirmed against the running 6.18.44 kernel's BTF (docs/kernel/virtio-net-rx.md §3.1, Appendix B).
 ``__virtio16`` is little-endian with VIRTIO_F_VERSION_1 and guest-native (little-endian on x86_64
 and arm64) for legacy devices, so ``Int16ul`` is right for every profiled platform.
 """

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.lab.compare import KPROBE_FIELDS
 from vnetrx.live.observe_parse import (
     EVENT_FOR_DRIVER,
     LAB_BEGIN,
@@ -38,9 +40,7 @@ from vnetrx.live.observe_parse import (
     setup_from_log,
 )
 from vnetrx.live.observe_predict import (
-    ETH_HLEN,
     FIELDS,
-    KPROBE_FIELDS,
     RING_SIZE,
     Fields,
     Observer,

@@ -9,19 +9,20 @@ from dataclasses import dataclass, replace
 
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import VnetrxError
+from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.lab.compare import KPROBE_FIELDS, TRACEPOINT_FIELDS
 from vnetrx.lab.guest import GUEST_GSO, GroEvent
 from vnetrx.live import verify as live_verify
 from vnetrx.live.observe_parse import Setup
 from vnetrx.live.tap import WriteCase
 from vnetrx.model import Trace
-from vnetrx.paths import virtio_net_buffers as bufs
-from vnetrx.paths.virtio_rx_plan import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths import virtio_net
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net.buffers import get_mergeable_buf_len
 
-ETH_HLEN = 14
 RING_SIZE = 256  # the model's ring for min_buf_len (QEMU's default rx_queue_size)
-FIELDS = ("len", "data_len", "truesize", "nr_frags")
-KPROBE_FIELDS = ("data", "tail", "end", "mac_header")
+FIELDS = TRACEPOINT_FIELDS
 Fields = dict[str, int | str | None]
 
 
@@ -54,17 +55,9 @@ def _fields(trace: Trace) -> Fields:
     skb = trace.skb
     if skb is None:
         return {"outcome": "drop", "reason": trace.reason or trace.outcome}
-    return {
-        "outcome": trace.outcome,
-        "len": skb.len,
-        "data_len": skb.data_len,
-        "truesize": skb.truesize,
-        "nr_frags": skb.nr_frags,
-        "data": skb.data,
-        "tail": skb.tail,
-        "end": skb.end,
-        "mac_header": skb.mac_header,
-    }
+    fields: Fields = {"outcome": trace.outcome}
+    fields.update((name, getattr(skb, name)) for name in (*TRACEPOINT_FIELDS, *KPROBE_FIELDS))
+    return fields
 
 
 def observed_fields(skb: GroEvent) -> Fields:
@@ -87,19 +80,23 @@ class Observer:
         self._memo: dict[tuple[int, tuple[tuple[str, object], ...]], Verdict] = {}
         self.buf_len = setup.mergeable_rx_buffer_size if setup.mode == "mergeable" else None
 
-    def _virtio(self, frame_len: int, **change: object) -> Trace:
+    def _base(self) -> VirtioRxSetup:
         s = self.setup
-        setup = VirtioRxSetup(
-            frame_len=frame_len,
+        return VirtioRxSetup(
+            frame_len=1,
             mergeable=s.mode == "mergeable",
-            guest_gso=bool(GUEST_GSO & set(s.features)) and s.mode != "mergeable",
+            # guest GSO sets big_packets: big mode without MRG_RXBUF, min_buf_len sizing with it
+            guest_gso=bool(GUEST_GSO & set(s.features)),
             mtu=s.mtu if "MTU" in s.features else 1500,
             hdr_len=s.hdr_len,
             buf_len=self.buf_len,
             ewma=0 if s.mode == "mergeable" and self.buf_len is None else None,
             ring_size=RING_SIZE,
         )
-        return trace_virtio(self.k, replace(setup, **change))  # type: ignore[arg-type]
+
+    def _virtio(self, frame_len: int, **change: object) -> Trace:
+        setup = replace(self._base(), frame_len=frame_len, **change)  # type: ignore[arg-type]
+        return trace_virtio(self.k, setup)
 
     def candidates(self, frame_len: int) -> Iterator[_Candidate]:
         """The plain prediction first, then the alternatives (see vnetrx.live.observe)."""
@@ -112,7 +109,8 @@ class Observer:
         if mode != "mergeable":
             return
         buf_len = first.buffers[0].size if first.buffers else 0
-        per_page = bufs.page_frag_size(self.k) // max(buf_len, 1) + 1
+        c = virtio_net.config(self.k, virtio_net.check_virtio_setup(self.k, self._base()))
+        per_page = c.alloc.page_bytes // max(buf_len, 1) + 1
         for index in range(1, per_page + 1):
             trace = self._virtio(frame_len, buffer_index=index)
             sizes = _runs([b.size for b in trace.buffers])
@@ -123,14 +121,14 @@ class Observer:
                 _fields(trace),
                 f"{mode}/{trace.outcome}",
             )
-        hdr = self.setup.hdr_len or 12
-        min_len = bufs.mergeable_min_buf_len(self.k, hdr, False, self.setup.mtu, RING_SIZE)
-        low = bufs.get_mergeable_buf_len(self.k, hdr, 0, min_len)
-        high = min(
-            bufs.get_mergeable_buf_len(self.k, hdr, MAX_FRAME_LEN, min_len),
-            bufs.page_frag_size(self.k),
+        # every length get_mergeable_buf_len can give: from the EWMA at 0 to the page's worth
+        low, high = (
+            get_mergeable_buf_len(c.mrg_hdr_len, ewma, c.min_buf_len, c.page_size,
+                                  c.l1_cache_bytes)
+            for ewma in (0, MAX_FRAME_LEN)
         )
-        for size in range(low, high + 1, self.k.build.l1_cache_bytes):
+        high = min(high, c.page_frag_bytes)
+        for size in range(low, high + 1, c.l1_cache_bytes):
             if size == buf_len:
                 continue
             trace = self._virtio(frame_len, buf_len=size, ewma=None)

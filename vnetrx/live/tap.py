@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vnetrx.errors import VnetrxError
+from vnetrx.kernel.constants import INT_MAX
 from vnetrx.live.parse import SkbEvent, parse_event
 from vnetrx.live.tracefs import (
     DeviceWatch,
@@ -42,7 +43,7 @@ from vnetrx.live.tracefs import (
     tracefs_mounts,
 )
 
-# include/uapi/linux/if_tun.h (tap-and-tx-headroom.md §A.2)
+# include/uapi/linux/if_tun.h (docs/kernel/tun-tap.md §3)
 TUNSETIFF = 0x400454CA
 TUNSETSNDBUF = 0x400454D4
 TUNSETVNETHDRSZ = 0x400454D8
@@ -55,7 +56,6 @@ SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
-INT_MAX = 2**31 - 1
 ETHERTYPE = 0x88B5
 DST_MAC = bytes.fromhex("020000000001")
 SRC_MAC = bytes.fromhex("020000000002")

@@ -1,6 +1,6 @@
 """Mirrors net/core/skbuff.c (and the macros of include/linux/skbuff.h) as pure functions.
 
-Formulas: virtio-rx.md §2.2 and tap-and-tx-headroom.md §C (read in 5.15, 6.1.192, 6.12.117,
+Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 6.18.3 and 7.3.4 sources). Every function takes the profile it depends on and returns new values.
 """
 
@@ -16,11 +16,11 @@ from vnetrx.kernel.changes import (
     SKB_SMALL_HEAD_CACHE,
     SMALL_HEAD_GRO_SIZED,
 )
+from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
 from vnetrx.model import Frag, Skb
 
-ETH_HLEN = 14  # include/uapi/linux/if_ether.h
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
 KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
@@ -157,6 +157,7 @@ def skb_add_rx_frag(skb: Skb, frag: Frag) -> Skb:
         len=skb.len + frag.size,
         data_len=skb.data_len + frag.size,
         truesize=skb.truesize + frag.truesize,
+        nr_frags=skb.nr_frags + 1,
         frags=(*skb.frags, frag),
     )
 
@@ -188,7 +189,7 @@ def frag_chunks(
     DIV_ROUND_UP(data_len, PAGE_SIZE); an order is tried only while npages >= 1 << order.
     From 6.6 (09c2c90705bb; @6.6.87, @6.18.3): the order drops while PAGE_ALIGN(remaining) <
     PAGE_SIZE << order. Either way each chunk is min(remaining, PAGE_SIZE << order). An unfragmented
-    machine is assumed: every high-order allocation succeeds (tap-and-tx-headroom.md §D.8).
+    machine is assumed: every high-order allocation succeeds (docs/kernel/skbuff.md §6.4).
     """
     page = k.build.page_size
     chunks: list[tuple[int, int]] = []

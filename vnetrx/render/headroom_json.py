@@ -13,7 +13,7 @@ from typing import Any
 
 from vnetrx.codec import kernel_to_dict
 from vnetrx.model import Step
-from vnetrx.paths.tx_headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
+from vnetrx.paths.tx.headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
 from vnetrx.render.json_out import dumps
 
 

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vnetrx.model import Step
-from vnetrx.paths.tx_headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
+from vnetrx.paths.tx.headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
 from vnetrx.render.text import steps_table
 
 # region name → (map character, style); unknown names (payload, headers) fall back below

@@ -17,7 +17,7 @@ from typing import Any
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.render.json_out import dumps
-from vnetrx.ring import Fill, FrameRecord, Posted, Replay, RingView, page_label
+from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, page_label
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
 
@@ -25,7 +25,7 @@ REPLAY_SCHEMA = "vnetrx.replay/1"
 def _posted(r: Replay, p: Posted) -> dict[str, Any]:
     return {
         "seq": p.seq,
-        "page": page_label(r.kernel, p.buf.frag_index),
+        "page": page_label(r.kernel, r.config, p.buf.frag_index),
         "offset": p.buf.offset,
         "len": p.buf.len,
         "fill": p.fill,

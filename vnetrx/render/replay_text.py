@@ -10,7 +10,7 @@ from rich.text import Text
 
 from vnetrx.model import Frag, Trace
 from vnetrx.render.text import buffer_map, skb_map
-from vnetrx.ring import (
+from vnetrx.replay import (
     Fill,
     FrameRecord,
     Posted,
@@ -63,7 +63,7 @@ def _header(r: Replay) -> Text:
         f"virtnet_open: try_fill_recv posts {len(first)} buffers of {r.initial_fill.buf_len} "
         f"bytes"
         + (f" (EWMA 0 → min_buf_len {r.min_buf_len})" if c.mergeable else "")
-        + f" on {page_label(k, pages[0])}..{page_label(k, pages[-1])}",
+        + f" on {page_label(k, c, pages[0])}..{page_label(k, c, pages[-1])}",
     )
     return line
 
@@ -99,7 +99,7 @@ def _table(r: Replay) -> Text:
                 (
                     "-"
                     if first is None
-                    else f"{page_label(r.kernel, first.buf.frag_index)}+{first.buf.offset}",
+                    else f"{page_label(r.kernel, r.config, first.buf.frag_index)}+{first.buf.offset}",
                     "",
                 ),
                 (_sizes(f.buffers) or "(none used)", ""),
@@ -150,14 +150,14 @@ def _ring_line(r: Replay, v: RingView, title: str) -> Text:
         b = v.next_buffer.buf
         text.append(
             f" · next buffer #{v.next_buffer.seq}: {b.len} B at "
-            f"{page_label(r.kernel, b.frag_index)}+{b.offset}"
+            f"{page_label(r.kernel, r.config, b.frag_index)}+{b.offset}"
         )
     return text
 
 
 def _role(r: Replay, f: FrameRecord, i: int, p: Posted) -> str:
     t = f.trace
-    label = page_label(r.kernel, p.buf.frag_index)
+    label = page_label(r.kernel, r.config, p.buf.frag_index)
     if i == 0:
         if t.skb is None:
             return "dropped"
@@ -190,7 +190,7 @@ def _page_bars(r: Replay, f: FrameRecord) -> RenderableType:
     rows: list[RenderableType] = []
     pages = sorted({p.buf.frag_index for p in f.buffers})
     for page in pages:
-        size = backing_page_size(r.kernel)
+        size = backing_page_size(r.kernel, r.config)
         cell = size / BAR_WIDTH
         cells = ["."] * BAR_WIDTH
         for i, p in enumerate(f.buffers):
@@ -200,7 +200,7 @@ def _page_bars(r: Replay, f: FrameRecord) -> RenderableType:
             hi = max(lo + 1, round((p.buf.offset + p.buf.len) / cell))
             for c in range(lo, min(hi, BAR_WIDTH)):
                 cells[c] = _BUFFER_MARKS[i % len(_BUFFER_MARKS)]
-        bar = Text(f"{page_label(r.kernel, page):>8} [")
+        bar = Text(f"{page_label(r.kernel, r.config, page):>8} [")
         for char in cells:
             bar.append(char, style="dim" if char == "." else "bold cyan reverse")
         bar.append(f"] {size} bytes, one cell = {int(cell)} bytes")
@@ -235,7 +235,7 @@ def _show(r: Replay, index: int) -> RenderableType:
             table.add_row(
                 _BUFFER_MARKS[i % len(_BUFFER_MARKS)],
                 str(p.seq),
-                page_label(r.kernel, p.buf.frag_index),
+                page_label(r.kernel, r.config, p.buf.frag_index),
                 str(p.buf.offset),
                 str(p.buf.offset + p.buf.len),
                 str(p.buf.len),

@@ -9,7 +9,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vnetrx.model import Buffer, Skb, Step, Trace
+from vnetrx.model import SKB_FIELDS, Buffer, Skb, Step, Trace
 
 # region name → (map character, style)
 _REGION_STYLE: dict[str, tuple[str, str]] = {
@@ -23,6 +23,13 @@ _REGION_STYLE: dict[str, tuple[str, str]] = {
     "rx space": ("~", "dim"),
 }
 BAR_WIDTH = 64
+# The skb block's lines of fields, as model.SKB_FIELDS places them.
+_TEXT_LINES = tuple(
+    tuple(f.name for f in sorted((f for f in SKB_FIELDS if f.text and f.text[0] == line),
+                                 key=lambda f: f.text or (0, 0)))
+    for line in sorted({f.text[0] for f in SKB_FIELDS if f.text})
+)
+_LINE_PREFIX = {0: "offsets from head: "}
 
 
 def _style(name: str, note: str) -> tuple[str, str]:
@@ -130,15 +137,17 @@ def skb_map(skb: Skb) -> RenderableType:
     header = Text("skb as the stack sees it (after eth_type_trans)", style="bold underline")
     lines = Text()
     lines.append(f"head   {skb.head}, {skb.head_size} bytes\n")
-    mac = "-" if skb.mac_header is None else str(skb.mac_header)
-    lines.append(
-        f"offsets from head: mac_header {mac}  data {skb.data}  tail {skb.tail}  "
-        f"end {skb.end}  (skb_shared_info {skb.end}..{skb.head_size})\n"
-    )
-    lines.append(
-        f"len {skb.len}  data_len {skb.data_len}  headlen {skb.headlen}  nr_frags {skb.nr_frags}  "
-    )
-    lines.append(f"truesize {skb.truesize}", style="bold")
+    for number, line in enumerate(_TEXT_LINES):
+        if number:
+            lines.append("\n")
+        lines.append(_LINE_PREFIX.get(number, ""))
+        for position, name in enumerate(line):
+            value = getattr(skb, name)
+            lines.append("  " if position else "")
+            lines.append(f"{name} {'-' if value is None else value}",
+                         style="bold" if name == "truesize" else "")
+        if number == 0:
+            lines.append(f"  (skb_shared_info {skb.end}..{skb.head_size})")
     parts: list[RenderableType] = [header, lines, _head_map(skb)]
     if skb.frags:
         frags = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)

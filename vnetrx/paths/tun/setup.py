@@ -1,0 +1,53 @@
+"""What the modules mirroring drivers/net/tun.c's write path share: the request (``TapSetup``),
+the result (``TapResult``) and tun.c's constants. Used by get_user, vnet_hdr, build and alloc."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vnetrx.kernel.constants import INT_MAX
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.model import Buffer, Cost, Skb
+
+SRC = "drivers/net/tun.c"
+SKBUFF_SRC = "net/core/skbuff.c"
+SOCK_SRC = "net/core/sock.c"
+__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapResult", "TapSetup", "error",
+           "tun_rx_pad"]
+
+
+@dataclass(frozen=True)
+class TapSetup:
+    """One write(2) to a tun/tap fd opened with IFF_NO_PI. ``None`` fields get kernel defaults."""
+
+    frame_len: int  # bytes after the virtio-net header (Ethernet header included on TAP)
+    tun: bool = False  # IFF_TUN instead of IFF_TAP
+    blocking: bool = False  # the fd lacks O_NONBLOCK
+    sndbuf: int | None = None  # TUNSETSNDBUF; None → INT_MAX (tun_chr_open @4.14.5, @6.18.3)
+    vnet_hdr: bool = True  # IFF_VNET_HDR
+    vnet_hdr_sz: int | None = None  # TUNSETVNETHDRSZ; None → sizeof(struct virtio_net_hdr)
+    xdp: bool = False  # an XDP program is attached (XDP_PASS assumed)
+    hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
+    frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
+
+
+@dataclass(frozen=True)
+class TapResult:
+    path: str
+    outcome: str  # "build_skb" | "alloc_skb" | "error"
+    reason: str | None
+    errno: str | None  # "EINVAL" when write() fails
+    buffer: Buffer | None
+    buffers: tuple[Buffer, ...]
+    skb: Skb | None  # as netif_receive_skb (and its tracepoint) sees it
+    cost: Cost | None
+    write_return: int | None  # what write(2) returns on success
+
+
+def error(reason: str, errno: str = "EINVAL") -> TapResult:
+    return TapResult("tap", "error", reason, errno, None, (), None, None, None)
+
+
+def tun_rx_pad(k: KernelProfile) -> int:
+    """TUN_RX_PAD = NET_IP_ALIGN + NET_SKB_PAD (tun.c @4.14.5 … @7.3.4)."""
+    return k.build.net_ip_align + k.net_skb_pad

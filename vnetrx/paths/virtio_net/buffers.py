@@ -1,0 +1,192 @@
+"""drivers/net/virtio_net.c's rx buffer posting: add_recvbuf_small / _big / _mergeable's sizes,
+get_mergeable_buf_len and mergeable_min_buf_len, and THE carver: how buffers are cut from
+rq->alloc_frag (net/core/sock.c:skb_page_frag_refill) or, from 7.x, the queue's page_pool.
+
+Pure functions of plain numbers: which kernel does what was decided in ``setup.Config`` (the
+``RxAllocator`` there), so ``vnetrx trace`` (a fresh page: ``carve_fresh``) and the ring replay
+(a page cursor carried between refills: ``carve``) cut buffers with the same code.
+Facts: docs/kernel/virtio-net-rx.md §5 (sources @5.15-android, @6.1.192, @6.12.117, @7.3.4).
+No XDP program is attached, so virtnet_get_headroom() is 0 and room is 0.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
+
+
+class PostedBuffer(NamedTuple):
+    frag_index: int  # which backing page (0 = the first, fresh one)
+    offset: int  # start inside that page
+    len: int  # the buffer length the ctx records (ctx truesize)
+
+
+class RxAllocator(NamedTuple):
+    """Where small and mergeable buffers come from, as the kernel's version decides it."""
+
+    page_pool: bool  # 7.x: page_pool_alloc_va on order-0 pages; else rq->alloc_frag
+    page_bytes: int  # a backing page: the page_frag's 32 KiB (or PAGE_SIZE if larger), or PAGE_SIZE
+    dma_header: int  # bytes of struct virtnet_rq_dma at the start of a page_frag page (6.13+)
+    # 6aacd1484468 (6.13, 6.12.5): a buffer that would overflow a fresh page once the dma
+    # header is counted is first shrunk by sizeof(struct virtnet_rq_dma)
+    shrink_fresh: int  # sizeof(struct virtnet_rq_dma) when the kernel has that fix, else 0
+    pool_align: int  # page_pool fragment alignment (max(dma_get_cache_alignment(), 8))
+
+    def describe(self) -> str:
+        if self.page_pool:
+            return f"page_pool ({self.page_bytes // 1024} KiB order-0 pages)"
+        return f"page_frag ({self.page_bytes // 1024} KiB pages" + (
+            f", the first {self.dma_header} bytes of each holding struct virtnet_rq_dma)"
+            if self.dma_header
+            else ")"
+        )
+
+    def label(self, index: int) -> str:
+        """Names backing pages: frag<N> (page_frag pages) or pool<N> (page_pool pages)."""
+        return f"pool{index}" if self.page_pool else f"frag{index}"
+
+
+class PageCursor(NamedTuple):
+    """rq->alloc_frag (struct page_frag), or the page_pool's current fragment page."""
+
+    page: int = -1  # index of the current page (-1: none allocated yet)
+    offset: int = 0  # alloc_frag->offset / pool->frag_offset
+    size: int = 0  # alloc_frag->size / PAGE_SIZE (0 before the first page)
+    pages: int = 0  # pages allocated so far: the next one gets this index
+
+
+def carve(
+    a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool
+) -> tuple[PostedBuffer, PageCursor]:
+    """One add_recvbuf_mergeable (``mergeable``) or add_recvbuf_small: the buffer and the cursor
+    after it. Assumes every high-order allocation succeeds (no order-0 fallback) and that a page
+    is never reused from offset 0 (skb_page_frag_refill's page_ref_count == 1 case)."""
+    if a.page_pool:
+        return _carve_page_pool(a, cursor, length)
+    return _carve_page_frag(a, cursor, length, mergeable)
+
+
+def _carve_page_frag(
+    a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool
+) -> tuple[PostedBuffer, PageCursor]:
+    """skb_page_frag_refill(len): keep the page while offset + len <= size, else a new one at
+    offset 0. Mergeable (6aacd1484468): on a fresh page, len + sizeof(struct virtnet_rq_dma) >
+    size shrinks len by that size. virtnet_rq_alloc: a premapped page (6.13+) starts with the
+    dma header, so the first buffer is at offset 16. Mergeable: a buffer after which another
+    of the same length would not fit absorbs the rest of the page ("hole")."""
+    if cursor.page < 0 or cursor.offset + length > cursor.size:
+        cursor = PageCursor(cursor.pages, 0, a.page_bytes, cursor.pages + 1)
+    offset = cursor.offset
+    if mergeable and offset == 0 and a.shrink_fresh and length + a.shrink_fresh > cursor.size:
+        length -= a.shrink_fresh
+    if offset == 0:
+        offset = a.dma_header
+    start, offset = offset, offset + length
+    if mergeable:
+        hole = cursor.size - offset
+        if hole < length:
+            length, offset = length + hole, cursor.size
+    return PostedBuffer(cursor.page, start, length), cursor._replace(offset=offset)
+
+
+def _carve_page_pool(
+    a: RxAllocator, cursor: PageCursor, length: int
+) -> tuple[PostedBuffer, PageCursor]:
+    """page_pool_alloc_va(pool, &len) (include/net/page_pool/helpers.h:page_pool_alloc_netmem,
+    net/core/page_pool.c:page_pool_alloc_frag_netmem @7.3.4): a length whose double does not fit
+    a page gets a whole page of its own (the fragment page is kept); otherwise the aligned
+    length is carved from the fragment page (a new one when it does not fit), and a fragment
+    after which another of the same length would not fit absorbs the rest of the page."""
+    page = a.page_bytes
+    if 2 * length > page:
+        return PostedBuffer(cursor.pages, 0, page), cursor._replace(pages=cursor.pages + 1)
+    aligned = -(-length // a.pool_align) * a.pool_align
+    if cursor.page < 0 or cursor.offset + aligned > page:
+        cursor = PageCursor(cursor.pages, 0, page, cursor.pages + 1)
+    start, offset = cursor.offset, cursor.offset + aligned
+    if offset + length > page:
+        length, offset = page - start, page
+    return PostedBuffer(cursor.page, start, length), cursor._replace(offset=offset)
+
+
+def carve_fresh(a: RxAllocator, length: int, mergeable: bool) -> Iterator[PostedBuffer]:
+    """add_recvbuf_* again and again from a fresh page, every buffer asked for ``length``."""
+    cursor = PageCursor()
+    while True:
+        buf, cursor = carve(a, cursor, length, mergeable)
+        yield buf
+
+
+class Carved(NamedTuple):
+    """Posted buffers with what lets a plan skip walking them: prefix sums of their lengths and
+    runs of buffers that follow each other in the same page (which skb_coalesce_rx_frag merges)."""
+
+    buffers: tuple[PostedBuffer, ...]
+    prefix: tuple[int, ...]  # prefix[i] = total length of buffers[:i]
+    run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
+
+
+def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:
+    prefix, run = [0], [0]
+    for i, buf in enumerate(buffers):
+        prefix.append(prefix[-1] + buf.len)
+        if i:
+            prev = buffers[i - 1]
+            contiguous = prev.frag_index == buf.frag_index and prev.offset + prev.len == buf.offset
+            run.append(run[-1] + (0 if contiguous else 1))
+    return Carved(buffers, tuple(prefix), tuple(run))
+
+
+def num_buffers(prefix: tuple[int, ...], total: int) -> int | None:
+    """How many posted buffers the device fills with ``total`` bytes (header and frame), given
+    the prefix sums of their lengths: the fewest that hold it (QEMU's virtio_net_receive_rcu
+    fills buffers in posting order and reports num_buffers). None: they do not hold it."""
+    count = bisect_left(prefix, total)
+    return count if count < len(prefix) else None
+
+
+# --- sizes ------------------------------------------------------------------------------
+
+
+def small_bufsize(skb_data_align: int, hdr_len: int, rx_pad: int, good_packet_len: int,
+                  shinfo_size: int) -> int:
+    """add_recvbuf_small: SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN) + shinfo
+    (``skb_data_align``: SMP_CACHE_BYTES)."""
+    return -(-(hdr_len + rx_pad + good_packet_len) // skb_data_align) * skb_data_align + shinfo_size
+
+
+def mergeable_min_buf_len(hdr_len: int, packet_len: int, ring_size: int,
+                          good_packet_len: int) -> int:
+    """rq->min_buf_len = mergeable_min_buf_len(vi, vq):
+    max(max(DIV_ROUND_UP(hdr_len + ETH_HLEN + VLAN_HLEN + packet_len, ring), hdr_len) - hdr_len,
+    GOOD_PACKET_LEN), where packet_len is IP_MAX_MTU with big_packets, else dev->max_mtu."""
+    min_buf_len = -(-(hdr_len + ETH_HLEN + VLAN_HLEN + packet_len) // ring_size)
+    return max(max(min_buf_len, hdr_len) - hdr_len, good_packet_len)
+
+
+def get_mergeable_buf_len(hdr_len: int, ewma: int, min_buf_len: int, page_size: int,
+                          l1_cache_bytes: int) -> int:
+    """ALIGN(hdr_len + clamp(ewma, min_buf_len, PAGE_SIZE - hdr_len), L1_CACHE_BYTES) (room 0:
+    no XDP)."""
+    clamped = min(max(ewma, min_buf_len), page_size - hdr_len)
+    return -(-(hdr_len + clamped) // l1_cache_bytes) * l1_cache_bytes
+
+
+def ewma_pkt_len_add(ewma: int, value: int) -> int:
+    """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h): with precision 0 and weight
+    reciprocal 64, ewma_pkt_len_add sets e = v when e == 0, else e = (e * 63 + v) >> 6."""
+    return value if ewma == 0 else (ewma * 63 + value) >> 6
+
+
+def lengths(posted: tuple[PostedBuffer, ...]) -> str:
+    """``3×1536 2048 2×1536``: buffer lengths, runs folded."""
+    parts: list[list[int]] = []
+    for buf in posted:
+        if parts and parts[-1][0] == buf.len:
+            parts[-1][1] += 1
+        else:
+            parts.append([buf.len, 1])
+    return " ".join(f"{n}×{length}" if n > 1 else str(length) for length, n in parts)

@@ -1,0 +1,101 @@
+"""What the receive path decided for one frame: the ``Plan`` (plain numbers, made in a few
+comparisons per frame so that sweeps and replays can afford millions of them) and the reasons
+it records, which the narrated steps format instead of deciding again."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal, NamedTuple
+
+from vnetrx.paths.virtio_net.buffers import PostedBuffer
+
+
+class Reason(str, Enum):
+    """A decision's reason; prints (and serialises) as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Drop(Reason):
+    """Why receive_buf / receive_* drop a frame (the JSON ``reason`` of a drop)."""
+
+    SHORT_PACKET = "short_packet"  # receive_buf: len < hdr_len + ETH_HLEN, rx_length_errors++
+    LEN_EXCEEDS_MAX_SIZE = "len_exceeds_max_size"  # receive_small: len > GOOD_PACKET_LEN
+    LEN_EXCEEDS_ALLOCATED_SIZE = "len_exceeds_allocated_size"  # receive_big: len > max_len
+    # a length no posted buffer holds, on a kernel without the check: the kernel would overrun
+    # the buffer; vnetrx stops there
+    EXCEEDS_BUFFER = "exceeds_buffer"
+
+
+class Build(Reason):
+    """page_to_skb's choice between build_skb around the buffer and a napi_alloc_skb copy."""
+
+    NO_BUILD_PATH = "no_build_path"  # before fb32856b16ad (5.13): always copy
+    NET_IP_ALIGN = "net_ip_align"  # NET_IP_ALIGN != 0: never build
+    SHORT = "short"  # len <= GOOD_COPY_LEN: copy
+    NO_TAILROOM = "no_tailroom"  # tailroom < SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    BUILD = "build"  # len > GOOD_COPY_LEN and the tailroom holds skb_shared_info
+    SMALL = "small"  # receive_small: build_skb around the buffer in every version
+
+
+Outcome = Literal["build_skb", "copy", "drop"]
+
+
+class PlanFrag(NamedTuple):
+    """A frag a plan attaches: which buffer (mergeable) or chain page (big), where, how much."""
+
+    buffer: int
+    offset: int  # in the backing page
+    size: int
+    truesize: int  # what skb_add_rx_frag / skb_coalesce_rx_frag added to skb->truesize
+
+
+class Append(NamedTuple):
+    """What receive_mergeable's loop did with one buffer after the first."""
+
+    skb: int  # 0: the head skb; n: the n-th skb chained on its frag_list
+    frag: int  # the frag of that skb it became or continued
+    coalesced: bool  # skb_coalesce_rx_frag grew the last frag (else skb_add_rx_frag)
+    new_skb: bool  # the previous skb was full: this buffer starts skb ``skb``
+
+
+class Plan(NamedTuple):
+    """One frame's fate: the skb as receive_*() returns it (before virtio_net_hdr_to_skb and
+    eth_type_trans), the buffers it used and the decisions with their deciding values."""
+
+    outcome: Outcome
+    reason: Drop | None  # why it was dropped
+    why: Build  # how the skb head was made (meaningless on a drop)
+    buf_len: int  # mergeable: the posted length; small: bufsize; big: PAGE_SIZE
+    buffers: tuple[PostedBuffer, ...]  # small/mergeable: posted buffers used; big: ()
+    used: tuple[int, ...]  # bytes the device wrote into each (header included in the first)
+    tailroom: int | None  # page_to_skb's tailroom test value (None where not evaluated)
+    copy: int  # frame bytes copied into a new head
+    frag0: bool  # the copy left the rest of the first buffer (big: of page 0) in it as frag 0
+    head_size: int  # skb head allocation (0 on a drop)
+    end: int
+    data: int
+    tail: int
+    len: int
+    data_len: int
+    truesize: int
+    frags: tuple[PlanFrag, ...]  # empty when planned without detail
+    appends: tuple[Append, ...]  # mergeable, per buffer after the first (empty without detail)
+    pages_used: int  # big mode: chain pages the skb references (page 0 included)
+    nr_frags: int  # the head skb's own frags
+    # frag_list skbs, each a tuple of frags like ``frags`` (empty when planned without detail)
+    frag_list: tuple[tuple[PlanFrag, ...], ...] = ()
+    frag_list_skbs: int = 0
+
+    @property
+    def allocations(self) -> int:
+        """Objects allocated on the receive path: the sk_buff, and a separate head on a copy."""
+        return 1 if self.outcome == "build_skb" else 2
+
+
+def dropped(
+    reason: Drop, buf_len: int, buffers: tuple[PostedBuffer, ...] = (), used: tuple[int, ...] = ()
+) -> Plan:
+    return Plan("drop", reason, Build.BUILD, buf_len, buffers, used, None, 0, False, 0, 0, 0, 0, 0,
+                0, 0, (), (), 0, 0)

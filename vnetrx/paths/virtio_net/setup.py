@@ -1,0 +1,306 @@
+"""What the device negotiated (``VirtioRxSetup``), its checks against the kernel
+(``check_virtio_setup``) and everything the kernel and the setup fix for every frame
+(``config``): virtnet_probe's mode choice, the buffer sizes, the copy head, which checks exist.
+
+This is the one place on the virtio receive path that asks the profile which changes a kernel
+carries (``KernelProfile.has``) and reads its constants (``KernelProfile.value``); the plan and
+the narration read the answers from ``Config``. Facts: docs/kernel/virtio-net-rx.md §3-§5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from itertools import islice
+
+from vnetrx.errors import InputError, UnsupportedError
+from vnetrx.kernel.changes import (
+    BIG_BUILD_SKB_GIVE_PAGES,
+    BIG_PACKETS_MTU_SIZED,
+    BIG_RECV_LEN_CHECK,
+    PADDED_VNET_HDR_V1_HASH,
+    PAGE_TO_SKB_BUILD_SKB,
+    RX_PREMAPPED_BY_DEFAULT,
+    SMALL_USED_LEN_CHECK,
+    VIRTIO_RX_PAGE_POOL,
+    VNET_HDR_UDP_TUNNEL,
+    Change,
+)
+from vnetrx.kernel.constants import (
+    ETH_DATA_LEN,
+    ETH_HLEN,
+    GOOD_COPY_LEN,
+    GOOD_PACKET_LEN,
+    IP_MAX_MTU,
+    SKB_FRAG_PAGE_BYTES,
+)
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.layouts.virtio_net import padded_vnet_hdr, virtio_net_hdr_mrg_rxbuf, virtnet_rq_dma
+from vnetrx.paths.skbuff import Head, kmalloc_reserve, napi_alloc_head, shinfo_size
+from vnetrx.paths.steps import StepLog
+from vnetrx.paths.virtio_net import buffers as bufs
+from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer, RxAllocator
+
+MAX_FRAME_LEN = 65535
+MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
+
+
+@dataclass(frozen=True)
+class VirtioRxSetup:
+    """What the device negotiated and what arrives. ``None`` fields are filled in by
+    ``check_virtio_setup``."""
+
+    frame_len: int  # bytes after the virtio-net header (Ethernet header included)
+    mergeable: bool = False  # VIRTIO_NET_F_MRG_RXBUF
+    guest_gso: bool = False  # any of GUEST_TSO4/TSO6/ECN/UFO (→ big mode without MRG_RXBUF)
+    mtu: int = 1500  # with VIRTIO_NET_F_MTU when not 1500
+    hdr_len: int | None = None  # vi->hdr_len; None → 12 (VIRTIO_F_VERSION_1)
+    buf_len: int | None = None  # mergeable buffer length; None → get_mergeable_buf_len()
+    ewma: int | None = None  # rq->mrg_avg_pkt_len; None → frame_len (a steady stream of it)
+    ring_size: int = 256
+    buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) the frame lands in
+    # The posted buffers the device fills, in order, when a ring model (replay) knows them;
+    # empty: carve them from a fresh page as add_recvbuf_* would.
+    buffers: tuple[PostedBuffer, ...] = ()
+
+
+def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
+    """Check the request against the kernel and fill in what the features imply."""
+    if not 1 <= s.frame_len <= MAX_FRAME_LEN:
+        raise InputError(f"frame length {s.frame_len} out of range (valid: 1..{MAX_FRAME_LEN})")
+    if not 68 <= s.mtu <= MAX_FRAME_LEN:
+        raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
+    # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
+    # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
+    hdr_len = 12 if s.hdr_len is None else s.hdr_len
+    if hdr_len not in (10, 12, 20, 24):
+        raise InputError(
+            f"hdr_len {hdr_len} is not a virtio-net header size (valid: 10, 12, 20, 24)"
+        )
+    if hdr_len == 10 and s.mergeable:
+        raise InputError(
+            "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
+            "the header at least 12 bytes (virtnet_probe)"
+        )
+    if hdr_len == 20 and not k.has(PADDED_VNET_HDR_V1_HASH):
+        raise UnsupportedError(
+            f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
+        )
+    if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
+        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
+    if s.buf_len is not None:
+        if not s.mergeable:
+            raise InputError("--buf-len sets the mergeable buffer size: it needs --mergeable")
+        low, high = hdr_len + ETH_HLEN, _page_frag_bytes(k)
+        if not low <= s.buf_len <= high:
+            raise InputError(f"buffer length {s.buf_len} out of range (valid: {low}..{high})")
+    if s.ewma is not None and not 0 <= s.ewma <= MAX_FRAME_LEN:
+        raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
+    if not 1 <= s.ring_size <= 32768:
+        raise InputError(f"ring size {s.ring_size} out of range (valid: 1..32768)")
+    # with given buffers (a ring model), buffer_index only labels the first of them
+    if not 0 <= s.buffer_index < (s.ring_size if not s.buffers else 1 << 31):
+        raise InputError(
+            f"buffer index {s.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
+        )
+    if (s.buffer_index or s.buffers) and not s.mergeable and _big_packets(s.guest_gso, s.mtu):
+        raise InputError(
+            "--buffer-index applies to small and mergeable buffers; big mode "
+            "posts page chains from rq->pages"
+        )
+    return replace(s, hdr_len=hdr_len)
+
+
+def _page_frag_bytes(k: KernelProfile) -> int:
+    """PAGE_SIZE << SKB_FRAG_PAGE_ORDER: 32 KiB on 4 KiB pages; one page when pages are bigger."""
+    return max(k.value(SKB_FRAG_PAGE_BYTES), k.build.page_size)
+
+
+def _big_packets(guest_gso: bool, mtu: int) -> bool:
+    """virtnet_probe: vi->big_packets = guest GSO or an MTU above ETH_DATA_LEN."""
+    return guest_gso or mtu > ETH_DATA_LEN
+
+
+def rx_allocator(k: KernelProfile) -> RxAllocator:
+    """Where this kernel's small and mergeable rx buffers come from."""
+    if k.has(VIRTIO_RX_PAGE_POOL):
+        return RxAllocator(True, k.build.page_size, 0, 0, k.build.page_pool_frag_align)
+    dma = virtnet_rq_dma().size  # sizeof(struct virtnet_rq_dma)
+    return RxAllocator(
+        False,
+        _page_frag_bytes(k),
+        dma if k.has(RX_PREMAPPED_BY_DEFAULT) else 0,
+        dma if k.has(RX_PREMAPPED_BY_DEFAULT) else 0,
+        k.build.page_pool_frag_align,
+    )
+
+
+def mergeable_hdr_len(k: KernelProfile, hdr_len: int) -> int:
+    """The header length mergeable sizing uses: sizeof(struct virtio_net_hdr_mrg_rxbuf) (12) up
+    to 5.17, vi->hdr_len from 5.18 (c1ddc42da2b2)."""
+    return hdr_len if k.has(PADDED_VNET_HDR_V1_HASH) else virtio_net_hdr_mrg_rxbuf().size
+
+
+def min_buf_len(k: KernelProfile, hdr_len: int, guest_gso: bool, mtu: int, ring_size: int) -> int:
+    """rq->min_buf_len (virtnet_probe → mergeable_min_buf_len). dev->max_mtu is the MTU with
+    VIRTIO_NET_F_MTU (assumed negotiated when the MTU is not 1500), else MAX_MTU; guest GSO or an
+    MTU above 1500 sets big_packets, which sizes for IP_MAX_MTU."""
+    max_mtu = mtu if mtu != ETH_DATA_LEN else MAX_MTU
+    packet_len = IP_MAX_MTU if _big_packets(guest_gso, mtu) else max_mtu
+    return bufs.mergeable_min_buf_len(
+        mergeable_hdr_len(k, hdr_len), packet_len, ring_size, k.value(GOOD_PACKET_LEN)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything about one kernel + setup that does not depend on the frame length."""
+
+    kernel: str  # the profile's name, for the narration
+    present: frozenset[str]  # the keys of the changes the kernel carries (``cite``)
+    mode: str  # "small" | "big" | "mergeable"
+    mergeable: bool  # VIRTIO_NET_F_MRG_RXBUF
+    guest_gso: bool
+    mtu: int
+    hdr_len: int  # vi->hdr_len
+    big_packets: bool
+    good_packet_len: int  # GOOD_PACKET_LEN
+    good_copy_len: int  # GOOD_COPY_LEN
+    shinfo_size: int  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    sk_buff_aligned: int  # SKB_DATA_ALIGN(sizeof(struct sk_buff))
+    build_skb_path: bool  # page_to_skb has the build_skb path (fb32856b16ad, 5.13)
+    net_ip_align: int
+    napi_head: Head  # napi_alloc_skb(GOOD_COPY_LEN)'s head
+    napi_reserve: int  # NET_SKB_PAD + NET_IP_ALIGN
+    page_size: int
+    l1_cache_bytes: int
+    max_skb_frags: int
+    alloc: RxAllocator  # page_frag or page_pool, and how a page starts
+    page_frag_bytes: int  # PAGE_SIZE << SKB_FRAG_PAGE_ORDER (the largest --buf-len)
+    # small mode
+    small_bufsize: int  # add_recvbuf_small's SKB_DATA_ALIGN(hdr + PAD + 1518) + shinfo
+    small_pad: int  # VIRTNET_RX_PAD = NET_IP_ALIGN + NET_SKB_PAD
+    small_posted: PostedBuffer | None  # the buffer the frame lands in
+    small_len_check: bool  # "rx error: len %u exceeds max size" (ad993a95c508, 5.14)
+    buflen_from_ctx: bool  # 7.x: receive_small's buflen is the ctx truesize
+    # big mode
+    big_num_skbfrags: int  # vi->big_packets_num_skbfrags
+    big_padded: int  # sizeof(struct padded_vnet_hdr)
+    big_capacity: int  # frame bytes a page chain holds
+    big_len_check: bool  # receive_big's max_len check (0c716703965f, 6.18 and backports)
+    big_give_pages: bool  # build_skb returns the unused chain to rq->pages (5.15)
+    # mergeable mode
+    mrg_hdr_len: int  # hdr_padded_len for mergeable (and the sizing header length)
+    min_buf_len: int
+    buf_len: int | None  # fixed buffer length (--buf-len, a given EWMA, given buffers), or None:
+    # sized per frame for a steady stream (ewma = frame length)
+    buf_len_fixed: bool  # --buf-len: no get_mergeable_buf_len step
+    buffer_index: int
+    given: tuple[PostedBuffer, ...]  # buffers a ring model handed over (replay)
+    ewma: int | None
+    frag_list_truesize: int  # alloc_skb(0, GFP_ATOMIC)'s truesize (a frag_list skb)
+    # a memo, not state: buf_len → enough buffers from a fresh page (-1: the given ones)
+    carved: dict[int, Carved] = field(default_factory=dict, compare=False, repr=False)
+
+    def cite(self, *changes: Change) -> tuple[Change, ...]:
+        """The ``changes`` this kernel carries, in the order given: a step's ``because``. For
+        citing only; branches read the booleans above."""
+        return tuple(c for c in changes if c.key in self.present)
+
+
+def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
+    """What ``s`` (checked by ``check_virtio_setup``) fixes for every frame length."""
+    assert s.hdr_len is not None
+    hdr = s.hdr_len
+    big_packets = _big_packets(s.guest_gso, s.mtu)
+    mode = "mergeable" if s.mergeable else "big" if big_packets else "small"
+    alloc = rx_allocator(k)
+    good_packet_len = k.value(GOOD_PACKET_LEN)
+    small_pad = k.build.net_ip_align + k.net_skb_pad  # VIRTNET_RX_PAD
+    small_bufsize = bufs.small_bufsize(
+        k.smp_cache_bytes, hdr, small_pad, good_packet_len, shinfo_size(k)
+    )
+    small_posted = None
+    if mode == "small":
+        small_posted = (
+            s.buffers[0]
+            if s.buffers
+            else next(islice(bufs.carve_fresh(alloc, small_bufsize, False), s.buffer_index, None))
+        )
+    # virtnet_set_big_packets (6.1+, 4959aebba8c0): ceil(mtu / PAGE_SIZE) pages without guest
+    # GSO; MAX_SKB_FRAGS before, and with guest GSO
+    if k.has(BIG_PACKETS_MTU_SIZED) and not s.guest_gso:
+        num_skbfrags = -(-s.mtu // k.build.page_size)
+    else:
+        num_skbfrags = k.build.max_skb_frags
+    padded = padded_vnet_hdr(k.has(PADDED_VNET_HDR_V1_HASH)).size
+    mrg_hdr_len = mergeable_hdr_len(k, hdr)
+    min_len = min_buf_len(k, hdr, s.guest_gso, s.mtu, s.ring_size)
+    buf_len = s.buf_len
+    if buf_len is None and s.buffers:
+        buf_len = s.buffers[0].len
+    elif buf_len is None and s.ewma is not None:
+        buf_len = bufs.get_mergeable_buf_len(
+            mrg_hdr_len, s.ewma, min_len, k.build.page_size, k.build.l1_cache_bytes
+        )
+    return Config(
+        kernel=k.name,
+        present=frozenset(c.key for c in k.changes()),
+        mode=mode,
+        mergeable=s.mergeable,
+        guest_gso=s.guest_gso,
+        mtu=s.mtu,
+        hdr_len=hdr,
+        big_packets=big_packets,
+        good_packet_len=good_packet_len,
+        good_copy_len=k.value(GOOD_COPY_LEN),
+        shinfo_size=shinfo_size(k),
+        sk_buff_aligned=k.sk_buff_aligned,
+        build_skb_path=k.has(PAGE_TO_SKB_BUILD_SKB),
+        net_ip_align=k.build.net_ip_align,
+        napi_head=napi_alloc_head(k, k.value(GOOD_COPY_LEN)),
+        napi_reserve=k.net_skb_pad + k.build.net_ip_align,
+        page_size=k.build.page_size,
+        l1_cache_bytes=k.build.l1_cache_bytes,
+        max_skb_frags=k.build.max_skb_frags,
+        alloc=alloc,
+        page_frag_bytes=_page_frag_bytes(k),
+        small_bufsize=small_bufsize,
+        small_pad=small_pad,
+        small_posted=small_posted,
+        small_len_check=k.has(SMALL_USED_LEN_CHECK),
+        buflen_from_ctx=k.has(VIRTIO_RX_PAGE_POOL),
+        big_num_skbfrags=num_skbfrags,
+        big_padded=padded,
+        big_capacity=(num_skbfrags + 1) * k.build.page_size - padded,
+        big_len_check=k.has(BIG_RECV_LEN_CHECK),
+        big_give_pages=k.has(BIG_BUILD_SKB_GIVE_PAGES),
+        mrg_hdr_len=mrg_hdr_len,
+        min_buf_len=min_len,
+        buf_len=buf_len,
+        buf_len_fixed=s.buf_len is not None,
+        buffer_index=s.buffer_index,
+        given=s.buffers,
+        ewma=s.ewma,
+        frag_list_truesize=kmalloc_reserve(k, 0).truesize,
+    )
+
+
+def narrate_probe(c: Config, log: StepLog) -> None:
+    """virtnet_probe's step: which receive mode the negotiated features select."""
+    log.add(
+        "drivers/net/virtio_net.c",
+        "virtnet_probe",
+        f"{c.mode} receive buffers: "
+        + (
+            "VIRTIO_NET_F_MRG_RXBUF is negotiated"
+            if c.mergeable
+            else "no MRG_RXBUF; guest GSO or MTU > 1500 sets big_packets"
+            if c.big_packets
+            else "no MRG_RXBUF, no guest GSO, MTU <= 1500"
+        ),
+        mergeable_rx_bufs=c.mergeable,
+        big_packets=c.big_packets,
+        guest_gso=c.guest_gso,
+        mtu=c.mtu,
+        hdr_len=c.hdr_len,
+    )

@@ -1,0 +1,150 @@
+"""A stateful virtio-net receive queue: the buffers posted in the avail ring, the page_frag (or
+7.x page_pool) they are carved from, the packet-length EWMA that sizes them, and the NAPI refill
+that posts new ones. Pure: a state goes in, a new state (and per-frame traces) come out.
+
+The parts live next door, each with the kernel code it mirrors: state.py (the config, state and
+result values), refill.py (the driver side: try_fill_recv and virtnet_open; the buffer sizes and
+the page_frag/page_pool carving are the receive path's own, paths/virtio_net/buffers.py) and
+napi.py (the device side and the NAPI loop: virtnet_receive, receive_mergeable's EWMA update, the
+refill check); frames.py reads the frames. This module checks the input, runs the replay and
+assembles its notes.
+
+Not modelled (stated in every replay's notes): ``skb_page_frag_refill``'s reuse of the current
+page from offset 0 when ``page_ref_count == 1`` (only possible once every buffer carved from it
+has been used *and* its skb freed); the order-0 fallback of the page_frag; OOM during a refill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vnetrx.errors import InputError, UnsupportedError
+from vnetrx.kernel.constants import ETH_DATA_LEN
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN
+from vnetrx.replay.napi import SRC, buffers_needed, feed
+from vnetrx.replay.refill import (
+    backing_page_size,
+    buffer_len,
+    min_buf_len,
+    open_ring,
+    page_label,
+    ring_config,
+    try_fill_recv,
+    view,
+)
+from vnetrx.replay.state import (
+    Fill,
+    FrameRecord,
+    Posted,
+    Replay,
+    RingConfig,
+    RingState,
+    RingView,
+)
+
+__all__ = [
+    "MAX_FRAMES",
+    "MAX_RING_SIZE",
+    "SRC",
+    "Fill",
+    "FrameRecord",
+    "Posted",
+    "Replay",
+    "RingConfig",
+    "RingState",
+    "RingView",
+    "backing_page_size",
+    "buffer_len",
+    "buffers_needed",
+    "feed",
+    "min_buf_len",
+    "open_ring",
+    "page_label",
+    "replay",
+    "replay_notes",
+    "ring_config",
+    "try_fill_recv",
+    "validate",
+    "view",
+]
+
+MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
+MAX_FRAMES = 100_000
+
+
+def replay(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> Replay:
+    """virtnet_open, then ``frames`` (lengths after the virtio-net header) through the ring."""
+    validate(k, cfg, frames)
+    state, initial = open_ring(k, cfg)
+    state, records = feed(k, cfg, state, frames)
+    return Replay(
+        kernel=k,
+        config=cfg,
+        min_buf_len=min_buf_len(k, cfg) if cfg.mergeable else None,
+        initial_fill=initial,
+        frames=records,
+        final=view(k, cfg, state),
+        notes=replay_notes(k, cfg),
+    )
+
+
+def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
+    if not frames:
+        raise InputError("no frames to replay (give at least one length)")
+    if len(frames) > MAX_FRAMES:
+        raise InputError(f"{len(frames)} frames is too many (valid: 1..{MAX_FRAMES})")
+    for index, length in enumerate(frames):
+        if not 1 <= length <= MAX_FRAME_LEN:
+            raise InputError(
+                f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
+            )
+    if not 1 <= cfg.ring_size <= MAX_RING_SIZE:
+        raise InputError(f"ring size {cfg.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
+    if not 1 <= cfg.batch <= MAX_FRAMES:
+        raise InputError(f"batch {cfg.batch} out of range (valid: 1..{MAX_FRAMES})")
+    if cfg.polls and (min(cfg.polls) < 1 or sum(cfg.polls) != len(frames)):
+        raise InputError(
+            f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 frame each and "
+            f"add up to the {len(frames)} frame(s)"
+        )
+    if not cfg.mergeable and cfg.guest_gso:
+        raise UnsupportedError(
+            "replay models the small and mergeable rings; guest GSO without --mergeable "
+            "selects big mode, whose page chains carry no history (use vnetrx trace --big)"
+        )
+    if not cfg.mergeable and cfg.mtu > ETH_DATA_LEN:
+        raise UnsupportedError(
+            "replay models the small and mergeable rings; without --mergeable an MTU above "
+            "1500 selects big mode, whose page chains carry no history (use vnetrx trace)"
+        )
+    ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
+
+
+def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
+    notes = [
+        f"the ring is filled at virtnet_open with the EWMA at 0 and refilled after a NAPI poll "
+        f"(budget {cfg.budget}) only when more than {cfg.refill_threshold} descriptors are free; "
+        + (
+            f"the device writes batches of {', '.join(map(str, cfg.polls))} frame(s), each "
+            "received before the next (--polls)"
+            if cfg.polls
+            else f"the device writes {cfg.batch} frame(s) before each poll (--batch)"
+        ),
+    ]
+    alloc = ring_config(k, cfg).alloc
+    if alloc.page_pool:
+        notes.append(
+            "page_pool recycling is not modelled: every page gets a new label (which physical "
+            "page comes back does not change any offset)"
+        )
+    else:
+        notes.append(
+            "skb_page_frag_refill's reuse of a page whose every buffer was used and freed "
+            "(page_ref_count == 1) is not modelled: vnetrx assumes the skbs still hold it"
+        )
+    if alloc.dma_header:
+        notes.append(
+            f"every page_frag page starts with the {alloc.dma_header}-byte struct virtnet_rq_dma"
+        )
+    return tuple(notes)

@@ -1,0 +1,110 @@
+"""The driver side of the ring replay: the try_fill_recv runs that post buffers. Pure functions
+of a RingState; the buffer sizes and the carving are the receive path's own
+(paths/virtio_net/setup.py and buffers.py), through the ring's ``Config``.
+
+Mirrors, in drivers/net/virtio_net.c (read @6.1.192 and @6.12.117, the same in both):
+
+* ``virtnet_open``: ``try_fill_recv(vi, rq, GFP_KERNEL)`` fills the whole ring before the
+  queue is enabled; the EWMA is still 0 (``ewma_pkt_len_init`` in ``virtnet_alloc_queues``), so
+  every buffer has ``get_mergeable_buf_len(ewma 0)`` = ALIGN(hdr_len + min_buf_len, L1) bytes.
+* ``try_fill_recv``: ``add_recvbuf_*`` again and again ``while (rq->vq->num_free)``: one
+  buffer (one descriptor: one sg entry) per descriptor the driver has taken back, all sized with
+  the EWMA as it is when the fill runs (buffers the device used but the driver has not yet
+  taken back with virtqueue_get_buf_ctx are not free).
+* ``mergeable_rx_buffer_size_show`` (sysfs, mergeable mode only): ``get_mergeable_buf_len``
+  with the current EWMA and room 0 (no XDP): the length the next refill posts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from functools import cache
+
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.paths import virtio_net
+from vnetrx.paths.virtio_net import buffers as bufs
+from vnetrx.paths.virtio_net.setup import Config
+from vnetrx.replay.state import Fill, Posted, RingConfig, RingState, RingView
+
+
+@cache
+def ring_config(k: KernelProfile, cfg: RingConfig) -> Config:
+    """The receive path's Config for this ring (checked like a trace's setup)."""
+    return virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
+
+
+def min_buf_len(k: KernelProfile, cfg: RingConfig) -> int:
+    """rq->min_buf_len = mergeable_min_buf_len(vi, vq) (virtnet_probe)."""
+    return ring_config(k, cfg).min_buf_len
+
+
+def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
+    """The length add_recvbuf_* asks for: get_mergeable_buf_len(ewma) or the small bufsize."""
+    c = ring_config(k, cfg)
+    if cfg.mergeable:
+        return bufs.get_mergeable_buf_len(c.mrg_hdr_len, ewma, c.min_buf_len, c.page_size,
+                                          c.l1_cache_bytes)
+    return c.small_bufsize
+
+
+def try_fill_recv(
+    k: KernelProfile, cfg: RingConfig, state: RingState, when: str
+) -> tuple[RingState, Fill]:
+    """try_fill_recv: post buffers ``while (rq->vq->num_free)``, one per free descriptor, every
+    one sized with the EWMA as it is now (get_mergeable_buf_len reads it per buffer, and nothing
+    updates it during the fill)."""
+    alloc = ring_config(k, cfg).alloc
+    length = buffer_len(k, cfg, state.ewma)
+    count = state.num_free  # buffers used but not yet processed are not free yet
+    cursor, seq, new = state.alloc, state.next_seq, []
+    for _ in range(count):
+        buf, cursor = bufs.carve(alloc, cursor, length, cfg.mergeable)
+        new.append(Posted(seq, buf, state.fills))
+        seq += 1
+    fill = Fill(when, state.polls, state.ewma, length, tuple(new))
+    return (
+        replace(
+            state,
+            posted=state.posted + fill.buffers,
+            alloc=cursor,
+            next_seq=seq,
+            num_free=0,
+            fills=state.fills + 1,
+        ),
+        fill,
+    )
+
+
+def open_ring(k: KernelProfile, cfg: RingConfig) -> tuple[RingState, Fill]:
+    """virtnet_open: try_fill_recv(GFP_KERNEL) on an empty ring with the EWMA at 0."""
+    return try_fill_recv(k, cfg, RingState(num_free=cfg.ring_size), "virtnet_open")
+
+
+def page_label(k: KernelProfile, cfg: RingConfig, index: int) -> str:
+    """The names the trace uses: frag<N> (page_frag pages) or pool<N> (page_pool pages)."""
+    return ring_config(k, cfg).alloc.label(index)
+
+
+def backing_page_size(k: KernelProfile, cfg: RingConfig) -> int:
+    """Bytes of one backing page: the 32 KiB page_frag page, or a 7.x page_pool page."""
+    return ring_config(k, cfg).alloc.page_bytes
+
+
+def view(k: KernelProfile, cfg: RingConfig, state: RingState) -> RingView:
+    alloc = ring_config(k, cfg).alloc
+    lens = Counter(p.buf.len for p in state.posted)
+    return RingView(
+        ewma=state.ewma if cfg.mergeable else None,
+        mergeable_rx_buffer_size=buffer_len(k, cfg, state.ewma) if cfg.mergeable else None,
+        allocator="page_pool" if alloc.page_pool else "page_frag",
+        page=alloc.label(state.alloc.page),
+        offset=state.alloc.offset,
+        page_size=state.alloc.size,
+        posted=len(state.posted),
+        num_free=state.num_free,
+        posted_lens=tuple(sorted(lens.items())),
+        next_buffer=state.posted[0] if state.posted else None,
+        polls=state.polls,
+        fills=state.fills,
+    )

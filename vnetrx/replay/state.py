@@ -1,0 +1,121 @@
+"""The values the ring replay passes around: the negotiated ring (RingConfig), its state between
+NAPI polls (RingState, with the page cursor the buffers are carved from and the Posted buffers),
+one try_fill_recv run (Fill), and what a replay reports (RingView, FrameRecord, Replay).
+vnetrx/replay/__init__.py maps which module mirrors which part of drivers/net/virtio_net.c."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vnetrx.kernel.constants import NAPI_POLL_WEIGHT
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.model import Trace
+from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer
+from vnetrx.paths.virtio_net.setup import VirtioRxSetup
+
+
+@dataclass(frozen=True)
+class RingConfig:
+    """What the device negotiated and how frames arrive."""
+
+    mergeable: bool
+    mtu: int = 1500
+    # Any of GUEST_TSO4/TSO6/ECN/UFO: sets vi->big_packets (virtnet_probe), which with
+    # MRG_RXBUF sizes rq->min_buf_len for IP_MAX_MTU (mergeable_min_buf_len @6.1/@6.12).
+    guest_gso: bool = False
+    hdr_len: int = 12
+    ring_size: int = 256
+    batch: int = 1  # frames the device writes before the driver's NAPI poll runs
+    # Explicit batch sizes, in order (e.g. what the napi:napi_poll tracepoint's "work" showed);
+    # they must add up to the frame count. Empty: ``batch`` every time.
+    polls: tuple[int, ...] = ()
+    budget: int = NAPI_POLL_WEIGHT.default  # virtio_net's napi_weight module parameter
+
+    def setup(self) -> VirtioRxSetup:
+        """The receive path's view of this ring (what sizes and carves its buffers)."""
+        return VirtioRxSetup(
+            frame_len=1,
+            mergeable=self.mergeable,
+            guest_gso=self.guest_gso,
+            mtu=self.mtu,
+            hdr_len=self.hdr_len,
+            ring_size=self.ring_size,
+        )
+
+    @property
+    def refill_threshold(self) -> int:
+        """virtnet_receive: refill when num_free > min(budget, ring size) / 2."""
+        return min(self.budget, self.ring_size) // 2
+
+
+@dataclass(frozen=True)
+class Posted:
+    """One buffer in the avail ring."""
+
+    seq: int  # posting order since virtnet_open (0 = first buffer of the initial fill)
+    buf: PostedBuffer  # backing page index, offset in it, length (the ctx truesize)
+    fill: int = 0  # the try_fill_recv run that posted it (0 = virtnet_open's)
+
+
+@dataclass(frozen=True)
+class Fill:
+    """One try_fill_recv() run."""
+
+    when: str  # "virtnet_open" or "virtnet_receive"
+    after_poll: int  # 0 for the initial fill
+    ewma: int  # the EWMA the buffers were sized with
+    buf_len: int  # get_mergeable_buf_len() / the small-mode bufsize
+    buffers: tuple[Posted, ...]
+
+
+@dataclass(frozen=True)
+class RingState:
+    posted: tuple[Posted, ...] = ()  # the avail ring, oldest first: the device fills in order
+    ewma: int = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
+    alloc: PageCursor = field(default_factory=PageCursor)  # rq->alloc_frag / the page_pool
+    next_seq: int = 0
+    num_free: int = 0  # descriptors the driver took back and has not refilled yet
+    polls: int = 0
+    fills: int = 0  # try_fill_recv runs, the initial one included
+
+
+@dataclass(frozen=True)
+class RingView:
+    """The ring as a user would inspect it, after a frame (and its poll's refill)."""
+
+    ewma: int | None
+    mergeable_rx_buffer_size: int | None  # /sys/class/net/<dev>/queues/rx-0/...; mergeable only
+    allocator: str  # "page_frag" | "page_pool"
+    page: str  # label of the current backing page ("frag12")
+    offset: int
+    page_size: int
+    posted: int
+    num_free: int
+    posted_lens: tuple[tuple[int, int], ...]  # (buffer length, how many are posted), by length
+    next_buffer: Posted | None
+    polls: int
+    fills: int
+
+
+@dataclass(frozen=True)
+class FrameRecord:
+    index: int
+    frame_len: int
+    poll: int | None  # the NAPI poll that received it (None: the device dropped it)
+    buffers: tuple[Posted, ...]  # the posted buffers the device filled (num_buffers of them)
+    trace: Trace
+    ewma_before: int | None
+    ewma_after: int | None
+    refill: Fill | None  # the refill that ended this frame's poll, if any
+    ring: RingView  # after this frame and that refill
+
+
+@dataclass(frozen=True)
+class Replay:
+    kernel: KernelProfile
+    config: RingConfig
+    min_buf_len: int | None
+    initial_fill: Fill
+    frames: tuple[FrameRecord, ...]
+    final: RingView
+    notes: tuple[str, ...]
