@@ -17,7 +17,6 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
-from vnetrx.paths.virtio_net.page_to_skb import cost
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
@@ -38,7 +37,8 @@ class Row(NamedTuple):
     outcome: str
     reason: str | None  # drop reason, or the errno name of a failed tap write
     skb: Skb | None  # as the stack sees it (after eth_type_trans)
-    cost: Cost | None
+    allocations: int | None  # Cost.allocations
+    bytes_copied: int | None  # Cost.bytes_copied
     buffers: int  # rx buffers (virtio small/mergeable), chain pages (big), 1 for tap
 
     @property
@@ -50,26 +50,26 @@ class Row(NamedTuple):
         return None if self.skb is None else self.skb.nr_frags
 
     @property
-    def allocations(self) -> int | None:
-        return None if self.cost is None else self.cost.allocations
-
-    @property
-    def bytes_copied(self) -> int | None:
-        return None if self.cost is None else self.cost.bytes_copied
+    def cost(self) -> Cost | None:
+        if self.skb is None or self.allocations is None or self.bytes_copied is None:
+            return None
+        return Cost(self.allocations, self.bytes_copied, self.skb.nr_frags)
 
 
 def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
     """The virtio receive path for every length, from plans (setup.frame_len is ignored)."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
-    name = k.name
+    name, plan, deliver = k.name, virtio_net.planner(c), virtio_net.deliver
     for frame_len in lengths:
-        p = virtio_net.plan(c, frame_len, detail=False)
-        skb = virtio_net.deliver(c, p)
+        p = plan(c, frame_len, False)
+        skb = deliver(c, p)
         if skb is None:
-            yield Row(frame_len, name, "drop", p.reason, None, None, len(p.buffers) or 1)
+            yield Row(frame_len, name, "drop", p.reason, None, None, None, len(p.buffers) or 1)
             continue
-        yield Row(frame_len, name, p.outcome, None, skb, cost(p), len(p.buffers) or p.pages_used)
+        # cost(p) without the Cost record: allocations and bytes copied
+        yield Row(frame_len, name, p.outcome, None, skb, p.allocations, p.copy,
+                  len(p.buffers) or p.pages_used)
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
@@ -77,16 +77,17 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
     for frame_len in lengths:
         t = trace_tap(k, replace(setup, frame_len=frame_len))
         if t.skb is None or t.cost is None:
-            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, 1)
+            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None, 1)
             continue
-        yield Row(frame_len, k.name, t.outcome, None, t.skb, t.cost, 1)
+        yield Row(frame_len, k.name, t.outcome, None, t.skb, t.cost.allocations,
+                  t.cost.bytes_copied, 1)
 
 
 def row_values(row: Row) -> tuple[object, ...]:
     """The row in CSV_FIELDS order (None where there is no skb)."""
     skb = _row_skb(row.skb) if row.skb is not None else (None,) * len(ROW_SKB_FIELDS)
-    cost = (None, None) if row.cost is None else (row.cost.allocations, row.cost.bytes_copied)
-    return (row.frame_len, row.kernel, row.outcome, row.reason, *skb, *cost, row.buffers)
+    return (row.frame_len, row.kernel, row.outcome, row.reason, *skb, row.allocations,
+            row.bytes_copied, row.buffers)
 
 
 def row_to_dict(row: Row) -> dict[str, Any]:
@@ -97,9 +98,8 @@ def row_to_dict(row: Row) -> dict[str, Any]:
     out.update(zip(ROW_SKB_FIELDS, _row_skb(skb) if skb is not None
                    else (None,) * len(ROW_SKB_FIELDS), strict=True))
     out["buffers"] = row.buffers
-    out["cost"] = None if row.cost is None else {
-        "allocations": row.cost.allocations, "bytes_copied": row.cost.bytes_copied,
-        "frags": row.cost.frags,
+    out["cost"] = None if skb is None else {
+        "allocations": row.allocations, "bytes_copied": row.bytes_copied, "frags": skb.nr_frags,
     }
     return out
 

@@ -110,6 +110,19 @@ RX_PREMAPPED_BY_DEFAULT = Change(
     note="series applied Nov 2024, ids not seen. 6.6-6.9 do the same only when the virtqueue "
     "uses the DMA API (not modelled: typical QEMU does not); 6.10 always (not profiled)",
 )
+RQ_ALLOC_FRESH_PAGE_SHRINK = Change(
+    key="rq_alloc_fresh_page_shrink",
+    subject="virtio-net: fix overflow inside virtnet_rq_alloc",
+    commit="6aacd1484468",
+    since=v("6.13"),
+    backports=(v("6.12.5"),),
+    summary="add_recvbuf_mergeable() calls skb_page_frag_refill() itself and, on a fresh page "
+    "(offset 0), shrinks a buffer by sizeof(struct virtnet_rq_dma) when the buffer and that "
+    "header would not fit the page; the hole rule then gives the bytes back when no dma header "
+    "is written (6.12), so only premapped pages (6.13+) see a shorter buffer",
+    note="read in Debian's 6.12.117 source; the stable review mail ([PATCH 6.12 330/466], "
+    "2024-12-12) puts it in 6.12.5; part of the series that made premapped mode the default",
+)
 VIRTNET_RQ_DMA = Change(
     key="virtnet_rq_dma",
     subject="virtio_net: merge dma operations when filling mergeable buffers",
@@ -378,6 +391,7 @@ CHANGES: tuple[Change, ...] = (
     SKB_SMALL_HEAD_CACHE,
     VIRTNET_RQ_DMA,
     RX_PREMAPPED_BY_DEFAULT,
+    RQ_ALLOC_FRESH_PAGE_SHRINK,
     SMALL_HEAD_GRO_SIZED,
     BIG_RECV_LEN_CHECK,
     VNET_HDR_UDP_TUNNEL,

@@ -19,7 +19,7 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
-from vnetrx.model import Frag, Skb
+from vnetrx.model import Frag, FragListSkb, Skb
 
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
@@ -175,9 +175,32 @@ def skb_coalesce_rx_frag(skb: Skb, size: int, truesize: int) -> Skb:
 
 def eth_type_trans(skb: Skb) -> Skb:
     """net/ethernet/eth.c:eth_type_trans: mac_header = data, then pull ETH_HLEN."""
-    if skb.headlen < ETH_HLEN:
-        raise SimulationError(f"eth_type_trans with {skb.headlen} linear bytes (< ETH_HLEN)")
-    return skb.but(mac_header=skb.data, data=skb.data + ETH_HLEN, len=skb.len - ETH_HLEN)
+    return eth_type_trans_of(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len,
+                             skb.data_len, skb.truesize, skb.nr_frags, skb.frags, skb.frag_list,
+                             *skb[12:])
+
+
+def eth_type_trans_of(
+    head: str,
+    head_size: int,
+    data: int,
+    tail: int,
+    end: int,
+    length: int,
+    data_len: int,
+    truesize: int,
+    nr_frags: int,
+    frags: tuple[Frag, ...],
+    frag_list: tuple[FragListSkb, ...],
+    *rest: object,
+) -> Skb:
+    """eth_type_trans on an skb given by its fields (receive paths build the skb the stack sees
+    in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN. ``rest``:
+    the fields after frag_list, kept as they are."""
+    if tail - data < ETH_HLEN:
+        raise SimulationError(f"eth_type_trans with {tail - data} linear bytes (< ETH_HLEN)")
+    return Skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len, truesize,
+               nr_frags, data, frags, frag_list, *rest)
 
 
 def frag_chunks(

@@ -14,7 +14,7 @@ virtqueue          what the device writes into the posted buffers
 
 from __future__ import annotations
 
-from vnetrx.paths.virtio_net.receive_buf import RxResult, deliver, plan, receive
+from vnetrx.paths.virtio_net.receive_buf import RxResult, deliver, plan, planner, receive
 from vnetrx.paths.virtio_net.setup import (
     MAX_FRAME_LEN,
     Config,
@@ -35,5 +35,6 @@ __all__ = [
     "config",
     "deliver",
     "plan",
+    "planner",
     "receive",
 ]

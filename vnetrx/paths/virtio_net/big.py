@@ -52,28 +52,10 @@ def plan_big(c: Config, frame: int, detail: bool = True) -> Plan:
     else:
         first = min(page - offset, rest)
         nr_frags = (1 + -(-(rest - first) // page)) if rest else 0
-    return Plan(
-        outcome="copy",
-        reason=None,
-        why=why,
-        buf_len=page,
-        buffers=(),
-        used=used,
-        tailroom=tailroom,
-        copy=copy,
-        frag0=frame > copy,
-        head_size=head_size,
-        end=end,
-        data=data,
-        tail=tail,
-        len=frame,
-        data_len=frame - copy,
-        truesize=truesize + page * nr_frags,
-        frags=tuple(frags),
-        appends=(),
-        pages_used=max(1, nr_frags),
-        nr_frags=nr_frags,
-    )
+    # positional (this runs once per length in a sweep); the fields in Plan's order
+    return Plan("copy", None, why, page, (), used, tailroom, copy, frame > copy, head_size, end,
+                data, tail, frame, frame - copy, truesize + page * nr_frags, tuple(frags), (),
+                max(1, nr_frags), nr_frags)
 
 
 def _chain_used(c: Config, frame: int) -> tuple[int, ...]:

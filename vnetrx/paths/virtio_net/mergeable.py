@@ -12,6 +12,7 @@ from itertools import islice
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
     PADDED_VNET_HDR_V1_HASH,
+    RQ_ALLOC_FRESH_PAGE_SHRINK,
     RX_PREMAPPED_BY_DEFAULT,
     VIRTIO_RX_PAGE_POOL,
 )
@@ -33,10 +34,11 @@ PATH = "virtio-mergeable"
 def mergeable_buf_len(c: Config, frame: int) -> int:
     """The posted buffer length: fixed, or get_mergeable_buf_len() for ewma = frame length (a
     steady stream of such frames)."""
-    if c.buf_len is not None:
-        return c.buf_len
-    return bufs.get_mergeable_buf_len(c.mrg_hdr_len, frame, c.min_buf_len, c.page_size,
-                                      c.l1_cache_bytes)
+    buf_len = c.buf_len
+    if buf_len is None:
+        buf_len = bufs.get_mergeable_buf_len(c.mrg_hdr_len, frame, c.min_buf_len, c.page_size,
+                                             c.l1_cache_bytes)
+    return buf_len
 
 
 def carved(c: Config, buf_len: int) -> Carved:
@@ -104,30 +106,10 @@ def plan_mergeable(c: Config, frame: int, detail: bool = True) -> Plan:
         truesize += frag_list_skbs * c.frag_list_truesize
         if detail:
             frags, appends, chained = walked.frags, walked.appends, walked.chained
-    return Plan(
-        outcome=outcome,  # type: ignore[arg-type]
-        reason=None,
-        why=why,
-        buf_len=buf_len,
-        buffers=posted,
-        used=used,
-        tailroom=tailroom,
-        copy=copy,
-        frag0=frag0,
-        head_size=head_size,
-        end=end,
-        data=data,
-        tail=tail,
-        len=frame,
-        data_len=frame - (tail - data),
-        truesize=truesize,
-        frags=frags,
-        appends=appends,
-        pages_used=0,
-        nr_frags=nr_frags,
-        frag_list=chained,
-        frag_list_skbs=frag_list_skbs,
-    )
+    # positional (this runs once per length in a sweep); the fields in Plan's order
+    return Plan(outcome, None, why, buf_len, posted, used, tailroom, copy, frag0,  # type: ignore[arg-type]
+                head_size, end, data, tail, frame, frame - (tail - data), truesize, frags,
+                appends, 0, nr_frags, chained, frag_list_skbs)
 
 
 def _used(info: Carved, count: int, total: int) -> tuple[int, ...]:
@@ -152,6 +134,9 @@ def narrate_posting(c: Config, p: Plan, frame: int, log: StepLog) -> None:
     if not c.given and not c.buf_len_fixed:
         _narrate_buf_len(c, p, frame, log)
     posted = p.buffers
+    # 6aacd1484468: a buffer that, with the 16-byte struct virtnet_rq_dma, does not fit a fresh
+    # page is shrunk; visible only where the page starts with that header (6.13+)
+    shrunk = not c.given and posted[0].len < p.buf_len
     log.add(
         SRC,
         "add_recvbuf_mergeable",
@@ -165,8 +150,15 @@ def narrate_posting(c: Config, p: Plan, frame: int, log: StepLog) -> None:
             "truesize); "
         )
         + f"buffer {c.buffer_index} is at {c.alloc.label(posted[0].frag_index)} + "
-        f"{posted[0].offset}, {posted[0].len} bytes",
-        c.cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
+        f"{posted[0].offset}, {posted[0].len} bytes"
+        + (
+            f" (with the {c.alloc.dma_header}-byte struct virtnet_rq_dma, {p.buf_len} bytes do "
+            f"not fit a fresh page: the buffer is shrunk by {c.alloc.shrink_fresh})"
+            if shrunk
+            else ""
+        ),
+        c.cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL)
+        + (c.cite(RQ_ALLOC_FRESH_PAGE_SHRINK) if shrunk else ()),
         len=p.buf_len,
         page_offset=posted[0].offset,
         page_frag_size=c.page_frag_bytes,

@@ -102,11 +102,6 @@ def built(
     )
 
 
-def head_label(c: Config, p: Plan) -> str:
-    """What skb->head points at."""
-    return BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label
-
-
 def cost(p: Plan) -> Cost:
     """build_skb allocates the sk_buff only; the copy path also allocates a head."""
     return Cost(allocations=p.allocations, bytes_copied=p.copy, frags=p.nr_frags)

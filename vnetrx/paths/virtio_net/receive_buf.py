@@ -9,15 +9,16 @@ Facts: docs/kernel/virtio-net-rx.md §4.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Skb
-from vnetrx.paths.skbuff import eth_type_trans
+from vnetrx.paths.skbuff import eth_type_trans_of
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
-from vnetrx.paths.virtio_net.page_to_skb import cost, head_label
+from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
 from vnetrx.paths.virtio_net.plan import Drop, Plan, PlanFrag
 from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
 
@@ -39,11 +40,17 @@ class RxResult(NamedTuple):
 
 def plan(c: Config, frame: int, detail: bool = True) -> Plan:
     """One frame's plan; ``detail=False`` skips what only the narration needs (sweeps)."""
+    return planner(c)(c, frame, detail)
+
+
+def planner(c: Config) -> Callable[[Config, int, bool], Plan]:
+    """receive_buf's dispatch, chosen once for a sweep: vi->mergeable_rx_bufs →
+    receive_mergeable, else vi->big_packets → receive_big, else receive_small."""
     if c.mode == "small":
-        return small.plan_small(c, frame)
+        return small.plan_small
     if c.mode == "big":
-        return big.plan_big(c, frame, detail)
-    return mergeable.plan_mergeable(c, frame, detail)
+        return big.plan_big
+    return mergeable.plan_mergeable
 
 
 def deliver(c: Config, p: Plan) -> Skb | None:
@@ -52,27 +59,28 @@ def deliver(c: Config, p: Plan) -> Skb | None:
     eth_type_trans. What napi_gro_receive and its tracepoint see; None for a drop."""
     if p.outcome == "drop":
         return None
-    skb = Skb(
-        head=head_label(c, p),
-        head_size=p.head_size,
-        data=p.data,
-        tail=p.tail,
-        end=p.end,
-        len=p.len,
-        data_len=p.data_len,
-        truesize=p.truesize,
-        nr_frags=p.nr_frags,
-        frags=_frags(c, p, p.frags),
-        frag_list=tuple(
+    return eth_type_trans_of(
+        BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label,
+        p.head_size,
+        p.data,
+        p.tail,
+        p.end,
+        p.len,
+        p.data_len,
+        p.truesize,
+        p.nr_frags,
+        _frags(c, p, p.frags) if p.frags else (),
+        tuple(
             FragListSkb(
                 sum(f.size for f in group),
                 c.frag_list_truesize + sum(f.truesize for f in group),
                 _frags(c, p, group),
             )
             for group in p.frag_list
-        ),
+        )
+        if p.frag_list
+        else (),
     )
-    return eth_type_trans(skb)
 
 
 def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:

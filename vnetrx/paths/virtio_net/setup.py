@@ -19,6 +19,7 @@ from vnetrx.kernel.changes import (
     BIG_RECV_LEN_CHECK,
     PADDED_VNET_HDR_V1_HASH,
     PAGE_TO_SKB_BUILD_SKB,
+    RQ_ALLOC_FRESH_PAGE_SHRINK,
     RX_PREMAPPED_BY_DEFAULT,
     SMALL_USED_LEN_CHECK,
     VIRTIO_RX_PAGE_POOL,
@@ -129,7 +130,7 @@ def rx_allocator(k: KernelProfile) -> RxAllocator:
         False,
         _page_frag_bytes(k),
         dma if k.has(RX_PREMAPPED_BY_DEFAULT) else 0,
-        dma if k.has(RX_PREMAPPED_BY_DEFAULT) else 0,
+        dma if k.has(RQ_ALLOC_FRESH_PAGE_SHRINK) else 0,
         k.build.page_pool_frag_align,
     )
 

@@ -19,8 +19,8 @@ SRC = "drivers/net/virtio_net.c"
 PATH = "virtio-small"
 
 
-def plan_small(c: Config, frame: int) -> Plan:
-    """add_recvbuf_small + receive_small."""
+def plan_small(c: Config, frame: int, detail: bool = True) -> Plan:  # noqa: ARG001
+    """add_recvbuf_small + receive_small (``detail`` changes nothing: no frags)."""
     posted = c.small_posted
     assert posted is not None
     if frame > c.good_packet_len:  # receive_small: len > GOOD_PACKET_LEN (ad993a95c508, 5.14)
