@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from tests import ROOT
 from vnetrx.live import tap as live_tap
 from vnetrx.schemas import schema
 
@@ -124,7 +125,7 @@ def run_helper(mode: str, writes: list[dict[str, Any]], *extra: str) -> dict[str
         text=True,
         timeout=180,
         check=False,
-        cwd=Path(__file__).parent.parent,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     report: dict[str, Any] = json.loads(proc.stdout)
@@ -233,7 +234,7 @@ def test_observe_sigkill_leftover_is_removed_next_time() -> None:
             text=True,
             timeout=180,
             check=False,
-            cwd=Path(__file__).parent.parent,
+            cwd=ROOT,
         )
         report = json.loads(proc.stdout)
         assert report["ready"] and report["rc"] == -signal.SIGKILL

@@ -52,28 +52,6 @@ def test_every_trace_is_consistent(kernel: str, mode: dict[str, object], frame_l
         assert values["len"] > 128
 
 
-@given(kernel=st.sampled_from(VIRTIO_KERNELS), frame_len=lengths)
-def test_build_skb_never_below_the_thresholds(kernel: str, frame_len: int) -> None:
-    k = lookup(kernel)
-    for mode in ({"mergeable": True}, {"guest_gso": True}):
-        t = trace_virtio(k, VirtioRxSetup(frame_len=frame_len, **mode))  # type: ignore[arg-type]
-        step = next((s for s in t.steps if s.function == "page_to_skb"), None)
-        if step is None or "tailroom" not in dict(step.values):
-            continue
-        values = dict(step.values)
-        tailroom, length = values["tailroom"], values["len"]
-        assert isinstance(tailroom, int) and isinstance(length, int)
-        if tailroom < 320 or length <= 128:
-            assert t.outcome != "build_skb"
-
-
-@pytest.mark.parametrize("kernel", VIRTIO_KERNELS)
-def test_deterministic(kernel: str) -> None:
-    k = lookup(kernel)
-    setup = VirtioRxSetup(frame_len=3000, mergeable=True, ewma=100)
-    assert trace_virtio(k, setup) == trace_virtio(k, setup)
-
-
 @pytest.mark.parametrize("kernel", VIRTIO_KERNELS)
 @pytest.mark.parametrize("mode", MODES)
 def test_completeness_every_length_every_profile(kernel: str, mode: dict[str, object]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import DATA as TESTS_DATA
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
 from vnetrx.lab import qemu
@@ -29,7 +30,7 @@ from vnetrx.lab.compare import compare, setup_for
 from vnetrx.lab.guest import lab_mode_for, parse_log
 from vnetrx.lab.run import DEFAULT_LENGTHS, MODES, VHOST_USER_MODES, check_request
 
-DATA = Path(__file__).parent / "data" / "lab_vhost_user"
+DATA = TESTS_DATA / "lab_vhost_user"
 SAVED = {"6.1.0-57-amd64": "6.1.192", "6.12.117+deb12-amd64": "6.12.117"}
 
 # --- messages ---------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pahole_oracle import pahole, pahole_text, skeleton
 
+from tests.pahole_oracle import pahole, pahole_text, skeleton
 from vnetrx.errors import LayoutError, VnetrxError
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.profile import KernelProfile

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
+from tests import DATA as TESTS_DATA
 from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.registry import lookup
@@ -22,7 +23,7 @@ from vnetrx.live import observe as core
 from vnetrx.live.device import DeviceInfo, read_device
 from vnetrx.schemas import schema
 
-LAB = Path(__file__).parent / "data" / "lab"
+LAB = TESTS_DATA / "lab"
 LOGS = sorted(LAB.glob("*.log"))
 RUNNER = CliRunner(env={"COLUMNS": "120", "NO_COLOR": "1"})
 MERGEABLE_61 = LAB / "mergeable-6.1.0-57-amd64.log"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pahole_oracle import pahole, pahole_text, skeleton
 
+from tests.pahole_oracle import pahole, pahole_text, skeleton
 from vnetrx.cli import cli
 from vnetrx.errors import InputError, LayoutError
 from vnetrx.lab.run import cache_dir

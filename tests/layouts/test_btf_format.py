@@ -12,8 +12,8 @@ import construct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_btf import tiny_btf
 
+from tests.layouts.test_btf import tiny_btf
 from vnetrx.errors import LayoutError, VnetrxError
 from vnetrx.layouts.btf import Btf
 from vnetrx.layouts.btf_format import btf_header, btf_type, iter_records

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests import DATA as TESTS_DATA
 from vnetrx.cli import cli
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
@@ -44,7 +45,7 @@ from vnetrx.lab.run import (
 )
 from vnetrx.lab.vmlinux import elf_section
 
-DATA = Path(__file__).parent / "data" / "lab"
+DATA = TESTS_DATA / "lab"
 MERGEABLE_FEATURES = "0010010000000001111101010000110010000000100000000000000000000000"
 TRACEPOINT = (
     "init-1 [000] ..s1. 3.159122: napi_gro_receive_entry: dev=eth0 napi_id=0x2001 "

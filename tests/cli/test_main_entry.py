@@ -113,7 +113,7 @@ def test_cache_keeps_one_generation_per_file(tmp_path: Path, monkeypatch: pytest
     of piling them up; another file's cache stays."""
     import struct as st
 
-    from test_btf import tiny_btf
+    from tests.layouts.test_btf import tiny_btf
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     from vnetrx.layouts.rows import btf_rows

@@ -1,0 +1,38 @@
+"""receive_buf (vnetrx/paths/virtio_net/receive_buf.py): the short-packet guard, the dispatch, and
+the skb napi_gro_receive sees; docs/kernel/virtio-net-rx.md §4."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.paths.virtio_net.helpers import run
+
+
+@pytest.mark.parametrize("mode", [{}, {"mergeable": True}, {"guest_gso": True}])
+def test_short_packet(mode: dict[str, bool]) -> None:
+    t = run("6.1", frame_len=13, **mode)
+    assert (t.outcome, t.reason) == ("drop", "short_packet")
+    assert run("6.1", frame_len=14, **mode).skb is not None
+
+
+@pytest.mark.parametrize(("mode", "path"), [
+    ({}, "virtio-small"), ({"guest_gso": True}, "virtio-big"), ({"mtu": 9000}, "virtio-big"),
+    ({"mergeable": True}, "virtio-mergeable"), ({"mergeable": True, "guest_gso": True},
+                                                "virtio-mergeable"),
+])
+def test_dispatch_by_the_negotiated_features(mode: dict[str, object], path: str) -> None:
+    """receive_buf: vi->mergeable_rx_bufs → receive_mergeable (even with guest GSO), else
+    vi->big_packets (guest GSO or MTU > 1500) → receive_big, else receive_small."""
+    assert run("6.12", frame_len=1000, **mode).path == path
+
+
+def test_the_skb_napi_gro_receive_sees_has_the_ethernet_header_pulled() -> None:
+    """eth_type_trans: mac_header at the old data, data and len moved by ETH_HLEN (14). A
+    1000-byte frame built in a mergeable buffer (hdr_padded_len 12): mac_header 12, data 26,
+    tail 1012, len 986; the napi_gro_receive_entry tracepoint of a real 6.12 guest printed
+    len=986 data_len=0 truesize=1792 for it (tests/data/lab)."""
+    t = run("6.12", frame_len=1000, mergeable=True)
+    assert t.skb is not None
+    assert (t.skb.mac_header, t.skb.data, t.skb.tail, t.skb.len, t.skb.headlen) == (
+        12, 26, 1012, 986, 986)
+    assert [s.function for s in t.steps][-2:] == ["receive_buf", "eth_type_trans"]

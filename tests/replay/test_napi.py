@@ -1,0 +1,136 @@
+"""The device side and the NAPI loop of the ring replay (vnetrx/replay/napi.py): the EWMA, refill
+timing as virtnet_receive does it (@6.1.192, @6.12.117), batches and stalls."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vnetrx.errors import InputError, VnetrxError
+from vnetrx.kernel.registry import lookup
+from vnetrx.replay import RingConfig, feed, open_ring, replay, view
+
+MERGEABLE = RingConfig(mergeable=True)
+SMALL = RingConfig(mergeable=False)
+
+
+def test_ewma_first_sample_then_63_64ths() -> None:
+    """DECLARE_EWMA(pkt_len, 0, 64) (include/linux/average.h) fed head_skb->len after each
+    mergeable skb. Worked by hand: the first sample is taken as is (60); then e = (63 e + v) / 64
+    rounded down: (3780 + 9014) / 64 = 199.9 → 199; (12537 + 9018) / 64 = 336.8 → 336;
+    (21168 + 1000) / 64 = 346.4 → 346."""
+    run = replay(lookup("6.12"), MERGEABLE, [60, 9014, 9018, 10, 1000])
+    # the 10-byte frame is a short packet: dropped before an skb exists, no EWMA update
+    assert [(f.ewma_before, f.ewma_after) for f in run.frames] == [
+        (0, 60), (60, 199), (199, 336), (336, 336), (336, 346)]
+    assert run.frames[3].trace.reason == "short_packet"
+
+
+def test_small_mode_has_no_ewma_and_no_sysfs_size() -> None:
+    run = replay(lookup("6.12"), SMALL, [1000])
+    assert (run.frames[0].ewma_after, run.final.ewma, run.final.mergeable_rx_buffer_size) == (
+        None, None, None)
+
+
+def test_refill_only_when_more_than_32_descriptors_are_free() -> None:
+    """virtnet_receive: num_free > min(budget 64, 256) / 2 = 32 → try_fill_recv tops up."""
+    run = replay(lookup("6.1"), MERGEABLE, [60] * 34)
+    assert [f.index for f in run.frames if f.refill is not None] == [32]
+    assert run.frames[31].ring.num_free == 32 and run.frames[31].ring.posted == 224
+    fill = run.frames[32].refill
+    assert fill is not None
+    assert (fill.when, fill.after_poll, len(fill.buffers), fill.buf_len) == (
+        "virtnet_receive", 33, 33, 1536)
+    assert [p.seq for p in fill.buffers] == list(range(256, 289))
+    # the refill continues the page_frag where the initial fill stopped (frag12 + 6144)
+    assert (fill.buffers[0].buf.frag_index, fill.buffers[0].buf.offset) == (12, 6144)
+    assert (run.frames[32].ring.posted, run.frames[32].ring.num_free) == (256, 0)
+    assert (run.frames[33].ring.num_free, run.final.fills) == (1, 2)
+
+
+def test_small_ring_threshold_is_half_the_ring() -> None:
+    """Ring 16: min(64, 16) / 2 = 8, so the ninth one-buffer frame triggers the refill."""
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=16), [1000] * 10)
+    assert [f.index for f in run.frames if f.refill is not None] == [8]
+    assert len(run.frames[8].refill.buffers) == 9  # type: ignore[union-attr]
+
+
+def test_batch_up_to_the_budget_per_poll_then_refill_after_each_poll() -> None:
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, batch=100), [60] * 100)
+    assert [f.poll for f in run.frames] == [1] * 64 + [2] * 36
+    assert [(f.index, len(f.refill.buffers)) for f in run.frames if f.refill] == [(63, 64),
+                                                                                 (99, 36)]
+
+
+def test_device_waits_for_the_refill_inside_a_batch() -> None:
+    """Ring 64 (threshold 32), a batch of three 40000-byte frames (26 buffers each): two fit the
+    initial fill, the third waits for the refill after the first poll, which posts only the 52
+    descriptors the driver took back (sized with EWMA 40000: 4096), and then takes the 12 old
+    buffers plus six of the new ones."""
+    cfg = RingConfig(mergeable=True, ring_size=64, batch=3)
+    run = replay(lookup("6.12"), cfg, [40000] * 3)
+    assert [f.poll for f in run.frames] == [1, 1, 2]
+    assert [f.ring.posted for f in run.frames] == [12, 64, 46]
+    fill = run.frames[1].refill
+    assert fill is not None and (len(fill.buffers), fill.buf_len, fill.ewma) == (52, 4096, 40000)
+    third = run.frames[2]
+    assert [p.seq for p in third.buffers] == list(range(52, 70))
+    assert [p.buf.len for p in third.buffers] == [1536] * 10 + [2048, 1536] + [4096] * 6
+    assert third.trace.skb is not None
+    assert third.trace.skb.truesize == 1280 + 11 * 1536 + 2048 + 6 * 4096 == 44800
+
+
+def test_frame_larger_than_a_full_ring_stalls() -> None:
+    with pytest.raises(VnetrxError, match="rx stall at frame 1") as info:
+        replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=8), [60, 65535])
+    assert info.value.exit_code == 1
+
+
+@given(
+    kernel=st.sampled_from(["5.15", "6.1", "6.12", "6.18", "7.3"]),
+    frames=st.lists(st.integers(14, 65535), min_size=1, max_size=40),
+    ring_size=st.sampled_from([128, 256, 1024]),
+    batch=st.integers(1, 80),
+)
+def test_every_posted_buffer_is_used_once_in_order(
+    kernel: str, frames: list[int], ring_size: int, batch: int
+) -> None:
+    cfg = RingConfig(mergeable=True, mtu=9000, ring_size=ring_size, batch=batch)
+    run = replay(lookup(kernel), cfg, frames)
+    seqs = [p.seq for f in run.frames for p in f.buffers]
+    assert seqs == list(range(len(seqs)))
+    ewma = 0
+    for f in run.frames:
+        lens = [p.buf.len for p in f.buffers]
+        assert sum(lens) >= 12 + f.frame_len > sum(lens[:-1])  # num_buffers is minimal
+        assert f.trace.skb is not None
+        assert f.trace.skb.len == f.frame_len - 14
+        assert f.ewma_before == ewma  # the average carries from frame to frame
+        assert f.ewma_after is not None and f.ewma_after > 0
+        ewma = f.ewma_after
+        if f.refill is not None:  # a fill tops the ring up: only frames in flight are missing
+            assert f.ring.num_free == 0 and f.ring.posted <= ring_size
+    final = run.final
+    assert final.posted + final.num_free == ring_size
+    assert final.num_free <= cfg.refill_threshold
+    assert sum(n for _, n in final.posted_lens) == final.posted
+
+
+def test_feeding_in_two_parts_equals_one_replay() -> None:
+    """feed() is the pure step: state in, new state and records out."""
+    k, cfg = lookup("6.12"), RingConfig(mergeable=True, mtu=9000)
+    frames = [60] * 11 + [9014, 9018] + [9000] * 30
+    state, _ = open_ring(k, cfg)
+    state, head = feed(k, cfg, state, frames[:12])
+    state, tail = feed(k, cfg, state, frames[12:], first_index=12)
+    whole = replay(k, cfg, frames)
+    assert head + tail == whole.frames
+    assert view(k, cfg, state) == whole.final
+
+
+def test_polls_give_the_batches_in_order() -> None:
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1, 2)), [60] * 6)
+    assert [f.poll for f in run.frames] == [1, 1, 1, 2, 3, 3]
+    with pytest.raises(InputError, match=r"add up to the 6 frame\(s\)"):
+        replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)

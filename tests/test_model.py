@@ -1,0 +1,47 @@
+"""vnetrx/model.py: the skb's output fields are declared once (SKB_FIELDS) and every output
+derived from them carries exactly those fields, in that order."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+from vnetrx.diff import RESULT_FIELDS
+from vnetrx.lab.compare import KPROBE_FIELDS, TRACEPOINT_FIELDS
+from vnetrx.model import SKB_FIELDS, Skb
+from vnetrx.schemas import SKB
+from vnetrx.sweep import CSV_FIELDS, ROW_SKB_FIELDS
+
+NAMES = [f.name for f in SKB_FIELDS]
+
+
+def test_every_field_is_an_skb_attribute_and_every_skb_number_a_field() -> None:
+    skb = Skb("x", 1536, 12, 1012, 1216, 1000, 0, 1792)
+    for name in NAMES:
+        assert hasattr(skb, name), name
+    assert set(Skb._fields) - {"frags", "frag_list"} <= set(NAMES)
+    assert len(set(NAMES)) == len(NAMES)
+    assert {f.kind for f in SKB_FIELDS} <= {"nat", "nat?", "str"}
+
+
+def test_trace_json_schema_and_derived_lists_follow_the_table(runner: CliRunner) -> None:
+    doc = json.loads(runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--json"]).stdout)
+    assert list(doc["skb"])[: len(NAMES)] == NAMES
+    assert list(doc["skb"])[len(NAMES):] == ["frags", "frag_list"]
+    assert list(SKB["properties"])[: len(NAMES)] == NAMES
+    assert [f for f in RESULT_FIELDS if f.startswith("skb.")] == [
+        f"skb.{f.name}" for f in SKB_FIELDS if f.diff]
+    assert list(ROW_SKB_FIELDS) == [f.name for f in SKB_FIELDS if f.row]
+    assert CSV_FIELDS[4: 4 + len(ROW_SKB_FIELDS)] == ROW_SKB_FIELDS
+    assert (*TRACEPOINT_FIELDS, *KPROBE_FIELDS) == tuple(
+        f.name for f in SKB_FIELDS if f.observed)
+
+
+def test_text_view_prints_every_placed_field(runner: CliRunner) -> None:
+    out = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable"]).stdout
+    block = out[out.index("skb as the stack sees it"):]
+    for f in SKB_FIELDS:
+        if f.text is not None:
+            assert f"{f.name} " in block, f.name
