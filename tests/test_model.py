@@ -9,8 +9,7 @@ from click.testing import CliRunner
 
 from vnetrx.cli import cli
 from vnetrx.diff import RESULT_FIELDS
-from vnetrx.lab.compare import KPROBE_FIELDS, TRACEPOINT_FIELDS
-from vnetrx.model import SKB_FIELDS, Skb
+from vnetrx.model import KPROBE_FIELDS, SKB_FIELDS, TRACEPOINT_FIELDS, Skb
 from vnetrx.schemas import SKB
 from vnetrx.sweep import CSV_FIELDS, ROW_SKB_FIELDS
 

@@ -128,6 +128,12 @@ SKB_FIELDS: tuple[SkbField, ...] = (
 )
 
 
+# What the live and lab checks can compare: the fields a tracepoint prints
+# (net:netif_receive_skb_entry, net:napi_gro_receive_entry) and those a kprobe reads.
+TRACEPOINT_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "tracepoint")
+KPROBE_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "kprobe")
+
+
 class Cost(NamedTuple):
     """What receiving this packet costs, beyond the rx buffers posted in advance."""
 

@@ -21,13 +21,10 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
-from vnetrx.model import SKB_FIELDS, Trace
+from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
 RING_SIZE = 256  # QEMU virtio-net-pci rx_queue_size default
-# Fields every boot observes (the tracepoint), and those only the kprobe on napi_gro_receive sees.
-TRACEPOINT_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "tracepoint")
-KPROBE_FIELDS = tuple(f.name for f in SKB_FIELDS if f.observed == "kprobe")
 Observed = dict[str, int | str]
 
 
@@ -144,13 +141,8 @@ def predicted_fields(trace: Trace) -> Observed:
 def observed_fields(event: GroEvent | None) -> Observed:
     if event is None:
         return {"outcome": "drop"}
-    fields: Observed = {
-        "outcome": "skb",
-        "len": event.len,
-        "data_len": event.data_len,
-        "truesize": event.truesize,
-        "nr_frags": event.nr_frags,
-    }
+    fields: Observed = {"outcome": "skb"}
+    fields.update((name, getattr(event, name)) for name in TRACEPOINT_FIELDS)
     for name in KPROBE_FIELDS:
         value = getattr(event, name)
         if value is not None:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.compare import KPROBE_FIELDS
 from vnetrx.live.observe_parse import (
     EVENT_FOR_DRIVER,
     LAB_BEGIN,
@@ -47,6 +46,7 @@ from vnetrx.live.observe_predict import (
     Verdict,
     observed_fields,
 )
+from vnetrx.model import KPROBE_FIELDS
 
 __all__ = [
     "ETH_HLEN",

@@ -11,12 +11,11 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.compare import KPROBE_FIELDS, TRACEPOINT_FIELDS
 from vnetrx.lab.guest import GUEST_GSO, GroEvent
 from vnetrx.live import verify as live_verify
 from vnetrx.live.observe_parse import Setup
 from vnetrx.live.tap import WriteCase
-from vnetrx.model import Trace
+from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import get_mergeable_buf_len

@@ -12,7 +12,7 @@ from typing import Any
 from vnetrx.engine import trace_tap
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live.tap import WriteCase, WriteResult
-from vnetrx.model import Value
+from vnetrx.model import TRACEPOINT_FIELDS, Value
 from vnetrx.paths.tun import TapSetup
 
 # 48 lengths from the EINVAL edge to the largest frame: every boundary of §A.10 (build limit 3456,
@@ -22,7 +22,10 @@ DEFAULT_LENGTHS = (
     "3711,3712,3713,3800,4000,4031,4032,4033,4096,5000,7808,7809,8000,9000,11904,11905,12000,"
     "16000,20000,20096,20097,32768,36480,36481,40000,65000,65535"
 )
-FIELDS = ("errno", "ret", "len", "data_len", "truesize", "nr_frags", "gso_size", "gso_type")
+# write(2)'s result, then what net:netif_receive_skb_entry prints (model.SKB_FIELDS); the GSO
+# fields until the offload stage computes them: a write without a GSO header leaves them 0
+SKB = (*TRACEPOINT_FIELDS, "gso_size", "gso_type")
+FIELDS = ("errno", "ret", *SKB)
 
 
 @dataclass(frozen=True)
@@ -85,15 +88,8 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
     out.update(dict.fromkeys(FIELDS[2:]))
     if trace.skb is not None:
         size = dict(trace.input)["vnet_hdr_sz"]
-        out.update(
-            ret=case.frame_len + (size if isinstance(size, int) else 0),
-            len=trace.skb.len,
-            data_len=trace.skb.data_len,
-            truesize=trace.skb.truesize,
-            nr_frags=trace.skb.nr_frags,
-            gso_size=0,
-            gso_type=0,
-        )
+        out["ret"] = case.frame_len + (size if isinstance(size, int) else 0)
+        out.update((name, getattr(trace.skb, name, 0)) for name in SKB)
     return out
 
 
@@ -102,14 +98,7 @@ def observed_of(result: WriteResult) -> dict[str, Value]:
     out.update(dict.fromkeys(FIELDS[2:]))
     if len(result.events) == 1:
         event = result.events[0]
-        out.update(
-            len=event.len,
-            data_len=event.data_len,
-            truesize=event.truesize,
-            nr_frags=event.nr_frags,
-            gso_size=event.gso_size,
-            gso_type=event.gso_type,
-        )
+        out.update((name, getattr(event, name)) for name in SKB)
     return out
 
 
