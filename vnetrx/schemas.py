@@ -417,10 +417,8 @@ SWEEP_ROW = _obj(
         "kernel": _STR,
         "outcome": {"enum": _OUTCOMES},
         "reason": _nullable(_STR),  # a drop reason, or the errno of a failed tap write
-        "len": _nullable(_NAT),  # skb fields: null on a drop or a failed write
-        "data_len": _nullable(_NAT),
-        "truesize": _nullable(_NAT),
-        "nr_frags": _nullable(_NAT),
+        # the skb fields sweep rows carry (model.SKB_FIELDS): null on a drop or a failed write
+        **{f.name: _nullable(_KINDS[f.kind]) for f in SKB_FIELDS if f.row},
         "buffers": _NAT,
         "cost": _nullable(COST),
     }
