@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from vnetrx.errors import SimulationError
 from vnetrx.kernel.changes import (
@@ -192,7 +193,7 @@ def eth_type_trans_of(
     nr_frags: int,
     frags: tuple[Frag, ...],
     frag_list: tuple[FragListSkb, ...],
-    *rest: object,
+    *rest: Any,
 ) -> Skb:
     """eth_type_trans on an skb given by its fields (receive paths build the skb the stack sees
     in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN. ``rest``:
