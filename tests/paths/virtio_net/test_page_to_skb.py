@@ -164,8 +164,7 @@ def test_net_ip_align_never_builds() -> None:
     from dataclasses import replace
 
     from vnetrx.paths import virtio_net
-    from vnetrx.paths.virtio_net.page_to_skb import build_or_copy
-    from vnetrx.paths.virtio_net.plan import Build
+    from vnetrx.paths.virtio_net.page_to_skb import Build, build_or_copy
 
     k = lookup("6.1")
     c = virtio_net.config(k, virtio_net.check_virtio_setup(

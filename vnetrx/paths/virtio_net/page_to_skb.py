@@ -13,8 +13,20 @@ from vnetrx.model import Cost, Region
 from vnetrx.paths.maps import regions
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
-from vnetrx.paths.virtio_net.plan import Build, Plan
+from vnetrx.paths.virtio_net.plan import Plan, Reason
 from vnetrx.paths.virtio_net.setup import Config
+
+
+class Build(Reason):
+    """page_to_skb's choice between build_skb around the buffer and a napi_alloc_skb copy."""
+
+    NO_BUILD_PATH = "no_build_path"  # before fb32856b16ad (5.13): always copy
+    NET_IP_ALIGN = "net_ip_align"  # NET_IP_ALIGN != 0: never build
+    SHORT = "short"  # len <= GOOD_COPY_LEN: copy
+    NO_TAILROOM = "no_tailroom"  # tailroom < SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    BUILD = "build"  # len > GOOD_COPY_LEN and the tailroom holds skb_shared_info
+    SMALL = "small"  # receive_small: build_skb around the buffer in every version
+
 
 SRC = "drivers/net/virtio_net.c"
 SKBUFF_SRC = "net/core/skbuff.c"
@@ -109,7 +121,7 @@ def cost(p: Plan) -> Cost:
 
 # --- narration ---------------------------------------------------------------------------
 
-_WHY = {
+_WHY: dict[Build, str] = {
     Build.NET_IP_ALIGN: "NET_IP_ALIGN != 0",
     Build.SHORT: "len {frame} <= GOOD_COPY_LEN",
     Build.NO_TAILROOM: "tailroom {tailroom} < shinfo_size {shinfo}",
@@ -134,6 +146,7 @@ def narrate(
     else:
         # tailroom = truesize - headroom - hdr_padded_len - len (the 5.13 form, truesize - len -
         # headroom - (hdr_padded_len - hdr_len), has the same value)
+        assert isinstance(p.why, Build)
         why = _WHY[p.why].format(frame=frame, tailroom=p.tailroom, shinfo=sh)
         log.add(
             SRC,

@@ -1,6 +1,7 @@
 """What the receive path decided for one frame: the ``Plan`` (plain numbers, made in a few
 comparisons per frame so that sweeps and replays can afford millions of them) and the reasons
-it records, which the narrated steps format instead of deciding again."""
+it records, which the narrated steps format instead of deciding again. Each stage owns its
+reasons: the drops are here, page_to_skb's build-or-copy reasons in page_to_skb.py."""
 
 from __future__ import annotations
 
@@ -26,17 +27,6 @@ class Drop(Reason):
     # a length no posted buffer holds, on a kernel without the check: the kernel would overrun
     # the buffer; vnetrx stops there
     EXCEEDS_BUFFER = "exceeds_buffer"
-
-
-class Build(Reason):
-    """page_to_skb's choice between build_skb around the buffer and a napi_alloc_skb copy."""
-
-    NO_BUILD_PATH = "no_build_path"  # before fb32856b16ad (5.13): always copy
-    NET_IP_ALIGN = "net_ip_align"  # NET_IP_ALIGN != 0: never build
-    SHORT = "short"  # len <= GOOD_COPY_LEN: copy
-    NO_TAILROOM = "no_tailroom"  # tailroom < SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
-    BUILD = "build"  # len > GOOD_COPY_LEN and the tailroom holds skb_shared_info
-    SMALL = "small"  # receive_small: build_skb around the buffer in every version
 
 
 Outcome = Literal["build_skb", "copy", "drop"]
@@ -66,7 +56,7 @@ class Plan(NamedTuple):
 
     outcome: Outcome
     reason: Drop | None  # why it was dropped
-    why: Build  # how the skb head was made (meaningless on a drop)
+    why: Reason | None  # how the skb head was made (page_to_skb.Build); None on a drop
     buf_len: int  # mergeable: the posted length; small: bufsize; big: PAGE_SIZE
     buffers: tuple[PostedBuffer, ...]  # small/mergeable: posted buffers used; big: ()
     used: tuple[int, ...]  # bytes the device wrote into each (header included in the first)
@@ -97,5 +87,5 @@ class Plan(NamedTuple):
 def dropped(
     reason: Drop, buf_len: int, buffers: tuple[PostedBuffer, ...] = (), used: tuple[int, ...] = ()
 ) -> Plan:
-    return Plan("drop", reason, Build.BUILD, buf_len, buffers, used, None, 0, False, 0, 0, 0, 0, 0,
+    return Plan("drop", reason, None, buf_len, buffers, used, None, 0, False, 0, 0, 0, 0, 0,
                 0, 0, (), (), 0, 0)
