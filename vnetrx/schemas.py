@@ -1,4 +1,5 @@
-"""JSON Schemas (draft 2020-12) of every ``--json`` output, as Python dicts. Stdlib only.
+"""JSON Schemas (draft 2020-12) of every ``--json`` output, as Python dicts (the skb fields from
+vnetrx.model.SKB_FIELDS).
 
 ``vnetrx schema NAME`` prints one; tests/test_schemas.py validates real output against each.
 Top-level objects are closed (``additionalProperties: false``): a new key needs a schema edit
