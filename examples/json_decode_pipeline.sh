@@ -1,7 +1,8 @@
 #!/bin/sh
 # Pipelines over --json (python3 here; with jq: `vnetrx decode … --json | jq -r .validation.reason`).
 # One header, several kernels: GSO_UDP_L4 (5) is refused before 6.2, and csum_start below 20
-# is refused from 6.11 ("net: drop bad gso csum_start and offset in virtio_net_hdr").
+# is refused from 6.12 and 6.6.55 ("net: test for not too small csum_start in
+# virtio_net_hdr_to_skb()").
 set -e
 verdict() {
     python3 -c 'import json,sys; d=json.load(sys.stdin); v=d["validation"]

@@ -155,13 +155,14 @@ def test_verify_report_matches_schema() -> None:
     from dataclasses import replace
 
     from vnetrx.kernel.registry import lookup
-    from vnetrx.live.tap import SkbEvent, WriteCase, WriteResult
+    from vnetrx.live.rx_event import RxEvent
+    from vnetrx.live.tap import WriteCase, WriteResult
     from vnetrx.live.verify import compare, observed_of, plan, report
 
     k = lookup("6.18")
     checks = plan(k, [WriteCase(60), WriteCase(9000, blocking=True), WriteCase(13)])
     done = [replace(checks[0], observed=observed_of(WriteResult(70, None, (
-        SkbEvent("vnx1", 46, 0, 704, 0, 0, 0),))))]
+        RxEvent("vnx1", 46, 0, 704, 0, 0, 0),))))]
     done[0] = replace(done[0], fields=compare(done[0].predicted, done[0].observed or {}))
     doc = report(k, done + checks[1:])
     check("verify", doc)

@@ -32,8 +32,8 @@ def test_counted_frags_equal_walked_frags(kernel: str, mode: dict[str, object],
     k = lookup(kernel)
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, VirtioRxSetup(frame_len=1, **mode)))  # type: ignore[arg-type]
     for frame_len in lengths:
-        counted = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=False))
-        walked = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=True))
+        counted = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=False)).skb
+        walked = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=True)).skb
         if walked is None:
             assert counted is None
             continue

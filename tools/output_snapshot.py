@@ -9,6 +9,10 @@ Each command runs in-process through click's CliRunner (COLUMNS=100, NO_COLOR) a
 stdout, stderr and exit code are stored: small outputs in full, large ones (whole sweeps,
 long replays) as a SHA-256 plus their first lines, so a difference can be located.
 Only public command lines are used, so the same script works on both sides of a refactor.
+
+--normalize KEYS: before storing, drop these JSON keys everywhere (and the CSV columns and text
+lines that carry them), and read FUNC=OLD pairs as step-function renames: to prove that a change
+which adds fields changed nothing else. Record and compare with the same --normalize.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,11 +143,54 @@ def commands() -> Iterator[tuple[str, list[str]]]:
     yield "kernels.json", ["kernels", "--json", "--changes"]
 
 
-def run(args: list[str]) -> dict[str, object]:
+def _strip(value: object, drop: set[str], renames: dict[str, str]) -> object:
+    if isinstance(value, dict):
+        return {k: _strip(v, drop, renames) for k, v in value.items() if k not in drop}
+    if isinstance(value, list):
+        return [_strip(v, drop, renames) for v in value]
+    if isinstance(value, str):
+        for new, old in renames.items():
+            value = value.replace(new, old)
+    return value
+
+
+def normalize(text: str, drop: set[str], renames: dict[str, str]) -> str:
+    """``text`` without the dropped keys: JSON and JSONL re-dumped, CSV columns removed, text
+    lines naming a dropped key removed and runs of spaces and rules collapsed."""
+    if not drop and not renames:
+        return text
+    try:
+        return json.dumps(_strip(json.loads(text), drop, renames), indent=1)
+    except ValueError:
+        pass
+    lines = text.splitlines()
+    try:
+        docs = [json.loads(line) for line in lines if line.strip()]
+        if docs and all(isinstance(d, dict) for d in docs):
+            return "\n".join(json.dumps(_strip(d, drop, renames)) for d in docs)
+    except ValueError:
+        pass
+    if lines and "," in lines[0] and lines[0].startswith("frame_len,"):
+        header = lines[0].split(",")
+        keep = [i for i, name in enumerate(header) if name not in drop]
+        return "\n".join(",".join(line.split(",")[i] for i in keep) for line in lines)
+    out = []
+    for line in lines:
+        if any(line.lstrip().startswith(key) for key in ("offload:",)):
+            continue
+        for new, old in renames.items():
+            line = line.replace(new, old)
+        out.append(re.sub(r"[ ─-]+", " ", line).rstrip())
+    return "\n".join(out)
+
+
+def run(args: list[str], drop: set[str] = frozenset(),  # type: ignore[assignment]
+        renames: dict[str, str] | None = None) -> dict[str, object]:
     runner = CliRunner(env={"COLUMNS": "100", "NO_COLOR": "1"})
     result = runner.invoke(cli, args)
     out: dict[str, object] = {"args": args, "exit": result.exit_code}
-    for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+    for name, raw in (("stdout", result.stdout), ("stderr", result.stderr)):
+        text = normalize(raw, drop, renames or {})
         if len(text) > BIG:
             out[name + "_sha256"] = hashlib.sha256(text.encode()).hexdigest()
             out[name + "_head"] = text[:BIG]
@@ -160,7 +208,11 @@ def main() -> None:
     parser.add_argument("action", choices=["record", "compare"])
     parser.add_argument("dir", type=Path)
     parser.add_argument("--only", default="", help="run only names starting with this")
+    parser.add_argument("--normalize", default="", help="KEY,KEY,NEW=OLD,...: see above")
     args = parser.parse_args()
+    items = [x for x in args.normalize.split(",") if x]
+    drop = {x for x in items if "=" not in x}
+    renames = dict(x.split("=", 1) for x in items if "=" in x)
     changed = 0
     total = 0
     for name, argv in commands():
@@ -168,7 +220,7 @@ def main() -> None:
             continue
         total += 1
         path = args.dir / (name + ".snap.json")
-        result = run(argv)
+        result = run(argv, drop, renames)
         if args.action == "record":
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(result, indent=1))

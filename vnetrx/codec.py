@@ -3,7 +3,10 @@
 Schema ledger:
   vnetrx.trace/1  first version: kernel, input, path, outcome, reason, steps, buffer, buffers,
                   skb, cost, notes; errno (null unless outcome is "error"), added with the
-                  tap path.
+                  tap path; counter (the device counter a drop increments: rx_length_errors,
+                  rx_frame_errors, drops), refused_by (the check that refused the
+                  virtio_net_hdr) and the skb's offload fields (ip_summed .. l4_hash), added
+                  with virtio_net_hdr_to_skb.
 """
 
 from __future__ import annotations
@@ -74,6 +77,16 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         "outcome": t.outcome,
         "reason": None if t.reason is None else str(t.reason),
         "errno": t.errno,
+        "counter": t.counter,
+        "refused_by": None
+        if t.refused_by is None
+        else {
+            "function": t.refused_by.function,
+            "source": t.refused_by.source,
+            "test": t.refused_by.test,
+            "reason": t.refused_by.reason,
+            "because": list(t.refused_by.because),
+        },
         "steps": [
             {
                 "function": s.function,

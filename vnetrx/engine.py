@@ -6,7 +6,7 @@ from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
-from vnetrx.model import Buffer, Cost, Skb, Trace, Value
+from vnetrx.model import Buffer, Cost, Refusal, Skb, Trace, Value
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.steps import StepLog
 
@@ -29,6 +29,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("ewma", s.ewma),
         ("ring_size", s.ring_size),
         ("buffer_index", s.buffer_index),
+        ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
         ("xdp", False),
     )
     return _finish(
@@ -42,6 +43,8 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         result.buffers,
         result.skb,
         result.cost,
+        counter=result.counter,
+        refused_by=result.refused_by,
     )
 
 
@@ -74,6 +77,8 @@ def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
         result.skb,
         result.cost,
         result.errno,
+        result.counter,
+        result.refused_by,
     )
 
 
@@ -89,6 +94,8 @@ def _finish(
     skb: Skb | None,
     cost: Cost | None,
     errno: str | None = None,
+    counter: str | None = None,
+    refused_by: Refusal | None = None,
 ) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
     truesize covers every byte, …)."""
@@ -106,6 +113,8 @@ def _finish(
         cost=cost,
         notes=tuple(log.notes),
         errno=errno,
+        counter=counter,
+        refused_by=refused_by,
     )
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:

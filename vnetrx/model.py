@@ -10,6 +10,17 @@ from vnetrx.kernel.profile import KernelProfile
 Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 
 
+class Refusal(NamedTuple):
+    """The check that refused a header: where the kernel makes it, what it requires, why the
+    header failed it, and the changes that put the check there."""
+
+    function: str
+    source: str  # "include/linux/virtio_net.h:virtio_net_hdr_to_skb @ 6.6.44"
+    test: str
+    reason: str
+    because: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Step:
     """One decision or action of a kernel function, with the values that decided it."""
@@ -80,11 +91,25 @@ class Skb(NamedTuple):
     mac_header: int | None = None
     frags: tuple[Frag, ...] = ()
     frag_list: tuple[FragListSkb, ...] = ()  # the head's len/data_len/truesize include them
+    # what virtio_net_hdr_to_skb (and receive_buf's DATA_VALID and hash) set
+    ip_summed: int = 0  # CHECKSUM_NONE 0, UNNECESSARY 1, COMPLETE 2, PARTIAL 3
+    csum_start: int | None = None  # CHECKSUM_PARTIAL: offset from skb->head (else the union is csum)
+    csum_offset: int | None = None
+    gso_size: int = 0  # skb_shinfo(skb)->gso_size
+    gso_type: int = 0  # skb_shinfo(skb)->gso_type: the SKB_GSO_* mask
+    gso_type_names: tuple[str, ...] = ()  # its bits, named as that kernel names them
+    gso_segs: int = 0
+    hash: int = 0  # skb->hash
+    l4_hash: bool = False
 
     @property
     def headlen(self) -> int:
         """skb_headlen(): bytes in the linear area."""
         return self.len - self.data_len
+
+    @property
+    def ip_summed_name(self) -> str:
+        return IP_SUMMED[self.ip_summed]
 
     def but(self, **changes: object) -> Skb:
         return self._replace(**changes)  # type: ignore[arg-type]
@@ -94,7 +119,7 @@ class SkbField(NamedTuple):
     """One skb output field: what it is and which outputs carry it."""
 
     name: str  # the Skb attribute, and the JSON key
-    kind: str  # "nat" (a count or offset) | "nat?" (may be null) | "str"
+    kind: str  # "nat" (a count or offset) | "nat?" (may be null) | "str" | "strs" | "bool"
     doc: str
     diff: bool = True  # one of `vnetrx diff`'s result fields
     row: bool = False  # a column of sweep rows (JSONL and CSV)
@@ -125,7 +150,26 @@ SKB_FIELDS: tuple[SkbField, ...] = (
     SkbField("head", "str", "what skb->head points at"),
     SkbField("head_size", "nat", "bytes of the head allocation (end + skb_shared_info)",
              diff=False),
+    SkbField("ip_summed", "nat", "skb->ip_summed (CHECKSUM_NONE 0 .. CHECKSUM_PARTIAL 3)",
+             row=True, observed="tracepoint", text=(2, 0)),
+    SkbField("ip_summed_name", "str", "the name of skb->ip_summed", diff=False),
+    SkbField("csum_start", "nat?", "skb->csum_start from skb->head (CHECKSUM_PARTIAL only)",
+             text=(2, 1)),
+    SkbField("csum_offset", "nat?", "skb->csum_offset (CHECKSUM_PARTIAL only)", text=(2, 2)),
+    SkbField("gso_size", "nat", "skb_shinfo(skb)->gso_size", row=True, observed="tracepoint",
+             text=(2, 3)),
+    SkbField("gso_type", "nat", "skb_shinfo(skb)->gso_type: the kernel's SKB_GSO_* mask",
+             row=True, observed="tracepoint", text=(2, 4)),
+    SkbField("gso_type_names", "strs", "the SKB_GSO_* bits of gso_type", diff=False),
+    SkbField("gso_segs", "nat", "skb_shinfo(skb)->gso_segs", text=(2, 5)),
+    SkbField("hash", "nat", "skb->hash (the RSS hash a HASH_REPORT device gave)",
+             observed="tracepoint", text=(2, 6)),
+    SkbField("l4_hash", "bool", "skb->l4_hash: the hash covers the L4 ports",
+             observed="tracepoint", text=(2, 7)),
 )
+
+# include/linux/skbuff.h (unchanged 5.12 .. 7.x)
+IP_SUMMED = ("CHECKSUM_NONE", "CHECKSUM_UNNECESSARY", "CHECKSUM_COMPLETE", "CHECKSUM_PARTIAL")
 
 
 # What the live and lab checks can compare: the fields a tracepoint prints
@@ -160,3 +204,5 @@ class Trace:
     cost: Cost | None
     notes: tuple[str, ...] = ()  # approximations and uncertainties for this scenario
     errno: str | None = None  # outcome "error": what the syscall fails with ("EINVAL")
+    counter: str | None = None  # the device counter a drop or failure increments
+    refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr

@@ -71,7 +71,9 @@ BUFFER = _obj(
     optional=("regions",),
 )
 FRAG = _obj({"page": _STR, "offset": _NAT, "size": _NAT, "truesize": _NAT})
-_KINDS: dict[str, dict[str, Any]] = {"nat": _NAT, "nat?": _nullable(_NAT), "str": _STR}
+_KINDS: dict[str, dict[str, Any]] = {
+    "nat": _NAT, "nat?": _nullable(_NAT), "str": _STR, "strs": _arr(_STR), "bool": _BOOL,
+}
 SKB = _obj(
     {
         **{f.name: _KINDS[f.kind] for f in SKB_FIELDS},
@@ -93,6 +95,9 @@ TRACE = _obj(
         "outcome": {"enum": ["build_skb", "copy", "drop", "alloc_skb", "error"]},
         "reason": _nullable(_STR),
         "errno": _nullable(_STR),
+        "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
+        "refused_by": _nullable(_obj({"function": _STR, "source": _STR, "test": _STR,
+                                      "reason": _STR, "because": _arr(_STR)})),
         "steps": _arr(STEP),
         "buffer": _nullable(BUFFER),
         "buffers": _arr(BUFFER),
@@ -260,9 +265,11 @@ KERNELS = _obj(
                         "key": _STR,
                         "subject": _STR,
                         "commit": {"type": "string", "pattern": "^([0-9a-f]{12})?$"},
-                        "since": _STR,
+                        "since": _nullable(_STR),
                         "until": _nullable(_STR),
                         "backports": _arr(_STR),
+                        # stable windows read release by release: first..until (until excluded)
+                        "stable": _arr(_obj({"first": _STR, "until": _nullable(_STR)})),
                         "summary": _STR,
                         "note": _STR,
                     }
@@ -566,6 +573,7 @@ LAB = _obj(
         "kprobe": _BOOL,
         "match": _BOOL,
         "rx_length_errors": _obj({"predicted": _NAT, "observed": _nullable(_NAT)}),
+        "rx_frame_errors": _obj({"predicted": _NAT, "observed": _nullable(_NAT)}),
         "boot_seconds": _nullable({"type": "number", "minimum": 0}),
         "total_seconds": _nullable({"type": "number", "minimum": 0}),
         "frames": _arr(

@@ -61,11 +61,13 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     """The virtio receive path for every length, from plans (setup.frame_len is ignored)."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
     name, plan, deliver = k.name, virtio_net.planner(c), virtio_net.deliver
+    # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
+    detail = c.hdr is not None
     for frame_len in lengths:
-        p = plan(c, frame_len, False)
-        skb = deliver(c, p)
+        p = plan(c, frame_len, detail)
+        skb, reason, _, _ = deliver(c, p)
         if skb is None:
-            yield Row(frame_len, name, "drop", p.reason, None, None, None, len(p.buffers) or 1)
+            yield Row(frame_len, name, "drop", reason, None, None, None, len(p.buffers) or 1)
             continue
         # cost(p) without the Cost record: allocations and bytes copied
         yield Row(frame_len, name, p.outcome, None, skb, p.allocations, p.copy,

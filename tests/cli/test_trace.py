@@ -78,7 +78,7 @@ BAD = [
     (["--len", "100", "--buf-len", "2048"], "--buf-len sets the mergeable buffer size"),
     (["--len", "100", "--mergeable", "--buf-len", "20"], "out of range (valid: 26..32768)"),
     (["--len", "100", "--mtu", "10"], "10 is out of range (valid: 68..65535"),
-    ([], "Missing option '--len'"),
+    ([], "give the frame length (--len N) or the frame itself (--frame FILE)"),
 ]
 
 

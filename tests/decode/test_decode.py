@@ -14,7 +14,8 @@ from vnetrx.cli import cli
 from vnetrx.decode import csum_place, decode, parse_frame, parse_hex
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
-from vnetrx.paths.virtio_net_hdr import VnetHdr, csum_hdr_len, validate
+from vnetrx.paths.tun.vnet_hdr import csum_hdr_len, validate
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 K61, K612, K73 = lookup("6.1"), lookup("6.12"), lookup("7.3")
 
@@ -220,10 +221,12 @@ def test_udp_l4_is_einval_on_6_1_and_accepted_on_6_12() -> None:
 
 
 @pytest.mark.parametrize(("h", "frame_len", "reason"), [
-    (VnetHdr(0, 5, 0, 1000, 0, 0), 3000, "UDP_L4 needs NEEDS_CSUM fails"),
-    (VnetHdr(1, 5, 0, 1000, 34, 16), 3000, "csum_offset == offsetof(struct udphdr, check) (6)"),
-    (VnetHdr(1, 5, 0, 10, 34, 6), 42 + 1281, "skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS"),
-    (VnetHdr(1, 0x85, 0, 1000, 34, 6), 3000, "UDP_L4 without the ECN bit fails"),
+    (VnetHdr(0, 5, 0, 1000, 0, 0), 3000, "GSO_UDP_L4 without NEEDS_CSUM"),
+    (VnetHdr(1, 5, 0, 1000, 34, 16), 3000, "GSO_UDP_L4 with csum_offset 16, not 6 (udphdr.check)"),
+    # UDP_MAX_SEGMENTS is 128 on 6.12: 42 + 1281 - 42 > 10 * 128
+    (VnetHdr(1, 5, 0, 10, 34, 6), 42 + 1281,
+     "GSO_UDP_L4 payload 1281 > gso_size 10 × UDP_MAX_SEGMENTS 128 = 1280"),
+    (VnetHdr(1, 0x85, 0, 1000, 34, 6), 3000, "GSO_UDP_L4 with the ECN bit"),
 ])
 def test_udp_l4_rules_on_6_12(h: VnetHdr, frame_len: int, reason: str) -> None:
     v = validate(K612, h, frame_len, headroom=64)
@@ -257,13 +260,13 @@ def test_tcp_gso_needs_thlen_bytes_after_csum_start() -> None:
     assert validate(K612, VnetHdr(1, 1, 0, 1000, 34, 16), 54, headroom=64).accepted is True
 
 
-def test_transport_offset_below_nh_min_len_is_einval_from_6_11_only() -> None:
+def test_transport_offset_below_nh_min_len_is_einval_from_6_12_only() -> None:
     h = VnetHdr(1, 0, 0, 0, 10, 6)
     assert validate(K61, h, 100, headroom=64).accepted is True
     v = validate(K612, h, 100, headroom=64)
     assert v.accepted is False
     assert "csum_start 10 is below nh_min_len 20" in str(v.reason)
-    assert v.checks[-1].because == ("vnet_hdr_nh_min_len",)
+    assert v.checks[-1].because == ("vnet_hdr_transport_floor",)
     tcp6 = validate(K612, VnetHdr(1, 4, 0, 1000, 34, 16), 2000, headroom=64)
     assert "nh_min_len 40" in str(tcp6.reason)  # GSO_TCPV6 needs an IPv6 header's 40
 
@@ -283,32 +286,31 @@ def test_small_gso_packet_is_not_gso() -> None:
     assert (v.accepted, v.gso) == (True, False)
     big = validate(K612, VnetHdr(1, 1, 0, 1448, 34, 16), 3000, headroom=64)
     assert big.gso is True
-    assert "| SKB_GSO_DODGY" in big.checks[-1].detail
+    assert "gso_type 0x3 (SKB_GSO_TCPV4|SKB_GSO_DODGY)" in big.checks[-1].detail
 
 
 def test_gso_without_needs_csum_pulls_nh_min_len_plus_thlen_on_6_12() -> None:
     h = VnetHdr(0, 1, 0, 1000, 0, 0)
     assert validate(K61, h, 30, headroom=64).accepted is True  # pulls thlen 20 only
     v = validate(K612, h, 30, headroom=64)
-    assert v.reason == "40 header bytes needed, the frame has 30"
+    assert v.reason == ("GSO without NEEDS_CSUM: nh_min_len + thlen = 40 bytes needed, the frame "
+                        "has 30 (pskb_may_pull fails)")
 
 
 def test_skb_partial_csum_set_16_bit_limit() -> None:
+    # headroom 64 + csum_start 65471 = 65535: refused since 424f8416bb39 (>= U16_MAX)
     v = validate(K612, VnetHdr(1, 0, 0, 0, 65471, 0), 65535, headroom=64)
-    assert v.function == "virtio_net_hdr_to_skb"
-    assert "does not fit skb->csum_start" in str(v.reason)
+    assert v.function == "skb_partial_csum_set"
+    assert "= 65535 does not fit skb->csum_start (≥ 65535" in str(v.reason)
     assert validate(K612, VnetHdr(1, 0, 0, 0, 65470, 0), 65535, headroom=64).accepted is True
 
 
-def test_old_kernels_are_not_validated() -> None:
-    v = validate(lookup("5.15"), VnetHdr(0, 7, 0, 0, 0, 0), 100, headroom=64)
-    assert (v.modelled, v.accepted, v.errno) == (False, None, None)
-    assert "was not read" in str(v.reason)
-
-
-def test_tunnel_bits_on_6_18_are_not_modelled_but_einval_before() -> None:
+def test_tunnel_bits_with_a_24_byte_header_on_6_18_are_not_modelled() -> None:
     h = VnetHdr(1, 0x21, 0, 1000, 34, 16)
-    assert validate(lookup("6.18"), h, 3000, headroom=64).modelled is False
+    assert validate(lookup("6.18"), h, 3000, headroom=64, tunnel=True).modelled is False
+    # no UDP-tunnel GSO negotiated (6.18), or no tunnel support at all (6.12): -EINVAL
+    not_negotiated = validate(lookup("6.18"), h, 3000, headroom=64)
+    assert not_negotiated.function == "virtio_net_hdr_tnl_to_skb"
     assert validate(K612, h, 3000, headroom=64).errno == "EINVAL"
 
 

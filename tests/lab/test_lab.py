@@ -26,7 +26,6 @@ from vnetrx.lab import cpio, initramfs, qemu
 from vnetrx.lab.compare import compare, match_events, predict, report_to_dict
 from vnetrx.lab.fetch import newest_package
 from vnetrx.lab.guest import (
-    GroEvent,
     decode_features,
     hdr_len_for,
     mode_for,
@@ -44,6 +43,7 @@ from vnetrx.lab.run import (
     serial_header,
 )
 from vnetrx.lab.vmlinux import elf_section
+from vnetrx.live.rx_event import RxEvent
 
 DATA = TESTS_DATA / "lab"
 MERGEABLE_FEATURES = "0010010000000001111101010000110010000000100000000000000000000000"
@@ -255,7 +255,8 @@ def test_mode_and_hdr_len(features: tuple[str, ...], mtu: int, mode: str, hdr_le
 
 def test_parse_tracepoint_and_kprobe() -> None:
     event = parse_tracepoint(TRACEPOINT)
-    assert event == GroEvent(len=46, data_len=0, truesize=1280, nr_frags=0, protocol=0x88B5)
+    assert event == RxEvent(dev="eth0", len=46, data_len=0, truesize=1280, nr_frags=0,
+                            protocol=0x88B5, queue_mapping=1, event="napi_gro_receive_entry")
     assert parse_tracepoint("something else") is None
     assert parse_tracepoint(TRACEPOINT.replace("truesize=1280", "truesize=x")) is None
     probe = parse_kprobe(KPROBE)
@@ -294,8 +295,8 @@ def test_parse_log_errors_and_incomplete() -> None:
 
 
 def test_match_events_by_length_in_order() -> None:
-    def ev(length: int, protocol: int = 0x88B5) -> GroEvent:
-        return GroEvent(len=length, data_len=0, truesize=0, nr_frags=0, protocol=protocol)
+    def ev(length: int, protocol: int = 0x88B5) -> RxEvent:
+        return RxEvent(len=length, data_len=0, truesize=0, nr_frags=0, protocol=protocol)
 
     events = [ev(46), ev(86), ev(50, 0x88B6)]
     assert match_events([60, 1519, 100, 64], events) == [ev(46), None, ev(86), None]
@@ -613,3 +614,23 @@ def test_lab_core_imports_neither_click_nor_rich() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_offload_frames_are_distinct_and_cover_every_kind() -> None:
+    """Frames are matched to the guest's events by length; the set has IPv4 and IPv6, TCP and
+    UDP, NEEDS_CSUM, DATA_VALID, TSO/UFO/USO, and refused headers."""
+    from vnetrx.lab.compare import predict
+    from vnetrx.lab.offloads import offload_frames
+    from vnetrx.paths.virtio_net_hdr import DATA_VALID, GSO_UDP, GSO_UDP_L4, NEEDS_CSUM
+
+    frames = offload_frames()
+    assert len({f.length for f in frames}) == len(frames)
+    assert {f.l4 for f in frames} == {"tcp4", "tcp6", "udp4", "udp6"}
+    assert any(f.hdr.flags & DATA_VALID and f.hdr.gso for f in frames)
+    assert {GSO_UDP, GSO_UDP_L4} <= {f.hdr.gso_type for f in frames}
+    assert all(len(f.frame()) == f.length for f in frames)
+    assert any(f.hdr.flags & NEEDS_CSUM and not f.hdr.gso for f in frames)
+    for kernel, refused in (("6.1", 7), ("6.12", 7)):
+        traces = predict(lookup(kernel), "mergeable-gso", [f.length for f in frames], 1500, 12,
+                         [f.hdr for f in frames])
+        assert sum(t.reason == "bad_gso" for _, t in traces) == refused

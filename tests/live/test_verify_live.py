@@ -204,3 +204,20 @@ def test_cleanup_after_signal(signum: int) -> None:
     assert "interrupted" in err
     assert processes_running(cmd) == []
     assert_nothing_left(mounts)
+
+
+def test_verify_offload_matrix() -> None:
+    """TCP/UDP over IPv4/IPv6 with NEEDS_CSUM / DATA_VALID / GSO, hdr_len 0/exact/larger,
+    blocking or not, and every refused class: all fields and errnos as predicted."""
+    mounts = tracefs_mounts()
+    result = CliRunner().invoke(cli, ["verify", "tap", "--offloads", "--json"])
+    doc = json.loads(result.output)
+    bad = [f for f in doc["frames"] if not f["match"]]
+    assert result.exit_code == 0 and bad == [], json.dumps(bad[:5], indent=1)
+    frames = doc["frames"]
+    assert len(frames) >= 400
+    assert {f["options"]["l4"] for f in frames} == {"tcp4", "tcp6", "udp4", "udp6"}
+    assert sum(f["observed"]["errno"] == "EINVAL" for f in frames) >= 12
+    assert any(f["observed"]["gso_size"] for f in frames)
+    assert {f["observed"]["ip_summed"] for f in frames} >= {0, 3}
+    assert_nothing_left(mounts)

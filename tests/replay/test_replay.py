@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +186,49 @@ def test_real_guest_poll_boundary_found_by_the_model() -> None:
 def test_guest_gso_without_mergeable_is_big_mode() -> None:
     with pytest.raises(UnsupportedError, match="guest GSO without --mergeable selects big mode"):
         replay(lookup("6.1"), RingConfig(mergeable=False, guest_gso=True), [60])
+
+
+# --- frames with their virtio_net_hdr (a JSON array of objects) ---------------------------------
+
+
+def test_json_objects_give_each_frame_its_header(tmp_path: Path) -> None:
+    from vnetrx.replay.frames import read_frames
+
+    path = tmp_path / "frames.json"
+    path.write_text(json.dumps([
+        {"len": 60},
+        {"len": 2950, "hdr": "01013600a80522001000", "l4": "tcp4"},
+        {"len": 3000, "hdr": "02013600a80500000000", "l4": "tcp4", "tcp_options": 12},
+    ]))
+    lengths, hdrs = read_frames(str(path))
+    assert lengths == (60, 2950, 3000)
+    assert hdrs is not None and hdrs[0] is None and hdrs[1] is not None
+    assert (hdrs[1].gso_size, hdrs[2].flags) == (1448, 2)
+    cfg = RingConfig(mergeable=True, guest_gso=True)
+    # 6.6.44: 2950 = 2 × 1448 + 54 is refused ("missing check"); 6.6.46: the DATA_VALID TSO
+    # frame is (csum_offset 0 != 16); the ring and the EWMA go on either way
+    for kernel, dropped in (("6.6.44", 1), ("6.6.46", 2), ("6.6.52", None)):
+        result = replay(lookup(kernel), cfg, lengths, hdrs)
+        reasons = [f.trace.reason for f in result.frames]
+        assert reasons == [None if i != dropped else "bad_gso" for i in range(3)]
+        # DECLARE_EWMA(pkt_len, 0, 64): (60·63 + 2950) >> 6 = 105, (105·63 + 3000) >> 6 = 150;
+        # receive_mergeable updates it before virtio_net_hdr_to_skb refuses a header
+        assert [f.ewma_after for f in result.frames] == [60, 105, 150]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ([{"len": 60, "size": 1}], "unknown key(s) size"),
+    ([{"len": "60"}], '"len" must be a whole number'),
+    ([{"len": 60, "l4": "sctp"}], "is not one of none"),
+    ([{"len": 60, "hdr": "zz"}], "is not hex"),
+    ([{"len": 60, "hdr": "00" * 12}], "give the 10-byte virtio_net_hdr"),
+    ([{"len": 60, "tcp_options": 4}], "needs a TCP"),
+    ([{"len": 60}, 61], "expected an object"),
+])
+def test_bad_json_objects(tmp_path: Path, body: object, message: str) -> None:
+    from vnetrx.replay.frames import read_frames
+
+    path = tmp_path / "frames.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_frames(str(path))

@@ -24,9 +24,13 @@ def kernels(changes: bool, as_json: bool) -> None:
             "key": c.key,
             "subject": c.subject,
             "commit": c.commit,
-            "since": str(c.since),
+            "since": None if c.since is None else str(c.since),
             "until": None if c.until is None else str(c.until),
             "backports": [str(b) for b in c.backports],
+            "stable": [
+                {"first": str(first), "until": None if end is None else str(end)}
+                for first, end in c.stable
+            ],
             "summary": c.summary,
             "note": c.note,
         }
@@ -49,11 +53,18 @@ def kernels(changes: bool, as_json: bool) -> None:
         click.echo(f"{s['series']:<6} default {s['default']:<10} {s['why']}")
     if changes:
         click.echo()
-        for c in table:
-            span = f"{c['since']}" + (f" until {c['until']}" if c["until"] else "+")
-            backports = f" (stable: {', '.join(c['backports'])})" if c["backports"] else ""
-            commit = c["commit"] or "id not seen"
-            click.echo(f"{span:<16} {c['key']}  [{commit}]{backports}")
+        for change, c in zip(CHANGES, table, strict=True):
+            span = (
+                "stable only"
+                if change.since is None
+                else f"{change.since}" + (f" until {change.until}" if change.until else "+")
+            )
+            windows = [str(b) for b in change.backports] + [
+                f"{first} until {end}" if end else f"{first}+" for first, end in change.stable
+            ]
+            backports = f" (stable: {', '.join(windows)})" if windows else ""
+            commit = change.commit or "id not seen"
+            click.echo(f"{span:<16} {change.key}  [{commit}]{backports}")
             click.echo(f"{'':<16} {c['subject']}")
             click.echo(f"{'':<16} {c['summary']}")
             if c["note"]:

@@ -84,6 +84,13 @@ def lab() -> None:
     default=None,
     help="Also write the guest's serial console output to this file.",
 )
+@click.option(
+    "--offloads",
+    is_flag=True,
+    help="Send real TCP/UDP frames behind offload headers instead of --len (NEEDS_CSUM, "
+    "DATA_VALID, TSO/UFO/USO, and headers the guest refuses, counted in rx_frame_errors). "
+    "Needs --mode big-gso or mergeable-gso.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
 def lab_virtio(
     image: Path | None,
@@ -96,6 +103,7 @@ def lab_virtio(
     no_kprobe: bool,
     timeout: int,
     serial_log: Path | None,
+    offloads: bool,
     as_json: bool,
 ) -> None:
     """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
@@ -120,6 +128,9 @@ def lab_virtio(
       mergeable      mergeable buffers carved from 32 KiB page frags, frags, num_buffers
       big-gso        big mode from guest GSO: 18-page chains, frames up to 65535, 17 frags
       mergeable-gso  mergeable mode with guest GSO negotiated: the same buffers as mergeable
+      --offloads     (with a -gso mode) virtio_net_hdr_to_skb: NEEDS_CSUM, DATA_VALID, TSO,
+                     UFO, USO frames (IPv4/IPv6, documentation addresses, to a foreign MAC)
+                     and refused headers; ip_summed, gso_size, gso_type and rx_frame_errors
 
     \b
     Examples:
@@ -128,6 +139,7 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode big --len 1000,3744,3745,16353
       vnetrx lab virtio --image IMG --mode big-gso --len 4065,65505,65535
       vnetrx lab virtio --image IMG --mode small --json | jq '.frames[] | select(.match | not)'
+      vnetrx lab virtio --image IMG --mode mergeable-gso --offloads
     """
     from vnetrx.lab import run as lab_run
     from vnetrx.lab.compare import report_to_dict
@@ -148,6 +160,8 @@ def lab_virtio(
             _print_report(report, None)
         sys.exit(0 if report.match else 1)
     assert image is not None
+    if offloads and lengths is not None:
+        raise click.UsageError("--offloads sends its own frames: drop --len")
     frames = (
         lab_run.default_lengths(mode)
         if lengths is None
@@ -162,6 +176,7 @@ def lab_virtio(
         accel="kvm" if kvm else "tcg",
         kprobe=not no_kprobe,
         timeout_s=float(timeout),
+        offloads=offloads,
     )
     if serial_log is not None:
         serial_log.write_text(result.serial)

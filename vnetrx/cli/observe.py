@@ -283,7 +283,15 @@ def _print_report(report: ObserveReport) -> None:
     if s.features:
         source += f"; features: {' '.join(s.features)}"
     console.print(Text(source, style="dim"))
-    shown = [n for n in (*FIELDS, *KPROBE_FIELDS) if any(n in v.observed for v in report.frames)]
+    # the four every skb has, then any other field some skb sets (offload fields stay out of a
+    # table of plain frames)
+    core = ("len", "data_len", "truesize", "nr_frags")
+    shown = [
+        n
+        for n in (*FIELDS, *KPROBE_FIELDS)
+        if any(n in v.observed for v in report.frames)
+        and (n in core or n in KPROBE_FIELDS or any(v.observed.get(n) for v in report.frames))
+    ]
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("frame", justify="right", no_wrap=True)
     table.add_column("path", no_wrap=True)

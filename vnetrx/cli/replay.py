@@ -13,7 +13,7 @@ from vnetrx.errors import InputError
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.replay import MAX_RING_SIZE, RingConfig
 from vnetrx.replay import replay as run_replay
-from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_file
+from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_frames
 
 
 @cli.command()
@@ -30,8 +30,9 @@ from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_file
     "from_file",
     metavar="FILE",
     default=None,
-    help="Read the lengths from FILE: a pcap/pcapng capture (Ethernet), a JSON array, or text "
-    "in the LIST syntax (# starts a comment).",
+    help="Read the frames from FILE: a pcap/pcapng capture (Ethernet), a JSON array of lengths "
+    "or of objects {\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the "
+    "10-byte virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
 )
 @click.option(
     "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
@@ -105,6 +106,7 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from capture.pcapng --mergeable --kernel 6.1 --json
       vnetrx replay --len 9000x40 --mergeable --batch 8 --jsonl | jq .ring.ewma
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
+      vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
     """
     if (lengths is None) == (from_file is None):
         raise click.UsageError("give the frames with exactly one of --len LIST and --from FILE")
@@ -112,7 +114,9 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         raise click.UsageError("--json and --jsonl exclude each other")
     if o["show"] is not None and (o["as_json"] or o["as_jsonl"]):
         raise click.UsageError("--show applies to the text output (the JSON has every frame)")
-    frames = parse_list(lengths) if lengths is not None else read_file(str(from_file))
+    frames, hdrs = (
+        (parse_list(lengths), None) if lengths is not None else read_frames(str(from_file))
+    )
     if o["show"] is not None and o["show"] >= len(frames):
         raise InputError(
             f"--show {o['show']}: there are {len(frames)} frames (valid: 0..{len(frames) - 1})"
@@ -131,7 +135,7 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         batch=o["batch"],
         polls=polls,
     )
-    result = run_replay(profile, config, frames)
+    result = run_replay(profile, config, frames, hdrs)
     if o["as_json"] or o["as_jsonl"]:
         from vnetrx.render.replay_json import render_replay, render_replay_lines
 

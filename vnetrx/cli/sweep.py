@@ -60,10 +60,14 @@ def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jso
       vnetrx sweep --len 60-1514 --mergeable --kernel 5.12 --kernel 5.13
       vnetrx sweep --len 1-65535 --big --kernel 6.1 --jsonl | head
       vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
+      vnetrx sweep --len 54-65535 --mergeable --l4 tcp4 --gso tcpv4:1448 --kernel 6.6.44 --csv
     """
     if sum((jsonl, as_csv, as_json)) > 1:
         raise InputError("choose one of --jsonl, --csv and --json")
     lengths = parse_lengths(length_list, low=1)
+    if opts["frame_file"] is not None:
+        raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
+                         "--csum/--gso or --hdr) instead")
     path = opts["path"]
     wrong = trace_cli._given(ctx, trace_cli._TAP_ONLY if path == "virtio" else trace_cli._VIRTIO_ONLY)
     if wrong:

@@ -30,7 +30,7 @@ class HexBytes(click.ParamType):  # type: ignore[type-arg]
 
 
 def tap_options(f: Any) -> Any:
-    """--blocking, --sndbuf, --vnet-hdr-sz, --no-vnet-hdr, --hdr (applied bottom-up)."""
+    """--blocking, --sndbuf, --vnet-hdr-sz, --no-vnet-hdr (applied bottom-up)."""
     for option in reversed(
         (
             click.option(
@@ -54,14 +54,6 @@ def tap_options(f: Any) -> Any:
                 "--no-vnet-hdr",
                 is_flag=True,
                 help="tap: the device has no IFF_VNET_HDR (no header before the frame).",
-            ),
-            click.option(
-                "--hdr",
-                type=HexBytes(),
-                default=None,
-                help="tap: the virtio_net_hdr bytes written before the frame (flags, gso_type, "
-                "hdr_len, gso_size, csum_start, csum_offset; little-endian), zero-padded to "
-                "the header size. Default: all zero.",
             ),
         )
     ):

@@ -9,6 +9,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.export_options import export_options, export_pictures
+from vnetrx.cli.frame_options import frame_input, frame_options
 from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.engine import trace_tap, trace_virtio
@@ -25,7 +26,6 @@ _TAP_ONLY = (
     "vnet_hdr_sz",
     "no_vnet_hdr",
     "xdp",
-    "hdr",
     "tun",
     "frag_source",
 )
@@ -53,8 +53,9 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     "--len",
     "frame_len",
     type=Count(1, MAX_FRAME_LEN),
-    required=True,
-    help="Frame length in bytes after the virtio-net header (Ethernet header included).",
+    default=None,
+    help="Frame length in bytes after the virtio-net header (Ethernet header included). "
+    "Required unless --frame gives the frame.",
 )
 @click.option(
     "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
@@ -98,6 +99,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     help="Which posted buffer the frame lands in, counted from a fresh page (0): e.g. 20 is "
     "the 21st buffer of a 32 KiB page_frag page, which absorbs the leftover hole.",
 )
+@frame_options
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
 @click.option(
@@ -117,7 +119,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 )
 @export_options
 @click.pass_context
-def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None:
+def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) -> None:
     """Trace one frame: virtio-net receive (default) or a tun/tap write (--path tap).
 
     \b
@@ -125,6 +127,13 @@ def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None
     MTU above 1500 also selects big mode). Shown: each kernel step with its source, a map of
     the receive buffer, the skb after eth_type_trans (what napi_gro_receive sees), and the
     per-packet cost.
+
+    \b
+    Offloads: the virtio_net_hdr in front of the frame (what the device or a tap writer puts
+    there) goes through virtio_net_hdr_to_skb as the chosen kernel has it: --hdr HEX, or
+    --csum/--gso to build one for a real frame (--l4 tcp4|tcp6|udp4|udp6, --tcp-options N,
+    or --frame FILE). A header the kernel refuses is a drop counted in rx_frame_errors
+    (virtio) or write() failing with EINVAL (tap), and the check that refused it is named.
 
     \b
     Examples:
@@ -138,13 +147,17 @@ def trace(ctx: click.Context, /, path: str, frame_len: int, **opts: Any) -> None
       vnetrx trace --path tap --len 1000 --blocking     # tun_alloc_skb, truesize 2304
       vnetrx trace --path tap --len 9000 --kernel 6.1   # fully linear 16 KiB head
       vnetrx trace --path tap --len 1514 --frag-source full-page
+      vnetrx trace --len 9014 --big --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
+      vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
+      vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
     """
     result = _run(ctx, path, frame_len, opts)
     export_pictures(
         lambda: _picture(result),
         opts["svg"],
         opts["html"],
-        f"vnetrx trace: {result.path}, {frame_len}-byte frame, Linux {result.kernel.name}",
+        f"vnetrx trace: {result.path}, {dict(result.input)['frame_len']}-byte frame, "
+        f"Linux {result.kernel.name}",
     )
     if opts["as_json"]:
         from vnetrx.render.json_out import render_trace
@@ -169,7 +182,7 @@ def run_trace_args(args: list[str]) -> Trace:
         return _run(ctx, params.pop("path"), params.pop("frame_len"), params)
 
 
-def _run(ctx: click.Context, path: str, frame_len: int, opts: dict[str, Any]) -> Trace:
+def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> Trace:
     wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
     if wrong:
         raise click.UsageError(
@@ -182,43 +195,52 @@ def _run(ctx: click.Context, path: str, frame_len: int, opts: dict[str, Any]) ->
     return _trace_virtio(profile, frame_len, opts)
 
 
-def _trace_virtio(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
+def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     return trace_virtio(profile, virtio_setup(frame_len, o))
 
 
-def virtio_setup(frame_len: int, o: dict[str, Any]) -> VirtioRxSetup:
+def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
     """The VirtioRxSetup that trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     if o["mergeable"] and o["big"]:
         raise InputError(
             "--mergeable and --big exclude each other (MRG_RXBUF selects mergeable "
             "mode; --big means guest GSO without it)"
         )
+    frame = frame_input(frame_len, o)
+    hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
+    if o["hdr"] is not None and len(o["hdr"]) > (hdr_len or 12):
+        raise InputError(
+            f"--hdr has {len(o['hdr'])} bytes, more than the {hdr_len or 12}-byte header "
+            "(--hdr-len) the device writes"
+        )
     return VirtioRxSetup(
-        frame_len=frame_len,
+        frame_len=frame.frame_len,
         mergeable=o["mergeable"],
         guest_gso=o["big"],
         mtu=o["mtu"],
-        hdr_len=None if o["hdr_len"] is None else int(o["hdr_len"]),
+        hdr_len=hdr_len,
         buf_len=o["buf_len"],
         ewma=o["ewma"],
         buffer_index=o["buffer_index"],
+        hdr=frame.hdr,
     )
 
 
-def _trace_tap(profile: KernelProfile, frame_len: int, o: dict[str, Any]) -> Trace:
+def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     return trace_tap(profile, tap_setup(frame_len, o))
 
 
-def tap_setup(frame_len: int, o: dict[str, Any]) -> TapSetup:
+def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
     """The TapSetup that trace's options ``o`` describe."""
+    frame = frame_input(frame_len, o)
     return TapSetup(
-        frame_len=frame_len,
+        frame_len=frame.frame_len,
         tun=o["tun"],
         blocking=o["blocking"],
         sndbuf=o["sndbuf"],
         vnet_hdr=not o["no_vnet_hdr"],
         vnet_hdr_sz=o["vnet_hdr_sz"],
         xdp=o["xdp"],
-        hdr=o["hdr"],
+        hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
     )

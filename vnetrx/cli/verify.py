@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.frame_options import frame_input, frame_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import VnetrxError
 from vnetrx.live.parse import parse_lengths
@@ -34,7 +35,15 @@ def verify() -> None:
     help="Frame lengths: comma-separated N, A-B or A-B:STEP (e.g. 60,1000,3400-3500:8). "
     "Default: 48 lengths from 13 to 65535 around every boundary.",
 )
+@frame_options
 @tap_options
+@click.option(
+    "--offloads",
+    is_flag=True,
+    help="Write the offload matrix instead of --len: TCP/UDP over IPv4/IPv6 with NEEDS_CSUM, "
+    "DATA_VALID or nothing, GSO with gso_size below and above the payload, TCP options, "
+    "hdr_len 0/exact/larger, blocking or not, and every class of header the kernel refuses.",
+)
 @click.option(
     "--variants",
     is_flag=True,
@@ -42,7 +51,9 @@ def verify() -> None:
     "without IFF_VNET_HDR.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def verify_tap(lengths: str, as_json: bool, variants: bool, **opts: Any) -> None:
+@click.pass_context
+def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: bool,
+               offloads: bool, **opts: Any) -> None:
     """Write frames into a private tap device and compare what the kernel built with the model.
 
     \b
@@ -51,34 +62,53 @@ def verify_tap(lengths: str, as_json: bool, variants: bool, **opts: Any) -> None
       - a tap device in it (IFF_TAP|IFF_NO_PI[|IFF_VNET_HDR]), brought up, no address,
       - a tracefs instance instances/vnetrx-<pid> with net:netif_receive_skb_entry filtered on
         that device (tracefs is mounted in a temporary directory if it is not mounted).
-    Each frame (dst 02:00:00:00:00:01, EtherType 0x88B5) is written straight into the tap fd:
-    no IP traffic, no other interface is touched. Compared per frame: write()'s return value
-    or errno, and the tracepoint's len, data_len, truesize, nr_frags, gso_size, gso_type.
-    The model runs with --kernel running. Exit 0 when every frame matches, 1 otherwise.
+    Each frame (dst 02:00:00:00:00:01, EtherType 0x88B5; with --l4 or --offloads a TCP/UDP
+    frame with documentation addresses to that same foreign MAC) is written straight into the
+    tap fd: nothing is routed, no other interface is touched. Compared per frame: write()'s
+    return value or errno, and the tracepoint's len, data_len, truesize, nr_frags, ip_summed,
+    gso_size, gso_type (its low 16 bits), hash and l4_hash. The model runs with --kernel
+    running. Exit 0 when every frame matches, 1 otherwise.
 
     \b
     Examples:
       vnetrx verify tap
       vnetrx verify tap --len 60,1000,3400-3500:8 --blocking
       vnetrx verify tap --variants --json | jq '.frames[] | select(.match | not)'
+      vnetrx verify tap --len 100,3000,9014 --l4 tcp4 --gso tcpv4:1448
+      vnetrx verify tap --offloads
     """
     from vnetrx.kernel.running import running_profile
     from vnetrx.live import verify as live_verify
     from vnetrx.live.tap import missing_requirements
 
     frames = parse_lengths(lengths)
-    if opts["no_vnet_hdr"] and (opts["vnet_hdr_sz"] is not None or opts["hdr"] is not None):
-        raise click.UsageError("--vnet-hdr-sz and --hdr need IFF_VNET_HDR (drop --no-vnet-hdr)")
+    if opts["frame_file"] is not None:
+        raise click.UsageError("verify writes frames it builds: use --l4, not --frame")
+    given = [name for name in ("hdr", "csum", "gso", "l4")
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if offloads and (given or ctx.get_parameter_source("lengths")
+                     is click.core.ParameterSource.COMMANDLINE):
+        raise click.UsageError("--offloads writes its own frames and headers: drop --len and "
+                               + ", ".join("--" + n for n in given or ["the header options"]))
+    frame = frame_input(1, opts)  # the header and the frame kind, the same for every length
+    if opts["no_vnet_hdr"] and (opts["vnet_hdr_sz"] is not None or frame.hdr_bytes is not None):
+        raise click.UsageError(
+            "--vnet-hdr-sz and a header (--hdr, --csum, --gso) need IFF_VNET_HDR "
+            "(drop --no-vnet-hdr)"
+        )
     base = WriteCase(
         frame_len=0,
         blocking=opts["blocking"],
         sndbuf=opts["sndbuf"],
         vnet_hdr=not opts["no_vnet_hdr"],
         vnet_hdr_sz=opts["vnet_hdr_sz"],
-        hdr=opts["hdr"],
+        hdr=frame.hdr_bytes,
+        l4=frame.headers.l4 if frame.headers is not None else None,
+        tcp_options=opts["tcp_options"],
     )
     profile = running_profile()
-    cases = live_verify.build_cases(frames, base, variants)
+    cases = (live_verify.offload_cases(base) if offloads
+             else live_verify.build_cases(frames, base, variants))
     planned = live_verify.plan(profile, cases)  # a request the model rejects fails before setup
     missing = missing_requirements()
     if missing:
@@ -124,6 +154,7 @@ _COLUMNS = (  # (header, fields shown in it)
     ("data_len", ("data_len",)),
     ("truesize", ("truesize",)),
     ("frags", ("nr_frags",)),
+    ("csum", ("ip_summed",)),
     ("gso", ("gso_size", "gso_type")),
 )
 
@@ -157,6 +188,9 @@ def _options(options: dict[str, Any]) -> str:
         parts.append("no vnet_hdr")
     elif options.get("vnet_hdr_sz") is not None:
         parts.append(f"hdr_sz {options['vnet_hdr_sz']}")
+    if options.get("l4"):
+        parts.append(str(options["l4"]) + (f"+{options['tcp_options']}"
+                                           if options.get("tcp_options") else ""))
     if options.get("hdr"):
         parts.append(f"hdr {options['hdr']}")
     return ", ".join(parts) or "default"

@@ -29,7 +29,8 @@ from vnetrx.kernel.changes import VNET_HDR_UDP_TUNNEL
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.virtio_net import HDR_LENS
 from vnetrx.paths.tun import MAX_FRAME_LEN, tun_rx_pad
-from vnetrx.paths.virtio_net_hdr import NEEDS_CSUM, Verdict, VnetHdr, validate
+from vnetrx.paths.tun.vnet_hdr import Verdict, validate
+from vnetrx.paths.virtio_net_hdr import NEEDS_CSUM, VnetHdr
 
 MAX_INPUT = max(HDR_LENS) + MAX_FRAME_LEN
 
@@ -80,7 +81,10 @@ def decode(
     names, unknown = flag_names(hdr.flags)
     layers, frame_notes = parse_frame(frame or b"")
     csum = csum_place(hdr, layers, frame_len) if hdr.flags & NEEDS_CSUM else None
-    verdict = None if frame_len is None else validate(k, hdr, frame_len, headroom=tun_rx_pad(k))
+    # a 24-byte vnet_hdr_sz is what turns UDP-tunnel GSO on for a tap (6.17+ tun_vnet.h)
+    verdict = None if frame_len is None else validate(
+        k, hdr, frame_len, headroom=tun_rx_pad(k), tunnel=hdr_len >= 24 and k.has(VNET_HDR_UDP_TUNNEL)
+    )
     return Decoded(
         k,
         hdr_len,

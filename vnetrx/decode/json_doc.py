@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vnetrx.codec import kernel_to_dict
-from vnetrx.paths.virtio_net_hdr import GSO_ECN, Verdict
+from vnetrx.paths.tun.vnet_hdr import Verdict
+from vnetrx.paths.virtio_net_hdr import GSO_ECN
 
 if TYPE_CHECKING:
     from vnetrx.decode.csum import CsumPlace

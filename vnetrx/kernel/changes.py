@@ -20,13 +20,21 @@ class Change:
     key: str  # stable id: appears in JSON ``because`` and in ``vnetrx kernels --changes``
     subject: str  # the commit subject, verbatim
     commit: str  # 12-hex upstream id, or "" where no source showed it
-    since: KernelVersion  # first mainline release that has it
+    since: KernelVersion | None  # first mainline release that has it (None: no mainline release)
     summary: str  # what the kernel does from ``since`` on, present tense
     until: KernelVersion | None = None  # first mainline release where it was reverted
     # Stable point releases known to carry a backport: the change is present in that point
     # release and every later one of the same series. The real first carrier may be earlier.
     backports: tuple[KernelVersion, ...] = ()
+    # Stable windows read release by release: (first point release with it, first without it
+    # again or None). Exact, unlike ``backports``: a short-lived backport that a later point
+    # release reverted or replaced is one window.
+    stable: tuple[tuple[KernelVersion, KernelVersion | None], ...] = ()
     note: str = ""  # what is uncertain about it
+
+    def windows(self) -> tuple[tuple[KernelVersion, KernelVersion | None], ...]:
+        """Every stable window, ``backports`` included (as windows with no end)."""
+        return (*((bp, None) for bp in self.backports), *self.stable)
 
 
 PAGE_TO_SKB_BUILD_SKB = Change(
@@ -142,6 +150,17 @@ BIG_RECV_LEN_CHECK = Change(
     summary="receive_big() drops L > (num_skbfrags + 1) * PAGE_SIZE - sizeof(padded_vnet_hdr) + "
     "hdr_len; page_to_skb() loses its 'too much data' check",
     note="6.1.192 and 6.12.117 carry the backport; the first point releases with it were not pinned",
+)
+VIRTNET_RECEIVE_DONE = Change(
+    key="virtnet_receive_done",
+    subject="virtio_net: separate receive_buf",
+    commit="c86c120fde29",
+    since=v("6.11"),
+    summary="what receive_buf does with the skb receive_*() built (hash, DATA_VALID, "
+    "virtio_net_hdr_to_skb, eth_type_trans, napi_gro_receive) moves into "
+    "virtnet_receive_done(), shared with the AF_XDP zero-copy receive",
+    note="posted for net-next in June 2024 (the AF_XDP series); absent in 6.8.0, present in "
+    "6.11.11",
 )
 VNET_HDR_UDP_TUNNEL = Change(
     key="vnet_hdr_udp_tunnel",
@@ -328,20 +347,27 @@ SKB_FRAG_NETMEM = Change(
     "called the members was not checked (bio_vec assumed)",
 )
 
-# --- virtio_net_hdr_to_skb on a tap write (vnetrx decode): include/linux/virtio_net.h read
-# @6.1.192 and @6.12.117 (Debian linux-source), drivers/net/tun.c:tun_get_user at the same ------
-VNET_HDR_GSO_SANITY = Change(
-    key="vnet_hdr_gso_sanity",
+# --- include/linux/virtio_net.h:virtio_net_hdr_to_skb (virtio-net receive, tap writes, decode).
+# Read @5.12.9, @6.8.0, @6.11.11, @6.13.7, @6.18.35, @7.1.5 and, point release by point release,
+# in the 5.15.y (to 5.15.215), 6.1.y (to 6.1.166, then Debian 6.1.192), 6.6.y (to 6.6.150) and
+# 6.12.y (6.12.10-15, then Debian 6.12.117) trees: docs/kernel/offloads.md §8. A ``stable`` window
+# below is exact (its series was read release by release). ---------------------------------------
+VNET_HDR_UFO_THLEN = Change(
+    key="vnet_hdr_ufo_thlen",
+    subject="net: virtio_net_hdr_to_skb: count transport header in UFO",
+    commit="cf9acc90c80e",
+    since=v("5.16"),
+    stable=((v("5.15.5"), None),),
+    summary="UFO's 'too small to be GSO' test leaves the UDP header out (nh_off -= thlen): "
+    "before it a UFO frame whose payload is exactly gso_size + 8 became GSO",
+)
+VNET_HDR_GSO_BY_FRAGS = Change(
+    key="vnet_hdr_gso_by_frags",
     subject="net: be more gentle about silly gso requests coming from user",
-    commit="7c6d2ecbda83",
+    commit="b616be6b9768",
     since=v("6.5"),
-    backports=(v("6.1.192"),),
-    summary="virtio_net_hdr_to_skb() rejects gso_size == GSO_BY_FRAGS (0xffff), rejects TCP GSO "
-    "with NEEDS_CSUM whose csum_offset is not 16, and raises a TCP gso_size below "
-    "TCP_MIN_GSO_SIZE (8) to 8; vnetrx validates a header only on kernels carrying it",
-    note="present @6.1.192 and @6.12.117 as read; the release (6.4 or 6.5) and whether the "
-    "GSO_BY_FRAGS test came in the same commit are from memory; older virtio_net_hdr_to_skb "
-    "versions were not read, so decode does not validate for them",
+    stable=((v("5.15.128"), None), (v("6.1.47"), None)),
+    summary="virtio_net_hdr_to_skb() refuses gso_size == GSO_BY_FRAGS (0xffff): -EINVAL",
 )
 VNET_HDR_GSO_UDP_L4 = Change(
     key="vnet_hdr_gso_udp_l4",
@@ -350,30 +376,115 @@ VNET_HDR_GSO_UDP_L4 = Change(
     since=v("6.2"),
     summary="virtio_net_hdr_to_skb() accepts VIRTIO_NET_HDR_GSO_UDP_L4 (5) as SKB_GSO_UDP_L4; "
     "before it gso_type 5 is -EINVAL",
-    note="absent @6.1.192, present @6.12.117; the release (6.2) is from memory",
+    note="absent in 6.1.0 and every 6.1.y read (to 6.1.192), present in 6.8.0; 6.2 was not read",
 )
 VNET_HDR_UDP_L4_STRICT = Change(
     key="vnet_hdr_udp_l4_strict",
     subject="net: more strict VIRTIO_NET_HDR_GSO_UDP_L4 validation",
     commit="fc8b2a619469",
-    since=v("6.8"),
-    backports=(v("6.1.192"),),
+    since=v("6.6"),
+    stable=((v("5.15.167"), None), (v("6.1.107"), None)),
     summary="GSO_UDP_L4 needs NEEDS_CSUM, csum_offset 6 (udphdr.check), at most "
     "gso_size * UDP_MAX_SEGMENTS payload bytes and no ECN bit, else -EINVAL",
-    note="present @6.1.192 (dead code there: UDP_L4 is refused earlier) and @6.12.117; "
-    "commit id and release from memory; a 6.6.y stable backport is likely but not checked, "
-    "so 6.6 point releases are modelled without it",
+    note="present in 6.6.0; 5.15.167 and 6.1.107 took the lines with the csum-offset backport, "
+    "but there they are dead code (those series never decode UDP_L4)",
+)
+PARTIAL_CSUM_SET_MAGIC = Change(
+    key="partial_csum_set_magic",
+    subject="net: skb_partial_csum_set() fix against transport header magic value",
+    commit="424f8416bb39",
+    since=v("6.4"),
+    stable=((v("6.1.30"), None),),
+    summary="skb_partial_csum_set() refuses headroom + csum_start == 0xffff too "
+    "(csum_start >= U16_MAX; before it > U16_MAX)",
+    note="not in any 5.15.y read (to 5.15.215)",
 )
 VNET_HDR_NH_MIN_LEN = Change(
     key="vnet_hdr_nh_min_len",
+    subject="net: add more sanity check in virtio_net_hdr_to_skb()",
+    commit="9181d6f8a2bb",
+    since=v("6.8"),
+    stable=((v("6.6.14"), None),),
+    summary="nh_min_len (sizeof(struct iphdr), 40 for GSO_TCPV6): GSO without NEEDS_CSUM pulls "
+    "nh_min_len + thlen instead of thlen; with NEEDS_CSUM p_off is "
+    "max(nh_min_len, transport offset) + thlen",
+    note="never in 5.15.y or 6.1.y as read (to 5.15.215 and 6.1.192)",
+)
+VNET_HDR_MISSING_CHECK = Change(
+    key="vnet_hdr_missing_check",
+    subject="net: missing check virtio",
+    commit="e269d79c7d35",
+    since=None,
+    stable=(
+        (v("5.15.165"), v("5.15.167")),
+        (v("6.1.103"), v("6.1.107")),
+        (v("6.6.44"), v("6.6.46")),
+    ),
+    summary="with NEEDS_CSUM and a gso_size, skb->len / gso_size must be at least 1, gso_size "
+    "larger than csum_start + max(thlen, csum_offset + 2), and the remainder 0 or larger than "
+    "that, else -EINVAL",
+    note="in 6.11-rc1 only: 89add40066f9 removed it before 6.11; the stable series carried it "
+    "for two point releases each",
+)
+VNET_HDR_TCP_CSUM_OFFSET = Change(
+    key="vnet_hdr_tcp_csum_offset",
     subject="net: drop bad gso csum_start and offset in virtio_net_hdr",
     commit="89add40066f9",
     since=v("6.11"),
-    summary="with NEEDS_CSUM the transport offset (csum_start) must be at least "
-    "sizeof(struct iphdr) (20; 40 for GSO_TCPV6), and GSO without NEEDS_CSUM pulls "
-    "nh_min_len + thlen bytes instead of thlen",
-    note="absent @6.1.192, present @6.12.117 (docs/kernel/tun-tap.md §10: measured on 6.18.44, "
-    "csum_start 10 → -EINVAL); which stable series carry a backport was not checked",
+    stable=((v("5.15.167"), None), (v("6.1.107"), None), (v("6.6.46"), None)),
+    summary="TCP GSO (TCPV4/TCPV6) needs csum_offset == 16 (tcphdr.check), else -EINVAL: on its "
+    "own this drops every TCP GSO frame without NEEDS_CSUM (its csum_offset is 0); it also "
+    "reverts 'net: missing check virtio'",
+    note="until 'net: tighten bad gso csum offset check' (5.15.168, 6.1.111, 6.6.52) the test "
+    "applies to every TCP GSO frame",
+)
+VNET_HDR_TCP_CSUM_OFFSET_PARTIAL = Change(
+    key="vnet_hdr_tcp_csum_offset_partial",
+    subject="net: tighten bad gso csum offset check in virtio_net_hdr",
+    commit="6513eb3d3191",
+    since=v("6.11"),
+    stable=((v("5.15.168"), None), (v("6.1.111"), None), (v("6.6.52"), None)),
+    summary="the TCP GSO csum_offset == 16 test applies only to CHECKSUM_PARTIAL skbs",
+    note="6.11.0 assumed to carry it: Debian's changelog lists it for 6.10.11 and for no "
+    "6.11.y release [inf]; 6.11.11 has it",
+)
+VNET_HDR_TRANSPORT_FLOOR = Change(
+    key="vnet_hdr_transport_floor",
+    subject="net: test for not too small csum_start in virtio_net_hdr_to_skb()",
+    commit="49d14b54a527",
+    since=v("6.12"),
+    stable=((v("6.6.55"), None),),
+    summary="with NEEDS_CSUM, csum_start (the transport offset) below nh_min_len (20; 40 for "
+    "GSO_TCPV6) is -EINVAL, and p_off is the transport offset + thlen",
+    note="Debian's changelog lists it for stable 6.11.3; never in 5.15.y or 6.1.y as read",
+)
+VNET_HDR_TCP_MIN_GSO_SIZE = Change(
+    key="vnet_hdr_tcp_min_gso_size",
+    subject="virtio-net: Ensure that TCP packets don't overflow gso_segs",
+    commit="c27c449d455a",
+    since=v("7.3"),
+    stable=(
+        (v("5.15.221"), None),
+        (v("6.1.188"), None),
+        (v("6.6.157"), None),
+        (v("6.12.110"), None),
+        (v("6.18.52"), None),
+        (v("7.2.7"), None),
+    ),
+    summary="a TCP gso_size below TCP_MIN_GSO_SIZE (8) is raised to 8 before the GSO_BY_FRAGS "
+    "and 'too small' tests (not an error): gso_size 1..7 is stored as 8",
+    note="merged for 7.3-rc1 (net-7.3-rc1, 2026-08-28); the code read in Debian 6.1.192 and "
+    "6.12.117 only; the first carriers come from the stable pushes (7.2.7: its rc push only); "
+    "absent in 6.6.150, 6.18.9-6.18.35 and 7.1.5 as read",
+)
+UDP_MAX_SEGMENTS_128 = Change(
+    key="udp_max_segments_128",
+    subject="udp: increase UDP_MAX_SEGMENTS to 128",
+    commit="1382e3b6a350",
+    since=v("6.9"),
+    stable=((v("5.15.167"), None), (v("6.1.107"), None), (v("6.6.29"), None)),
+    summary="UDP_MAX_SEGMENTS (include/linux/udp.h) is 128 instead of 64",
+    note="64 in 6.8.0, 128 in 6.11.11",
 )
 
 CHANGES: tuple[Change, ...] = (
@@ -394,6 +505,7 @@ CHANGES: tuple[Change, ...] = (
     RQ_ALLOC_FRESH_PAGE_SHRINK,
     SMALL_HEAD_GRO_SIZED,
     BIG_RECV_LEN_CHECK,
+    VIRTNET_RECEIVE_DONE,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
     TUN_BUILD_SKB,
@@ -406,8 +518,16 @@ CHANGES: tuple[Change, ...] = (
     MAX_SKB_FRAGS_CONFIGURABLE,
     VIRTIO_RX_PAGE_POOL,
     SKB_FRAG_NETMEM,
-    VNET_HDR_GSO_SANITY,
+    VNET_HDR_UFO_THLEN,
+    VNET_HDR_GSO_BY_FRAGS,
     VNET_HDR_GSO_UDP_L4,
     VNET_HDR_UDP_L4_STRICT,
+    PARTIAL_CSUM_SET_MAGIC,
     VNET_HDR_NH_MIN_LEN,
+    VNET_HDR_MISSING_CHECK,
+    VNET_HDR_TCP_CSUM_OFFSET,
+    VNET_HDR_TCP_CSUM_OFFSET_PARTIAL,
+    VNET_HDR_TRANSPORT_FLOOR,
+    VNET_HDR_TCP_MIN_GSO_SIZE,
+    UDP_MAX_SEGMENTS_128,
 )

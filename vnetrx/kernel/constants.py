@@ -20,7 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from vnetrx.kernel.changes import TUN_ALLOC_SKB_BIG_PAGED, TUN_BUILD_SKB_XDP_HEADROOM_LIMIT, Change
+from vnetrx.kernel.changes import (
+    TUN_ALLOC_SKB_BIG_PAGED,
+    TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
+    UDP_MAX_SEGMENTS_128,
+    Change,
+)
 from vnetrx.kernel.version import KernelVersion
 
 # --- protocol facts ---------------------------------------------------------------------
@@ -90,6 +95,19 @@ TUN_ALLOC_MAX_PAGE_ORDER = Constant(
     since=((TUN_ALLOC_SKB_BIG_PAGED, PAGE_ALLOC_COSTLY_ORDER.default),),
     note="order-0 pages before ce7c7fef1473; PAGE_ALLOC_COSTLY_ORDER after",
 )
+UDP_MAX_SEGMENTS = Constant(
+    "UDP_MAX_SEGMENTS",
+    "include/linux/udp.h",
+    64,
+    since=((UDP_MAX_SEGMENTS_128, 128),),
+    note="(1 << 6UL), then (1 << 7UL): the most segments a USO skb may carry",
+)
+TCP_MIN_GSO_SIZE = Constant(
+    "TCP_MIN_GSO_SIZE",
+    "include/net/tcp.h",
+    8,
+    note="TCP_MIN_SND_MSS (48) - MAX_TCP_OPTION_SPACE (40)",
+)
 
 CONSTANTS: tuple[Constant, ...] = (
     GOOD_PACKET_LEN,
@@ -100,4 +118,6 @@ CONSTANTS: tuple[Constant, ...] = (
     PAGE_ALLOC_COSTLY_ORDER,
     TUN_BUILD_XDP_HEADROOM,
     TUN_ALLOC_MAX_PAGE_ORDER,
+    UDP_MAX_SEGMENTS,
+    TCP_MIN_GSO_SIZE,
 )

@@ -50,11 +50,17 @@ class KernelProfile:
 
     def _carries(self, change: Change) -> bool:
         ver = self.version.key()
+        exact = False  # this series' history was read release by release
+        for first, end in change.windows():
+            if first.series == self.version.series:
+                if ver >= first.key() and (end is None or ver < end.key()):
+                    return True
+                exact = exact or (first, end) in change.stable
+        if exact or change.since is None:
+            return False
         if change.until is not None and ver >= change.until.key():
             return False
-        if ver >= change.since.key():
-            return True
-        return any(bp.series == self.version.series and ver >= bp.key() for bp in change.backports)
+        return ver >= change.since.key()
 
     def value(self, constant: Constant) -> int:
         """The value ``constant`` has in this kernel (vnetrx.kernel.constants)."""

@@ -19,10 +19,13 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GroEvent, GuestLog, hdr_len_for, lab_mode_for
+from vnetrx.lab.guest import GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
+from vnetrx.live.rx_event import RxEvent, as_traced
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
+from vnetrx.packet import ETH_P_IP, ETH_P_IPV6
 from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 RING_SIZE = 256  # QEMU virtio-net-pci rx_queue_size default
 Observed = dict[str, int | str]
@@ -64,14 +67,15 @@ class LabReport:
     kprobe: bool
     frames: tuple[FrameResult, ...]
     notes: tuple[str, ...] = ()
-    # receive_buf's "short packet" drops: (predicted, observed dev->stats.rx_length_errors)
+    # (predicted, observed) dev->stats counters: receive_buf's "short packet" drops
+    # (rx_length_errors) and virtio_net_hdr_to_skb's refusals (rx_frame_errors)
     rx_length_errors: tuple[int, int | None] = (0, None)
+    rx_frame_errors: tuple[int, int | None] = (0, None)
 
     @property
     def counters_match(self) -> bool:
-        return self.rx_length_errors[1] is None or (
-            self.rx_length_errors[0] == self.rx_length_errors[1]
-        )
+        return all(observed is None or predicted == observed
+                   for predicted, observed in (self.rx_length_errors, self.rx_frame_errors))
 
     @property
     def match(self) -> bool:
@@ -84,7 +88,8 @@ def base_mode(mode: str) -> str:
 
 
 def setup_for(
-    mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int
+    mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int,
+    hdr: VnetHdr | None = None,
 ) -> VirtioRxSetup:
     """The model's input for one frame of the boot (see the module docstring). Guest GSO is
     negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
@@ -101,19 +106,22 @@ def setup_for(
         ewma=0 if mergeable else None,
         ring_size=RING_SIZE,
         buffer_index=buffer_index,
+        hdr=hdr,
     )
 
 
 def predict(
-    profile: KernelProfile, mode: str, lengths: Sequence[int], mtu: int, hdr_len: int
+    profile: KernelProfile, mode: str, lengths: Sequence[int], mtu: int, hdr_len: int,
+    hdrs: Sequence[VnetHdr | None] | None = None,
 ) -> list[tuple[int, Trace]]:
-    """(buffer index, trace) per frame, in arrival order."""
+    """(buffer index, trace) per frame, in arrival order; ``hdrs``: each frame's header."""
     out: list[tuple[int, Trace]] = []
     index = 0
-    for frame_len in lengths:
+    for position, frame_len in enumerate(lengths):
         if index >= RING_SIZE:
             break
-        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index))
+        hdr = None if hdrs is None else hdrs[position]
+        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index, hdr))
         out.append((index, trace))
         if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))
@@ -132,17 +140,20 @@ def predicted_fields(trace: Trace) -> Observed:
     skb = trace.skb
     fields: Observed = {"outcome": trace.outcome}
     for name in (*TRACEPOINT_FIELDS, *KPROBE_FIELDS):
-        value = getattr(skb, name)
+        value = as_traced(name, getattr(skb, name))  # gso_type: the tracepoint's 16 bits
         if value is not None:
             fields[name] = value
     return fields
 
 
-def observed_fields(event: GroEvent | None) -> Observed:
+def observed_fields(event: RxEvent | None) -> Observed:
     if event is None:
         return {"outcome": "drop"}
     fields: Observed = {"outcome": "skb"}
-    fields.update((name, getattr(event, name)) for name in TRACEPOINT_FIELDS)
+    for name in TRACEPOINT_FIELDS:
+        value = as_traced(name, getattr(event, name))
+        if value is not None:
+            fields[name] = value
     for name in KPROBE_FIELDS:
         value = getattr(event, name)
         if value is not None:
@@ -163,12 +174,14 @@ def _checks(predicted: Observed, observed: Observed, kprobe: bool) -> tuple[Fiel
     return (outcome, *(FieldCheck(n, predicted.get(n), observed.get(n)) for n in names))
 
 
-def match_events(lengths: Sequence[int], events: Sequence[GroEvent]) -> list[GroEvent | None]:
+def match_events(lengths: Sequence[int], events: Sequence[RxEvent],
+                 ethertypes: frozenset[int] = frozenset({TEST_ETHERTYPE})
+                 ) -> list[RxEvent | None]:
     """The event of each frame (None: never reached napi_gro_receive). Frames are told apart
     by length (``len`` after eth_type_trans = frame length - 14; the lengths are distinct),
-    in order; the sentinel and anything not of the test EtherType are ignored."""
-    pending = [event for event in events if event.protocol == TEST_ETHERTYPE]
-    out: list[GroEvent | None] = []
+    in order; the sentinel and anything not of the frames' EtherTypes are ignored."""
+    pending = [event for event in events if event.protocol in ethertypes]
+    out: list[RxEvent | None] = []
     pos = 0
     for frame_len in lengths:
         found = None
@@ -180,8 +193,10 @@ def match_events(lengths: Sequence[int], events: Sequence[GroEvent]) -> list[Gro
     return out
 
 
-def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: GuestLog) -> LabReport:
-    """Predictions for the negotiated features against the guest's events."""
+def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: GuestLog,
+            hdrs: Sequence[VnetHdr | None] | None = None) -> LabReport:
+    """Predictions for the negotiated features against the guest's events; ``hdrs``: the
+    virtio_net_hdr each frame was sent behind (--offloads: IPv4/IPv6 frames)."""
     if len(set(lengths)) != len(lengths):
         raise InputError("frame lengths must be distinct (frames are matched by length)")
     try:
@@ -194,8 +209,9 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         notes.append(f"requested {mode} mode but the guest negotiated {negotiated_mode} mode")
     hdr_len = hdr_len_for(features)
     mtu_for_model = mtu if "MTU" in features else 1500
-    predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len)
-    events = match_events(lengths, log.events)
+    predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len, hdrs)
+    ethertypes = frozenset({TEST_ETHERTYPE} if hdrs is None else {ETH_P_IP, ETH_P_IPV6})
+    events = match_events(lengths, log.events, ethertypes)
     frames = []
     for frame_len, (index, trace), event in zip(lengths, predictions, events, strict=True):
         predicted, observed = predicted_fields(trace), observed_fields(event)
@@ -224,13 +240,21 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
             "as a missing event"
         )
     raw_buf = log.status.get("mergeable_rx_buffer_size", "")
-    raw_errors = log.status.get("rx_length_errors", "")
-    short = sum(trace.reason == "short_packet" for _, trace in predictions)
-    observed_short = int(raw_errors) if raw_errors.isdigit() else None
-    if observed_short is not None and observed_short != short:
-        notes.append(
-            f"rx_length_errors: predicted {short} short packets, the guest counted {observed_short}"
+    # The device (QEMU, or vnetrx's backend) drops a frame that does not fit the posted buffer
+    # before the driver sees it, so of the length drops only "short packet" reaches the counter.
+    counted = {
+        counter: (
+            sum(trace.counter == counter and (counter != "rx_length_errors"
+                                              or trace.reason == "short_packet")
+                for _, trace in predictions),
+            int(raw) if (raw := log.status.get(counter, "")).isdigit() else None,
         )
+        for counter in ("rx_length_errors", "rx_frame_errors")
+    }
+    for counter, (predicted_count, observed_count) in counted.items():
+        if observed_count is not None and observed_count != predicted_count:
+            notes.append(f"{counter}: predicted {predicted_count}, the guest counted "
+                         f"{observed_count}")
     return LabReport(
         kernel=profile.name,
         release=log.release,
@@ -242,7 +266,8 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         kprobe=log.kprobe,
         frames=tuple(frames),
         notes=tuple(notes),
-        rx_length_errors=(short, observed_short),
+        rx_length_errors=counted["rx_length_errors"],
+        rx_frame_errors=counted["rx_frame_errors"],
     )
 
 
@@ -264,6 +289,10 @@ def report_to_dict(
         "rx_length_errors": {
             "predicted": report.rx_length_errors[0],
             "observed": report.rx_length_errors[1],
+        },
+        "rx_frame_errors": {
+            "predicted": report.rx_frame_errors[0],
+            "observed": report.rx_frame_errors[1],
         },
         "boot_seconds": None if boot_s is None else round(boot_s, 2),
         "total_seconds": None if total_s is None else round(total_s, 2),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from vnetrx.live.rx_event import RxEvent, parse_rx_event
+
 # include/uapi/linux/virtio_net.h and virtio_config.h: bit → name.
 FEATURE_NAMES: dict[int, str] = {
     0: "CSUM",
@@ -98,30 +100,12 @@ def lab_mode_for(features: tuple[str, ...], mtu: int) -> str:
 
 
 @dataclass(frozen=True)
-class GroEvent:
-    """One skb handed to napi_gro_receive: the tracepoint fields, plus the kprobe's offsets
-    (from skb->head) when the kprobe ran."""
-
-    len: int
-    data_len: int
-    truesize: int
-    nr_frags: int
-    protocol: int
-    gso_size: int = 0
-    gso_type: int = 0
-    data: int | None = None  # skb->data - skb->head
-    tail: int | None = None
-    end: int | None = None
-    mac_header: int | None = None
-
-
-@dataclass(frozen=True)
 class GuestLog:
     """Everything the host needs from one boot."""
 
     status: dict[str, str]  # "release" → "6.1.0-57-amd64", "features" → "0101…", ...
     errors: tuple[str, ...]
-    events: tuple[GroEvent, ...]  # in arrival order, the sentinel included
+    events: tuple[RxEvent, ...]  # in arrival order, the sentinel included
     kprobe: bool
     complete: bool  # the guest reached "trace-end"
     raw_lines: tuple[str, ...] = field(default=(), repr=False)
@@ -140,7 +124,6 @@ class GuestLog:
 
 
 _STATUS = re.compile(r"VNETRX (?P<key>[\w-]+)(?: (?P<value>.*?))?\s*$")
-_TRACEPOINT = re.compile(r"\bnapi_gro_receive_entry: (?P<fields>dev=.*)$")
 # The probe address is napi_gro_receive+0x0, or +0x4 past an IBT endbr64 (6.12 kernels).
 _KPROBE = re.compile(r"\bgro: \(napi_gro_receive\+0x[0-9a-f]+/0x[0-9a-f]+\)(?P<fields>.*)$")
 _PAIR = re.compile(r"(\w+)=(\S+)")
@@ -150,24 +133,10 @@ def _int(text: str) -> int:
     return int(text, 0)
 
 
-def parse_tracepoint(line: str) -> GroEvent | None:
-    """A net:napi_gro_receive_entry line (print fmt of include/trace/events/net.h), or None."""
-    match = _TRACEPOINT.search(line)
-    if match is None:
-        return None
-    pairs = dict(_PAIR.findall(match.group("fields")))
-    try:
-        return GroEvent(
-            len=_int(pairs["len"]),
-            data_len=_int(pairs["data_len"]),
-            truesize=_int(pairs["truesize"]),
-            nr_frags=_int(pairs["nr_frags"]),
-            protocol=_int(pairs["protocol"]),
-            gso_size=_int(pairs.get("gso_size", "0")),
-            gso_type=_int(pairs.get("gso_type", "0")),
-        )
-    except (KeyError, ValueError):
-        return None
+def parse_tracepoint(line: str) -> RxEvent | None:
+    """A net:napi_gro_receive_entry line, or None."""
+    event = parse_rx_event(line)
+    return event if event is not None and event.event == "napi_gro_receive_entry" else None
 
 
 def parse_kprobe(line: str) -> dict[str, int] | None:
@@ -181,7 +150,7 @@ def parse_kprobe(line: str) -> dict[str, int] | None:
         return None
 
 
-def _with_kprobe(event: GroEvent, probe: dict[str, int] | None) -> GroEvent:
+def _with_kprobe(event: RxEvent, probe: dict[str, int] | None) -> RxEvent:
     if probe is None or not {"head", "data", "tail", "end", "mac_header"} <= probe.keys():
         return event
     if probe.get("len", event.len) != event.len:
@@ -200,7 +169,7 @@ def parse_log(text: str) -> GuestLog:
     it (the kprobe fires on entry to napi_gro_receive, the tracepoint inside it; one vCPU)."""
     status: dict[str, str] = {}
     errors: list[str] = []
-    events: list[GroEvent] = []
+    events: list[RxEvent] = []
     lines = text.replace("\r", "").split("\n")
     pending: dict[str, int] | None = None
     in_trace = complete = False

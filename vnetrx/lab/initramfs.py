@@ -215,6 +215,7 @@ echo 0 > $T/tracing_on
 say rx_packets $(cat /sys/class/net/$dev/statistics/rx_packets)
 say rx_dropped $(cat /sys/class/net/$dev/statistics/rx_dropped)
 say rx_length_errors $(cat /sys/class/net/$dev/statistics/rx_length_errors)
+say rx_frame_errors $(cat /sys/class/net/$dev/statistics/rx_frame_errors)
 say trace-begin
 grep -v '^#' $T/trace
 say trace-end

@@ -214,9 +214,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=3)
 
 
-def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
-    """Boot, wait for the guest to arm its trace, send ``frames`` and the sentinel, and collect
-    the serial output until the guest powers off."""
+def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
+        hdrs: Sequence[bytes] | None = None) -> RunResult:
+    """Boot, wait for the guest to arm its trace, send ``frames`` (behind ``hdrs``, the
+    virtio_net_hdr of each: vhost-user only) and the sentinel, and collect the serial output
+    until the guest powers off."""
+    if hdrs is not None and boot.backend != "vhost-user":
+        raise LabSetupError("virtio-net headers need the vhost-user backend (a dgram "
+                            "backend carries none)")
     qemu = qemu_available()
     if qemu is None:
         raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
@@ -261,7 +266,8 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes]) -> RunResult:
             )
         boot_s = time.monotonic() - started
         if backend is not None:
-            backend.send([*frames, sentinel_frame()])
+            backend.send([*frames, sentinel_frame()],
+                         None if hdrs is None else [*hdrs, b""])
         else:
             assert sock is not None
             sock.settimeout(boot.finish_timeout_s)

@@ -14,6 +14,8 @@ from vnetrx.lab import initramfs, qemu
 from vnetrx.lab.compare import LabReport, base_mode, compare, predict
 from vnetrx.lab.guest import lab_mode_for, parse_log
 from vnetrx.lab.initramfs import LabSetupError
+from vnetrx.lab.offloads import offload_frames
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MODES = ("small", "big", "mergeable", "big-gso", "mergeable-gso")
 # Modes with guest GSO negotiated: they need a virtio-net header, so they run on vnetrx's own
@@ -159,13 +161,28 @@ def run_virtio(
     accel: str = "tcg",
     kprobe: bool = True,
     timeout_s: float = 90.0,
+    offloads: bool = False,
 ) -> LabRun:
+    """Boot, send, compare. ``offloads``: send ``offload_frames()`` (real TCP/UDP frames behind
+    offload headers) instead of ``lengths``; needs a vhost-user mode."""
+    hdrs: list[VnetHdr | None] | None = None
+    payloads: list[bytes] | None = None
+    if offloads:
+        if mode not in VHOST_USER_MODES:
+            raise InputError(
+                f"--offloads needs a virtio-net header: use --mode {' or '.join(VHOST_USER_MODES)} "
+                f"(not {mode}, whose -netdev dgram backend carries none)"
+            )
+        chosen = offload_frames()
+        lengths = tuple(f.length for f in chosen)
+        hdrs = [f.hdr for f in chosen]
+        payloads = [f.frame() for f in chosen]
     host_mtu = check_request(mode, mtu, lengths)
     if not image.is_file():
         raise LabSetupError(f"kernel image {image} not found")
     # Fail on lengths the model cannot place before paying for a boot.
     release = image_release(image)
-    predict(lookup(release), mode, lengths, host_mtu or 1500, 12)
+    predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs)
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
     offsets = None
     kprobe_note = None if kprobe else "--no-kprobe given"
@@ -188,15 +205,16 @@ def run_virtio(
         finish_timeout_s=timeout_s,
         backend="vhost-user" if mode in VHOST_USER_MODES else "dgram",
     )
-    frames = [qemu.ethernet_frame(length, seq) for seq, length in enumerate(lengths)]
-    result = qemu.run(boot, archive, frames)
+    frames = payloads or [qemu.ethernet_frame(length, seq) for seq, length in enumerate(lengths)]
+    result = qemu.run(boot, archive, frames,
+                      None if hdrs is None else [h.to_bytes(10) if h else b"" for h in hdrs])
     log = parse_log(result.serial)
     if log.errors:
         raise qemu.GuestError("the guest reported: " + "; ".join(log.errors))
     if not log.complete:
         raise qemu.GuestError("the guest powered off without dumping its trace")
     profile = lookup(guest_version(log.status, log.release or release))
-    report = compare(profile, mode, lengths, log)
+    report = compare(profile, mode, lengths, log, hdrs)
     if kprobe_note is not None:
         report = replace(report, notes=(*report.notes, kprobe_note))
     if result.backend_dropped:
@@ -209,17 +227,19 @@ def run_virtio(
                 f"(as QEMU does): {dropped} bytes",
             ),
         )
-    serial = serial_header(mode, host_mtu, lengths) + result.serial
+    serial = serial_header(mode, host_mtu, lengths, offloads) + result.serial
     return LabRun(report, result.boot_s, result.total_s, serial, tuple(order))
 
 
 HEADER = "# serial console of: vnetrx lab virtio"
 
 
-def serial_header(mode: str, mtu: int | None, lengths: tuple[int, ...]) -> str:
+def serial_header(mode: str, mtu: int | None, lengths: tuple[int, ...],
+                  offloads: bool = False) -> str:
     """The first line ``--serial-log`` writes, so that ``--from-log`` knows what was sent."""
     mtu_part = f" --mtu {mtu}" if mtu is not None else ""
-    return f"{HEADER} --mode {mode}{mtu_part} --len {','.join(map(str, lengths))}\n"
+    sent = " --offloads" if offloads else f" --len {','.join(map(str, lengths))}"
+    return f"{HEADER} --mode {mode}{mtu_part}{sent}\n"
 
 
 def lengths_from_header(text: str) -> tuple[int, ...] | None:
@@ -233,6 +253,12 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
     log = parse_log(text)
     if not log.complete:
         raise InputError("the log has no complete trace (no 'VNETRX trace-end' line)")
+    hdrs: list[VnetHdr | None] | None = None
+    first = text.split("\n", 1)[0]
+    if lengths is None and first.startswith(HEADER) and first.rstrip().endswith("--offloads"):
+        chosen = offload_frames()
+        lengths = tuple(f.length for f in chosen)
+        hdrs = [f.hdr for f in chosen]
     if lengths is None:
         lengths = lengths_from_header(text)
         if lengths is None:
@@ -245,4 +271,4 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
     except ValueError as exc:
         raise InputError(f"the log's feature bits or MTU are unreadable: {exc}") from None
     check_request(mode, None, lengths)
-    return compare(lookup(guest_version(log.status, log.release)), mode, lengths, log)
+    return compare(lookup(guest_version(log.status, log.release)), mode, lengths, log, hdrs)

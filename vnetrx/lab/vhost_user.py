@@ -107,7 +107,8 @@ class VhostUserNet:
         self.error: BaseException | None = None
         self.mem = GuestMemory()
         self.rings = [Vring(RX_QUEUE), Vring(TX_QUEUE)]
-        self._frames: collections.deque[bytes] = collections.deque()
+        # (the 10-byte virtio_net_hdr or b"" for all zero, the frame)
+        self._frames: collections.deque[tuple[bytes, bytes]] = collections.deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -133,9 +134,12 @@ class VhostUserNet:
     def start(self) -> None:
         self._thread.start()
 
-    def send(self, frames: Iterable[bytes]) -> None:
+    def send(self, frames: Iterable[bytes], hdrs: Iterable[bytes] | None = None) -> None:
+        """Queue frames, each behind its virtio_net_hdr (``hdrs``; default all zero)."""
+        frames = list(frames)
+        heads = list(hdrs) if hdrs is not None else [b""] * len(frames)
         with self._lock:
-            self._frames.extend(frames)
+            self._frames.extend(zip(heads, frames, strict=True))
             if self._frames:
                 self._idle.clear()
 
@@ -202,9 +206,9 @@ class VhostUserNet:
                 if not self._frames:
                     self._idle.set()
                     return
-                frame = self._frames[0]
+                hdr, frame = self._frames[0]
             outcome, _chains = receive(
-                self.mem, rx, frame, hdr_len=self.hdr_len, mergeable=self.mergeable
+                self.mem, rx, frame, hdr_len=self.hdr_len, mergeable=self.mergeable, hdr=hdr
             )
             if outcome is Rx.WAIT:
                 return

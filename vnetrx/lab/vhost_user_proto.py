@@ -104,10 +104,10 @@ def hdr_len_for(features: int) -> int:
     return 12 if features & ((1 << F_VERSION_1) | (1 << F_MRG_RXBUF)) else 10
 
 
-def net_header(hdr_len: int, num_buffers: int) -> bytes:
-    """flags 0, gso_type VIRTIO_NET_HDR_GSO_NONE, hdr_len/gso_size/csum_* 0, then num_buffers
-    (12-byte header only)."""
-    head = bytes([0, GSO_NONE]) + bytes(8)
+def net_header(hdr_len: int, num_buffers: int, base: bytes = b"") -> bytes:
+    """The 10-byte virtio_net_hdr ``base`` (default: flags 0, VIRTIO_NET_HDR_GSO_NONE, the rest
+    0), then num_buffers (12-byte header only)."""
+    head = (base[:10] + bytes(10))[:10] if base else bytes([0, GSO_NONE]) + bytes(8)
     return head + U16.pack(num_buffers) if hdr_len == 12 else head
 
 

@@ -211,10 +211,12 @@ def capacity(segments: Sequence[Segment]) -> int:
 
 
 def receive(
-    mem: GuestMemory, ring: Vring, frame: bytes, *, hdr_len: int, mergeable: bool
+    mem: GuestMemory, ring: Vring, frame: bytes, *, hdr_len: int, mergeable: bool,
+    hdr: bytes = b"",
 ) -> tuple[Rx, int]:
-    """Put one frame (behind its virtio-net header) into the receive queue: (outcome, chains
-    used). The used index is published and the guest notified on delivery."""
+    """Put one frame (behind its virtio-net header: ``hdr``'s 10 bytes, or all zero) into the
+    receive queue: (outcome, chains used). The used index is published and the guest notified
+    on delivery."""
     total = hdr_len + len(frame)
     pending = ring.pending(mem)
     if pending == 0:
@@ -224,7 +226,7 @@ def receive(
         segments = ring.chain(mem, head)
         if capacity(segments) < total:
             return Rx.DROPPED, 0
-        data = memoryview(net_header(hdr_len, 1) + frame)
+        data = memoryview(net_header(hdr_len, 1, hdr) + frame)
         written = write_chain(mem, segments, data)
         ring.last_avail = (ring.last_avail + 1) & 0xFFFF
         ring.add_used(mem, head, written)
@@ -240,7 +242,7 @@ def receive(
         segments = ring.chain(mem, head)
         chains.append((head, segments))
         room += capacity(segments)
-    data = memoryview(net_header(hdr_len, len(chains)) + frame)
+    data = memoryview(net_header(hdr_len, len(chains), hdr) + frame)
     done = 0
     for head, segments in chains:
         written = write_chain(mem, segments, data[done:])

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.lab.guest import (
-    GroEvent,
     GuestLog,
     decode_features,
     hdr_len_for,
@@ -17,6 +16,7 @@ from vnetrx.lab.guest import (
 )
 from vnetrx.lab.run import guest_version
 from vnetrx.live.device import DeviceInfo
+from vnetrx.live.rx_event import RxEvent, parse_rx_event
 
 VIRTIO_EVENT = "napi_gro_receive_entry"
 TAP_EVENT = "netif_receive_skb_entry"
@@ -33,7 +33,7 @@ class Seen:
 
     event: str
     dev: str | None
-    skb: GroEvent
+    skb: RxEvent
 
 
 @dataclass(frozen=True)
@@ -116,23 +116,10 @@ def setup_from_log(log: GuestLog) -> Setup:
 
 def parse_line(line: str) -> Seen | None:
     """A trace_pipe line of net:napi_gro_receive_entry or net:netif_receive_skb_entry."""
-    match = _LINE.search(line)
-    if match is None:
+    event = parse_rx_event(line)
+    if event is None or event.event not in ("napi_gro_receive_entry", "netif_receive_skb_entry"):
         return None
-    pairs = dict(_PAIR.findall(match.group("f")))
-    try:
-        skb = GroEvent(
-            len=int(pairs["len"], 0),
-            data_len=int(pairs["data_len"], 0),
-            truesize=int(pairs["truesize"], 0),
-            nr_frags=int(pairs["nr_frags"], 0),
-            protocol=int(pairs.get("protocol", "0"), 0),
-            gso_size=int(pairs.get("gso_size", "0"), 0),
-            gso_type=int(pairs.get("gso_type", "0"), 0),
-        )
-    except (KeyError, ValueError):
-        return None
-    return Seen(match.group("event"), pairs.get("dev"), skb)
+    return Seen(event.event, event.dev or None, event)
 
 
 def parse_trace(text: str, dev: str | None) -> tuple[list[Seen], GuestLog | None]:

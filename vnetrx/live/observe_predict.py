@@ -7,18 +7,31 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from vnetrx.decode.header import gso_name
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GUEST_GSO, GroEvent
+from vnetrx.lab.guest import GUEST_GSO
 from vnetrx.live import verify as live_verify
 from vnetrx.live.observe_parse import Setup
+from vnetrx.live.rx_event import RxEvent, as_traced
 from vnetrx.live.tap import WriteCase
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
+from vnetrx.packet import ETH_P_IPV6
 from vnetrx.paths import virtio_net
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import get_mergeable_buf_len
+from vnetrx.paths.virtio_net_hdr import (
+    DATA_VALID,
+    GSO_ECN,
+    GSO_TCPV4,
+    GSO_TCPV6,
+    GSO_UDP,
+    GSO_UDP_L4,
+    NEEDS_CSUM,
+    VnetHdr,
+)
 
 RING_SIZE = 256  # the model's ring for min_buf_len (QEMU's default rx_queue_size)
 FIELDS = TRACEPOINT_FIELDS
@@ -55,18 +68,18 @@ def _fields(trace: Trace) -> Fields:
     if skb is None:
         return {"outcome": "drop", "reason": trace.reason or trace.outcome}
     fields: Fields = {"outcome": trace.outcome}
-    fields.update((name, getattr(skb, name)) for name in (*TRACEPOINT_FIELDS, *KPROBE_FIELDS))
+    fields.update(
+        (name, as_traced(name, getattr(skb, name))) for name in (*TRACEPOINT_FIELDS, *KPROBE_FIELDS)
+    )
     return fields
 
 
-def observed_fields(skb: GroEvent) -> Fields:
-    out: Fields = {name: getattr(skb, name) for name in FIELDS}
+def observed_fields(skb: RxEvent) -> Fields:
+    out: Fields = {name: as_traced(name, getattr(skb, name)) for name in FIELDS}
     for name in KPROBE_FIELDS:
         value = getattr(skb, name)
         if value is not None:
             out[name] = value
-    if skb.gso_size or skb.gso_type:
-        out["gso_size"], out["gso_type"] = skb.gso_size, skb.gso_type
     return out
 
 
@@ -76,8 +89,9 @@ class Observer:
     def __init__(self, profile: KernelProfile, setup: Setup) -> None:
         self.k = profile
         self.setup = setup
-        self._memo: dict[tuple[int, tuple[tuple[str, object], ...]], Verdict] = {}
+        self._memo: dict[tuple[int, tuple[tuple[str, object], ...], int | None], Verdict] = {}
         self.buf_len = setup.mergeable_rx_buffer_size if setup.mode == "mergeable" else None
+        self._hdr: VnetHdr | None = None
 
     def _base(self) -> VirtioRxSetup:
         s = self.setup
@@ -94,14 +108,17 @@ class Observer:
         )
 
     def _virtio(self, frame_len: int, **change: object) -> Trace:
-        setup = replace(self._base(), frame_len=frame_len, **change)  # type: ignore[arg-type]
+        base = replace(self._base(), frame_len=frame_len, hdr=self._hdr)
+        setup = replace(base, **change)  # type: ignore[arg-type]
         return trace_virtio(self.k, setup)
 
-    def candidates(self, frame_len: int) -> Iterator[_Candidate]:
-        """The plain prediction first, then the alternatives (see vnetrx.live.observe)."""
+    def candidates(self, frame_len: int, hdr: VnetHdr | None = None) -> Iterator[_Candidate]:
+        """The plain prediction first, then the alternatives (see vnetrx.live.observe);
+        ``hdr``: the virtio_net_hdr the device is taken to have written."""
         if self.setup.mode == "tap":
             yield from self._tap_candidates(frame_len)
             return
+        self._hdr = hdr
         mode = self.setup.mode
         first = self._virtio(frame_len)
         yield _Candidate(None, _fields(first), f"{mode}/{first.outcome}")
@@ -168,20 +185,18 @@ class Observer:
             note = None if not names else "consistent with " + " or ".join(names)
             yield replace(candidate, note=note)
 
-    def judge(self, skb: GroEvent) -> Verdict:
+    def judge(self, skb: RxEvent) -> Verdict:
         observed = observed_fields(skb)
-        key = (skb.len, tuple(sorted(observed.items())))
+        key = (skb.len, tuple(sorted(observed.items())), skb.protocol)
         if key not in self._memo:
-            self._memo[key] = self._judge(skb.len + ETH_HLEN, observed)
+            self._memo[key] = self._judge(skb.len + ETH_HLEN, observed, skb.protocol)
         return self._memo[key]
 
-    def _judge(self, frame_len: int, observed: Fields) -> Verdict:
+    def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None) -> Verdict:
         names = [n for n in (*FIELDS, *KPROBE_FIELDS) if n in observed]
-        gso = (
-            f"a GSO skb (gso_size {observed['gso_size']}): predicted as the same bytes without "
-            "a GSO header"
-            if "gso_size" in observed
-            else None
+        headers = (
+            [(None, None)] if self.setup.mode == "tap"
+            else list(inferred_headers(observed, protocol))
         )
         if frame_len > MAX_FRAME_LEN:
             return Verdict(
@@ -193,21 +208,23 @@ class Observer:
                 f"frames over {MAX_FRAME_LEN} bytes are outside the model",
             )
         first: _Candidate | None = None
+        first_header: str | None = None
         try:
-            for candidate in self.candidates(frame_len):
-                if first is None:
-                    first = candidate
-                if all(candidate.predicted.get(n) == observed[n] for n in names):
-                    exact = candidate.note is None
-                    note = "; ".join(x for x in (candidate.note, gso) if x) or None
-                    return Verdict(
-                        frame_len,
-                        candidate.path,
-                        "exact" if exact else "consistent",
-                        candidate.predicted,
-                        observed,
-                        note,
-                    )
+            for header_note, hdr in headers:
+                for candidate in self.candidates(frame_len, hdr):
+                    if first is None:
+                        first, first_header = candidate, header_note
+                    if all(candidate.predicted.get(n) == observed[n] for n in names):
+                        exact = candidate.note is None
+                        note = "; ".join(x for x in (header_note, candidate.note) if x) or None
+                        return Verdict(
+                            frame_len,
+                            candidate.path,
+                            "exact" if exact else "consistent",
+                            candidate.predicted,
+                            observed,
+                            note,
+                        )
         except VnetrxError as exc:
             if first is None:
                 return Verdict(
@@ -227,7 +244,7 @@ class Observer:
             "mismatch",
             first.predicted,
             observed,
-            "; ".join(x for x in (note, gso) if x),
+            "; ".join(x for x in (first_header, note) if x),
         )
 
     def _guess_path(self, observed: Fields) -> str:
@@ -246,6 +263,49 @@ class Observer:
         ):
             return f"{mode}/build_skb?"
         return f"{mode}/linear"
+
+
+# ip_summed and the low 16 bits of gso_type, as the tracepoint shows them
+_PARTIAL, _UNNECESSARY = 3, 1
+_GSO_LOW16 = {  # SKB_GSO_* | DODGY, low 16 bits → (the virtio gso_types it can come from, TCP?)
+    0x3: ((GSO_TCPV4,), True), 0x7: ((GSO_TCPV4 | GSO_ECN,), True),
+    0x12: ((GSO_TCPV6,), True), 0x16: ((GSO_TCPV6 | GSO_ECN,), True),
+    0x2: ((GSO_UDP, GSO_UDP_L4), False),  # SKB_GSO_UDP / UDP_L4 are above bit 15
+}
+
+
+def inferred_headers(observed: Fields, protocol: int | None
+                     ) -> Iterator[tuple[str | None, VnetHdr | None]]:
+    """The virtio_net_hdr the device must have written for what the tracepoint shows: flags from
+    ip_summed (CHECKSUM_PARTIAL: NEEDS_CSUM; CHECKSUM_UNNECESSARY: DATA_VALID), the GSO type
+    from gso_type's low 16 bits, csum_start at the transport header of an option-less IPv4 or
+    IPv6 header (protocol), csum_offset 16 for TCP or 6 for UDP. Several when the fields leave
+    a choice (a non-GSO NEEDS_CSUM frame may be TCP or UDP; UFO and USO look alike)."""
+    ip_summed, gso_size, gso_low = (observed.get(n) or 0 for n in
+                                    ("ip_summed", "gso_size", "gso_type"))
+    if not ip_summed and not gso_size:
+        yield None, None
+        return
+    ipv6 = protocol == ETH_P_IPV6
+    start = ETH_HLEN + (40 if ipv6 else 20)
+    flags = NEEDS_CSUM if ip_summed == _PARTIAL else DATA_VALID if ip_summed == _UNNECESSARY else 0
+    if gso_size:
+        types, tcp = _GSO_LOW16.get(int(gso_low), ((), True))
+        if not types:
+            yield (f"gso_type {gso_low:#x} is not one vnetrx infers a header for", None)
+            return
+        kinds = [(t, tcp) for t in types]
+    else:
+        kinds = [(0, True), (0, False)] if flags & NEEDS_CSUM else [(0, True)]
+    for gso_type, tcp in kinds:
+        csum = (start, 16 if tcp else 6) if flags & NEEDS_CSUM else (0, 0)
+        hdr = VnetHdr(flags, gso_type, 0, int(gso_size), *csum)
+        parts = ["NEEDS_CSUM at " + f"{csum[0]} + {csum[1]}" if flags & NEEDS_CSUM else
+                 "DATA_VALID" if flags else "no csum flags"]
+        if gso_type:
+            parts.append(f"{gso_name(gso_type)} {gso_size}")
+        yield ("virtio_net_hdr inferred from ip_summed/gso_type: " + ", ".join(parts)
+               + f" ({'TCP' if tcp else 'UDP'} over IPv{'6' if ipv6 else '4'})"), hdr
 
 
 def _runs(sizes: Sequence[int]) -> str:

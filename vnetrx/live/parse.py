@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from vnetrx.errors import InputError
+from vnetrx.live.rx_event import RxEvent, parse_rx_event
 
 MAX_LENGTHS = 100_000
 
-# One line of trace_pipe for net:netif_receive_skb_entry (print fmt of
-# include/trace/events/net.h @6.18; fields after dev= are name=value pairs separated by spaces).
-_EVENT = re.compile(r"\bnetif_receive_skb_entry: (?P<fields>dev=.*)$")
-_PAIR = re.compile(r"(\w+)=(\S+)")
 _MARKER = re.compile(r"\btracing_mark_write: (?P<text>.*?)\s*$")
-
-
-@dataclass(frozen=True)
-class SkbEvent:
-    """The net:netif_receive_skb_entry fields a tap write is checked on."""
-
-    dev: str
-    len: int
-    data_len: int
-    truesize: int
-    nr_frags: int
-    gso_size: int
-    gso_type: int
 
 
 def parse_lengths(text: str, low: int = 0, high: int = 65535) -> tuple[int, ...]:
@@ -60,24 +43,10 @@ def parse_lengths(text: str, low: int = 0, high: int = 65535) -> tuple[int, ...]
     return tuple(out)
 
 
-def parse_event(line: str) -> SkbEvent | None:
-    """The event on one trace_pipe line, or None when the line is something else."""
-    match = _EVENT.search(line)
-    if match is None:
-        return None
-    pairs = dict(_PAIR.findall(match.group("fields")))
-    try:
-        return SkbEvent(
-            dev=pairs["dev"],
-            len=int(pairs["len"]),
-            data_len=int(pairs["data_len"]),
-            truesize=int(pairs["truesize"]),
-            nr_frags=int(pairs["nr_frags"]),
-            gso_size=int(pairs["gso_size"], 0),
-            gso_type=int(pairs["gso_type"], 0),
-        )
-    except (KeyError, ValueError):
-        return None
+def parse_event(line: str) -> RxEvent | None:
+    """A net:netif_receive_skb_entry line (a tap write's skb), or None."""
+    event = parse_rx_event(line)
+    return event if event is not None and event.event == "netif_receive_skb_entry" else None
 
 
 def parse_marker(line: str) -> str | None:

@@ -11,7 +11,10 @@ What this module creates, and removes again on success, on error and on SIGINT/S
   namespace die with the child.
 
 Frames are written straight into the tap fd: destination 02:00:00:00:00:01, EtherType 0x88B5
-(IEEE local experimental), zero payload. No address is configured and no IP packet is sent.
+(IEEE local experimental), zero payload; or, for offload checks, a TCP/UDP frame from
+vnetrx.packet with documentation addresses (192.0.2.0/24, 2001:db8::/32) to that same foreign
+MAC, which the namespace's stack drops as PACKET_OTHERHOST right after the tracepoint. No address
+is configured, nothing is routed or sent anywhere.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Any, TextIO
 
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import INT_MAX
-from vnetrx.live.parse import SkbEvent, parse_event
+from vnetrx.live.parse import parse_event
+from vnetrx.live.rx_event import RxEvent
 from vnetrx.live.tracefs import (
     DeviceWatch,
     check,
@@ -42,6 +46,7 @@ from vnetrx.live.tracefs import (
     sigterm_as_interrupt,
     tracefs_mounts,
 )
+from vnetrx.packet import build_frame
 
 # include/uapi/linux/if_tun.h (docs/kernel/tun-tap.md §3)
 TUNSETIFF = 0x400454CA
@@ -72,6 +77,8 @@ class WriteCase:
     vnet_hdr: bool = True
     vnet_hdr_sz: int | None = None  # None: the default (10)
     hdr: bytes | None = None  # vnet header bytes (zero-padded); None: all zero
+    l4: str | None = None  # a real TCP/UDP frame (vnetrx.packet.build_frame); None: EtherType
+    tcp_options: int = 0  # 0x88B5 and zeros
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,7 @@ class WriteResult:
 
     ret: int | None  # bytes written, or None on failure
     errno: str | None  # "EINVAL" etc. on failure
-    events: tuple[SkbEvent, ...]
+    events: tuple[RxEvent, ...]
 
 
 def missing_requirements() -> list[str]:
@@ -152,6 +159,8 @@ class LiveTap:
             "vnet_hdr": case.vnet_hdr,
             "vnet_hdr_sz": case.vnet_hdr_sz,
             "hdr": None if case.hdr is None else case.hdr.hex(),
+            "l4": case.l4,
+            "tcp_options": case.tcp_options,
         }
         self._to_child.write(json.dumps(request) + "\n")
         reply = self._reply()
@@ -169,7 +178,7 @@ class LiveTap:
             raise VnetrxError(f"live tap setup failed: {reply['fatal']}")
         return reply
 
-    def _events_until_marker(self) -> tuple[SkbEvent, ...]:
+    def _events_until_marker(self) -> tuple[RxEvent, ...]:
         """Mark the ring buffer, then read trace_pipe up to that mark: the write's events."""
         assert self.watch is not None
         events = (parse_event(line) for line in self.watch.until_marker(REPLY_TIMEOUT))
@@ -295,7 +304,11 @@ class _Device:
             fl = (fl & ~os.O_NONBLOCK) if req["blocking"] else (fl | os.O_NONBLOCK)
             fcntl.fcntl(self.fd, fcntl.F_SETFL, fl)
             fcntl.ioctl(self.fd, TUNSETSNDBUF, struct.pack("i", req["sndbuf"]))
-            data = frame_bytes(req["frame_len"])
+            data = (
+                build_frame(req["frame_len"], req["l4"], req["tcp_options"])
+                if req.get("l4")
+                else frame_bytes(req["frame_len"])
+            )
             if req["vnet_hdr"]:
                 size = req["vnet_hdr_sz"] or 10
                 fcntl.ioctl(self.fd, TUNSETVNETHDRSZ, struct.pack("i", size))

@@ -11,9 +11,12 @@ from typing import Any
 
 from vnetrx.engine import trace_tap
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.live.rx_event import as_traced
 from vnetrx.live.tap import WriteCase, WriteResult
 from vnetrx.model import TRACEPOINT_FIELDS, Value
+from vnetrx.packet import GSO_TYPES, L4_CHOICES, headers_of, offload_header
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 # 48 lengths from the EINVAL edge to the largest frame: every boundary of §A.10 (build limit 3456,
 # 64 + L = 4096, the order-1/2/3 frag steps) and both ends.
@@ -22,9 +25,8 @@ DEFAULT_LENGTHS = (
     "3711,3712,3713,3800,4000,4031,4032,4033,4096,5000,7808,7809,8000,9000,11904,11905,12000,"
     "16000,20000,20096,20097,32768,36480,36481,40000,65000,65535"
 )
-# write(2)'s result, then what net:netif_receive_skb_entry prints (model.SKB_FIELDS); the GSO
-# fields until the offload stage computes them: a write without a GSO header leaves them 0
-SKB = (*TRACEPOINT_FIELDS, "gso_size", "gso_type")
+# write(2)'s result, then what net:netif_receive_skb_entry prints (model.SKB_FIELDS)
+SKB = TRACEPOINT_FIELDS
 FIELDS = ("errno", "ret", *SKB)
 
 
@@ -61,6 +63,67 @@ def build_cases(lengths: tuple[int, ...], base: WriteCase, all_variants: bool) -
     return [replace(shape, frame_len=n) for shape in shapes for n in lengths]
 
 
+# --- the offload matrix (--offloads) ----------------------------------------------------------
+OFFLOAD_LENGTHS = (60, 100, 1514, 3000, 9014, 20000, 65000)
+
+
+def offload_cases(base: WriteCase) -> list[WriteCase]:
+    """Real TCP/UDP frames over IPv4 and IPv6 with the headers senders write (NEEDS_CSUM,
+    DATA_VALID, none; GSO with gso_size below and above the payload; TCP options; hdr_len 0,
+    exact and larger), blocking and not, then one header of every class the kernel refuses."""
+    cases: list[WriteCase] = []
+
+    def add(length: int, l4: str, h: VnetHdr, tcp_options: int = 0, **over: Any) -> None:
+        case = replace(base, frame_len=length, l4=l4, tcp_options=tcp_options,
+                       hdr=h.to_bytes(10), **over)
+        if case not in cases:
+            cases.append(case)
+
+    for l4 in L4_CHOICES:
+        gso_type = GSO_TYPES["tcpv4" if l4 == "tcp4" else "tcpv6" if l4 == "tcp6" else "udp_l4"]
+        for options in ((0, 12) if l4.startswith("tcp") else (0,)):
+            headers = headers_of(l4, options)
+            for length in OFFLOAD_LENGTHS:
+                for csum in ("partial", "valid", "none"):
+                    add(length, l4, offload_header(headers, csum, None), options)
+                for size in (1448, 64000):  # below and above most payloads
+                    h = offload_header(headers, "partial", (gso_type, size))
+                    add(length, l4, h, options)
+                    add(length, l4, replace(h, hdr_len=0), options)
+                    add(length, l4, replace(h, hdr_len=min(h.hdr_len + 200, 0xFFFF)), options)
+                    add(length, l4, h, options, blocking=not base.blocking)
+    tcp4 = headers_of("tcp4")
+    good = offload_header(tcp4, "partial", (GSO_TYPES["tcpv4"], 1448))
+    refused = (
+        replace(good, gso_type=7),  # unknown gso_type
+        replace(good, gso_type=0x80),  # the ECN bit alone
+        replace(good, gso_size=0),
+        replace(good, gso_size=0xFFFF),  # GSO_BY_FRAGS
+        replace(good, csum_offset=6),  # TCP GSO with UDP's check offset
+        replace(good, csum_start=10, csum_offset=6, gso_type=0, gso_size=0),  # inside the IP
+        replace(good, csum_start=2990),  # past the frame
+        replace(good, flags=0),  # TCP GSO without NEEDS_CSUM (refused in some stable windows)
+        replace(good, hdr_len=3001),  # hdr_len beyond the frame
+        replace(good, gso_type=GSO_TYPES["udp_l4"], csum_offset=6, flags=0),  # USO, no csum
+        replace(good, gso_type=GSO_TYPES["udp_l4"], csum_offset=6, gso_size=10),  # > segments
+        replace(good, gso_type=GSO_TYPES["udp_l4"] | 0x80, csum_offset=6),  # USO with ECN
+    )
+    for h in refused:
+        add(3000, "tcp4", h)
+    # accepted, but decided by rules that differ between releases: a TCP gso_size below
+    # TCP_MIN_GSO_SIZE (raised to 8 by c27c449d455a), remainders "net: missing check virtio"
+    # refused, UFO's "too small" test without the UDP header (cf9acc90c80e)
+    tiny = replace(good, gso_size=1)
+    for length in (59, 62, 63, 100):
+        add(length, "tcp4", tiny)
+    for length in (2 * 1448, 2 * 1448 + 54, 2 * 1448 + 55, 1447):
+        add(length, "tcp4", good)
+    ufo = offload_header(headers_of("udp4"), "partial", (GSO_TYPES["udp"], 1000))
+    for length in (1040, 1042, 1043, 3000):
+        add(length, "udp4", ufo)
+    return cases
+
+
 def options_of(case: WriteCase) -> dict[str, Value]:
     return {
         "blocking": case.blocking,
@@ -68,6 +131,8 @@ def options_of(case: WriteCase) -> dict[str, Value]:
         "vnet_hdr": case.vnet_hdr,
         "vnet_hdr_sz": case.vnet_hdr_sz if case.vnet_hdr else None,
         "hdr": None if case.hdr is None else case.hdr.hex(),
+        "l4": case.l4,
+        "tcp_options": case.tcp_options,
     }
 
 
@@ -89,7 +154,7 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
     if trace.skb is not None:
         size = dict(trace.input)["vnet_hdr_sz"]
         out["ret"] = case.frame_len + (size if isinstance(size, int) else 0)
-        out.update((name, getattr(trace.skb, name, 0)) for name in SKB)
+        out.update((name, as_traced(name, getattr(trace.skb, name))) for name in SKB)
     return out
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from vnetrx.model import Region
+from dataclasses import replace
+
+from vnetrx.model import Buffer, Region
 
 
 def regions(*parts: tuple[str, int, str]) -> tuple[Region, ...]:
@@ -13,3 +15,23 @@ def regions(*parts: tuple[str, int, str]) -> tuple[Region, ...]:
             out.append(Region(name, offset, size, note))
         offset += max(size, 0)
     return tuple(out)
+
+
+PULLED_NOTE = "pulled into the skb head by virtio_net_hdr_to_skb (pskb_may_pull)"
+
+
+def mark_pulled(buffer: Buffer, pulled: int) -> Buffer:
+    """The buffer after __pskb_pull_tail copied ``pulled`` bytes of frag 0 into the skb head: the
+    front of the region left in place as frag 0 is now a copy in the head."""
+    out: list[Region] = []
+    for region in buffer.regions:
+        if pulled and region.name == "frame" and "frag 0" in region.note:
+            take = min(pulled, region.size)
+            out.append(Region(region.name, region.offset, take, PULLED_NOTE))
+            if region.size > take:
+                out.append(Region(region.name, region.offset + take, region.size - take,
+                                  region.note))
+            pulled -= take
+            continue
+        out.append(region)
+    return replace(buffer, regions=tuple(out))

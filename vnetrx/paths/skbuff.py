@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from vnetrx.errors import SimulationError
+from vnetrx.errors import SimulationError, UnsupportedError
 from vnetrx.kernel.changes import (
     ALLOC_SKB_WITH_FRAGS_HIGH_ORDER,
     NAPI_SMALL_PAGE_FRAG,
@@ -236,3 +236,55 @@ def frags_limit(k: KernelProfile, max_page_order: int) -> int:
     largest order it may use (order 0 up to 6.5, ``max_page_order`` from 6.6)."""
     order = max_page_order if k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER) else 0
     return k.build.max_skb_frags * (k.build.page_size << order)
+
+
+def pskb_expand_head(k: KernelProfile, skb: Skb, nhead: int, ntail: int, owned: bool) -> Skb:
+    """net/core/skbuff.c:pskb_expand_head @6.12.117: a new head of end + nhead + ntail bytes
+    from kmalloc_reserve (the small-head cache or kmalloc), the data copied, headroom kept
+    (plus nhead); ``truesize += new end - old end`` only when the skb has no socket (``owned``
+    False: virtio receive; tun's skbs are charged to the tap socket and keep their truesize)."""
+    head = kmalloc_reserve(k, skb.end + nhead + ntail)
+    end = head.size - shinfo_size(k)
+    return skb._replace(
+        head=head.label,
+        head_size=head.size,
+        data=skb.data + nhead,
+        tail=skb.tail + nhead,
+        end=end,
+        mac_header=None if skb.mac_header is None else skb.mac_header + nhead,
+        truesize=skb.truesize if owned else skb.truesize + end - skb.end,
+    )
+
+
+def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb | None:
+    """include/linux/skbuff.h:pskb_may_pull → net/core/skbuff.c:__pskb_pull_tail @6.12.117:
+    make the first ``length`` bytes linear. Nothing to do when they are; None (failure) past
+    skb->len; else the head grows when the tail would pass end (pskb_expand_head(skb, 0, eat +
+    128)), the bytes are copied out of the frags and the frags shrink from the front (a frag
+    eaten whole is released). Pulling into frag_list skbs is not modelled."""
+    if length <= skb.headlen:
+        return skb
+    if length > skb.len:
+        return None
+    delta = length - skb.headlen
+    eat = skb.tail + delta - skb.end
+    if eat > 0:
+        skb = pskb_expand_head(k, skb, 0, eat + 128, owned)
+    frags, left = list(skb.frags), delta
+    if skb.nr_frags and not frags:
+        raise SimulationError("pskb_may_pull on an skb planned without its frags")
+    while left and frags:
+        first = frags[0]
+        if first.size <= left:
+            left -= first.size
+            frags.pop(0)
+        else:
+            frags[0] = replace(first, offset=first.offset + left, size=first.size - left)
+            left = 0
+    if left:
+        raise UnsupportedError(
+            f"pulling {delta} header bytes reaches past the head skb's frags into its frag_list: "
+            "__pskb_pull_tail's frag_list case is not modelled"
+        )
+    return skb._replace(tail=skb.tail + delta, data_len=skb.data_len - delta,
+                        frags=tuple(frags), nr_frags=len(frags))

@@ -33,6 +33,17 @@ class StepLog:
             )
         )
 
+    def add_cited(
+        self, source: str, function: str, summary: str, because: tuple[str, ...] = (),
+        **values: Value,
+    ) -> None:
+        """A step whose source (``file:function @ version``) and change keys are already known
+        (a recorded check)."""
+        self.steps.append(
+            Step(function=function, source=source, summary=summary,
+                 values=tuple(values.items()), because=because)
+        )
+
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)

@@ -1,54 +1,85 @@
-"""The checks a tap write's virtio_net_hdr goes through: tun_get_user's front checks, then
-virtio_net_hdr_to_skb (include/linux/virtio_net.h). Pure functions over the header's six fields
-and the frame length; ``vnetrx decode`` and the tap engine (paths/tun.py) both use them.
+"""include/linux/virtio_net.h:virtio_net_hdr_to_skb: what the kernel does with a virtio_net_hdr
+once an skb holds the frame — on virtio-net receive (receive_buf / virtnet_receive_done) and on
+a tap write (tun_get_user). One model for both paths and for ``vnetrx decode``.
 
-Read: include/linux/virtio_net.h:virtio_net_hdr_to_skb @6.1.192 and @6.12.117,
-drivers/net/tun.c:tun_get_user @6.1.192 and @6.12.117, net/core/skbuff.c:skb_partial_csum_set
-@6.1.192 and @6.12.117, include/linux/udp.h (UDP_MAX_SEGMENTS = 1 << 7 at both). Kernels older
-than the VNET_HDR_GSO_SANITY change were not read: ``validate`` reports them as not modelled.
+It runs before eth_type_trans, so skb->data is the Ethernet header: csum_start counts from the
+frame's first byte (a TAP frame, or a virtio-net frame) and skb->len includes the 14 Ethernet
+bytes; skb->network_header is still 0 on both paths, so a GSO header without NEEDS_CSUM never
+reaches the flow-dissector branch (only af_packet takes it: not modelled).
 
-On a tap write the skb at virtio_net_hdr_to_skb still starts at the Ethernet header (it runs
-before eth_type_trans), so csum_start counts from the frame's first byte, and
-skb->network_header is still 0, so GSO without NEEDS_CSUM never reaches the flow dissector.
-
-Checked against the running 6.18.44 kernel: tests/test_decode_live.py writes 27 headers that sit
-on every boundary modelled here into a private tap device; errno and gso_size all match.
+Each kernel's variant of the function is an ``HdrRules`` (resolved once per kernel from the
+change table and the constants, ``hdr_rules``); ``virtio_net_hdr_to_skb`` then walks the checks
+in the kernel's order, pulling headers into the linear area (skbuff.pskb_may_pull) and recording
+every check with the values that decided it. Facts: docs/kernel/offloads.md §5-§8 (the function
+read @5.12.9, @5.15.x/@6.1.x/@6.6.x stable by stable, @6.1.192, @6.12.117, @6.18.9, @7.1.5).
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+from functools import cache
+from typing import NamedTuple
 
+from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import (
-    VNET_HDR_GSO_SANITY,
+    PARTIAL_CSUM_SET_MAGIC,
+    UDP_MAX_SEGMENTS_128,
+    VNET_HDR_GSO_BY_FRAGS,
     VNET_HDR_GSO_UDP_L4,
+    VNET_HDR_MISSING_CHECK,
     VNET_HDR_NH_MIN_LEN,
+    VNET_HDR_TCP_CSUM_OFFSET,
+    VNET_HDR_TCP_CSUM_OFFSET_PARTIAL,
+    VNET_HDR_TCP_MIN_GSO_SIZE,
+    VNET_HDR_TRANSPORT_FLOOR,
     VNET_HDR_UDP_L4_STRICT,
     VNET_HDR_UDP_TUNNEL,
+    VNET_HDR_UFO_THLEN,
+    Change,
 )
-from vnetrx.kernel.constants import ETH_HLEN, U16_MAX
+from vnetrx.kernel.constants import TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.model import Refusal, Skb
+from vnetrx.paths.skbuff import pskb_may_pull
+from vnetrx.paths.steps import StepLog
 
 VIRTIO_NET_H = "include/linux/virtio_net.h"
-TUN_C = "drivers/net/tun.c"
 SKBUFF_C = "net/core/skbuff.c"
 
-NEEDS_CSUM = 1  # include/uapi/linux/virtio_net.h
-DATA_VALID = 2
+# include/uapi/linux/virtio_net.h
+NEEDS_CSUM, DATA_VALID, RSC_INFO, UDP_TUNNEL_CSUM = 1, 2, 4, 8
 GSO_NONE, GSO_TCPV4, GSO_UDP, GSO_TCPV6, GSO_UDP_L4 = 0, 1, 3, 4, 5
-GSO_ECN = 0x80
-GSO_UDP_TUNNEL_BITS = 0x60  # VIRTIO_NET_HDR_GSO_UDP_TUNNEL_IPV4 | _IPV6 (6.18 uapi)
-GSO_BY_FRAGS = 0xFFFF  # include/linux/skbuff.h
-TCP_MIN_GSO_SIZE = 8  # include/net/tcp.h
-UDP_MAX_SEGMENTS = 128  # include/linux/udp.h @6.1.192, @6.12.117
+GSO_UDP_TUNNEL_IPV4, GSO_UDP_TUNNEL_IPV6, GSO_ECN = 0x20, 0x40, 0x80
+GSO_UDP_TUNNEL_BITS = GSO_UDP_TUNNEL_IPV4 | GSO_UDP_TUNNEL_IPV6
+# include/linux/skbuff.h
+CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_COMPLETE, CHECKSUM_PARTIAL = 0, 1, 2, 3
+GSO_BY_FRAGS = 0xFFFF
+# header sizes virtio_net_hdr_to_skb uses (sizeof the structs)
+IPHDR_LEN, IPV6HDR_LEN, TCPHDR_LEN, UDPHDR_LEN = 20, 40, 20, 8
 TCP_CSUM_OFFSET = 16  # offsetof(struct tcphdr, check)
 UDP_CSUM_OFFSET = 6  # offsetof(struct udphdr, check)
-IPHDR_LEN, IPV6HDR_LEN, TCPHDR_LEN, UDPHDR_LEN = 20, 40, 20, 8
+
+# The SKB_GSO_* bits (include/linux/skbuff.h); the ones virtio_net_hdr_to_skb sets have the same
+# values in every modelled kernel (5.12 .. 7.x). Only SKB_GSO_TCP_FIXEDID moved (bit 3 → 30 in
+# 6.18) and SKB_GSO_TCP_ACCECN appeared (bit 19, 6.17): docs/kernel/offloads.md §7.
+SKB_GSO_TCPV4, SKB_GSO_DODGY, SKB_GSO_TCP_ECN, SKB_GSO_TCPV6 = 1 << 0, 1 << 1, 1 << 2, 1 << 4
+SKB_GSO_UDP_TUNNEL, SKB_GSO_UDP_TUNNEL_CSUM = 1 << 10, 1 << 11
+SKB_GSO_UDP, SKB_GSO_UDP_L4 = 1 << 16, 1 << 17
+_SKB_GSO_NAMES = (
+    (0, "SKB_GSO_TCPV4"), (1, "SKB_GSO_DODGY"), (2, "SKB_GSO_TCP_ECN"), (4, "SKB_GSO_TCPV6"),
+    (5, "SKB_GSO_FCOE"), (6, "SKB_GSO_GRE"), (7, "SKB_GSO_GRE_CSUM"), (8, "SKB_GSO_IPXIP4"),
+    (9, "SKB_GSO_IPXIP6"), (10, "SKB_GSO_UDP_TUNNEL"), (11, "SKB_GSO_UDP_TUNNEL_CSUM"),
+    (12, "SKB_GSO_PARTIAL"), (13, "SKB_GSO_TUNNEL_REMCSUM"), (14, "SKB_GSO_SCTP"),
+    (15, "SKB_GSO_ESP"), (16, "SKB_GSO_UDP"), (17, "SKB_GSO_UDP_L4"), (18, "SKB_GSO_FRAGLIST"),
+)
 
 
 @dataclass(frozen=True)
 class VnetHdr:
-    """struct virtio_net_hdr's six members, as numbers (legacy: native order, LE on x86)."""
+    """struct virtio_net_hdr's six members, as numbers (__virtio16: little-endian with
+    VIRTIO_F_VERSION_1, native for legacy devices: little-endian on every profiled arch); and,
+    on the receive side, what follows: num_buffers (12-byte header) and the hash report."""
 
     flags: int
     gso_type: int
@@ -56,11 +87,47 @@ class VnetHdr:
     gso_size: int
     csum_start: int
     csum_offset: int
+    num_buffers: int | None = None  # virtio_net_hdr_mrg_rxbuf: the device's to set
+    hash_value: int | None = None  # virtio_net_hdr_v1_hash (HASH_REPORT, 20 bytes)
+    hash_report: int | None = None
+
+    @property
+    def gso(self) -> bool:
+        return self.gso_type != GSO_NONE
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> VnetHdr:
+        """A header from its bytes, zero-padded to 10: the six members, then num_buffers (12
+        bytes or more) and the hash report (20 or more), as ``to_bytes`` lays them out."""
+        raw = raw + bytes(max(10 - len(raw), 0))
+        flags, gso_type, hdr_len, gso_size, start, offset = struct.unpack_from("<BBHHHH", raw)
+        num_buffers = struct.unpack_from("<H", raw, 10)[0] if len(raw) >= 12 else None
+        hash_value, hash_report = (
+            struct.unpack_from("<IH", raw, 12) if len(raw) >= 20 else (None, None)
+        )
+        return cls(flags, gso_type, hdr_len, gso_size, start, offset, num_buffers, hash_value,
+                   hash_report)
+
+    def to_bytes(self, size: int) -> bytes:
+        """The header as the device (or a tap writer) lays it out in ``size`` bytes (10, 12, 20
+        or 24: layouts/virtio_net.py's structs; the tunnel offsets of a 24-byte header are 0)."""
+        raw = struct.pack("<BBHHHH", self.flags, self.gso_type, self.hdr_len, self.gso_size,
+                          self.csum_start, self.csum_offset)
+        if size >= 12:
+            raw += struct.pack("<H", self.num_buffers or 0)
+        if size >= 20:
+            raw += struct.pack("<IHH", self.hash_value or 0, self.hash_report or 0, 0)
+        return raw + bytes(size - len(raw))
+
+
+NO_HDR = VnetHdr(0, GSO_NONE, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
 class Check:
-    """One test the kernel makes, where it makes it, and how it came out."""
+    """One test the kernel makes, where it makes it, and how it came out. ``test`` says what
+    the kernel requires (or, for a decision that refuses nothing, what it decides); a check that
+    is not ``ok`` refused the header."""
 
     source: str
     function: str
@@ -68,317 +135,335 @@ class Check:
     ok: bool
     detail: str
     because: tuple[str, ...] = ()
+    refusal: str = ""  # when not ok: why the kernel refuses, in one line
+
+    @property
+    def reason(self) -> str:
+        return self.refusal or f"{self.test} fails ({self.detail})"
+
+    def refused(self) -> Refusal:
+        return Refusal(self.function, self.source, self.test, self.reason, self.because)
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What write(2) of this header and frame returns, and every check on the way."""
+class HdrRules:
+    """What one kernel's virtio_net_hdr_to_skb accepts, and how (docs/kernel/offloads.md §8).
+    ``because`` holds the change keys a check cites."""
 
-    modelled: bool  # False: the kernel's checks for this case were not read (see ``reason``)
-    accepted: bool | None
-    errno: str | None  # "EINVAL" when the write fails
-    function: str | None  # where it fails
-    reason: str | None
+    kernel: str
+    udp_l4: bool  # GSO_UDP_L4 (5) is a known type (860b7f27b8f7, 6.2)
+    ufo_excludes_thlen: bool  # UFO's "too small" test leaves out the UDP header (cf9acc90c80e)
+    gso_by_frags: bool  # gso_size == GSO_BY_FRAGS is refused
+    udp_l4_checks: bool  # USO needs NEEDS_CSUM, csum_offset 6, <= UDP_MAX_SEGMENTS, no ECN
+    udp_max_segments: int  # UDP_MAX_SEGMENTS (include/linux/udp.h)
+    tcp_csum_offset: str  # "never" | "always" | "partial": TCP GSO's csum_offset == 16 test
+    transport_floor: bool  # NEEDS_CSUM: skb_transport_offset < nh_min_len is refused
+    nocsum_nh_min_len: bool  # GSO without NEEDS_CSUM pulls nh_min_len + thlen (else thlen)
+    csum_p_off_max: bool  # the NEEDS_CSUM p_off uses max(nh_min_len, transport offset)
+    missing_check: bool  # "net: missing check virtio": the skb->len / gso_size test
+    tcp_min_gso_size: int  # TCP gso_size raised to this (TCP_MIN_GSO_SIZE 8), 0: no clamp
+    partial_csum_strict: bool  # skb_partial_csum_set refuses headroom + start == U16_MAX too
+    tunnel: bool  # 6.17+: UDP-tunnel gso_type bits go through virtio_net_hdr_tnl_to_skb
+    because: dict[str, tuple[str, ...]]  # a rule's name → the change keys that set it
+
+    def cite(self, rule: str) -> tuple[str, ...]:
+        return self.because.get(rule, ())
+
+
+class HdrResult(NamedTuple):
+    """virtio_net_hdr_to_skb's outcome: the skb it leaves, or the check that refused it (the
+    caller drops the skb: -EINVAL on a tap write, rx_frame_errors++ on virtio-net)."""
+
+    skb: Skb | None
     checks: tuple[Check, ...]
-    gso: bool | None  # the skb leaves as a GSO skb (SKB_GSO_DODGY set)
-    hdr_len: int | None  # hdr_len after tun_get_user's NEEDS_CSUM fix-up
+    failed: Check | None
+    pulled: int  # bytes pskb_may_pull moved from the frags into the linear area
+    expanded: bool  # pskb_expand_head gave the skb a new, larger head
 
 
-def csum_hdr_len(h: VnetHdr) -> int:
-    """tun_get_user: with NEEDS_CSUM, hdr_len grows to csum_start + csum_offset + 2 when that is
-    larger; the result is stored back into the 16-bit field, so it wraps above 65535."""
-    if h.flags & NEEDS_CSUM:
-        end = h.csum_start + h.csum_offset + 2
-        if end > h.hdr_len:
-            return end & U16_MAX
-    return h.hdr_len
-
-
-def gso_names(k: KernelProfile) -> dict[int, tuple[str, int]]:
-    """gso_type (ECN masked off) → (SKB_GSO name, thlen) that virtio_net_hdr_to_skb accepts."""
-    accepted = {
-        GSO_TCPV4: ("SKB_GSO_TCPV4", TCPHDR_LEN),
-        GSO_TCPV6: ("SKB_GSO_TCPV6", TCPHDR_LEN),
-        GSO_UDP: ("SKB_GSO_UDP", UDPHDR_LEN),
-    }
-    if k.has(VNET_HDR_GSO_UDP_L4):
-        accepted[GSO_UDP_L4] = ("SKB_GSO_UDP_L4", UDPHDR_LEN)
-    return accepted
+def gso_type_names(mask: int) -> tuple[str, ...]:
+    """The SKB_GSO_* names of a gso_type mask's bits."""
+    return tuple(name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
 
 
 class _Walk:
+    """The checks, in order, as the kernel makes them."""
+
     def __init__(self, k: KernelProfile) -> None:
         self.k = k
         self.checks: list[Check] = []
 
-    def add(
-        self, source: str, function: str, test: str, ok: bool, detail: str, *because: str
-    ) -> bool:
-        self.checks.append(
-            Check(f"{source}:{function} @ {self.k.name}", function, test, ok, detail, because)
-        )
+    def add(self, source: str, function: str, test: str, ok: bool, detail: str,
+            because: tuple[str, ...] = (), refusal: str = "") -> bool:
+        self.checks.append(Check(f"{source}:{function} @ {self.k.name}", function, test, ok,
+                                 detail, because, "" if ok else refusal))
         return ok
 
 
-def validate(
-    k: KernelProfile, h: VnetHdr, frame_len: int, *, headroom: int, tap: bool = True
-) -> Verdict:
-    """The checks of one write of ``h`` plus ``frame_len`` frame bytes, in kernel order.
-
-    ``headroom`` is skb_headroom() when virtio_net_hdr_to_skb runs (tun's pad: NET_SKB_PAD +
-    NET_IP_ALIGN on both the build_skb and the alloc_skb path, no XDP program attached).
-    """
+def virtio_net_hdr_to_skb(
+    k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool, tunnel: bool = False
+) -> HdrResult:
+    """virtio_net_hdr_to_skb(skb, hdr, little_endian) on ``skb`` (data at the Ethernet header).
+    ``owned``: the skb is charged to a socket (tun), so growing its head leaves truesize.
+    ``tunnel``: UDP-tunnel GSO was negotiated (a 24-byte header; 6.17+ only)."""
     w = _Walk(k)
-
-    def fail(function: str, reason: str, hdr_len: int | None) -> Verdict:
-        return Verdict(True, False, "EINVAL", function, reason, tuple(w.checks), None, hdr_len)
-
-    if not k.has(VNET_HDR_GSO_SANITY):
-        return Verdict(
-            False,
-            None,
-            None,
-            None,
-            f"virtio_net_hdr_to_skb as of {k.name} was not read (read: 6.1.192, 6.12.117); "
-            "validation is modelled for kernels carrying vnet_hdr_gso_sanity",
-            (),
-            None,
-            None,
-        )
-    if k.has(VNET_HDR_UDP_TUNNEL) and h.gso_type & GSO_UDP_TUNNEL_BITS:
-        return Verdict(
-            False,
-            None,
-            None,
-            None,
-            f"UDP tunnel GSO bits ({h.gso_type & GSO_UDP_TUNNEL_BITS:#x}) on {k.name}: "
-            "tun_vnet_hdr_tnl_to_skb's checks are not modelled",
-            (),
-            None,
-            None,
-        )
-    # --- tun_get_user: before any skb exists (no counter moves) ---------------------------
-    hdr_len = csum_hdr_len(h)
-    if h.flags & NEEDS_CSUM:
-        end = h.csum_start + h.csum_offset + 2
-        w.add(
-            TUN_C,
-            "tun_get_user",
-            "NEEDS_CSUM: csum_start + csum_offset + 2 > hdr_len → hdr_len = that sum",
-            True,
-            f"{h.csum_start} + {h.csum_offset} + 2 = {end}"
-            + (
-                f" > {h.hdr_len}: hdr_len becomes {hdr_len}"
-                + (" (wrapped to 16 bits)" if end > U16_MAX else "")
-                if end > h.hdr_len
-                else f" ≤ hdr_len {h.hdr_len}: unchanged"
-            ),
-        )
-    if not w.add(
-        TUN_C,
-        "tun_get_user",
-        "hdr_len > len → -EINVAL",
-        hdr_len <= frame_len,
-        f"hdr_len {hdr_len} {'>' if hdr_len > frame_len else '≤'} the {frame_len} "
-        "frame bytes after the vnet header",
-    ):
-        return fail(
-            "tun_get_user", f"hdr_len {hdr_len} exceeds the {frame_len}-byte frame", hdr_len
-        )
-    if tap:
-        short = frame_len < ETH_HLEN or 0 < hdr_len < ETH_HLEN
-        if not w.add(
-            TUN_C,
-            "tun_get_user",
-            "TAP: len < ETH_HLEN or 0 < hdr_len < ETH_HLEN → -EINVAL",
-            not short,
-            f"len {frame_len}, hdr_len {hdr_len}, ETH_HLEN {ETH_HLEN}",
-        ):
-            return fail(
-                "tun_get_user",
-                f"frame of {frame_len} bytes or hdr_len {hdr_len} below ETH_HLEN (14)",
-                hdr_len,
-            )
-    # --- virtio_net_hdr_to_skb: after the skb is built (rx_frame_errors++, skb freed) ------
     fn = "virtio_net_hdr_to_skb"
-    nh_check = k.has(VNET_HDR_NH_MIN_LEN)
-    nh_min_len = IPHDR_LEN
+    start_len = skb.headlen
+    expanded = False
+
+    def refuse() -> HdrResult:
+        return HdrResult(None, tuple(w.checks), w.checks[-1], 0, expanded)
+
+    def pull(length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
+        nonlocal skb, expanded
+        before = skb
+        pulled = pskb_may_pull(k, skb, length, owned)
+        if pulled is None:
+            w.add(VIRTIO_NET_H, fn, test, False,
+                  f"{length} bytes needed, skb->len is {skb.len}: pskb_may_pull fails", because,
+                  f"{what} = {length} bytes needed, the frame has {skb.len} "
+                  "(pskb_may_pull fails)")
+            return False
+        grew = pulled.head_size != before.head_size or pulled.head != before.head
+        moved = pulled.headlen - before.headlen
+        w.add(VIRTIO_NET_H, fn, test, True,
+              f"{length} ≤ skb->len {skb.len}; "
+              + (f"{moved} byte(s) pulled from the frags into the linear area"
+                 + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew else "")
+                 if moved else f"the first {length} bytes are already linear"),
+              because)
+        expanded = expanded or grew
+        skb = pulled
+        return True
+
+    if r.tunnel and h.gso_type & GSO_UDP_TUNNEL_BITS:
+        # 6.17+: virtio_net_hdr_tnl_to_skb takes frames with a tunnel bit (a2fb4bc4e2a6)
+        if tunnel:
+            raise UnsupportedError(
+                f"UDP-tunnel GSO bits ({h.gso_type & GSO_UDP_TUNNEL_BITS:#x}) with UDP-tunnel "
+                f"GSO negotiated on {k.name}: virtio_net_hdr_tnl_to_skb's checks are not "
+                "modelled"
+            )
+        w.add(VIRTIO_NET_H, "virtio_net_hdr_tnl_to_skb",
+              "a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", False,
+              f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
+              "GUEST_UDP_TUNNEL_GSO (virtio) / a 24-byte vnet_hdr_sz (tun) is off",
+              r.cite("tunnel"),
+              f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO negotiated")
+        return refuse()
+    # --- 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len ---------------
+    nh_min_len, thlen, skb_gso = IPHDR_LEN, 0, 0
     base = h.gso_type & ~GSO_ECN & 0xFF
     ecn = bool(h.gso_type & GSO_ECN)
-    gso = h.gso_type != GSO_NONE
-    thlen = 0
-    skb_gso = ""
-    if gso:
-        accepted = gso_names(k)
-        known = ", ".join(f"{t}" for t in sorted(accepted))
-        ok = base in accepted
+    if h.gso:
+        known = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
+                 GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
+        if r.udp_l4:
+            known[GSO_UDP_L4] = (SKB_GSO_UDP_L4, UDPHDR_LEN)
+        ok = base in known
         detail = (
-            f"gso_type {h.gso_type:#04x} & ~ECN = {base} → {accepted[base][0]}"
+            f"gso_type {h.gso_type:#04x} & ~ECN = {base} → {gso_type_names(known[base][0])[0]}"
             if ok
             else f"gso_type {h.gso_type:#04x} & ~ECN = {base}"
             + (" (the ECN bit alone, without a GSO type)" if base == 0 else "")
-            + f" is none of the accepted types ({known})"
+            + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
             + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else "")
         )
-        if not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type",
-            ok,
-            detail,
-            *((VNET_HDR_GSO_UDP_L4.key,) if base == GSO_UDP_L4 else ()),
-        ):
-            return fail(fn, detail, hdr_len)
-        skb_gso, thlen = accepted[base]
-        if base == GSO_TCPV6 and nh_check:
+        if not w.add(VIRTIO_NET_H, fn, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
+                     detail, r.cite("udp_l4") if base == GSO_UDP_L4 else (), detail):
+            return refuse()
+        skb_gso, thlen = known[base]
+        if base == GSO_TCPV6 and (r.transport_floor or r.nocsum_nh_min_len):
             nh_min_len = IPV6HDR_LEN
-        if not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "gso_size == 0 with a GSO type → -EINVAL",
-            h.gso_size != 0,
-            f"gso_size {h.gso_size}",
-        ):
-            return fail(fn, f"gso_type {h.gso_type:#04x} with gso_size 0", hdr_len)
+        if ecn:
+            skb_gso |= SKB_GSO_TCP_ECN
+        if not w.add(VIRTIO_NET_H, fn, "a GSO type needs gso_size != 0",
+                     h.gso_size != 0, f"gso_size {h.gso_size}", (),
+                     f"gso_type {h.gso_type:#04x} with gso_size 0"):
+            return refuse()
+    # skb_reset_mac_header(skb): mac_header = data
+    skb = skb._replace(mac_header=skb.data)
+    # --- 2. NEEDS_CSUM: the checksum's place, and the headers it needs linear ---------------
     p_off = 0
     if h.flags & NEEDS_CSUM:
         start, off = h.csum_start, h.csum_offset
         needed = start + max(thlen, off + 2)
+        if r.missing_check and h.gso_size:
+            segs, rem = divmod(skb.len, h.gso_size)
+            ok = bool(segs) and h.gso_size > needed and (rem > needed or rem == 0)
+            if not w.add(
+                VIRTIO_NET_H, fn,
+                "NEEDS_CSUM with gso_size: skb->len / gso_size >= 1, gso_size > needed and the "
+                "remainder 0 or > needed (\"net: missing check virtio\")", ok,
+                f"skb->len {skb.len} = {segs} × {h.gso_size} + {rem}; needed {needed}",
+                r.cite("missing_check"),
+                f"skb->len {skb.len} = {segs} × gso_size {h.gso_size} + {rem}: "
+                + ("shorter than one segment" if not segs else
+                   f"gso_size not above the {needed} header bytes" if h.gso_size <= needed else
+                   f"a last segment of {rem} bytes, not above the {needed} header bytes")
+                + " (\"net: missing check virtio\")"):
+                return refuse()
+        if not pull(needed, "NEEDS_CSUM: pskb_may_pull(csum_start + max(thlen, csum_offset + 2))",
+                    "csum_start + max(thlen, csum_offset + 2)"):
+            return refuse()
+        headroom = skb.data
+        csum_start = headroom + start
+        too_far = csum_start >= U16_MAX if r.partial_csum_strict else csum_start > U16_MAX
+        ok = not too_far and start + off + 2 <= skb.headlen
         if not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "NEEDS_CSUM: pskb_may_pull(csum_start + max(thlen, csum_offset + 2))",
-            needed <= frame_len,
-            f"needed = {start} + max({thlen}, {off} + 2) = {needed} "
-            f"{'≤' if needed <= frame_len else '>'} skb->len {frame_len}",
-        ):
-            return fail(
-                fn,
-                f"csum_start + max(thlen, csum_offset + 2) = {needed} bytes needed, "
-                f"the frame has {frame_len} (pskb_may_pull fails)",
-                hdr_len,
-            )
-        ok = headroom + start < U16_MAX
-        if not w.add(
-            SKBUFF_C,
-            "skb_partial_csum_set",
-            "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen",
-            ok,
-            f"headroom {headroom} + {start} = {headroom + start}"
-            f"{' ≥ 65535' if not ok else ''}; the checksum field lies in the pulled "
-            "linear data",
-        ):
-            return fail(
-                fn,
-                f"skb_partial_csum_set: headroom {headroom} + csum_start {start} "
-                "does not fit skb->csum_start (16 bits)",
-                hdr_len,
-            )
-        if nh_check and not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "skb_transport_offset (csum_start) < nh_min_len → -EINVAL",
-            start >= nh_min_len,
-            f"csum_start {start} vs nh_min_len {nh_min_len}",
-            VNET_HDR_NH_MIN_LEN.key,
-        ):
-            return fail(
-                fn,
-                f"csum_start {start} is below nh_min_len {nh_min_len} (no room "
-                "for a network header before the transport header)",
-                hdr_len,
-            )
-        p_off = start + thlen
-        if gso and not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "pskb_may_pull(transport offset + thlen)",
-            p_off <= frame_len,
-            f"p_off {p_off} vs skb->len {frame_len}",
-        ):
-            return fail(fn, f"transport header ends at {p_off}, past the frame", hdr_len)
-    elif gso:
-        p_off = (nh_min_len if nh_check else 0) + thlen
-        if not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "GSO without NEEDS_CSUM, network_header unset on a tap write: "
-            + ("pskb_may_pull(nh_min_len + thlen)" if nh_check else "pskb_may_pull(thlen)"),
-            p_off <= frame_len,
-            f"p_off {p_off} vs skb->len {frame_len}",
-            *((VNET_HDR_NH_MIN_LEN.key,) if nh_check else ()),
-        ):
-            return fail(fn, f"{p_off} header bytes needed, the frame has {frame_len}", hdr_len)
-    if not gso:
-        w.add(
-            VIRTIO_NET_H,
-            fn,
-            "GSO_NONE: no GSO state",
-            True,
-            "CHECKSUM_PARTIAL"
-            if h.flags & NEEDS_CSUM
-            else "no NEEDS_CSUM: ip_summed stays CHECKSUM_NONE (flags other than NEEDS_CSUM are "
-            "not read here)",
-        )
-        return Verdict(True, True, None, None, None, tuple(w.checks), False, hdr_len)
-    gso_size = h.gso_size
-    nh_off = p_off
-    if base == GSO_UDP:
-        nh_off -= thlen
-    elif base == GSO_UDP_L4 and k.has(VNET_HDR_UDP_L4_STRICT):
-        rules = (
-            ("UDP_L4 needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM), "flags lack NEEDS_CSUM"),
-            (
-                "UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
-                h.csum_offset == UDP_CSUM_OFFSET,
-                f"csum_offset {h.csum_offset}",
-            ),
-            (
-                "UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
-                frame_len - p_off <= gso_size * UDP_MAX_SEGMENTS,
-                f"{frame_len} - {p_off} = {frame_len - p_off} vs {gso_size} * "
-                f"{UDP_MAX_SEGMENTS} = {gso_size * UDP_MAX_SEGMENTS}",
-            ),
-            ("UDP_L4 without the ECN bit", not ecn, f"gso_type {h.gso_type:#04x}"),
-        )
-        for test, ok, detail in rules:
-            if not w.add(VIRTIO_NET_H, fn, test, ok, detail, VNET_HDR_UDP_L4_STRICT.key):
-                return fail(fn, f"{test.split(': ', 1)[-1]} fails ({detail})", hdr_len)
-    elif base in (GSO_TCPV4, GSO_TCPV6):
-        if h.flags & NEEDS_CSUM and not w.add(
-            VIRTIO_NET_H,
-            fn,
-            "TCP GSO with CHECKSUM_PARTIAL: csum_offset == 16 (tcphdr.check)",
-            h.csum_offset == TCP_CSUM_OFFSET,
-            f"csum_offset {h.csum_offset}",
-            VNET_HDR_GSO_SANITY.key,
-        ):
-            return fail(
-                fn, f"TCP GSO with csum_offset {h.csum_offset}, not 16 (tcphdr.check)", hdr_len
-            )
-        gso_size = max(gso_size, TCP_MIN_GSO_SIZE)
-    if not w.add(
-        VIRTIO_NET_H,
-        fn,
-        "gso_size == GSO_BY_FRAGS (0xffff) → -EINVAL",
-        gso_size != GSO_BY_FRAGS,
-        f"gso_size {gso_size}",
-        VNET_HDR_GSO_SANITY.key,
-    ):
-        return fail(fn, "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel", hdr_len)
-    big = frame_len - nh_off > gso_size
-    w.add(
-        VIRTIO_NET_H,
-        fn,
-        "skb->len - nh_off > gso_size: a GSO skb (else 'too small')",
-        True,
-        f"{frame_len} - {nh_off} = {frame_len - nh_off} "
-        + (
-            f"> {gso_size}: gso_size {gso_size}, gso_type {skb_gso}"
-            + (" | SKB_GSO_TCP_ECN" if ecn else "")
-            + " | SKB_GSO_DODGY"
-            if big
-            else f"≤ {gso_size}: too small to be GSO, sent as one packet"
+            SKBUFF_C, "skb_partial_csum_set",
+            "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen", ok,
+            f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
+            f"{start + off + 2} vs headlen {skb.headlen}"
+            + ("" if ok else " (\"bad partial csum\" is logged)"), r.cite("partial_csum_strict"),
+            f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
+            f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
+            "\"bad partial csum\" is logged)"):
+            return refuse()
+        skb = skb._replace(ip_summed=CHECKSUM_PARTIAL, csum_start=csum_start, csum_offset=off)
+        transport = start  # skb_transport_offset: transport_header = csum_start
+        if r.transport_floor and not w.add(
+            VIRTIO_NET_H, fn, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
+            transport >= nh_min_len, f"csum_start {start} vs nh_min_len {nh_min_len}",
+            r.cite("transport_floor"),
+            f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a network "
+            "header before the transport header)"):
+            return refuse()
+        p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + thlen
+        if not pull(p_off, "pskb_may_pull(p_off = "
+                    + ("max(nh_min_len, transport offset)" if r.csum_p_off_max
+                       else "transport offset") + " + thlen)",
+                    "p_off", r.cite("csum_p_off_max")):
+            return refuse()
+    elif h.gso:
+        p_off = (nh_min_len if r.nocsum_nh_min_len else 0) + thlen
+        what = "nh_min_len + thlen" if r.nocsum_nh_min_len else "thlen"
+        if not pull(p_off, f"GSO without NEEDS_CSUM (network_header unset): pskb_may_pull({what})",
+                    f"GSO without NEEDS_CSUM: {what}", r.cite("nocsum_nh_min_len")):
+            return refuse()
+    # --- 3. the GSO fields --------------------------------------------------------------------
+    if h.gso:
+        gso_size, nh_off = h.gso_size, p_off
+        if skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP and r.ufo_excludes_thlen:
+            nh_off -= thlen  # "UFO may not include transport header in gso_size"
+        elif skb_gso == SKB_GSO_UDP_L4 or (skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP_L4):
+            if r.udp_l4_checks:
+                limit = h.gso_size * r.udp_max_segments
+                rules = (
+                    ("UDP_L4 needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
+                     f"flags {h.flags:#x}", "GSO_UDP_L4 without NEEDS_CSUM"),
+                    ("UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
+                     skb.csum_offset == UDP_CSUM_OFFSET, f"csum_offset {skb.csum_offset}",
+                     f"GSO_UDP_L4 with csum_offset {skb.csum_offset}, not 6 (udphdr.check)"),
+                    ("UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
+                     skb.len - p_off <= limit,
+                     f"{skb.len} - {p_off} = {skb.len - p_off} vs {h.gso_size} * "
+                     f"{r.udp_max_segments} = {limit}",
+                     f"GSO_UDP_L4 payload {skb.len - p_off} > gso_size {h.gso_size} × "
+                     f"UDP_MAX_SEGMENTS {r.udp_max_segments} = {limit}"),
+                    ("UDP_L4 without the ECN bit", not ecn, f"gso_type {h.gso_type:#04x}",
+                     "GSO_UDP_L4 with the ECN bit"),
+                )
+                for test, ok, detail, refusal in rules:
+                    if not w.add(VIRTIO_NET_H, fn, test, ok, detail, r.cite("udp_l4_checks"),
+                                 refusal):
+                        return refuse()
+        elif skb_gso & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
+            if r.tcp_csum_offset != "never":
+                applies = r.tcp_csum_offset == "always" or skb.ip_summed == CHECKSUM_PARTIAL
+                offset = skb.csum_offset or 0  # without NEEDS_CSUM the csum union holds 0
+                if applies and not w.add(
+                    VIRTIO_NET_H, fn,
+                    "TCP GSO: csum_offset == offsetof(struct tcphdr, check) (16)"
+                    + (" when CHECKSUM_PARTIAL" if r.tcp_csum_offset == "partial" else ""),
+                    offset == TCP_CSUM_OFFSET, f"csum_offset {offset}",
+                    r.cite("tcp_csum_offset"),
+                    f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
+                    + ("" if skb.ip_summed == CHECKSUM_PARTIAL else
+                       ": this kernel tests it even without NEEDS_CSUM")):
+                    return refuse()
+            if r.tcp_min_gso_size and gso_size < r.tcp_min_gso_size:
+                w.add(VIRTIO_NET_H, fn, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)", True,
+                      f"gso_size {gso_size} raised to {r.tcp_min_gso_size}",
+                      r.cite("tcp_min_gso_size"))
+                gso_size = r.tcp_min_gso_size
+        if r.gso_by_frags and not w.add(
+            VIRTIO_NET_H, fn, "gso_size != GSO_BY_FRAGS (0xffff)",
+            gso_size != GSO_BY_FRAGS, f"gso_size {gso_size}", r.cite("gso_by_frags"),
+            "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel"):
+            return refuse()
+        big = skb.len - nh_off > gso_size
+        mask = skb_gso | SKB_GSO_DODGY
+        w.add(VIRTIO_NET_H, fn, "the GSO fields are set only if skb->len - nh_off > gso_size "
+              "(\"too small packets are not really GSO ones\")", True,
+              f"{skb.len} - {nh_off} = {skb.len - nh_off} "
+              + (f"> {gso_size}: gso_size {gso_size}, gso_type {mask:#x} "
+                 f"({'|'.join(gso_type_names(mask))}), gso_segs 0"
+                 if big else f"≤ {gso_size}: too small to be GSO, left as one packet"),
+              r.cite("ufo_excludes_thlen") if skb_gso & SKB_GSO_UDP else ())
+        if big:
+            skb = skb._replace(gso_size=gso_size, gso_type=mask,
+                               gso_type_names=gso_type_names(mask), gso_segs=0)
+    elif not h.flags & NEEDS_CSUM:
+        w.add(VIRTIO_NET_H, fn, "no NEEDS_CSUM, GSO_NONE", True,
+              f"nothing to set; ip_summed stays {skb.ip_summed} ({skb.ip_summed_name})")
+    return HdrResult(skb, tuple(w.checks), None, skb.headlen - start_len, expanded)
+
+
+def narrate_checks(checks: tuple[Check, ...], log: StepLog) -> None:
+    """One step per check, with the values that decided it."""
+    for check in checks:
+        log.add_cited(check.source, check.function,
+                      f"{'✓' if check.ok else '✗'} {check.test}: {check.detail}",
+                      check.because, ok=check.ok)
+
+
+def _because(k: KernelProfile, **rules: tuple[Change, ...]) -> dict[str, tuple[str, ...]]:
+    """The change keys each rule cites on this kernel (only the changes it carries)."""
+    return {rule: tuple(c.key for c in cs if k.has(c)) for rule, cs in rules.items()}
+
+
+@cache
+def hdr_rules(k: KernelProfile) -> HdrRules:
+    """This kernel's virtio_net_hdr_to_skb: the one place its version is asked about."""
+    nh_min_len = k.has(VNET_HDR_NH_MIN_LEN)
+    floor = k.has(VNET_HDR_TRANSPORT_FLOOR)
+    if k.has(VNET_HDR_TCP_CSUM_OFFSET_PARTIAL):
+        tcp_csum_offset = "partial"
+    elif k.has(VNET_HDR_TCP_CSUM_OFFSET):
+        tcp_csum_offset = "always"  # 5.15.167, 6.1.107-110, 6.6.46-51
+    else:
+        tcp_csum_offset = "never"
+    return HdrRules(
+        kernel=k.name,
+        udp_l4=k.has(VNET_HDR_GSO_UDP_L4),
+        ufo_excludes_thlen=k.has(VNET_HDR_UFO_THLEN),
+        gso_by_frags=k.has(VNET_HDR_GSO_BY_FRAGS),
+        udp_l4_checks=k.has(VNET_HDR_UDP_L4_STRICT),
+        udp_max_segments=k.value(UDP_MAX_SEGMENTS),
+        tcp_csum_offset=tcp_csum_offset,
+        transport_floor=floor,
+        nocsum_nh_min_len=nh_min_len,
+        # 9181d6f8a2bb's max(nh_min_len, transport offset); 49d14b54a527 replaced it with the
+        # floor test and the transport offset itself (6.6.14-6.6.54, 6.8-6.11)
+        csum_p_off_max=nh_min_len and not floor,
+        missing_check=k.has(VNET_HDR_MISSING_CHECK),
+        tcp_min_gso_size=k.value(TCP_MIN_GSO_SIZE) if k.has(VNET_HDR_TCP_MIN_GSO_SIZE) else 0,
+        partial_csum_strict=k.has(PARTIAL_CSUM_SET_MAGIC),
+        tunnel=k.has(VNET_HDR_UDP_TUNNEL),
+        because=_because(
+            k,
+            udp_l4=(VNET_HDR_GSO_UDP_L4,),
+            ufo_excludes_thlen=(VNET_HDR_UFO_THLEN,),
+            gso_by_frags=(VNET_HDR_GSO_BY_FRAGS,),
+            udp_l4_checks=(VNET_HDR_UDP_L4_STRICT, UDP_MAX_SEGMENTS_128),
+            tcp_csum_offset=(VNET_HDR_TCP_CSUM_OFFSET, VNET_HDR_TCP_CSUM_OFFSET_PARTIAL),
+            transport_floor=(VNET_HDR_TRANSPORT_FLOOR,),
+            nocsum_nh_min_len=(VNET_HDR_NH_MIN_LEN,),
+            csum_p_off_max=(VNET_HDR_NH_MIN_LEN,) if not floor else (),
+            missing_check=(VNET_HDR_MISSING_CHECK,),
+            tcp_min_gso_size=(VNET_HDR_TCP_MIN_GSO_SIZE,),
+            partial_csum_strict=(PARTIAL_CSUM_SET_MAGIC,),
+            tunnel=(VNET_HDR_UDP_TUNNEL,),
         ),
     )
-    return Verdict(True, True, None, None, None, tuple(w.checks), big, hdr_len)

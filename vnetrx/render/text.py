@@ -29,13 +29,28 @@ _TEXT_LINES = tuple(
                                  key=lambda f: f.text or (0, 0)))
     for line in sorted({f.text[0] for f in SKB_FIELDS if f.text})
 )
-_LINE_PREFIX = {0: "offsets from head: "}
+_LINE_PREFIX = {0: "offsets from head: ", 2: "offload: "}
+
+
+def _field_text(skb: Skb, name: str) -> str:
+    """One field of the skb block: hex and names for the GSO mask, 0/1 for a bool."""
+    value = getattr(skb, name)
+    if name == "ip_summed":
+        return f"{value} ({skb.ip_summed_name})"
+    if name == "gso_type":
+        names = "|".join(n.removeprefix("SKB_GSO_") for n in skb.gso_type_names)
+        return f"{value:#x}" + (f" ({names})" if names else "")
+    if name == "hash":
+        return f"{value:#010x}"
+    if isinstance(value, bool):
+        return str(int(value))
+    return "-" if value is None else str(value)
 
 
 def _style(name: str, note: str) -> tuple[str, str]:
     if name == "frame" and "frag" in note:
         return ("f", "bold cyan")
-    if name == "frame" and "copied" in note:
+    if name == "frame" and ("copied" in note or "pulled" in note):
         return ("c", "bold blue")
     return _REGION_STYLE.get(name, ("?", ""))
 
@@ -142,9 +157,8 @@ def skb_map(skb: Skb) -> RenderableType:
             lines.append("\n")
         lines.append(_LINE_PREFIX.get(number, ""))
         for position, name in enumerate(line):
-            value = getattr(skb, name)
             lines.append("  " if position else "")
-            lines.append(f"{name} {'-' if value is None else value}",
+            lines.append(f"{name} {_field_text(skb, name)}",
                          style="bold" if name == "truesize" else "")
         if number == 0:
             lines.append(f"  (skb_shared_info {skb.end}..{skb.head_size})")
@@ -169,6 +183,10 @@ def _summary(trace: Trace) -> Text:
         return text
     if trace.skb is None or trace.cost is None:
         text.append(f"dropped ({trace.reason})", style="bold red")
+        if trace.refused_by is not None:
+            text.append(f": {trace.refused_by.reason}, in {trace.refused_by.source}")
+        if trace.counter is not None:
+            text.append(f"; {trace.counter}++")
         return text
     text.append(trace.outcome, style="bold green" if trace.outcome == "build_skb" else "bold blue")
     text.append(
@@ -179,8 +197,27 @@ def _summary(trace: Trace) -> Text:
     return text
 
 
+def _header_line(trace: Trace) -> Text | None:
+    """The virtio_net_hdr the trace ran with (given as --hdr or built by --csum/--gso)."""
+    raw = dict(trace.input).get("hdr")
+    if not isinstance(raw, str):
+        return None
+    from vnetrx.decode.header import flag_names, gso_name
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+    h = VnetHdr.from_bytes(bytes.fromhex(raw))
+    flags = "|".join(flag_names(h.flags)[0]) or "0"
+    line = Text("virtio_net_hdr: ", style="bold")
+    line.append(f"flags {flags}  gso_type {gso_name(h.gso_type)}  hdr_len {h.hdr_len}  "
+                f"gso_size {h.gso_size}  csum_start {h.csum_start}  csum_offset {h.csum_offset}")
+    line.append(f"  ({raw})", style="dim")
+    return line
+
+
 def trace_renderable(trace: Trace) -> RenderableType:
-    parts: list[RenderableType] = [_kernel_line(trace), Text(), steps_table(trace.steps), Text()]
+    header = _header_line(trace)
+    parts: list[RenderableType] = [_kernel_line(trace), *([header] if header else []), Text(),
+                                   steps_table(trace.steps), Text()]
     if trace.buffer is not None:
         title = "Buffer the write is copied into" if trace.path == "tap" else "Receive buffer"
         parts += [buffer_map(title, trace.buffer), Text()]

@@ -22,6 +22,7 @@ from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.constants import ETH_DATA_LEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.napi import SRC, buffers_needed, feed
 from vnetrx.replay.refill import (
     backing_page_size,
@@ -73,11 +74,15 @@ MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 MAX_FRAMES = 100_000
 
 
-def replay(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> Replay:
-    """virtnet_open, then ``frames`` (lengths after the virtio-net header) through the ring."""
+def replay(k: KernelProfile, cfg: RingConfig, frames: Sequence[int],
+           hdrs: Sequence[VnetHdr | None] | None = None) -> Replay:
+    """virtnet_open, then ``frames`` (lengths after the virtio-net header) through the ring;
+    ``hdrs``: the virtio_net_hdr the device wrote in front of each (None: all zero)."""
     validate(k, cfg, frames)
+    if hdrs is not None and len(hdrs) != len(frames):
+        raise InputError(f"{len(hdrs)} headers for {len(frames)} frames")
     state, initial = open_ring(k, cfg)
-    state, records = feed(k, cfg, state, frames)
+    state, records = feed(k, cfg, state, frames, hdrs=hdrs)
     return Replay(
         kernel=k,
         config=cfg,

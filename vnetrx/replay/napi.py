@@ -35,6 +35,8 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Step
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import ewma_pkt_len_add
+from vnetrx.paths.virtio_net.plan import Drop
+from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import ring_config, try_fill_recv, view
 from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState
 
@@ -70,6 +72,10 @@ def _stall(cfg: RingConfig, state: RingState, index: int, frame_len: int) -> Vne
     )
 
 
+# drops after receive_mergeable returned the skb (receive_buf's own checks)
+RECEIVE_BUF_DROPS = (Drop.BAD_GSO.value, Drop.BAD_CSUM.value)
+
+
 @dataclass
 class _Run:
     """Mutable bookkeeping of one replay (kept inside ``replay``)."""
@@ -78,6 +84,8 @@ class _Run:
     cfg: RingConfig
     state: RingState
     records: dict[int, FrameRecord] = field(default_factory=dict)
+    hdrs: Sequence[VnetHdr | None] | None = None  # per frame, from ``first_index`` on
+    first_index: int = 0
 
     def trace(
         self,
@@ -93,12 +101,15 @@ class _Run:
             ewma=self.state.ewma if self.cfg.mergeable else None,
             buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
             buffers=tuple(p.buf for p in shown),
+            hdr=None if self.hdrs is None else self.hdrs[index - self.first_index],
         )
         trace = trace_virtio(self.k, setup)
         trace = replace(trace, steps=self._ring_steps(frame_len, used, poll) + trace.steps)
         before = self.state.ewma
         after = before
-        if self.cfg.mergeable and trace.skb is not None:
+        # receive_mergeable updates the EWMA once it has built the skb, before receive_buf's
+        # virtio_net_hdr_to_skb (whose refusal drops it later)
+        if self.cfg.mergeable and (trace.skb is not None or trace.reason in RECEIVE_BUF_DROPS):
             after = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
         self.state = replace(self.state, ewma=after, num_free=self.state.num_free + len(used))
         self.records[index] = FrameRecord(
@@ -159,7 +170,7 @@ class _Run:
                 f"= {threshold}: try_fill_recv posts {len(fill.buffers)} buffer(s) of "
                 f"{fill.buf_len} bytes"
                 + (f" (get_mergeable_buf_len, EWMA {fill.ewma})" if self.cfg.mergeable else ""),
-                self.k.present(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
+                ring_config(self.k, self.cfg).cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
                 num_free=free,
                 threshold=threshold,
                 posted=len(fill.buffers),
@@ -186,13 +197,14 @@ def feed(
     state: RingState,
     frames: Sequence[int],
     first_index: int = 0,
+    hdrs: Sequence[VnetHdr | None] | None = None,
 ) -> tuple[RingState, tuple[FrameRecord, ...]]:
     """The pure step: a ring state and frames in, the new state and one record per frame out.
 
     Frames arrive ``cfg.batch`` at a time: the device writes a batch into the posted buffers
     (in order, each frame whole), then NAPI polls (at most ``budget`` frames each, the refill
     check after each) until the batch is received. ``first_index`` numbers the records."""
-    run = _Run(k, cfg, state)
+    run = _Run(k, cfg, state, hdrs=hdrs, first_index=first_index)
     for first, size in _batches(cfg, len(frames)):
         arriving = deque(enumerate(frames[first : first + size], first_index + first))
         used: deque[tuple[int, int, tuple[Posted, ...]]] = deque()

@@ -216,7 +216,10 @@ def test_needs_csum_raises_hdr_len() -> None:
     hdr = bytes.fromhex("01 00 0000 0000 2200 0600")
     t = tap(9000, hdr=hdr)
     assert t.skb is not None and t.skb.headlen == 42 - 14
-    assert any(dict(s.values).get("ip_summed") == "CHECKSUM_PARTIAL" for s in t.steps)
+    # skb_partial_csum_set: CHECKSUM_PARTIAL, csum_start counted from skb->head
+    assert t.skb.mac_header is not None
+    assert (t.skb.ip_summed, t.skb.csum_start, t.skb.csum_offset) == (
+        3, t.skb.mac_header + 34, 6)
 
 
 def test_hdr_len_beyond_frame_is_einval() -> None:
@@ -241,7 +244,9 @@ def test_tun_never_builds() -> None:
         ({"sndbuf": 0}, InputError),
         ({"vnet_hdr": False, "vnet_hdr_sz": 12}, InputError),
         ({"hdr": bytes(11)}, InputError),
-        ({"hdr": bytes.fromhex("0001")}, UnsupportedError),
+        # UDP-tunnel GSO bits with a 24-byte vnet header (6.17+): virtio_net_hdr_tnl_to_skb's
+        # checks are not modelled
+        ({"hdr": bytes.fromhex("0021"), "vnet_hdr_sz": 24}, UnsupportedError),
     ],
 )
 def test_bad_setups(options: dict[str, object], error: type[Exception]) -> None:

@@ -138,7 +138,8 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) -> T
     if s.frag_source is not None:
         frag_source_whatif(k, s.frag_source, buflen, log)
     cost = Cost(allocations=1, bytes_copied=length, frags=0)
-    return TapResult("tap", "build_skb", None, None, buffer, (buffer,), skb, cost, None)
+    return TapResult("tap", "build_skb", None, None, buffer, (buffer,), skb, cost, None,
+                     owned=owner)
 
 
 def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog) -> None:

@@ -22,13 +22,13 @@ from vnetrx.paths.tun.alloc import tun_alloc_skb
 from vnetrx.paths.tun.build import FRAG_SOURCES, tun_build_skb, tun_can_build_skb
 from vnetrx.paths.tun.setup import SRC, TapResult, TapSetup, error
 from vnetrx.paths.tun.vnet_hdr import (
-    check_modelled,
     decode_hdr,
+    front_checks,
     vnet_hdr_get,
     vnet_hdr_size,
     vnet_hdr_to_skb,
 )
-from vnetrx.paths.virtio_net_hdr import VnetHdr
+from vnetrx.paths.virtio_net_hdr import NO_HDR, narrate_checks
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
 
@@ -59,7 +59,6 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         if len(hdr) > size:
             raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
         hdr = hdr + bytes(size - len(hdr))
-        check_modelled(decode_hdr(hdr))
     if s.xdp and not k.has(TUN_XDP):
         raise UnsupportedError(f"tun has no XDP support on {k.name} (added in 4.14)")
     if s.frag_source is not None and s.frag_source not in FRAG_SOURCES:
@@ -82,13 +81,14 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
     assert s.sndbuf is not None
     total = s.vnet_hdr_sz + s.frame_len
     _tun_chr_write_iter(s, total, log)
-    hdr = decode_hdr(s.hdr) if s.hdr is not None else VnetHdr(0, 0, 0, 0, 0, 0)
-    hdr_len = _get_user_vnet_hdr(k, s, hdr, log)
-    if isinstance(hdr_len, TapResult):
-        return hdr_len
+    hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
+    if s.vnet_hdr:
+        vnet_hdr_get(k, s, hdr, log)
+    hdr_len, _, failed = front_checks(k, hdr, s.frame_len, tap=not s.tun)
+    if failed is not None:  # before any skb exists: no counter moves
+        narrate_checks((failed,), log)
+        return error(failed.reason, refused_by=failed.refused())
     align = _get_user_align(k, s, hdr_len, log)
-    if isinstance(align, TapResult):
-        return align
     linear_max = _get_user_good_linear(k, align, log)
     if tun_can_build_skb(k, s, s.frame_len, log):
         result = tun_build_skb(k, s, s.frame_len, log)
@@ -97,9 +97,17 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
         result = tun_alloc_skb(k, s, s.frame_len, hdr_len, align, linear_max, noblock, log)
     if result.skb is None:
         return result
-    if s.vnet_hdr:
-        vnet_hdr_to_skb(hdr, result.skb, log)
-    skb = _get_user_protocol(s, result.skb, log)
+    # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)
+    offload = vnet_hdr_to_skb(k, s, hdr, result.skb, result.owned,
+                              log if s.vnet_hdr else StepLog(k))
+    if offload.skb is None:
+        assert offload.failed is not None
+        log.add(SRC, "tun_get_user", "virtio_net_hdr_to_skb failed: rx_frame_errors++, the skb is "
+                "freed and write() returns -EINVAL (rx_dropped does not move)",
+                rx_frame_errors=1)
+        return error(offload.failed.reason, counter="rx_frame_errors",
+                     refused_by=offload.failed.refused())
+    skb = _get_user_protocol(s, offload.skb, log)
     if s.xdp and result.outcome == "alloc_skb":
         _do_xdp_generic(skb, log)
     _netif_receive_skb(skb, log)
@@ -132,50 +140,21 @@ def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
     )
 
 
-def _get_user_vnet_hdr(
-    k: KernelProfile, s: TapSetup, hdr: VnetHdr, log: StepLog
-) -> int | TapResult:
-    """tun_get_user: read the vnet header (IFF_VNET_HDR); hdr_len past the frame is -EINVAL."""
-    hdr_len = hdr.hdr_len
-    if s.vnet_hdr:
-        hdr_len = vnet_hdr_get(k, s, hdr, log)
-        if hdr_len > s.frame_len:
-            log.add(
-                SRC,
-                "tun_get_user",
-                f"hdr_len {hdr_len} > {s.frame_len} bytes left: -EINVAL before any skb exists "
-                "(no counter moves)",
-                hdr_len=hdr_len,
-                len=s.frame_len,
-            )
-            return error(f"hdr_len {hdr_len} exceeds the {s.frame_len}-byte frame")
-    return hdr_len
-
-
-def _get_user_align(k: KernelProfile, s: TapSetup, hdr_len: int, log: StepLog) -> int | TapResult:
-    """tun_get_user: align = tun->align (+ NET_IP_ALIGN on TAP); a TAP frame needs ETH_HLEN."""
-    length = s.frame_len
+def _get_user_align(k: KernelProfile, s: TapSetup, hdr_len: int, log: StepLog) -> int:
+    """tun_get_user: align = tun->align (+ NET_IP_ALIGN on TAP), the header checks passed."""
     # tun->align = NET_SKB_PAD (tun_set_iff); raised only by ndo_set_rx_headroom
     align = k.net_skb_pad
     if not s.tun:
         align += k.build.net_ip_align
-        short = length < ETH_HLEN or 0 < hdr_len < ETH_HLEN
         log.add(
             SRC,
             "tun_get_user",
-            (
-                f"TAP frame of {length} bytes (hdr_len {hdr_len}) is shorter than ETH_HLEN: "
-                "-EINVAL, no skb, no counter"
-                if short
-                else "TAP: align = tun->align + NET_IP_ALIGN; the frame holds an Ethernet header"
-            ),
-            len=length,
+            "TAP: align = tun->align + NET_IP_ALIGN; the frame holds an Ethernet header",
+            len=s.frame_len,
             hdr_len=hdr_len,
             ETH_HLEN=ETH_HLEN,
             align=align,
         )
-        if short:
-            return error(f"TAP frame of {length} bytes (hdr_len {hdr_len}) is below ETH_HLEN")
     return align
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Skb
+from vnetrx.model import Buffer, Cost, Refusal, Skb
 
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
@@ -42,10 +42,15 @@ class TapResult:
     skb: Skb | None  # as netif_receive_skb (and its tracepoint) sees it
     cost: Cost | None
     write_return: int | None  # what write(2) returns on success
+    owned: bool = True  # the skb is charged to the tap socket (skb->sk set)
+    counter: str | None = None  # the device counter a failure increments
+    refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
 
 
-def error(reason: str, errno: str = "EINVAL") -> TapResult:
-    return TapResult("tap", "error", reason, errno, None, (), None, None, None)
+def error(reason: str, errno: str = "EINVAL", counter: str | None = None,
+          refused_by: Refusal | None = None) -> TapResult:
+    return TapResult("tap", "error", reason, errno, None, (), None, None, None, counter=counter,
+                     refused_by=refused_by)
 
 
 def tun_rx_pad(k: KernelProfile) -> int:

@@ -27,6 +27,24 @@ class Drop(Reason):
     # a length no posted buffer holds, on a kernel without the check: the kernel would overrun
     # the buffer; vnetrx stops there
     EXCEEDS_BUFFER = "exceeds_buffer"
+    # receive_buf / virtnet_receive_done: virtio_net_hdr_to_skb refused the header ("bad gso"
+    # is logged), rx_frame_errors++
+    BAD_GSO = "bad_gso"
+    # 6.17+ virtnet_receive_done: virtio_net_handle_csum_offload refused the flags ("bad csum")
+    BAD_CSUM = "bad_csum"
+
+
+# The device counter each drop increments (drivers/net/virtio_net.c; docs/kernel/offloads.md
+# §8.4): big mode's over-length drop only moves the queue's ``drops``; EXCEEDS_BUFFER is where
+# vnetrx stops, not a kernel drop.
+COUNTER: dict[Drop, str | None] = {
+    Drop.SHORT_PACKET: "rx_length_errors",
+    Drop.LEN_EXCEEDS_MAX_SIZE: "rx_length_errors",
+    Drop.LEN_EXCEEDS_ALLOCATED_SIZE: "drops",
+    Drop.EXCEEDS_BUFFER: None,
+    Drop.BAD_GSO: "rx_frame_errors",
+    Drop.BAD_CSUM: "rx_frame_errors",
+}
 
 
 Outcome = Literal["build_skb", "copy", "drop"]

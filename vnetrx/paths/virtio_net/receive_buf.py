@@ -1,10 +1,11 @@
 """drivers/net/virtio_net.c:receive_buf: the short-packet guard, the dispatch to receive_small /
 receive_big / receive_mergeable, then what happens to the skb they return before
-napi_gro_receive: virtio_net_hdr_to_skb (include/linux/virtio_net.h) and eth_type_trans.
+napi_gro_receive (inline in receive_buf up to 6.6, virtnet_receive_done from 6.12): the RSS hash,
+DATA_VALID, virtio_net_hdr_to_skb (paths/virtio_net_hdr.py) and eth_type_trans.
 
 ``plan`` decides a frame (what sweeps and replays use); ``deliver`` turns the plan into the skb
-the stack sees; ``receive`` narrates both, every number read from the plan.
-Facts: docs/kernel/virtio-net-rx.md §4.
+the stack sees; ``receive`` narrates both, every number read from the plan and the delivery.
+Facts: docs/kernel/virtio-net-rx.md §4, docs/kernel/offloads.md §4.
 """
 
 from __future__ import annotations
@@ -12,15 +13,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from vnetrx.errors import UnsupportedError
+from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Skb
+from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb
+from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.skbuff import eth_type_trans_of
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
-from vnetrx.paths.virtio_net.plan import Drop, Plan, PlanFrag
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag
 from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
+from vnetrx.paths.virtio_net_hdr import (
+    CHECKSUM_UNNECESSARY,
+    DATA_VALID,
+    UDP_TUNNEL_CSUM,
+    VIRTIO_NET_H,
+    Check,
+    HdrResult,
+    VnetHdr,
+    narrate_checks,
+    virtio_net_hdr_to_skb,
+)
 
 SRC = "drivers/net/virtio_net.c"
 TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
@@ -36,6 +51,24 @@ class RxResult(NamedTuple):
     buffers: tuple[Buffer, ...]
     skb: Skb | None
     cost: Cost | None
+    counter: str | None = None  # the device counter a drop increments
+    offload: HdrResult | None = None  # virtio_net_hdr_to_skb's checks (None: no header given)
+    refused_by: Refusal | None = None  # the check that refused the header
+
+
+# Hash report types (include/uapi/linux/virtio_net.h) that virtio_skb_set_hash makes
+# PKT_HASH_TYPE_L4: TCPv4 2, UDPv4 3, TCPv6 5, UDPv6 6, TCPv6_EX 8, UDPv6_EX 9
+HASH_REPORT_L4 = frozenset({2, 3, 5, 6, 8, 9})
+HASH_REPORT_L3 = frozenset({1, 4, 7})  # IPv4, IPv6, IPv6_EX
+
+
+class Delivery(NamedTuple):
+    """receive_buf after receive_*(): the skb napi_gro_receive sees, or why it was dropped."""
+
+    skb: Skb | None
+    reason: Drop | None  # the plan's drop, or receive_buf's own (BAD_GSO, BAD_CSUM)
+    offload: HdrResult | None  # virtio_net_hdr_to_skb's checks (None: no header, or not reached)
+    csum_check: Check | None = None  # 6.17+ virtio_net_handle_csum_offload, when it refused
 
 
 def plan(c: Config, frame: int, detail: bool = True) -> Plan:
@@ -53,23 +86,16 @@ def planner(c: Config) -> Callable[[Config, int, bool], Plan]:
     return mergeable.plan_mergeable
 
 
-def deliver(c: Config, p: Plan) -> Skb | None:
-    """The skb receive_*() built, through the rest of receive_buf: virtio_net_hdr_to_skb with
-    the header the device wrote (flags 0, GSO_NONE: nothing changes, CHECKSUM_NONE), then
-    eth_type_trans. What napi_gro_receive and its tracepoint see; None for a drop."""
+def deliver(c: Config, p: Plan) -> Delivery:
+    """The skb receive_*() built, through the rest of receive_buf: the hash report, DATA_VALID,
+    virtio_net_hdr_to_skb with the header the device wrote, then eth_type_trans. What
+    napi_gro_receive and its tracepoint see. Without a header (``c.hdr`` None: flags 0,
+    GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays CHECKSUM_NONE."""
     if p.outcome == "drop":
-        return None
-    return eth_type_trans_of(
-        BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label,
-        p.head_size,
-        p.data,
-        p.tail,
-        p.end,
-        p.len,
-        p.data_len,
-        p.truesize,
-        p.nr_frags,
-        _frags(c, p, p.frags) if p.frags else (),
+        return Delivery(None, p.reason, None)
+    head = BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label
+    frags = _frags(c, p, p.frags) if p.frags else ()
+    frag_list = (
         tuple(
             FragListSkb(
                 sum(f.size for f in group),
@@ -79,8 +105,54 @@ def deliver(c: Config, p: Plan) -> Skb | None:
             for group in p.frag_list
         )
         if p.frag_list
-        else (),
+        else ()
     )
+    h = c.hdr
+    if h is None:
+        skb = eth_type_trans_of(head, p.head_size, p.data, p.tail, p.end, p.len, p.data_len,
+                                p.truesize, p.nr_frags, frags, frag_list)
+        return Delivery(skb, None, None)
+    skb = Skb(head, p.head_size, p.data, p.tail, p.end, p.len, p.data_len, p.truesize,
+              p.nr_frags, None, frags, frag_list)
+    if c.rx_hash:  # virtio_skb_set_hash → skb_set_hash(skb, hash_value, type)
+        skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
+    refused = _csum_offload(c, h)
+    if refused is not None:
+        return Delivery(None, Drop.BAD_CSUM, None, refused)
+    if h.flags & DATA_VALID:
+        skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
+    # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
+    result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
+                                   tunnel=c.hdr_len == 24)
+    if result.skb is None:
+        return Delivery(None, Drop.BAD_GSO, result)
+    s = result.skb
+    return Delivery(
+        eth_type_trans_of(s.head, s.head_size, s.data, s.tail, s.end, s.len, s.data_len,
+                          s.truesize, s.nr_frags, s.frags, s.frag_list, *s[12:]),
+        None,
+        result,
+    )
+
+
+def _csum_offload(c: Config, h: VnetHdr) -> Check | None:
+    """6.17+ virtio_net_handle_csum_offload (include/linux/virtio_net.h @6.18.9): DATA_VALID
+    with VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM needs GUEST_UDP_TUNNEL_GSO_CSUM, which only a 24-byte
+    header can have negotiated. Before 6.17 the flag bit means nothing on receive."""
+    if not c.hdr_rules.tunnel or not (h.flags & DATA_VALID and h.flags & UDP_TUNNEL_CSUM):
+        return None
+    if c.hdr_len == 24:
+        raise UnsupportedError(
+            "DATA_VALID | UDP_TUNNEL_CSUM with a 24-byte header: whether "
+            "VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO_CSUM was negotiated is not modelled"
+        )
+    return Check(f"{VIRTIO_NET_H}:virtio_net_handle_csum_offload @ {c.kernel}",
+                 "virtio_net_handle_csum_offload",
+                 "DATA_VALID with UDP_TUNNEL_CSUM needs rx_tnl_csum", False,
+                 f"flags {h.flags:#x}, hdr_len {c.hdr_len}: UDP tunnel csum not negotiated",
+                 ("vnet_hdr_udp_tunnel",),
+                 "DATA_VALID with VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM, which was not negotiated "
+                 "(\"bad csum\" is logged)")
 
 
 def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
@@ -125,14 +197,23 @@ def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
             return _drop(mergeable.PATH, p, *mergeable.short_maps(c, p, frame))
         buffer, buffers = mergeable.narrate_receive(c, p, frame, log)
         path = mergeable.PATH
-    skb = deliver(c, p)
-    assert skb is not None
-    _narrate_delivery(skb, log)
-    return RxResult(path, p.outcome, None, buffer, buffers, skb, cost(p))
+    d = deliver(c, p)
+    _narrate_receive_done(c, d, log)
+    if d.skb is None:
+        assert d.reason is not None
+        failed = d.csum_check or (d.offload.failed if d.offload is not None else None)
+        return RxResult(path, "drop", d.reason, buffer, buffers, None, None, COUNTER[d.reason],
+                        d.offload, None if failed is None else failed.refused())
+    _narrate_eth_type_trans(d.skb, log)
+    if d.offload is not None and d.offload.pulled and buffers and buffers[0] is buffer:
+        buffer = mark_pulled(buffer, d.offload.pulled)
+        buffers = (buffer, *buffers[1:])
+    return RxResult(path, p.outcome, None, buffer, buffers, d.skb, cost(p), None, d.offload)
 
 
 def _drop(path: str, p: Plan, buffer: Buffer, buffers: tuple[Buffer, ...]) -> RxResult:
-    return RxResult(path, "drop", p.reason, buffer, buffers, None, None)
+    assert p.reason is not None
+    return RxResult(path, "drop", p.reason, buffer, buffers, None, None, COUNTER[p.reason])
 
 
 def _narrate_guard(c: Config, p: Plan, frame: int, log: StepLog) -> bool:
@@ -152,15 +233,38 @@ def _narrate_guard(c: Config, p: Plan, frame: int, log: StepLog) -> bool:
     return short
 
 
-def _narrate_delivery(skb: Skb, log: StepLog) -> None:
-    log.add(
-        SRC,
-        "receive_buf",
-        "the header has no flags and GSO_NONE: virtio_net_hdr_to_skb() changes nothing "
-        "(CHECKSUM_NONE)",
-        flags=0,
-        gso_type=0,
-    )
+def _narrate_receive_done(c: Config, d: Delivery, log: StepLog) -> None:
+    """The hash report, DATA_VALID and virtio_net_hdr_to_skb, as the delivery decided them."""
+    fn = "virtnet_receive_done" if c.profile.has(VIRTNET_RECEIVE_DONE) else "receive_buf"
+    h = c.hdr
+    if h is None:
+        log.add(SRC, fn, "the header has no flags and GSO_NONE: virtio_net_hdr_to_skb() changes "
+                "nothing (CHECKSUM_NONE)", flags=0, gso_type=0)
+        return
+    if c.rx_hash:
+        kind = ("L4" if h.hash_report in HASH_REPORT_L4 else
+                "L3" if h.hash_report in HASH_REPORT_L3 else "NONE")
+        log.add(SRC, "virtio_skb_set_hash",
+                f"HASH_REPORT: skb_set_hash(hash_value, PKT_HASH_TYPE_{kind}); skb->hash is set "
+                "whatever the type" + ("; l4_hash = 1" if kind == "L4" else ""),
+                hash_value=h.hash_value or 0, hash_report=h.hash_report or 0)
+    if d.csum_check is not None:
+        narrate_checks((d.csum_check,), log)
+        log.add(SRC, fn, "\"bad csum\" is logged; rx_frame_errors++, the skb is freed",
+                rx_frame_errors=1)
+        return
+    if h.flags & DATA_VALID:
+        log.add(SRC, fn, "VIRTIO_NET_HDR_F_DATA_VALID: ip_summed = CHECKSUM_UNNECESSARY "
+                "(the device checked the checksum)", ip_summed=CHECKSUM_UNNECESSARY)
+    assert d.offload is not None
+    narrate_checks(d.offload.checks, log)
+    if d.skb is None:
+        log.add(SRC, fn, f"virtio_net_hdr_to_skb failed: \"{'{dev}'}: bad gso: type: "
+                f"{h.gso_type}, size: {h.gso_size}\" is logged (net_warn_ratelimited); "
+                "rx_frame_errors++, the skb is freed", rx_frame_errors=1)
+
+
+def _narrate_eth_type_trans(skb: Skb, log: StepLog) -> None:
     log.add(
         "net/ethernet/eth.c",
         "eth_type_trans",

@@ -40,6 +40,7 @@ from vnetrx.paths.skbuff import Head, kmalloc_reserve, napi_alloc_head, shinfo_s
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer, RxAllocator
+from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
@@ -62,6 +63,9 @@ class VirtioRxSetup:
     # The posted buffers the device fills, in order, when a ring model (replay) knows them;
     # empty: carve them from a fresh page as add_recvbuf_* would.
     buffers: tuple[PostedBuffer, ...] = ()
+    # The virtio_net_hdr the device wrote in front of the frame (None: flags 0, GSO_NONE, what
+    # QEMU writes for a frame from a backend without a header)
+    hdr: VnetHdr | None = None
 
 
 def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
@@ -199,6 +203,10 @@ class Config:
     given: tuple[PostedBuffer, ...]  # buffers a ring model handed over (replay)
     ewma: int | None
     frag_list_truesize: int  # alloc_skb(0, GFP_ATOMIC)'s truesize (a frag_list skb)
+    hdr: VnetHdr | None  # the header the device wrote (None: all zero)
+    hdr_rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
+    rx_hash: bool  # receive_buf copies the hash report into skb->hash (HASH_REPORT, RXHASH)
+    profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
     # a memo, not state: buf_len → enough buffers from a fresh page (-1: the given ones)
     carved: dict[int, Carved] = field(default_factory=dict, compare=False, repr=False)
 
@@ -283,6 +291,14 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         given=s.buffers,
         ewma=s.ewma,
         frag_list_truesize=kmalloc_reserve(k, 0).truesize,
+        hdr=s.hdr,
+        hdr_rules=hdr_rules(k),
+        # virtnet_probe: has_rss_hash_report comes with VIRTIO_NET_F_HASH_REPORT, the only
+        # feature that makes hdr_len 20; NETIF_F_RXHASH is assumed on (virtnet_probe adds it to
+        # hw_features). A 24-byte (UDP-tunnel) header may or may not come with HASH_REPORT: not
+        # modelled, the hash is left 0.
+        rx_hash=hdr == 20,
+        profile=k,
     )
 
 

@@ -1,0 +1,107 @@
+"""vnetrx/packet.py: the frames vnetrx builds and the headers a sender writes for them."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from vnetrx.decode import parse_frame
+from vnetrx.errors import InputError
+from vnetrx.packet import (
+    build_frame,
+    find_headers,
+    headers_of,
+    offload_header,
+    parse_gso,
+    read_frame,
+)
+from vnetrx.paths.virtio_net_hdr import DATA_VALID, GSO_ECN, GSO_TCPV4, NEEDS_CSUM, VnetHdr
+
+
+@pytest.mark.parametrize(("l4", "options", "transport", "end"), [
+    ("tcp4", 0, 34, 54), ("tcp4", 12, 34, 66), ("tcp6", 0, 54, 74), ("udp4", 0, 34, 42),
+    ("udp6", 0, 54, 62),
+])
+def test_header_offsets(l4: str, options: int, transport: int, end: int) -> None:
+    """Ethernet 14 + IPv4 20 / IPv6 40, then TCP 20 (+ options) or UDP 8."""
+    h = headers_of(l4, options)
+    assert (h.transport, h.end) == (transport, end)
+
+
+def test_built_frames_parse_back_with_their_lengths() -> None:
+    frame = build_frame(1514, "tcp4", 12)
+    assert len(frame) == 1514
+    layers, notes = parse_frame(frame)
+    names = [layer.name for layer in layers]
+    assert names[:4] == ["ethernet", "ipv4", "tcp", "payload"]
+    ip = struct.unpack_from("!H", frame, 16)[0]
+    assert ip == 1500  # IPv4 total length
+    assert frame[46] >> 4 == 8  # TCP data offset: 32 bytes
+    assert find_headers(frame).l4 == "tcp4" and find_headers(frame).end == 66
+    v6 = build_frame(200, "udp6")
+    assert struct.unpack_from("!H", v6, 18)[0] == 200 - 54  # IPv6 payload length
+    assert struct.unpack_from("!H", v6, 54 + 4)[0] == 200 - 54  # UDP length
+    assert not notes
+
+
+def test_a_frame_shorter_than_its_headers_is_cut() -> None:
+    assert len(build_frame(40, "tcp4")) == 40
+
+
+def test_offload_headers() -> None:
+    tcp = headers_of("tcp4")
+    assert offload_header(tcp, "partial", None) == VnetHdr(NEEDS_CSUM, 0, 0, 0, 34, 16)
+    assert offload_header(tcp, "valid", None) == VnetHdr(DATA_VALID, 0, 0, 0, 0, 0)
+    # GSO without --csum: NEEDS_CSUM, and hdr_len covers Ethernet + IP + TCP
+    assert offload_header(tcp, None, (GSO_TCPV4, 1448)) == VnetHdr(
+        NEEDS_CSUM, GSO_TCPV4, 54, 1448, 34, 16)
+    assert offload_header(headers_of("udp6"), "partial", None).csum_offset == 6
+
+
+def test_gso_specs() -> None:
+    assert parse_gso("tcpv4:1448") == (GSO_TCPV4, 1448)
+    assert parse_gso("tcpv4:1448+ecn") == (GSO_TCPV4 | GSO_ECN, 1448)
+    assert parse_gso("udp_l4:1472") == (5, 1472)
+    for bad in ("tcp:1", "tcpv4", "tcpv4:0", "tcpv4:65536"):
+        with pytest.raises(InputError):
+            parse_gso(bad)
+
+
+@pytest.mark.parametrize(("l4", "options", "message"), [
+    ("tcp5", 0, "not one of"), ("tcp4", 6, "multiple of 4"), ("tcp4", 44, "out of range"),
+    ("udp4", 4, "needs a TCP frame"),
+])
+def test_bad_frames(l4: str, options: int, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        headers_of(l4, options)
+
+
+def test_vnet_hdr_bytes_round_trip_and_match_the_layouts() -> None:
+    from vnetrx.layouts.virtio_net import virtio_net_hdr_mrg_rxbuf, virtio_net_hdr_v1_hash
+
+    h = VnetHdr(1, 1, 54, 1448, 34, 16, 3, 0x12345678, 2)
+    assert VnetHdr.from_bytes(h.to_bytes(20)) == h
+    mrg = virtio_net_hdr_mrg_rxbuf()._struct.parse(h.to_bytes(12))
+    assert (mrg.hdr.gso_size, mrg.hdr.csum_start, mrg.num_buffers) == (1448, 34, 3)
+    v1 = virtio_net_hdr_v1_hash()._struct.parse(h.to_bytes(20))
+    assert (v1.hash_value_lo, v1.hash_value_hi, v1.hash_report) == (0x5678, 0x1234, 2)
+    assert len(h.to_bytes(24)) == 24
+
+
+def test_read_frame_raw_and_pcap(tmp_path: Path) -> None:
+    raw = tmp_path / "f.bin"
+    raw.write_bytes(build_frame(100, "udp4"))
+    assert read_frame(str(raw)) == build_frame(100, "udp4")
+    dpkt = pytest.importorskip("dpkt")
+    cap = tmp_path / "f.pcap"
+    with cap.open("wb") as out:
+        writer = dpkt.pcap.Writer(out)
+        writer.writepkt(build_frame(1514, "tcp4"), ts=0)
+        writer.writepkt(build_frame(60, "tcp4"), ts=1)
+    assert len(read_frame(str(cap))) == 1514
+    empty = tmp_path / "e.bin"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty"):
+        read_frame(str(empty))

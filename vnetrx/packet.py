@@ -1,0 +1,188 @@
+"""Frames with real headers, and the virtio_net_hdr a sender would put in front of them.
+
+``build_frame`` lays out Ethernet + IPv4 (20 B) / IPv6 (40 B) + TCP (20 B + options) / UDP (8 B)
+and payload, cut to the frame length; ``read_frame`` takes a frame's bytes from a file (raw, or the
+first packet of a pcap/pcapng capture). ``offload_header`` builds the header the kernel's senders
+write for such a frame (``--csum``, ``--gso``): NEEDS_CSUM with csum_start at the transport header
+and csum_offset at its checksum field (what virtio_net_hdr_from_skb writes for CHECKSUM_PARTIAL),
+DATA_VALID, and a GSO type and size with hdr_len covering the headers. Pure: no click, no rich.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from vnetrx.errors import InputError
+from vnetrx.kernel.constants import ETH_HLEN
+from vnetrx.paths.virtio_net_hdr import (
+    DATA_VALID,
+    GSO_ECN,
+    GSO_NONE,
+    GSO_TCPV4,
+    GSO_TCPV6,
+    GSO_UDP,
+    GSO_UDP_L4,
+    IPHDR_LEN,
+    IPV6HDR_LEN,
+    NEEDS_CSUM,
+    TCP_CSUM_OFFSET,
+    TCPHDR_LEN,
+    UDP_CSUM_OFFSET,
+    UDPHDR_LEN,
+    VnetHdr,
+)
+
+L4_CHOICES = ("tcp4", "tcp6", "udp4", "udp6")
+CSUM_CHOICES = ("partial", "valid", "none")
+GSO_TYPES = {"tcpv4": GSO_TCPV4, "tcpv6": GSO_TCPV6, "udp": GSO_UDP, "udp_l4": GSO_UDP_L4}
+MAX_TCP_OPTIONS = 40  # a TCP header is at most 60 bytes (data offset 15)
+ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
+# Locally administered MACs and documentation addresses (RFC 5737 192.0.2.0/24, RFC 3849
+# 2001:db8::/32): a built frame is addressed to nobody (vnetrx.live writes them into its own tap,
+# where the stack drops them as PACKET_OTHERHOST after the tracepoint)
+_MAC_DST, _MAC_SRC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+_IP4_SRC, _IP4_DST = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
+_IP6_SRC = bytes.fromhex("20010db8000000000000000000000001")
+_IP6_DST = bytes.fromhex("20010db8000000000000000000000002")
+
+
+@dataclass(frozen=True)
+class Headers:
+    """Where a frame's headers are: what csum_start and hdr_len are computed from."""
+
+    l4: str | None  # "tcp4" | "tcp6" | "udp4" | "udp6"; None: not an IP frame vnetrx knows
+    transport: int  # offset of the TCP/UDP header from the frame's first byte
+    transport_len: int  # the TCP header with its options, or the UDP header
+
+    @property
+    def tcp(self) -> bool:
+        return self.l4 in ("tcp4", "tcp6")
+
+    @property
+    def ipv6(self) -> bool:
+        return self.l4 in ("tcp6", "udp6")
+
+    @property
+    def end(self) -> int:
+        """Bytes of Ethernet + IP + TCP/UDP headers."""
+        return self.transport + self.transport_len
+
+
+def headers_of(l4: str, tcp_options: int = 0) -> Headers:
+    """The header layout ``build_frame`` gives ``l4``."""
+    if l4 not in L4_CHOICES:
+        raise InputError(f"--l4 {l4!r} is not one of {', '.join(L4_CHOICES)}")
+    if not 0 <= tcp_options <= MAX_TCP_OPTIONS or tcp_options % 4:
+        raise InputError(
+            f"--tcp-options {tcp_options} out of range (valid: 0..{MAX_TCP_OPTIONS}, "
+            "a multiple of 4)"
+        )
+    if tcp_options and not l4.startswith("tcp"):
+        raise InputError("--tcp-options needs a TCP frame (--l4 tcp4 or tcp6)")
+    ip_len = IPV6HDR_LEN if l4.endswith("6") else IPHDR_LEN
+    l4_len = TCPHDR_LEN + tcp_options if l4.startswith("tcp") else UDPHDR_LEN
+    return Headers(l4, ETH_HLEN + ip_len, l4_len)
+
+
+def build_frame(length: int, l4: str, tcp_options: int = 0) -> bytes:
+    """Ethernet + IP + TCP/UDP + zero payload, ``length`` bytes in all (cut when shorter than the
+    headers). Lengths and the IP version are right; checksums are 0 (the offload's to fill)."""
+    h = headers_of(l4, tcp_options)
+    ip_payload = max(length - h.transport, 0)
+    if h.ipv6:
+        ip = struct.pack("!IHBB16s16s", 6 << 28, min(ip_payload, 0xFFFF), 6 if h.tcp else 17, 64,
+                         _IP6_SRC, _IP6_DST)
+    else:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, min(h.transport - ETH_HLEN + ip_payload,
+                                                        0xFFFF), 0, 0x4000, 64,
+                         6 if h.tcp else 17, 0, _IP4_SRC, _IP4_DST)
+    if h.tcp:
+        l4_hdr = struct.pack("!HHIIBBHHH", 40000, 5201, 1, 1, (h.transport_len // 4) << 4, 0x10,
+                             65535, 0, 0) + bytes(h.transport_len - TCPHDR_LEN)
+    else:
+        l4_hdr = struct.pack("!HHHH", 40000, 5201, min(max(length - h.transport, 0), 0xFFFF), 0)
+    eth = _MAC_DST + _MAC_SRC + struct.pack("!H", ETH_P_IPV6 if h.ipv6 else ETH_P_IP)
+    frame = eth + ip + l4_hdr
+    return (frame + bytes(max(length - len(frame), 0)))[:length]
+
+
+def find_headers(frame: bytes) -> Headers:
+    """The transport header of a frame read from a file (Ethernet, 802.1Q/ad tags, IPv4 with
+    options, IPv6 with extension headers: decode's walk)."""
+    from vnetrx.decode.frame import parse_frame
+
+    layers, _ = parse_frame(frame)
+    for layer in layers:
+        if layer.name in ("tcp", "udp"):
+            ipv6 = any(x.name == "ipv6" for x in layers)
+            l4 = layer.name + ("6" if ipv6 else "4")
+            return Headers(l4, layer.offset, layer.length)
+    return Headers(None, 0, 0)
+
+
+def read_frame(path: str) -> bytes:
+    """A frame's bytes: the first packet of a pcap/pcapng capture, or the file as it is."""
+    from vnetrx.replay.frames import PCAP_MAGICS, pcap_frames
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if data[:4] in PCAP_MAGICS:
+        frames = pcap_frames(path, data, limit=1)
+        return frames[0]
+    if not data:
+        raise InputError(f"{path} is empty")
+    if len(data) > 65535:
+        raise InputError(f"{path} holds {len(data)} bytes: a frame is at most 65535")
+    return data
+
+
+def parse_gso(text: str) -> tuple[int, int]:
+    """``tcpv4:1448``, ``tcpv6:1428+ecn``, ``udp:1472``, ``udp_l4:1472`` → (gso_type, gso_size)."""
+    spec = text.strip().lower()
+    ecn = spec.endswith("+ecn")
+    spec = spec.removesuffix("+ecn")
+    name, _, size_text = spec.partition(":")
+    if name not in GSO_TYPES or not size_text.isdigit():
+        raise InputError(
+            f"--gso {text!r}: expected TYPE:SIZE[+ecn] with TYPE one of "
+            f"{', '.join(GSO_TYPES)} (e.g. tcpv4:1448)"
+        )
+    size = int(size_text)
+    if not 1 <= size <= 0xFFFF:
+        raise InputError(f"--gso size {size} out of range (valid: 1..65535)")
+    return GSO_TYPES[name] | (GSO_ECN if ecn else 0), size
+
+
+def offload_header(headers: Headers, csum: str | None, gso: tuple[int, int] | None) -> VnetHdr:
+    """The header a sender writes: NEEDS_CSUM → csum_start at the transport header, csum_offset
+    at its check field (16 TCP, 6 UDP); DATA_VALID for ``valid``; a GSO type and size with hdr_len
+    = the headers' length. GSO without ``csum`` means NEEDS_CSUM, as every GSO sender does."""
+    if csum is None:
+        csum = "partial" if gso is not None else "none"
+    if csum not in CSUM_CHOICES:
+        raise InputError(f"--csum {csum!r} is not one of {', '.join(CSUM_CHOICES)}")
+    flags, start, offset = 0, 0, 0
+    if csum == "partial":
+        if headers.l4 is None:
+            raise InputError(
+                "--csum partial needs a TCP or UDP frame (--l4, or a --frame with one): "
+                "csum_start is the transport header's offset"
+            )
+        flags = NEEDS_CSUM
+        start = headers.transport
+        offset = TCP_CSUM_OFFSET if headers.tcp else UDP_CSUM_OFFSET
+    elif csum == "valid":
+        flags = DATA_VALID
+    gso_type, gso_size = gso if gso is not None else (GSO_NONE, 0)
+    hdr_len = headers.end if gso is not None else 0
+    return VnetHdr(flags, gso_type, hdr_len, gso_size, start, offset)
+
+
+def gso_l4(gso_type: int) -> str:
+    """The --l4 a GSO type implies when none is given."""
+    base = gso_type & ~GSO_ECN
+    return {GSO_TCPV4: "tcp4", GSO_TCPV6: "tcp6"}.get(base, "udp4")
