@@ -307,7 +307,7 @@ def test_skb_partial_csum_set_16_bit_limit() -> None:
 
 def test_tunnel_bits_with_a_24_byte_header_on_6_18_are_not_modelled() -> None:
     h = VnetHdr(1, 0x21, 0, 1000, 34, 16)
-    assert validate(lookup("6.18"), h, 3000, headroom=64, tunnel=True).modelled is False
+    assert validate(lookup("6.18"), h, 3000, headroom=64, vnet_hdr_sz=24).modelled is False
     # no UDP-tunnel GSO negotiated (6.18), or no tunnel support at all (6.12): -EINVAL
     not_negotiated = validate(lookup("6.18"), h, 3000, headroom=64)
     assert not_negotiated.function == "virtio_net_hdr_tnl_to_skb"

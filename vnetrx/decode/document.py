@@ -81,9 +81,9 @@ def decode(
     names, unknown = flag_names(hdr.flags)
     layers, frame_notes = parse_frame(frame or b"")
     csum = csum_place(hdr, layers, frame_len) if hdr.flags & NEEDS_CSUM else None
-    # a 24-byte vnet_hdr_sz is what turns UDP-tunnel GSO on for a tap (6.17+ tun_vnet.h)
+    # the header's size is the tap's vnet_hdr_sz (24 turns UDP-tunnel GSO on, 6.17+)
     verdict = None if frame_len is None else validate(
-        k, hdr, frame_len, headroom=tun_rx_pad(k), tunnel=hdr_len >= 24 and k.has(VNET_HDR_UDP_TUNNEL)
+        k, hdr, frame_len, headroom=tun_rx_pad(k), vnet_hdr_sz=hdr_len
     )
     return Decoded(
         k,

@@ -151,6 +151,18 @@ BIG_RECV_LEN_CHECK = Change(
     "hdr_len; page_to_skb() loses its 'too much data' check",
     note="6.1.192 and 6.12.117 carry the backport; the first point releases with it were not pinned",
 )
+TUN_VNET_HDR_GET = Change(
+    key="tun_vnet_hdr_get",
+    subject="tun: Decouple vnet handling",
+    commit="2506251e81d1",
+    since=v("6.15"),
+    summary="drivers/net/tun_vnet.h's __tun_vnet_hdr_get reads the header: hdr_len is checked "
+    "against the bytes left after the parsed header (10, or 24 with UDP-tunnel GSO) instead of "
+    "after all of vnet_hdr_sz, so it may exceed the frame by vnet_hdr_sz - 10",
+    note="the 'tun-unify-vnet-implementation' series (1d41e2fa93f7 extracts tun_vnet.h); 6.14.0 "
+    "lacks it, 6.17.0 has it; measured on 6.18.44: vnet_hdr_sz 12, a 100-byte frame takes "
+    "hdr_len 102 and refuses 103",
+)
 VIRTNET_RECEIVE_DONE = Change(
     key="virtnet_receive_done",
     subject="virtio_net: separate receive_buf",
@@ -506,6 +518,7 @@ CHANGES: tuple[Change, ...] = (
     SMALL_HEAD_GRO_SIZED,
     BIG_RECV_LEN_CHECK,
     VIRTNET_RECEIVE_DONE,
+    TUN_VNET_HDR_GET,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
     TUN_BUILD_SKB,

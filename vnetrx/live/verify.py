@@ -121,6 +121,9 @@ def offload_cases(base: WriteCase) -> list[WriteCase]:
     ufo = offload_header(headers_of("udp4"), "partial", (GSO_TYPES["udp"], 1000))
     for length in (1040, 1042, 1043, 3000):
         add(length, "udp4", ufo)
+    # hdr_len past the frame: 6.15+ (2506251e81d1) counts the unread rest of vnet_hdr_sz
+    for hdr_len in (101, 102, 103):
+        add(100, "tcp4", VnetHdr(0, 0, hdr_len, 0, 0, 0), vnet_hdr_sz=12)
     return cases
 
 

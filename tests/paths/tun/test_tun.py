@@ -4,6 +4,7 @@ per-version predictions of docs/kernel/tun-tap.md §11-§12."""
 from __future__ import annotations
 
 import json
+import struct
 
 import pytest
 from click.testing import CliRunner
@@ -334,3 +335,18 @@ def test_cli_kernel_running_tap() -> None:
     if code != 0:
         pytest.skip(f"no profile for the running kernel: {doc.get('error')}")
     assert doc["path"] == "tap" and "running" in doc["kernel"]["source"]
+
+
+@pytest.mark.parametrize(("kernel", "hdr_len", "errno"), [
+    ("6.12", 100, None), ("6.12", 101, "EINVAL"),
+    ("6.18", 101, None), ("6.18", 102, None), ("6.18", 103, "EINVAL"),
+])
+def test_hdr_len_past_the_frame_with_a_12_byte_vnet_hdr(kernel: str, hdr_len: int,
+                                                        errno: str | None) -> None:
+    """Before 6.15 tun_get_user compares hdr_len with what follows the whole vnet_hdr_sz; from
+    2506251e81d1 __tun_vnet_hdr_get compares it with what follows the 10 bytes it read, so with
+    vnet_hdr_sz 12 a 100-byte frame takes hdr_len 102 (measured on 6.18.44: 101 and 102
+    accepted, 103 EINVAL)."""
+    hdr = struct.pack("<BBHHHH", 0, 0, hdr_len, 0, 0, 0)
+    t = tap(100, lookup(kernel), vnet_hdr_sz=12, hdr=hdr)
+    assert t.errno == errno

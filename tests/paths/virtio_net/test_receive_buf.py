@@ -39,3 +39,18 @@ def test_the_skb_napi_gro_receive_sees_has_the_ethernet_header_pulled() -> None:
     assert [s.function for s in t.steps][-2:] == ["virtnet_receive_done", "eth_type_trans"]
     old = run("6.6", frame_len=1000, mergeable=True)
     assert [s.function for s in old.steps][-2:] == ["receive_buf", "eth_type_trans"]
+
+
+@pytest.mark.parametrize(("report", "l4_hash"), [(2, True), (1, False), (0, False), (42, False)])
+def test_hash_report_sets_skb_hash(report: int, l4_hash: bool) -> None:
+    """hdr_len 20 (VIRTIO_NET_F_HASH_REPORT): virtio_skb_set_hash → skb_set_hash(hash_value,
+    type); TCPv4 (2) is an L4 hash, IPv4 (1) L3, NONE or an unknown type still sets skb->hash
+    (drivers/net/virtio_net.c:virtio_skb_set_hash @ 6.12.117)."""
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+    hdr = VnetHdr(0, 0, 0, 0, 0, 0, hash_value=0xDEADBEEF, hash_report=report)
+    t = run("6.12", frame_len=1000, mergeable=True, hdr_len=20, hdr=hdr)
+    assert t.skb is not None
+    assert (t.skb.hash, t.skb.l4_hash) == (0xDEADBEEF, l4_hash)
+    plain = run("6.12", frame_len=1000, mergeable=True, hdr_len=12, hdr=hdr)
+    assert plain.skb is not None and plain.skb.hash == 0  # no hash report negotiated

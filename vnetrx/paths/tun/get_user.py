@@ -84,7 +84,8 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
     hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
     if s.vnet_hdr:
         vnet_hdr_get(k, s, hdr, log)
-    hdr_len, _, failed = front_checks(k, hdr, s.frame_len, tap=not s.tun)
+    hdr_len, _, failed = front_checks(k, hdr, s.frame_len, tap=not s.tun,
+                                      vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None)
     if failed is not None:  # before any skb exists: no counter moves
         narrate_checks((failed,), log)
         return error(failed.reason, refused_by=failed.refused())

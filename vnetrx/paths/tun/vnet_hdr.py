@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vnetrx.errors import UnsupportedError
-from vnetrx.kernel.changes import VNET_HDR_UDP_TUNNEL
+from vnetrx.kernel.changes import TUN_VNET_HDR_GET, VNET_HDR_UDP_TUNNEL
 from vnetrx.kernel.constants import ETH_HLEN, U16_MAX
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.virtio_net import virtio_net_hdr
@@ -54,17 +54,31 @@ def csum_hdr_len(h: VnetHdr) -> int:
     return h.hdr_len
 
 
+def parsed_size(k: KernelProfile, vnet_hdr_sz: int) -> int:
+    """How much of the vnet header tun reads: sizeof(struct virtio_net_hdr), or the 24-byte
+    virtio_net_hdr_v1_hash_tunnel when vnet_hdr_sz makes UDP-tunnel GSO possible (6.17+)."""
+    return 24 if k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24 else vnet_hdr_size()
+
+
 def front_checks(
-    k: KernelProfile, h: VnetHdr, frame_len: int, *, tap: bool
+    k: KernelProfile, h: VnetHdr, frame_len: int, *, tap: bool, vnet_hdr_sz: int | None = None
 ) -> tuple[int, tuple[Check, ...], Check | None]:
     """tun_get_user's checks before any skb exists (no counter moves on a failure): the
     NEEDS_CSUM fix-up of hdr_len, hdr_len > len, and on a TAP the Ethernet header's length.
     Returns (hdr_len after the fix-up, the checks, the one that failed)."""
     checks: list[Check] = []
-    source = f"{TUN_C}:tun_get_user @ {k.name}"
+    size = vnet_hdr_size() if vnet_hdr_sz is None else vnet_hdr_sz
+    # 6.15+ (2506251e81d1): hdr_len is compared with what follows the parsed header, so the
+    # unread rest of vnet_hdr_sz counts as room (measured on 6.18.44)
+    loose = k.has(TUN_VNET_HDR_GET)
+    room = frame_len + (size - parsed_size(k, size) if loose else 0)
+    where, function = (("drivers/net/tun_vnet.h", "__tun_vnet_hdr_get") if loose
+                       else (TUN_C, "tun_get_user"))
 
-    def add(test: str, ok: bool, detail: str, refusal: str = "") -> bool:
-        checks.append(Check(source, "tun_get_user", test, ok, detail, (),
+    def add(test: str, ok: bool, detail: str, refusal: str = "",
+            at: tuple[str, str] = (TUN_C, "tun_get_user"),
+            because: tuple[str, ...] = ()) -> bool:
+        checks.append(Check(f"{at[0]}:{at[1]} @ {k.name}", at[1], test, ok, detail, because,
                             "" if ok else refusal))
         return ok
 
@@ -76,10 +90,16 @@ def front_checks(
             + (f" > {h.hdr_len}: hdr_len becomes {hdr_len}"
                + (" (wrapped to 16 bits)" if end > U16_MAX else "")
                if end > h.hdr_len else f" ≤ hdr_len {h.hdr_len}: unchanged"))
-    if not add("hdr_len ≤ len", hdr_len <= frame_len,
-               f"hdr_len {hdr_len} {'>' if hdr_len > frame_len else '≤'} the {frame_len} "
-               "frame bytes after the vnet header",
-               f"hdr_len {hdr_len} exceeds the {frame_len}-byte frame"):
+    extra = room - frame_len
+    if not add("hdr_len ≤ len" + (" + the unread rest of vnet_hdr_sz" if loose else ""),
+               hdr_len <= room,
+               f"hdr_len {hdr_len} {'>' if hdr_len > room else '≤'} "
+               + (f"{frame_len} frame bytes + {extra} (vnet_hdr_sz {size} - the {size - extra} "
+                  f"bytes read) = {room}" if loose else
+                  f"the {frame_len} frame bytes after the vnet header"),
+               f"hdr_len {hdr_len} exceeds the {frame_len}-byte frame"
+               + (f" + {extra}" if extra else ""),
+               (where, function), (TUN_VNET_HDR_GET.key,) if loose else ()):
         return hdr_len, tuple(checks), checks[-1]
     if tap:
         short = frame_len < ETH_HLEN or 0 < hdr_len < ETH_HLEN
@@ -107,13 +127,15 @@ class Verdict:
 
 def validate(
     k: KernelProfile, h: VnetHdr, frame_len: int, *, headroom: int, tap: bool = True,
-    tunnel: bool = False,
+    vnet_hdr_sz: int = 10,
 ) -> Verdict:
-    """The checks of one write of ``h`` plus ``frame_len`` frame bytes, in kernel order.
+    """The checks of one write of ``h`` plus ``frame_len`` frame bytes, in kernel order, on a
+    device with TUNSETVNETHDRSZ ``vnet_hdr_sz`` (24 or more turns UDP-tunnel GSO on, 6.17+).
     ``headroom`` is skb_headroom() when virtio_net_hdr_to_skb runs (tun's pad). Whether a
     header is accepted does not depend on how much of the frame is linear (a pull fails only
     past skb->len), so the skb here is a linear one."""
-    hdr_len, checks, failed = front_checks(k, h, frame_len, tap=tap)
+    tunnel = k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24
+    hdr_len, checks, failed = front_checks(k, h, frame_len, tap=tap, vnet_hdr_sz=vnet_hdr_sz)
     if failed is not None:
         return Verdict(True, False, "EINVAL", failed.function, failed.reason, checks, None,
                        hdr_len)
@@ -138,9 +160,9 @@ def vnet_hdr_get(k: KernelProfile, s: TapSetup, hdr: VnetHdr, log: StepLog) -> i
     """Read the vnet header; NEEDS_CSUM raises hdr_len to cover the checksum field."""
     assert s.vnet_hdr_sz is not None
     where, function = SRC, "tun_get_user"
-    if k.has(VNET_HDR_UDP_TUNNEL):
+    if k.has(TUN_VNET_HDR_GET):
         where, function = "drivers/net/tun_vnet.h", "__tun_vnet_hdr_get"
-    parsed = 24 if k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24 else vnet_hdr_size()
+    parsed = parsed_size(k, s.vnet_hdr_sz)
     hdr_len = csum_hdr_len(hdr)  # tun_get_user's NEEDS_CSUM fix-up (16-bit)
     log.add(
         where,
