@@ -17,6 +17,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.virtio_net.receive_buf import plain_skb
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
@@ -60,12 +61,15 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
     """The virtio receive path for every length, from plans (setup.frame_len is ignored)."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
-    name, plan, deliver = k.name, virtio_net.planner(c), virtio_net.deliver
+    name, plan, deliver, plain = k.name, virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
     detail = c.hdr is not None
     for frame_len in lengths:
         p = plan(c, frame_len, detail)
-        skb, reason, _, _ = deliver(c, p)
+        if detail:
+            skb, reason, _, _ = deliver(c, p)
+        else:  # no header: nothing after receive_*() but eth_type_trans
+            skb, reason = (None, p.reason) if p.outcome == "drop" else (plain(c, p), None)
         if skb is None:
             yield Row(frame_len, name, "drop", reason, None, None, None, len(p.buffers) or 1)
             continue

@@ -93,27 +93,12 @@ def deliver(c: Config, p: Plan) -> Delivery:
     GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays CHECKSUM_NONE."""
     if p.outcome == "drop":
         return Delivery(None, p.reason, None)
-    head = BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label
-    frags = _frags(c, p, p.frags) if p.frags else ()
-    frag_list = (
-        tuple(
-            FragListSkb(
-                sum(f.size for f in group),
-                c.frag_list_truesize + sum(f.truesize for f in group),
-                _frags(c, p, group),
-            )
-            for group in p.frag_list
-        )
-        if p.frag_list
-        else ()
-    )
     h = c.hdr
     if h is None:
-        skb = eth_type_trans_of(head, p.head_size, p.data, p.tail, p.end, p.len, p.data_len,
-                                p.truesize, p.nr_frags, frags, frag_list)
-        return Delivery(skb, None, None)
-    skb = Skb(head, p.head_size, p.data, p.tail, p.end, p.len, p.data_len, p.truesize,
-              p.nr_frags, None, frags, frag_list)
+        return Delivery(plain_skb(c, p), None, None)
+    skb = Skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
+              p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None,
+              *_frag_parts(c, p))
     if c.rx_hash:  # virtio_skb_set_hash → skb_set_hash(skb, hash_value, type)
         skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
     refused = _csum_offload(c, h)
@@ -133,6 +118,43 @@ def deliver(c: Config, p: Plan) -> Delivery:
         None,
         result,
     )
+
+
+def plain_skb(c: Config, p: Plan) -> Skb:
+    """``deliver``'s skb when the device wrote no header (flags 0, GSO_NONE: virtio_net_hdr_to_skb
+    changes nothing): eth_type_trans on what receive_*() built. Sweeps call it per length."""
+    return eth_type_trans_of(
+        BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label,
+        p.head_size,
+        p.data,
+        p.tail,
+        p.end,
+        p.len,
+        p.data_len,
+        p.truesize,
+        p.nr_frags,
+        _frags(c, p, p.frags) if p.frags else (),
+        tuple(
+            FragListSkb(
+                sum(f.size for f in group),
+                c.frag_list_truesize + sum(f.truesize for f in group),
+                _frags(c, p, group),
+            )
+            for group in p.frag_list
+        )
+        if p.frag_list
+        else (),
+    )
+
+
+def _frag_parts(c: Config, p: Plan) -> tuple[tuple[Frag, ...], tuple[FragListSkb, ...]]:
+    frags = _frags(c, p, p.frags) if p.frags else ()
+    frag_list = tuple(
+        FragListSkb(sum(f.size for f in group),
+                    c.frag_list_truesize + sum(f.truesize for f in group), _frags(c, p, group))
+        for group in p.frag_list
+    )
+    return frags, frag_list
 
 
 def _csum_offload(c: Config, h: VnetHdr) -> Check | None:
