@@ -27,6 +27,9 @@ class KernelProfile:
     def __post_init__(self) -> None:
         present = frozenset(c.key for c in CHANGES if self._carries(c))
         object.__setattr__(self, "_present", present)  # has() is then a set lookup
+        carried = tuple(c for c in CHANGES if c.key in present)
+        object.__setattr__(self, "_changes", carried)  # changes(), in table order
+        object.__setattr__(self, "_name", str(self.version))
         values = {c.name: self._value_of(c) for c in CONSTANTS}
         object.__setattr__(self, "_values", values)  # value() is then a dict lookup
         if self.build.max_skb_frags == 0:  # resolve "the kernel's default" once, here
@@ -42,7 +45,7 @@ class KernelProfile:
 
     @property
     def name(self) -> str:
-        return str(self.version)
+        return self._name  # type: ignore[attr-defined,no-any-return]
 
     def has(self, change: Change) -> bool:
         """Does this kernel carry ``change`` (mainline since/until, or a known stable backport)?"""
@@ -81,7 +84,12 @@ class KernelProfile:
         return tuple(c for c in changes if self.has(c))
 
     def changes(self) -> tuple[Change, ...]:
-        return tuple(c for c in CHANGES if self.has(c))
+        return self._changes  # type: ignore[attr-defined,no-any-return]
+
+    @property
+    def change_keys(self) -> frozenset[str]:
+        """The keys of ``changes()``."""
+        return self._present  # type: ignore[attr-defined,no-any-return]
 
     # --- constants every path uses (include/linux/skbuff.h, include/linux/cache.h) ---------
     @property

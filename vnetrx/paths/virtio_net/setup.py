@@ -253,7 +253,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         )
     return Config(
         kernel=k.name,
-        present=frozenset(c.key for c in k.changes()),
+        present=k.change_keys,
         mode=mode,
         mergeable=s.mergeable,
         guest_gso=s.guest_gso,
