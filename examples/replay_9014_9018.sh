@@ -11,8 +11,7 @@ for line in sys.stdin:
     f = json.loads(line)
     if f["frame_len"] < 9000:
         continue
-    skb = f["trace"]["skb"]
-    bufs = " ".join("#%d=%s+%d/%d" % (b["seq"], b["page"], b["offset"], b["len"]) for b in f["buffers"])
-    print(f["frame_len"], "truesize", skb["truesize"], "nr_frags", skb["nr_frags"], "ewma", f["ring"]["ewma"])
+    bufs = " ".join("%s+%d/%d" % (page, offset, size) for page, offset, size in f["buffers"])
+    print(f["frame_len"], "truesize", f["truesize"], "nr_frags", f["nr_frags"], "ewma", f["ewma"])
     print("  ", bufs)
 '

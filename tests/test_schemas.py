@@ -62,6 +62,8 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("replay", ["replay", "--len", "60x11,9014,9018", "--mergeable", "--mtu", "9000",
                 "--kernel", "6.12", "--json"], 0),
     ("replay", ["replay", "--len", "60,1514,100", "--kernel", "6.1", "--json"], 0),  # small
+    ("replay-summary", ["replay", "--len", "60x11,9014,9018,10", "--mergeable", "--mtu", "9000",
+                        "--summary", "--json"], 0),
     ("replay", ["replay", "--len", "60x40", "--mergeable", "--guest-gso", "--ring-size", "32",
                 "--mtu", "1400", "--kernel", "7.3", "--json"], 0),  # page_pool, a refill
     ("lab", ["lab", "virtio", "--from-log", str(LAB / "mergeable-6.1.0-57-amd64.log"),
@@ -115,7 +117,7 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
 
 def test_every_json_command_is_covered() -> None:
     covered = {name for name, _, _ in INVOCATIONS} | {
-        "verify", "layout-check", "sweep-row", "replay-frame"}
+        "verify", "layout-check", "sweep-row", "replay-frame", "replay-row"}
     assert covered == set(names())
 
 
@@ -180,12 +182,13 @@ def test_layout_check_matches_schema() -> None:
     check("layout-check", json.loads(result.stdout))
 
 
-def test_replay_jsonl_lines_match_schema() -> None:
-    result = RUNNER.invoke(cli, ["replay", "--len", "60x11,9014,9018", "--mergeable", "--mtu",
-                                 "9000", "--kernel", "6.1", "--jsonl"])
+@pytest.mark.parametrize(("extra", "name"), [([], "replay-row"), (["--detail"], "replay-frame")])
+def test_replay_jsonl_lines_match_schema(extra: list[str], name: str) -> None:
+    result = RUNNER.invoke(cli, ["replay", "--len", "60x11,9014,9018,10,1600", "--mergeable",
+                                 "--mtu", "9000", "--kernel", "6.1", "--jsonl", *extra])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert len(lines) == 13
-    validator = Draft202012Validator(schema("replay-frame"))
+    assert len(lines) == 15
+    validator = Draft202012Validator(schema(name))
     for line in lines:
         validator.validate(json.loads(line))

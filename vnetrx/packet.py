@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.constants import ETH_HLEN
@@ -124,15 +123,23 @@ def find_headers(frame: bytes) -> Headers:
 
 def read_frame(path: str) -> bytes:
     """A frame's bytes: the first packet of a pcap/pcapng capture, or the file as it is."""
-    from vnetrx.replay.frames import PCAP_MAGICS, pcap_frames
+    from vnetrx.replay.capture import is_capture, read_capture
 
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as stream:
+            if is_capture(stream.peek(4)[:4]):
+                first = next(read_capture(stream, path), None)
+                if first is None:
+                    raise InputError(f"{path}: the capture holds no packets")
+                if len(first.data) < first.length:
+                    raise InputError(
+                        f"{path}: the capture holds {len(first.data)} of the first frame's "
+                        f"{first.length} bytes (its snaplen cut it); --frame needs all of them"
+                    )
+                return first.data
+            data = stream.read()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if data[:4] in PCAP_MAGICS:
-        frames = pcap_frames(path, data, limit=1)
-        return frames[0]
     if not data:
         raise InputError(f"{path} is empty")
     if len(data) > 65535:

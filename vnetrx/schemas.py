@@ -489,13 +489,55 @@ REPLAY_FRAME = _obj(
     {
         "index": _NAT,
         "frame_len": _NAT,
-        "poll": _NAT,
+        "poll": _nullable(_NAT),
         "buffers": _arr(_POSTED),
         "ewma_before": _nullable(_NAT),
         "ewma_after": _nullable(_NAT),
         "trace": TRACE,
         "refill": _nullable(_FILL),
         "ring": _RING,
+    }
+)
+# Each --jsonl line of vnetrx replay (without --detail): one compact row per frame
+REPLAY_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.replay-row/1"},
+        "index": _NAT,
+        "frame_len": _NAT,
+        "poll": _nullable(_NAT),
+        "buffers": _arr({"type": "array", "prefixItems": [_STR, _NAT, _NAT], "minItems": 3,
+                         "maxItems": 3}),
+        "outcome": {"enum": ["build_skb", "copy", "drop"]},
+        "reason": _nullable(_STR),
+        "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
+        # the skb fields sweep rows carry (model.SKB_FIELDS): null on a drop
+        **{f.name: _nullable(_KINDS[f.kind]) for f in SKB_FIELDS if f.row},
+        "allocations": _nullable(_NAT),
+        "bytes_copied": _nullable(_NAT),
+        "frag_list": _NAT,
+        "ewma": _nullable(_NAT),
+        "refill": _nullable(_NAT),
+    }
+)
+REPLAY_SUMMARY = _obj(
+    {
+        "schema": {"const": "vnetrx.replay-summary/1"},
+        "frames": _NAT,
+        "frame_bytes": _NAT,
+        "skbs": _NAT,
+        "drops": {"type": "object", "additionalProperties": _NAT},
+        "counters": {"type": "object", "additionalProperties": _NAT},
+        "build_skb": _NAT,
+        "copy": _NAT,
+        "build_skb_share": _nullable({"type": "number", "minimum": 0, "maximum": 1}),
+        "bytes_copied": _NAT,
+        "allocations": _NAT,
+        "buffers": _NAT,
+        "pages": _NAT,
+        "truesize": _obj({"sum": _NAT, "min": _nullable(_NAT), "median": _nullable(_NAT),
+                          "p99": _nullable(_NAT), "max": _nullable(_NAT)}),
+        "truesize_per_byte": _nullable({"type": "number", "minimum": 0}),
+        "frag_list_skbs": _NAT,
     }
 )
 REPLAY = _obj(
@@ -608,7 +650,9 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "sweep-row": ("vnetrx.sweep-row/1", SWEEP_ROW),  # each --jsonl line of vnetrx sweep
     "observe": ("vnetrx.observe/1", OBSERVE),
     "replay": ("vnetrx.replay/1", REPLAY),
-    "replay-frame": (None, REPLAY_FRAME),  # each --jsonl line of vnetrx replay
+    "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
+    "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),  # each --jsonl line of vnetrx replay
+    "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
 }
 

@@ -4,6 +4,7 @@ form (LIST, text, JSON, pcap, pcapng), and one-line errors with exit 2 (input) o
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -109,14 +110,31 @@ def test_json_records_a_refill(runner: CliRunner) -> None:
         "4096 bytes (get_mergeable_buf_len, EWMA 9000)")
 
 
-def test_jsonl_one_frame_per_line(runner: CliRunner) -> None:
+def test_jsonl_one_compact_row_per_frame(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["replay", *SEQ, "--jsonl"])
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
-    assert len(lines) == 13
-    frames = [json.loads(line) for line in lines]
-    assert [f["index"] for f in frames] == list(range(13))
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["index"] for r in rows] == list(range(13))
+    assert {r["schema"] for r in rows} == {"vnetrx.replay-row/1"}
+    # frame 12 (9018 bytes) lands in buffers 17-22 of the initial fill (the 2048-byte 21st of
+    # frag0 among them): the same buffers, skb and EWMA as the full document
+    last = rows[12]
+    assert last["buffers"] == [["frag0", 26112, 1536], ["frag0", 27648, 1536],
+                               ["frag0", 29184, 1536], ["frag0", 30720, 2048],
+                               ["frag1", 0, 1536], ["frag1", 1536, 1536]]
+    assert (last["outcome"], last["truesize"], last["nr_frags"], last["ewma"]) == (
+        "copy", 11008, 2, 336)
+    assert rows[11]["truesize"] == 10496 and "trace" not in rows[11]
+
+
+def test_jsonl_detail_has_every_frames_trace(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["replay", *SEQ, "--jsonl", "--detail"])
+    assert result.exit_code == 0, result.output
+    frames = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(frames) == 13
     assert frames[11]["trace"]["skb"]["truesize"] == 10496
+    doc = json.loads(runner.invoke(cli, ["replay", *SEQ, "--json"]).stdout)
+    assert frames == doc["frames"]
 
 
 def test_json_does_not_need_rich_for_small_mode(runner: CliRunner) -> None:
@@ -227,14 +245,14 @@ def test_stall_is_a_runtime_failure(runner: CliRunner) -> None:
     assert "rx stall at frame 0: 65547 bytes" in line and "(32768 bytes)" in line
 
 
-def test_capture_cut_at_its_snaplen(runner: CliRunner, tmp_path: Path) -> None:
+def test_a_capture_cut_by_its_snaplen_gives_the_wire_lengths(
+        runner: CliRunner, tmp_path: Path) -> None:
+    """tcpdump -s 96: each record holds at most 96 bytes, and orig_len the frame's length."""
     path = tmp_path / "cut.pcap"
-    with path.open("wb") as fh:
-        writer = dpkt.pcap.Writer(fh, snaplen=96)
-        writer.writepkt(bytes(60), ts=0)
-        writer.writepkt(bytes(96), ts=1)
-    assert "frame 1 may be cut at the capture's snaplen 96" in _error(
-        runner, ["--from", str(path)], 2)
+    records = b"".join(struct.pack("<IIII", 0, 0, min(n, 96), n) + bytes(min(n, 96))
+                       for n in (60, 1514, 9014))
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 96, 1) + records)
+    assert _lens_of(runner, path) == [60, 1514, 9014]
 
 
 def test_show_a_frame_the_device_dropped_and_a_page_pool_frame(runner: CliRunner) -> None:
@@ -265,3 +283,72 @@ def test_json_replay_does_not_import_rich() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- streaming: stdin, totals, a closed pipe, Ctrl-C ----------------------------------------------
+
+
+def _capture(path: Path, lengths: list[int]) -> None:
+    records = b"".join(struct.pack("<IIII", 0, 0, n, n) + bytes(n) for n in lengths)
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + records)
+
+
+def test_capture_from_standard_input(tmp_path: Path) -> None:
+    path = tmp_path / "f.pcap"
+    _capture(path, _expected())
+    with path.open("rb") as stdin:
+        out = subprocess.run([sys.executable, "-m", "vnetrx", "replay", "--from", "-",
+                              "--mergeable", "--jsonl"], stdin=stdin, capture_output=True,
+                             text=True, check=True)
+    assert [json.loads(line)["frame_len"] for line in out.stdout.splitlines()] == _expected()
+
+
+def test_summary_text_and_json(runner: CliRunner) -> None:
+    text = runner.invoke(cli, ["replay", *SEQ, "--summary"])
+    assert text.exit_code == 0, text.output
+    assert text.stdout.startswith("totals: 13 frames, 18692 bytes; 13 skbs")
+    doc = json.loads(runner.invoke(cli, ["replay", *SEQ, "--summary", "--json"]).stdout)
+    assert (doc["schema"], doc["frames"], doc["frame_bytes"]) == (
+        "vnetrx.replay-summary/1", 13, 11 * 60 + 9014 + 9018)
+    # the last line of the text table is the same totals
+    table = runner.invoke(cli, ["replay", *SEQ]).stdout
+    assert any(line.startswith("totals: 13 frames") for line in table.splitlines())
+
+
+def _long_capture(tmp_path: Path) -> Path:
+    path = tmp_path / "long.pcap"
+    _capture(path, [60, 1514, 9014, 1000] * 50_000)
+    return path
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    path = _long_capture(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "vnetrx", "replay", "--from", str(path),
+                             "--mergeable", "--mtu", "9000", "--jsonl"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
+    assert first["index"] == 0
+
+
+def test_ctrl_c_leaves_whole_lines_and_exits_130(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    path = _long_capture(tmp_path)
+    out = tmp_path / "rows.jsonl"
+    with out.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "vnetrx", "replay", "--from", str(path),
+                                 "--mergeable", "--mtu", "9000", "--jsonl"], stdout=sink,
+                                stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130
+    assert proc.stderr is not None
+    assert proc.stderr.read().decode().strip() == "vnetrx: interrupted"
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 0 < len(rows) < 200_000
+    assert [r["index"] for r in rows] == list(range(len(rows)))

@@ -89,6 +89,12 @@ class VnetrxGroup(click.Group):
         except BrokenPipeError:  # `vnetrx ... | head`
             sys.stderr.close()
             sys.exit(0)
+        except SystemExit as exc:
+            # click turns a closed pipe (`vnetrx ... | head`) into exit 1 behind a wrapper that
+            # keeps the rest of stdout quiet: the reader stopping is not a failure
+            if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+                sys.exit(0)
+            raise
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)

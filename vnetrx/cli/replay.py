@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 import click
@@ -11,9 +13,12 @@ from vnetrx.cli import cli
 from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
 from vnetrx.errors import InputError
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
-from vnetrx.replay import MAX_RING_SIZE, RingConfig
+from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
 from vnetrx.replay import replay as run_replay
-from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_frames
+from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
+from vnetrx.replay.napi import every_frame, no_frame
+
+PROGRESS_FROM = 20_000
 
 
 @cli.command()
@@ -30,9 +35,10 @@ from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_frames
     "from_file",
     metavar="FILE",
     default=None,
-    help="Read the frames from FILE: a pcap/pcapng capture (Ethernet), a JSON array of lengths "
-    "or of objects {\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the "
-    "10-byte virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
+    help="Read the frames from FILE (- for standard input): a pcap/pcapng capture (Ethernet; "
+    "read as a stream, lengths as on the wire), a JSON array of lengths or of objects "
+    "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the 10-byte "
+    "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
 )
 @click.option(
     "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
@@ -89,7 +95,15 @@ from vnetrx.replay.frames import MAX_FRAMES, parse_list, read_frames
     help="Also print frame N's buffers inside their backing pages, and its skb.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.replay/1).")
-@click.option("--jsonl", "as_jsonl", is_flag=True, help="Print one JSON object per frame.")
+@click.option("--jsonl", "as_jsonl", is_flag=True,
+              help="Stream one compact JSON row per frame (vnetrx.replay-row/1).")
+@click.option("--detail", is_flag=True,
+              help="With --jsonl: each frame's full record with its narrated trace "
+              "(vnetrx.replay-frame/1), instead of the compact row.")
+@click.option("--summary", is_flag=True,
+              help="Only the totals: frames, bytes, drops by reason, build_skb share, bytes "
+              "copied, allocations, buffers, pages, truesize sum/min/median/p99/max and per frame "
+              "byte, frag_list skbs (text, or vnetrx.replay-summary/1 with --json).")
 def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     """Feed a stream of frames through a stateful virtio-net rx ring.
 
@@ -104,7 +118,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --len 60x11,9014,9018 --mergeable --mtu 9000 --kernel 6.12
       vnetrx replay --len 60,1000,3400-3500:8 --mergeable --show 2
       vnetrx replay --from capture.pcapng --mergeable --kernel 6.1 --json
-      vnetrx replay --len 9000x40 --mergeable --batch 8 --jsonl | jq .ring.ewma
+      vnetrx replay --len 9000x40 --mergeable --batch 8 --jsonl | jq .ewma
+      tcpdump -i tap0 -w - | vnetrx replay --from - --mergeable --summary
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
     """
@@ -112,18 +127,25 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         raise click.UsageError("give the frames with exactly one of --len LIST and --from FILE")
     if o["as_json"] and o["as_jsonl"]:
         raise click.UsageError("--json and --jsonl exclude each other")
-    if o["show"] is not None and (o["as_json"] or o["as_jsonl"]):
+    if o["show"] is not None and (o["as_json"] or o["as_jsonl"] or o["summary"]):
         raise click.UsageError("--show applies to the text output (the JSON has every frame)")
-    frames, hdrs = (
-        (parse_list(lengths), None) if lengths is not None else read_frames(str(from_file))
-    )
-    if o["show"] is not None and o["show"] >= len(frames):
-        raise InputError(
-            f"--show {o['show']}: there are {len(frames)} frames (valid: 0..{len(frames) - 1})"
-        )
+    if o["detail"] and not o["as_jsonl"]:
+        raise click.UsageError("--detail applies to --jsonl (rows with each frame's full trace)")
+    if o["summary"] and o["as_jsonl"]:
+        raise click.UsageError("--summary prints the totals only: not with --jsonl")
     if o["polls"] is not None and _given_batch():
         raise click.UsageError("--batch and --polls exclude each other")
+    frames = (Frames(parse_list(lengths), None, False) if lengths is not None
+              else open_frames(str(from_file)))
+    known = len(frames.items) if isinstance(frames.items, tuple) else None
+    if o["show"] is not None and known is not None and o["show"] >= known:
+        raise InputError(f"--show {o['show']}: there are {known} frames (valid: 0..{known - 1})")
     polls = parse_list(o["polls"], where="--polls") if o["polls"] is not None else ()
+    if polls and known is not None and sum(polls) != known:
+        raise InputError(
+            f"the batches ({', '.join(map(str, polls))}) must be at least 1 frame each and "
+            f"add up to the {known} frame(s)"
+        )
     choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
     profile = load_profile(o["kernel"], o["config"], choice)
     config = RingConfig(
@@ -135,19 +157,105 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         batch=o["batch"],
         polls=polls,
     )
-    result = run_replay(profile, config, frames, hdrs)
-    if o["as_json"] or o["as_jsonl"]:
-        from vnetrx.render.replay_json import render_replay, render_replay_lines
+    source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
+    items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
+    if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
+        from vnetrx.render.replay_json import render_replay
 
-        source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
-        sys.stdout.write(
-            render_replay_lines(result) if o["as_jsonl"] else render_replay(result, source)
-        )
+        listed = tuple(islice(items, MAX_FRAMES + 1))
+        if not listed:
+            raise InputError(f"{source}: no frames")
+        if len(listed) > MAX_FRAMES:
+            raise InputError(
+                f"{source}: more than {MAX_FRAMES} frames for one --json document",
+                hint="--jsonl and --summary stream any number of frames",
+            )
+        lens = tuple(x if isinstance(x, int) else x[0] for x in listed)
+        hdrs = None if not frames.has_headers else tuple(
+            None if isinstance(x, int) else x[1] for x in listed)
+        sys.stdout.write(render_replay(run_replay(profile, config, lens, hdrs), source))
         return
-    from vnetrx.render.replay_text import print_replay
+    want = every_frame if o["detail"] else no_frame
+    show = o["show"]
+    if show is not None:
+        shown: int = show
+
+        def want(index: int) -> bool:
+            return index == shown
+    # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
+    rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
+    stream = Stream(profile, config, _nonempty(items, source), want_trace=want, rings=rings)
+    if o["as_jsonl"]:
+        from vnetrx.render.replay_json import write_rows
+
+        write_rows(stream, sys.stdout, detail=o["detail"])
+        return
+    if o["summary"] and o["as_json"]:
+        from vnetrx.render.json_out import dumps
+        from vnetrx.replay.summary import Totals
+
+        totals = Totals()
+        for record in stream.records:
+            totals.add(record)
+        sys.stdout.write(dumps(totals.to_dict()))
+        return
+    from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
-    print_replay(result, stdout_console(), o["show"])
+    totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"])
+    if show is not None and show >= totals.frames:
+        raise InputError(f"--show {show}: there are {totals.frames} frames "
+                         f"(valid: 0..{totals.frames - 1})")
+
+
+def _nonempty(items: Iterable[Item], source: str) -> Iterator[Item]:
+    """The frames, or an error if there are none."""
+    it = iter(items)
+    first = next(it, None)
+    if first is None:
+        raise InputError(f"{source}: no frames")
+    yield first
+    yield from it
+
+
+def _progress(items: Iterable[Item], total: int | None, quiet: bool) -> Iterable[Item]:
+    """Frames with a progress bar on stderr (a terminal only; never on stdout), for runs of
+    more than PROGRESS_FROM frames or of unknown length."""
+    if quiet or not sys.stderr.isatty() or (total is not None and total < PROGRESS_FROM):
+        return items
+    return _with_bar(items, total)
+
+
+def _with_bar(items: Iterable[Item], total: int | None) -> Iterator[Item]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
+
+    class Rate(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed or 0:>10,.0f} frames/s")
+
+    columns: list[ProgressColumn] = [TextColumn("replaying")]
+    columns += [BarColumn(), MofNCompleteColumn()] if total else [
+        TextColumn("{task.completed:,} frames")]
+    columns += [Rate(), TimeElapsedColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("replay", total=total)
+        step = 0
+        for item in items:
+            yield item
+            step += 1
+            if step == 4096:
+                progress.advance(task, step)
+                step = 0
 
 
 def _given_batch() -> bool:

@@ -13,16 +13,20 @@ vnetrx.replay/1: schema, kernel, input, min_buf_len, initial_fill, frames[], fin
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
+from vnetrx.model import SKB_FIELDS
 from vnetrx.render.json_out import dumps
-from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, page_label
+from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
+from vnetrx.replay.refill import ring_config
+from vnetrx.replay.state import Ring
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
 
 
-def _posted(r: Replay, p: Posted) -> dict[str, Any]:
+def _posted(r: Ring, p: Posted) -> dict[str, Any]:
     return {
         "seq": p.seq,
         "page": page_label(r.kernel, r.config, p.buf.frag_index),
@@ -32,7 +36,7 @@ def _posted(r: Replay, p: Posted) -> dict[str, Any]:
     }
 
 
-def _fill(r: Replay, f: Fill) -> dict[str, Any]:
+def _fill(r: Ring, f: Fill) -> dict[str, Any]:
     return {
         "when": f.when,
         "after_poll": f.after_poll,
@@ -43,7 +47,7 @@ def _fill(r: Replay, f: Fill) -> dict[str, Any]:
     }
 
 
-def _ring(r: Replay, v: RingView) -> dict[str, Any]:
+def _ring(r: Ring, v: RingView) -> dict[str, Any]:
     return {
         "ewma": v.ewma,
         "mergeable_rx_buffer_size": v.mergeable_rx_buffer_size,
@@ -60,7 +64,8 @@ def _ring(r: Replay, v: RingView) -> dict[str, Any]:
     }
 
 
-def frame_to_dict(r: Replay, f: FrameRecord) -> dict[str, Any]:
+def frame_to_dict(r: Ring, f: FrameRecord) -> dict[str, Any]:
+    assert f.trace is not None, "the full replay document keeps every frame's trace"
     return {
         "index": f.index,
         "frame_len": f.frame_len,
@@ -70,7 +75,7 @@ def frame_to_dict(r: Replay, f: FrameRecord) -> dict[str, Any]:
         "ewma_after": f.ewma_after,
         "trace": trace_to_dict(f.trace),
         "refill": None if f.refill is None else _fill(r, f.refill),
-        "ring": _ring(r, f.ring),
+        "ring": None if f.ring is None else _ring(r, f.ring),
     }
 
 
@@ -104,4 +109,80 @@ def render_replay(r: Replay, source: str) -> str:
 
 
 def render_replay_lines(r: Replay) -> str:
+    """--jsonl --detail of a whole replay: one full frame record per line."""
     return "".join(json.dumps(frame_to_dict(r, f)) + "\n" for f in r.frames)
+
+
+ROW_SCHEMA = "vnetrx.replay-row/1"
+_ROW_SKB = tuple(f.name for f in SKB_FIELDS if f.row)
+_NO_SKB = dict.fromkeys(_ROW_SKB)
+
+
+def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
+    """One compact row: the frame, the buffers it used (page, offset, len), what it became (the
+    sweep row's skb fields), the cost, the EWMA after it and the refill its poll ended with."""
+    label = ring_config(s.kernel, s.config).alloc.label
+    skb = f.skb
+    out: dict[str, Any] = {
+        "schema": ROW_SCHEMA,
+        "index": f.index,
+        "frame_len": f.frame_len,
+        "poll": f.poll,
+        "buffers": [[label(p.buf.frag_index), p.buf.offset, p.buf.len] for p in f.buffers],
+        "outcome": f.outcome,
+        "reason": f.reason,
+        "counter": f.counter,
+    }
+    out.update(_NO_SKB if skb is None else {name: getattr(skb, name) for name in _ROW_SKB})
+    out["allocations"] = f.allocations
+    out["bytes_copied"] = f.bytes_copied
+    out["frag_list"] = f.frag_list
+    out["ewma"] = f.ewma_after
+    out["refill"] = None if f.refill is None else len(f.refill.buffers)
+    return out
+
+
+# row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
+# the dict: a replay writes one per frame)
+_SKB_PART = ", ".join(f'"{name}": {{{i}}}' for i, name in enumerate(_ROW_SKB))
+_NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
+
+
+def _j(value: object) -> str:
+    return "null" if value is None else json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def row_line(label: Callable[[int], str], f: FrameRecord) -> str:
+    """``json.dumps(row_to_dict(...))`` of one frame, written out directly."""
+    skb = f.skb
+    buffers = ", ".join(f'["{label(p.buf.frag_index)}", {p.buf.offset}, {p.buf.len}]'
+                        for p in f.buffers)
+    skb_part = _NO_SKB_PART if skb is None else _SKB_PART.format(
+        *(int(getattr(skb, name)) for name in _ROW_SKB))
+    return (
+        f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
+        f'"poll": {_j(f.poll)}, "buffers": [{buffers}], "outcome": "{f.outcome}", '
+        f'"reason": {_j(f.reason)}, "counter": {_j(f.counter)}, {skb_part}, '
+        f'"allocations": {_j(f.allocations)}, "bytes_copied": {_j(f.bytes_copied)}, '
+        f'"frag_list": {f.frag_list}, "ewma": {_j(f.ewma_after)}, '
+        f'"refill": {_j(None if f.refill is None else len(f.refill.buffers))}}}'
+    )
+
+
+def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:
+    """Stream a replay as JSONL: each line written as soon as its frame is done (a closed pipe
+    or Ctrl-C leaves only whole lines behind)."""
+    write = out.write
+    if detail:
+        for f in s.records:
+            write(json.dumps(frame_to_dict(s, f)) + "\n")
+        return
+    label = ring_config(s.kernel, s.config).alloc.label
+    lines: list[str] = []
+    for f in s.records:
+        lines.append(row_line(label, f))
+        if len(lines) == 256:  # a few writes, whole lines only
+            write("\n".join(lines) + "\n")
+            lines = []
+    if lines:
+        write("\n".join(lines) + "\n")

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vnetrx.model import Frag, Trace
+from vnetrx.model import Frag
 from vnetrx.render.text import buffer_map, skb_map
 from vnetrx.replay import (
     Fill,
@@ -16,9 +18,12 @@ from vnetrx.replay import (
     Posted,
     Replay,
     RingView,
+    Stream,
     backing_page_size,
     page_label,
 )
+from vnetrx.replay.state import Ring
+from vnetrx.replay.summary import Totals
 
 BAR_WIDTH = 64
 _BUFFER_MARKS = "123456789abcdefghijklmnopqrstuvwxyz"
@@ -35,17 +40,17 @@ def _sizes(buffers: tuple[Posted, ...]) -> str:
     return " ".join(f"{n}×{size}" if n > 1 else str(size) for size, n in runs)
 
 
-def _outcome(t: Trace) -> Text:
-    if t.skb is None:
-        return Text(f"drop: {t.reason}", style="bold red")
-    return Text(t.outcome, style="bold green" if t.outcome == "build_skb" else "bold blue")
+def _outcome(f: FrameRecord) -> Text:
+    if f.skb is None:
+        return Text(f"drop: {f.reason}", style="bold red")
+    return Text(f.outcome, style="bold green" if f.outcome == "build_skb" else "bold blue")
 
 
 def _fill_text(fill: Fill) -> str:
     return f"+{len(fill.buffers)}×{fill.buf_len}"
 
 
-def _header(r: Replay) -> Text:
+def _header(r: Ring) -> Text:
     k, c = r.kernel, r.config
     first = r.initial_fill.buffers
     pages = sorted({p.buf.frag_index for p in first})
@@ -84,12 +89,12 @@ _COLUMNS = (
 )
 
 
-def _table(r: Replay) -> Text:
+def _table(r: Ring, frames: Iterable[FrameRecord]) -> Text:
     """Fixed-width columns (never squeezed: a row may run past a narrow terminal)."""
     rows: list[list[tuple[str, str]]] = []
-    for f in r.frames:
-        t, first = f.trace, f.buffers[0] if f.buffers else None
-        outcome = _outcome(t) if f.buffers else Text("device drop: too long", style="bold red")
+    for f in frames:
+        first = f.buffers[0] if f.buffers else None
+        outcome = _outcome(f) if f.buffers else Text("device drop: too long", style="bold red")
         rows.append(
             [
                 (str(f.index), ""),
@@ -104,10 +109,10 @@ def _table(r: Replay) -> Text:
                 ),
                 (_sizes(f.buffers) or "(none used)", ""),
                 (outcome.plain, str(outcome.style)),
-                ("-" if t.skb is None else str(t.skb.truesize), ""),
-                ("-" if t.skb is None else str(t.skb.nr_frags), ""),
+                ("-" if f.skb is None else str(f.skb.truesize), ""),
+                ("-" if f.skb is None else str(f.skb.nr_frags), ""),
                 ("-" if f.ewma_after is None else str(f.ewma_after), ""),
-                (str(f.ring.mergeable_rx_buffer_size or "-"), ""),
+                (str((f.ring and f.ring.mergeable_rx_buffer_size) or "-"), ""),
                 ("" if f.refill is None else _fill_text(f.refill), "yellow"),
             ]
         )
@@ -135,7 +140,7 @@ def _table(r: Replay) -> Text:
     return text
 
 
-def _ring_line(r: Replay, v: RingView, title: str) -> Text:
+def _ring_line(r: Ring, v: RingView, title: str) -> Text:
     text = Text()
     text.append(f"{title}: ", style="bold")
     if v.ewma is not None:
@@ -155,8 +160,9 @@ def _ring_line(r: Replay, v: RingView, title: str) -> Text:
     return text
 
 
-def _role(r: Replay, f: FrameRecord, i: int, p: Posted) -> str:
+def _role(r: Ring, f: FrameRecord, i: int, p: Posted) -> str:
     t = f.trace
+    assert t is not None
     label = page_label(r.kernel, r.config, p.buf.frag_index)
     if i == 0:
         if t.skb is None:
@@ -185,7 +191,7 @@ def _frag_at(frags: tuple[Frag, ...], page: str, start: int, stop: int) -> int |
     return None
 
 
-def _page_bars(r: Replay, f: FrameRecord) -> RenderableType:
+def _page_bars(r: Ring, f: FrameRecord) -> RenderableType:
     """Each backing page the frame touches, 64 cells wide, its buffers marked 1, 2, 3..."""
     rows: list[RenderableType] = []
     pages = sorted({p.buf.frag_index for p in f.buffers})
@@ -208,8 +214,8 @@ def _page_bars(r: Replay, f: FrameRecord) -> RenderableType:
     return Group(*rows)
 
 
-def _show(r: Replay, index: int) -> RenderableType:
-    f = r.frames[index]
+def _show(r: Ring, f: FrameRecord) -> RenderableType:
+    assert f.trace is not None, "replay --show N keeps frame N's trace"
     parts: list[RenderableType] = [
         Text(
             f"Frame {f.index}: {f.frame_len} bytes in {len(f.buffers)} buffer(s)"
@@ -249,22 +255,69 @@ def _show(r: Replay, index: int) -> RenderableType:
         parts += [buffer_map("First buffer", f.trace.buffer), Text()]
     if f.trace.skb is not None:
         parts += [skb_map(f.trace.skb), Text()]
-    parts.append(_ring_line(r, f.ring, "ring after it"))
+    if f.ring is not None:
+        parts.append(_ring_line(r, f.ring, "ring after it"))
     return Group(*parts)
 
 
 def replay_renderable(r: Replay, show: int | None = None) -> RenderableType:
+    totals = Totals()
+    for f in r.frames:
+        totals.add(f)
     parts: list[RenderableType] = [
         _header(r),
         Text(),
-        _table(r),
+        _table(r, r.frames),
         _ring_line(r, r.final, "final ring"),
+        _totals_line(totals),
     ]
     parts.extend(Text(f"note: {note}", style="yellow") for note in r.notes)
     if show is not None:
-        parts += [Text(), _show(r, show)]
+        parts += [Text(), _show(r, r.frames[show])]
     return Group(*parts)
+
+
+def _totals_line(totals: Totals) -> Text:
+    return Text("totals: ", style="bold") + Text(totals.line())
+
+
+BLOCK = 1000  # rows per table block when a replay is printed as it runs
 
 
 def print_replay(r: Replay, console: Console, show: int | None = None) -> None:
     console.print(replay_renderable(r, show))
+
+
+def print_stream(s: Stream, console: Console, show: int | None = None,
+                 summary_only: bool = False) -> Totals:
+    """Print a replay as it runs: the header, the rows in blocks of BLOCK frames (each block
+    with its own column widths), then the final ring, the totals and the notes; ``show``: that
+    frame's buffers and skb. Memory stays flat whatever the number of frames."""
+    totals = Totals()
+    if not summary_only:
+        console.print(_header(s))
+        console.print()
+    shown: FrameRecord | None = None
+    block: list[FrameRecord] = []
+    for f in s.records:
+        totals.add(f)
+        if f.index == show:
+            shown = f
+        if summary_only:
+            continue
+        block.append(f)
+        if len(block) == BLOCK:
+            console.print(_table(s, block))
+            block = []
+    if block:
+        console.print(_table(s, block))
+    if not summary_only:
+        console.print(_ring_line(s, s.final(), "final ring"))
+    console.print(_totals_line(totals))
+    if not summary_only:
+        for note in s.notes:
+            console.print(Text(f"note: {note}", style="yellow"))
+    if shown is not None:
+        console.print()
+        console.print(_show(s, shown))
+    return totals

@@ -16,14 +16,14 @@ has been used *and* its skb freed); the order-0 fallback of the page_frag; OOM d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.constants import ETH_DATA_LEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.paths.virtio_net_hdr import VnetHdr
-from vnetrx.replay.napi import SRC, buffers_needed, feed
+from vnetrx.replay.napi import SRC, buffers_needed, every_frame, feed, no_frame
 from vnetrx.replay.refill import (
     backing_page_size,
     buffer_len,
@@ -55,9 +55,11 @@ __all__ = [
     "RingConfig",
     "RingState",
     "RingView",
+    "Stream",
     "backing_page_size",
     "buffer_len",
     "buffers_needed",
+    "check_ring",
     "feed",
     "min_buf_len",
     "open_ring",
@@ -74,27 +76,71 @@ MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 MAX_FRAMES = 100_000
 
 
-def replay(k: KernelProfile, cfg: RingConfig, frames: Sequence[int],
-           hdrs: Sequence[VnetHdr | None] | None = None) -> Replay:
+def replay(
+    k: KernelProfile,
+    cfg: RingConfig,
+    frames: Sequence[int],
+    hdrs: Sequence[VnetHdr | None] | None = None,
+    want_trace: Callable[[int], bool] = every_frame,
+) -> Replay:
     """virtnet_open, then ``frames`` (lengths after the virtio-net header) through the ring;
-    ``hdrs``: the virtio_net_hdr the device wrote in front of each (None: all zero)."""
+    ``hdrs``: the virtio_net_hdr the device wrote in front of each (None: all zero);
+    ``want_trace(index)``: keep that frame's narrated trace (default: every frame's)."""
     validate(k, cfg, frames)
     if hdrs is not None and len(hdrs) != len(frames):
         raise InputError(f"{len(hdrs)} headers for {len(frames)} frames")
-    state, initial = open_ring(k, cfg)
-    state, records = feed(k, cfg, state, frames, hdrs=hdrs)
+    stream = Stream(k, cfg, frames if hdrs is None else zip(frames, hdrs, strict=True),
+                    want_trace)
+    records = tuple(stream.records)
     return Replay(
         kernel=k,
         config=cfg,
-        min_buf_len=min_buf_len(k, cfg) if cfg.mergeable else None,
-        initial_fill=initial,
+        min_buf_len=stream.min_buf_len,
+        initial_fill=stream.initial_fill,
         frames=records,
-        final=view(k, cfg, state),
+        final=stream.final(),
         notes=replay_notes(k, cfg),
     )
 
 
+class Stream:
+    """A replay as it runs: the ring opened (``initial_fill``), then ``records``, an iterator
+    that feeds the frames through it one NAPI poll at a time (constant memory whatever the
+    number of frames), and ``final()``, the ring once they are through."""
+
+    def __init__(
+        self,
+        k: KernelProfile,
+        cfg: RingConfig,
+        frames: Iterable[int | tuple[int, VnetHdr | None]],
+        want_trace: Callable[[int], bool] = no_frame,
+        rings: bool = True,
+    ) -> None:
+        check_ring(k, cfg)
+        self.kernel, self.config = k, cfg
+        self.min_buf_len = min_buf_len(k, cfg) if cfg.mergeable else None
+        self.state, self.initial_fill = open_ring(k, cfg)
+        self.records = feed(k, cfg, self.state, _checked(frames), want_trace=want_trace,
+                            rings=rings)
+        self.notes = replay_notes(k, cfg)
+
+    def final(self) -> RingView:
+        return view(self.kernel, self.config, self.state)
+
+
+def _checked(frames: Iterable[int | tuple[int, VnetHdr | None]]
+             ) -> Iterator[int | tuple[int, VnetHdr | None]]:
+    for index, item in enumerate(frames):
+        length = item if isinstance(item, int) else item[0]
+        if not 1 <= length <= MAX_FRAME_LEN:
+            raise InputError(
+                f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
+            )
+        yield item
+
+
 def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
+    """The checks of a replay whose frames are all known up front (a list; ``replay``)."""
     if not frames:
         raise InputError("no frames to replay (give at least one length)")
     if len(frames) > MAX_FRAMES:
@@ -104,15 +150,23 @@ def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
             raise InputError(
                 f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
             )
-    if not 1 <= cfg.ring_size <= MAX_RING_SIZE:
-        raise InputError(f"ring size {cfg.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
-    if not 1 <= cfg.batch <= MAX_FRAMES:
-        raise InputError(f"batch {cfg.batch} out of range (valid: 1..{MAX_FRAMES})")
     if cfg.polls and (min(cfg.polls) < 1 or sum(cfg.polls) != len(frames)):
         raise InputError(
             f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 frame each and "
             f"add up to the {len(frames)} frame(s)"
         )
+    check_ring(k, cfg)
+
+
+def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
+    """The checks of the ring itself, whatever the frames."""
+    if not 1 <= cfg.ring_size <= MAX_RING_SIZE:
+        raise InputError(f"ring size {cfg.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
+    if not 1 <= cfg.batch <= MAX_FRAMES:
+        raise InputError(f"batch {cfg.batch} out of range (valid: 1..{MAX_FRAMES})")
+    if cfg.polls and min(cfg.polls) < 1:
+        raise InputError(f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 "
+                         "frame each")
     if not cfg.mergeable and cfg.guest_gso:
         raise UnsupportedError(
             "replay models the small and mergeable rings; guest GSO without --mergeable "

@@ -12,27 +12,21 @@ on the host's tap device records).
 
 from __future__ import annotations
 
+import io
 import json
 import re
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+import sys
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from vnetrx.errors import InputError
+from vnetrx.replay.capture import is_capture, read_capture
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MAX_FRAMES = 100_000
-DLT_EN10MB = 1  # pcap LINKTYPE_ETHERNET
-PCAP_MAGICS = (
-    b"\xd4\xc3\xb2\xa1",  # classic, little-endian, microseconds
-    b"\xa1\xb2\xc3\xd4",
-    b"\x4d\x3c\xb2\xa1",  # nanoseconds
-    b"\xa1\xb2\x3c\x4d",
-    b"\x0a\x0d\x0d\x0a",  # pcapng section header block
-)
-T = TypeVar("T")
 _ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?|x(\d+))?$")
 
 
@@ -85,35 +79,90 @@ def read_file(path: str) -> tuple[int, ...]:
 
 
 Headers = tuple["VnetHdr | None", ...]
+Item = Union[int, tuple[int, "VnetHdr | None"]]  # noqa: UP007  (a runtime alias)
 
 
-def read_frames(path: str) -> tuple[tuple[int, ...], Headers | None]:
-    """Frame lengths from a pcap/pcapng capture, a JSON array (of lengths, or of objects
-    ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also give each frame's
-    virtio_net_hdr) or LIST text. The headers are None unless the file gives them."""
+class Frames(NamedTuple):
+    """Where a replay's frames come from: ``items`` (lengths, or (length, header) pairs),
+    ``known``: how many, when that is known before they are read (None: a capture, streamed
+    as it is read)."""
+
+    items: Iterable[Item]
+    known: int | None  # how many, when known before they are read
+    has_headers: bool
+
+
+def open_frames(path: str) -> Frames:
+    """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
+    lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
+    give each frame's virtio_net_hdr) or LIST text (# starts a comment)."""
+    stream = _open(path)
+    name = "standard input" if path == "-" else path
+    if is_capture(stream.peek(4)[:4]):
+        return Frames(_lengths(stream, name), None, False)
     try:
-        data = Path(path).read_bytes()
+        data = stream.read()
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if data[:4] in PCAP_MAGICS:
-        return _pcap_lengths(path, data), None
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
+    finally:
+        if path != "-":
+            stream.close()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(
-            f"{path} is neither a pcap/pcapng capture nor text (a JSON array or a LIST of lengths)"
+            f"{name} is neither a pcap/pcapng capture nor text (a JSON array or a LIST of lengths)"
         ) from None
     body = text.strip()
     if body.startswith("["):
         try:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            raise InputError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
         if isinstance(value, list) and value and isinstance(value[0], dict):
-            return _json_objects(path, value)
-        return _json_lengths(path, value), None
+            lengths, hdrs = _json_objects(name, value)
+            return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
+        lengths = _json_lengths(name, value)
+        return Frames(lengths, len(lengths), False)
     lines = [line.split("#", 1)[0] for line in text.splitlines()]
-    return parse_list(" ".join(lines), where=path), None
+    lengths = parse_list(" ".join(lines), where=name)
+    return Frames(lengths, len(lengths), False)
+
+
+def _open(path: str) -> io.BufferedReader:
+    if path == "-":
+        return sys.stdin.buffer  # type: ignore[return-value]
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:
+    """The wire lengths of a capture's frames, read as they are needed."""
+    try:
+        for frame in read_capture(stream, name, data=False):
+            yield frame.length
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def read_frames(path: str) -> tuple[tuple[int, ...], Headers | None]:
+    """All of a file's frames (at most MAX_FRAMES): their lengths, and each frame's
+    virtio_net_hdr when the file gives them (None otherwise)."""
+    frames = open_frames(path)
+    items = tuple(islice(frames.items, MAX_FRAMES + 1))
+    if len(items) > MAX_FRAMES:
+        raise InputError(f"{path}: more than {MAX_FRAMES} frames")
+    if not items:
+        raise InputError(f"{path}: the capture holds no packets")
+    if not frames.has_headers:
+        return tuple(x if isinstance(x, int) else x[0] for x in items), None
+    pairs = [x for x in items if not isinstance(x, int)]
+    return tuple(n for n, _ in pairs), tuple(h for _, h in pairs)
 
 
 def _json_objects(path: str, value: list[Any]) -> tuple[tuple[int, ...], Headers]:
@@ -178,56 +227,3 @@ def _json_lengths(path: str, value: Any) -> tuple[int, ...]:
     if len(value) > MAX_FRAMES:
         raise InputError(f"{path}: more than {MAX_FRAMES} frames")
     return tuple(value)
-
-
-def _pcap_lengths(path: str, data: bytes) -> tuple[int, ...]:
-    """Captured lengths (pcap and pcapng)."""
-    return tuple(_pcap_read(path, data, len, MAX_FRAMES))
-
-
-def pcap_frames(path: str, data: bytes, limit: int) -> tuple[bytes, ...]:
-    """The first ``limit`` frames of a capture, as bytes."""
-    return tuple(_pcap_read(path, data, bytes, limit))
-
-
-def _pcap_read(path: str, data: bytes, keep: Callable[[bytes], T], limit: int) -> list[T]:
-    """``keep(frame)`` of the first ``limit`` frames, read with dpkt (pcap and pcapng; pure
-    Python); more than MAX_FRAMES is an error. A frame the capture's snaplen may have cut is an
-    error too: its length would be wrong."""
-    import io
-    import struct
-
-    try:
-        import dpkt  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    except ImportError:
-        raise InputError(
-            f"{path} is a capture; reading it needs the dpkt package", hint="pip install dpkt"
-        ) from None
-    out: list[T] = []
-    cut: int | None = None
-    try:
-        reader = dpkt.pcap.UniversalReader(io.BytesIO(data))
-        link = reader.datalink()
-        snaplen = int(getattr(reader, "snaplen", 0) or 0)
-        for _, frame in reader:
-            if len(out) == limit:
-                if limit < MAX_FRAMES:
-                    break
-                raise InputError(f"{path}: more than {MAX_FRAMES} frames")
-            if cut is None and 0 < snaplen < 65535 and len(frame) == snaplen:
-                cut = len(out)
-            out.append(keep(frame))
-    except (ValueError, struct.error, dpkt.dpkt.Error, EOFError, IndexError) as exc:
-        raise InputError(f"{path}: unreadable capture ({exc})") from None
-    if link != DLT_EN10MB:
-        raise InputError(
-            f"{path}: link type {link}, not Ethernet (1): its lengths are not Ethernet frames"
-        )
-    if not out:
-        raise InputError(f"{path}: the capture holds no packets")
-    if cut is not None:
-        raise InputError(
-            f"{path}: frame {cut} may be cut at the capture's snaplen {snaplen}; "
-            "capture again with the full length (tcpdump -s 0)"
-        )
-    return out

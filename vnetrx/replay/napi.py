@@ -1,5 +1,5 @@
 """The device side of the ring replay and the driver's NAPI loop: the device places frames in
-the posted buffers, NAPI polls take them back (one trace per frame) and decide on a refill.
+the posted buffers, NAPI polls take them back and decide on a refill.
 
 Mirrors, in drivers/net/virtio_net.c (read @6.1.192 and @6.12.117, the same in both):
 
@@ -19,32 +19,51 @@ that many are posted; a small-mode frame longer than one buffer is not delivered
 When the driver polls is timing, not code: ``RingConfig.batch`` (or ``polls``) says how many
 frames the device writes before each poll. It only matters once frames reach buffers posted by
 a refill: real 6.1.192 and 6.12.117 guests matched frame for frame over 64 jumbo frames (305
-buffers) with the grouping they actually had (tests/test_replay.py, tests/data/replay/).
+buffers) with the grouping they actually had (tests/replay/test_replay.py, tests/data/replay/).
+
+Each frame is decided by the receive path's plan layer on the buffers it used (what sweeps use:
+a few comparisons per frame); the narrated trace, with the ring's own steps ahead of it and the
+refill check after the last frame of a poll, is made only for the frames asked for. Records
+come out in frame order as soon as their poll is done, so a replay streams in constant memory.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from typing import NamedTuple
 
 from vnetrx.engine import trace_virtio
-from vnetrx.errors import VnetrxError
+from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Step
+from vnetrx.model import Step, Trace
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net.buffers import ewma_pkt_len_add
-from vnetrx.paths.virtio_net.plan import Drop
+from vnetrx.paths.virtio_net import mergeable, small
+from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan
+from vnetrx.paths.virtio_net.receive_buf import Delivery, deliver_with
 from vnetrx.paths.virtio_net_hdr import VnetHdr
-from vnetrx.replay.refill import ring_config, try_fill_recv, view
-from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState
+from vnetrx.replay.refill import Viewer, ring_config, try_fill_recv
+from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState, RingView
 
 SRC = "drivers/net/virtio_net.c"
+# drops after receive_mergeable returned the skb (receive_buf's own checks): the EWMA moved
+RECEIVE_BUF_DROPS = (Drop.BAD_GSO, Drop.BAD_CSUM)
+Arrival = tuple[int, int, VnetHdr | None]  # (index, frame length, its virtio_net_hdr)
+
+
+def every_frame(index: int) -> bool:  # noqa: ARG001
+    return True
+
+
+def no_frame(index: int) -> bool:  # noqa: ARG001
+    return False
 
 
 def buffers_needed(
-    k: KernelProfile, cfg: RingConfig, posted: Sequence[Posted], frame_len: int
+    k: KernelProfile, cfg: RingConfig, posted: deque[Posted] | tuple[Posted, ...], frame_len: int
 ) -> int | None:
     """How many posted buffers the device fills with this frame: None if it must wait for more;
     0 if it drops the frame without using any (small mode, longer than one buffer holds)."""
@@ -61,7 +80,7 @@ def buffers_needed(
 
 
 def _stall(cfg: RingConfig, state: RingState, index: int, frame_len: int) -> VnetrxError:
-    posted = sum(p.buf.len for p in state.posted)
+    posted = sum(length * n for length, n in state.lens.items())
     return VnetrxError(
         f"rx stall at frame {index}: {cfg.hdr_len + frame_len} bytes (header + frame) need more "
         f"than the {len(state.posted)} posted buffer(s) hold ({posted} bytes); "
@@ -72,63 +91,79 @@ def _stall(cfg: RingConfig, state: RingState, index: int, frame_len: int) -> Vne
     )
 
 
-# drops after receive_mergeable returned the skb (receive_buf's own checks)
-RECEIVE_BUF_DROPS = (Drop.BAD_GSO.value, Drop.BAD_CSUM.value)
-
-
-@dataclass
 class _Run:
-    """Mutable bookkeeping of one replay (kept inside ``replay``)."""
+    """One replay's device and NAPI loop over ``state`` (which it changes)."""
 
-    k: KernelProfile
-    cfg: RingConfig
-    state: RingState
-    records: dict[int, FrameRecord] = field(default_factory=dict)
-    hdrs: Sequence[VnetHdr | None] | None = None  # per frame, from ``first_index`` on
-    first_index: int = 0
+    def __init__(self, k: KernelProfile, cfg: RingConfig, state: RingState,
+                 want_trace: Callable[[int], bool], rings: bool = True) -> None:
+        self.k, self.cfg, self.state, self.want_trace = k, cfg, state, want_trace
+        self.c = ring_config(k, cfg)
+        viewer = Viewer(k, cfg)
+        self.view: Callable[[RingState], RingView | None] = viewer if rings else _no_view
+        self.good_packet_len = self.c.good_packet_len
 
-    def trace(
-        self,
-        index: int,
-        frame_len: int,
-        used: tuple[Posted, ...],
-        poll: int | None,
-        shown: tuple[Posted, ...],
-    ) -> None:
+    # --- one frame -------------------------------------------------------------------------
+    def decide(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
+               shown: tuple[Posted, ...]) -> _Decided:
+        """receive_buf on the buffers the frame used (``shown``: the buffer a device-dropped
+        small frame would have had), from the plan layer; the narrated trace when wanted."""
+        index, frame_len, hdr = arrival
+        c, state = self.c, self.state
+        buffers = tuple(p.buf for p in shown)
+        if self.cfg.mergeable:
+            p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
+                                  hdr is not None)
+        else:
+            p = small.plan_on(c, frame_len, buffers[0])
+        d = deliver_with(c, p, hdr)
+        before = state.ewma
+        if self.cfg.mergeable and (d.skb is not None or d.reason in RECEIVE_BUF_DROPS):
+            state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
+        state.num_free += len(used)
+        trace = self._trace(arrival, used, poll, shown, before) if self.want_trace(index) else None
+        return _Decided(arrival, used, poll, p, d, before, trace)
+
+    def record(self, x: _Decided, refill: Fill | None = None) -> FrameRecord:
+        """The record of a decided frame, with the ring as it is now."""
+        index, frame_len, _hdr = x.arrival
+        d, p, mergeable_ = x.delivery, x.plan, self.cfg.mergeable
+        skb = d.skb
+        return FrameRecord(
+            index,
+            frame_len,
+            x.poll,
+            x.used,
+            "drop" if skb is None else p.outcome,
+            None if d.reason is None else str(d.reason),
+            None if d.reason is None else COUNTER[d.reason],
+            skb,
+            None if skb is None else p.allocations,
+            None if skb is None else p.copy,
+            p.frag_list_skbs,
+            x.ewma_before if mergeable_ else None,
+            self.state.ewma if mergeable_ else None,
+            refill,
+            self.view(self.state),
+            x.trace,
+        )
+
+    def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
+               shown: tuple[Posted, ...], ewma: int) -> Trace:
+        _index, frame_len, hdr = arrival
         setup = replace(
             self.cfg.setup(),
             frame_len=frame_len,
-            ewma=self.state.ewma if self.cfg.mergeable else None,
+            ewma=ewma if self.cfg.mergeable else None,
             buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
             buffers=tuple(p.buf for p in shown),
-            hdr=None if self.hdrs is None else self.hdrs[index - self.first_index],
+            hdr=hdr,
         )
         trace = trace_virtio(self.k, setup)
-        trace = replace(trace, steps=self._ring_steps(frame_len, used, poll) + trace.steps)
-        before = self.state.ewma
-        after = before
-        # receive_mergeable updates the EWMA once it has built the skb, before receive_buf's
-        # virtio_net_hdr_to_skb (whose refusal drops it later)
-        if self.cfg.mergeable and (trace.skb is not None or trace.reason in RECEIVE_BUF_DROPS):
-            after = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
-        self.state = replace(self.state, ewma=after, num_free=self.state.num_free + len(used))
-        self.records[index] = FrameRecord(
-            index=index,
-            frame_len=frame_len,
-            poll=poll,
-            buffers=used,
-            trace=trace,
-            ewma_before=before if self.cfg.mergeable else None,
-            ewma_after=after if self.cfg.mergeable else None,
-            refill=None,
-            ring=view(self.k, self.cfg, self.state),
-        )
+        return replace(trace, steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
-    def _ring_steps(
-        self, frame_len: int, used: tuple[Posted, ...], poll: int | None
-    ) -> tuple[Step, ...]:
+    def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None
+                    ) -> tuple[Step, ...]:
         """Where the frame's buffers came from, as steps ahead of the engine's."""
-        log = StepLog(self.k)
         if not used:
             return (
                 Step(
@@ -140,6 +175,7 @@ class _Run:
                     values=(("len", frame_len),),
                 ),
             )
+        log = StepLog(self.k)
         fills = sorted({p.fill for p in used})
         log.add(
             SRC,
@@ -151,111 +187,164 @@ class _Run:
             poll=poll,
             first_seq=used[0].seq,
             num_buffers=len(used),
-            num_free_before=self.state.num_free,
+            num_free_before=self.state.num_free - len(used),
         )
         return tuple(log.steps)
 
-    def refill_check(self, last: int) -> None:
-        """virtnet_receive, after its loop: refill only past min(budget, ring size) / 2 free."""
-        record = self.records[last]
-        log = StepLog(self.k)
-        threshold, free = self.cfg.refill_threshold, self.state.num_free
-        fill: Fill | None = None
+    # --- a NAPI poll ------------------------------------------------------------------------
+    def refill_check(self, last: _Decided) -> FrameRecord:
+        """virtnet_receive, after its loop: refill only past min(budget, ring size) / 2 free;
+        the poll's last frame's record, with the refill and the ring after it."""
+        state, cfg = self.state, self.cfg
+        threshold, free = cfg.refill_threshold, state.num_free
+        fill = None
         if free > threshold:
-            self.state, fill = try_fill_recv(self.k, self.cfg, self.state, "virtnet_receive")
-            log.add(
-                SRC,
-                "virtnet_receive",
-                f"num_free {free} > min(budget {self.cfg.budget}, ring {self.cfg.ring_size}) / 2 "
-                f"= {threshold}: try_fill_recv posts {len(fill.buffers)} buffer(s) of "
-                f"{fill.buf_len} bytes"
-                + (f" (get_mergeable_buf_len, EWMA {fill.ewma})" if self.cfg.mergeable else ""),
-                ring_config(self.k, self.cfg).cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
-                num_free=free,
-                threshold=threshold,
-                posted=len(fill.buffers),
-                len=fill.buf_len,
-            )
-        else:
-            log.add(
-                SRC,
-                "virtnet_receive",
-                f"num_free {free} <= min(budget {self.cfg.budget}, ring {self.cfg.ring_size}) / 2 "
-                f"= {threshold}: no refill after this poll",
-                num_free=free,
-                threshold=threshold,
-            )
-        trace = replace(record.trace, steps=record.trace.steps + tuple(log.steps))
-        self.records[last] = replace(
-            record, trace=trace, refill=fill, ring=view(self.k, self.cfg, self.state)
-        )
+            fill = try_fill_recv(self.k, cfg, state, "virtnet_receive")
+        if last.trace is not None:
+            log = StepLog(self.k)
+            if fill is not None:
+                log.add(
+                    SRC,
+                    "virtnet_receive",
+                    f"num_free {free} > min(budget {cfg.budget}, ring {cfg.ring_size}) / 2 = "
+                    f"{threshold}: try_fill_recv posts {len(fill.buffers)} buffer(s) of "
+                    f"{fill.buf_len} bytes"
+                    + (f" (get_mergeable_buf_len, EWMA {fill.ewma})" if cfg.mergeable else ""),
+                    self.c.cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
+                    num_free=free,
+                    threshold=threshold,
+                    posted=len(fill.buffers),
+                    len=fill.buf_len,
+                )
+            else:
+                log.add(
+                    SRC,
+                    "virtnet_receive",
+                    f"num_free {free} <= min(budget {cfg.budget}, ring {cfg.ring_size}) / 2 = "
+                    f"{threshold}: no refill after this poll",
+                    num_free=free,
+                    threshold=threshold,
+                )
+            last = last._replace(trace=replace(last.trace, steps=last.trace.steps
+                                               + tuple(log.steps)))
+        return self.record(last, fill)
+
+    def poll(self, used: deque[tuple[Arrival, tuple[Posted, ...]]]) -> list[FrameRecord]:
+        """virtnet_poll → virtnet_receive: up to ``budget`` used buffers, then the refill."""
+        self.state.polls += 1
+        poll = self.state.polls
+        out = []
+        count = min(self.cfg.budget, len(used))
+        for n in range(count):
+            arrival, taken = used.popleft()
+            decided = self.decide(arrival, taken, poll, taken)
+            out.append(self.record(decided) if n + 1 < count else self.refill_check(decided))
+        return out
+
+    def device_writes(self, arriving: deque[Arrival],
+                      used: deque[tuple[Arrival, tuple[Posted, ...]]]) -> list[FrameRecord]:
+        """The device places arriving frames, in order, while the posted buffers hold them;
+        the records of the small-mode frames it drops (too long for one buffer)."""
+        dropped = []
+        state, cfg = self.state, self.cfg
+        while arriving:
+            arrival = arriving[0]
+            if cfg.mergeable:
+                count = buffers_needed(self.k, cfg, state.posted, arrival[1])
+            elif not state.posted:
+                count = None
+            else:
+                count = 0 if arrival[1] > self.good_packet_len else 1
+            if count is None:
+                break
+            arriving.popleft()
+            if count == 0:  # small mode, too long: QEMU drops it and uses no buffer
+                decided = self.decide(arrival, (), None, (state.posted[0],))
+                dropped.append(self.record(decided))
+                continue
+            used.append((arrival, state.take(count)))
+        return dropped
+
+
+def _no_view(state: RingState) -> None:  # noqa: ARG001
+    return None
+
+
+class _Decided(NamedTuple):
+    """A frame received, before its record is made (the poll's last waits for the refill)."""
+
+    arrival: Arrival
+    used: tuple[Posted, ...]
+    poll: int | None
+    plan: Plan
+    delivery: Delivery
+    ewma_before: int
+    trace: Trace | None
 
 
 def feed(
     k: KernelProfile,
     cfg: RingConfig,
     state: RingState,
-    frames: Sequence[int],
+    frames: Iterable[int | tuple[int, VnetHdr | None]],
     first_index: int = 0,
-    hdrs: Sequence[VnetHdr | None] | None = None,
-) -> tuple[RingState, tuple[FrameRecord, ...]]:
-    """The pure step: a ring state and frames in, the new state and one record per frame out.
+    want_trace: Callable[[int], bool] = no_frame,
+    rings: bool = True,
+) -> Iterator[FrameRecord]:
+    """Frames (lengths, or (length, header) pairs) through the ring, one record per frame in
+    frame order, each as soon as the NAPI poll that received it (and its refill check) is done.
+    ``state`` changes as they go. ``want_trace(index)``: make that frame's narrated trace.
 
-    Frames arrive ``cfg.batch`` at a time: the device writes a batch into the posted buffers
-    (in order, each frame whole), then NAPI polls (at most ``budget`` frames each, the refill
-    check after each) until the batch is received. ``first_index`` numbers the records."""
-    run = _Run(k, cfg, state, hdrs=hdrs, first_index=first_index)
-    for first, size in _batches(cfg, len(frames)):
-        arriving = deque(enumerate(frames[first : first + size], first_index + first))
-        used: deque[tuple[int, int, tuple[Posted, ...]]] = deque()
-        while arriving or used:
-            _device_writes(run, arriving, used)
-            if not used:
-                if not arriving:  # the rest were dropped by the device
-                    break
-                index, frame_len = arriving[0]
-                raise _stall(cfg, run.state, index, frame_len)
-            _napi_poll(run, used)
-    records = tuple(run.records[first_index + i] for i in range(len(frames)))
-    return run.state, records
-
-
-def _batches(cfg: RingConfig, count: int) -> list[tuple[int, int]]:
-    """(first frame, size) of each device batch."""
-    sizes = list(cfg.polls) if cfg.polls else [cfg.batch] * -(-count // cfg.batch)
-    out, first = [], 0
-    for size in sizes:
-        if first >= count:
+    Frames arrive ``cfg.batch`` at a time (or ``cfg.polls``' sizes, in order): the device writes
+    a batch into the posted buffers (in order, each frame whole), then NAPI polls (at most
+    ``budget`` frames each, the refill check after each) until the batch is received."""
+    run = _Run(k, cfg, state, want_trace, rings)
+    pending: dict[int, FrameRecord] = {}
+    next_out = first_index
+    source = iter(frames)
+    index = first_index
+    sizes = iter(cfg.polls) if cfg.polls else None
+    while True:
+        size = cfg.batch if sizes is None else next(sizes, None)
+        if size is None:  # every batch --polls gives is done: the frames must be too
+            if next(source, None) is not None:
+                raise InputError(_polls_message(cfg, index - first_index + 1, more=True))
             break
-        out.append((first, min(size, count - first)))
-        first += size
-    return out
+        arriving: deque[Arrival] = deque()
+        for item in source:
+            length, hdr = (item, None) if isinstance(item, int) else item
+            arriving.append((index, length, hdr))
+            index += 1
+            if len(arriving) == size:
+                break
+        got = len(arriving)
+        if sizes is not None and got < size:
+            raise InputError(_polls_message(cfg, index - first_index, more=False))
+        if not got:
+            break
+        used: deque[tuple[Arrival, tuple[Posted, ...]]] = deque()
+        while arriving or used:
+            for record in run.device_writes(arriving, used):
+                pending[record.index] = record
+            if not used:
+                if not arriving:
+                    break
+                raise _stall(cfg, state, arriving[0][0], arriving[0][1])
+            for record in run.poll(used):
+                pending[record.index] = record
+            while next_out in pending:
+                yield pending.pop(next_out)
+                next_out += 1
+        while next_out in pending:  # device drops after the last poll
+            yield pending.pop(next_out)
+            next_out += 1
+        if got < size:  # the source ran dry inside this batch
+            break
 
 
-def _device_writes(
-    run: _Run, arriving: deque[tuple[int, int]], used: deque[tuple[int, int, tuple[Posted, ...]]]
-) -> None:
-    """The device places arriving frames, in order, while the posted buffers hold them."""
-    while arriving:
-        index, frame_len = arriving[0]
-        count = buffers_needed(run.k, run.cfg, run.state.posted, frame_len)
-        if count is None:
-            return
-        arriving.popleft()
-        if count == 0:  # small mode, too long: QEMU drops it and uses no buffer
-            run.trace(index, frame_len, (), None, run.state.posted[:1])
-            continue
-        taken = run.state.posted[:count]
-        run.state = replace(run.state, posted=run.state.posted[count:])
-        used.append((index, frame_len, taken))
-
-
-def _napi_poll(run: _Run, used: deque[tuple[int, int, tuple[Posted, ...]]]) -> None:
-    """virtnet_poll → virtnet_receive: up to ``budget`` used buffers, then the refill check."""
-    run.state = replace(run.state, polls=run.state.polls + 1)
-    poll, last = run.state.polls, -1
-    for _ in range(min(run.cfg.budget, len(used))):
-        index, frame_len, taken = used.popleft()
-        run.trace(index, frame_len, taken, poll, taken)
-        last = index
-    run.refill_check(last)
+def _polls_message(cfg: RingConfig, count: int, more: bool) -> str:
+    batches = ", ".join(map(str, cfg.polls))
+    if more:
+        return (f"the batches ({batches}) add up to {sum(cfg.polls)} frame(s), but there are "
+                f"at least {count}")
+    return f"the batches ({batches}) add up to {sum(cfg.polls)} frame(s), but there are {count}"

@@ -1,5 +1,5 @@
-"""The driver side of the ring replay: the try_fill_recv runs that post buffers. Pure functions
-of a RingState; the buffer sizes and the carving are the receive path's own
+"""The driver side of the ring replay: the try_fill_recv runs that post buffers, on a RingState
+(which they change); the buffer sizes and the carving are the receive path's own
 (paths/virtio_net/setup.py and buffers.py), through the ring's ``Config``.
 
 Mirrors, in drivers/net/virtio_net.c (read @6.1.192 and @6.12.117, the same in both):
@@ -17,8 +17,6 @@ Mirrors, in drivers/net/virtio_net.c (read @6.1.192 and @6.12.117, the same in b
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import replace
 from functools import cache
 
 from vnetrx.kernel.profile import KernelProfile
@@ -48,12 +46,10 @@ def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
     return c.small_bufsize
 
 
-def try_fill_recv(
-    k: KernelProfile, cfg: RingConfig, state: RingState, when: str
-) -> tuple[RingState, Fill]:
+def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str) -> Fill:
     """try_fill_recv: post buffers ``while (rq->vq->num_free)``, one per free descriptor, every
     one sized with the EWMA as it is now (get_mergeable_buf_len reads it per buffer, and nothing
-    updates it during the fill)."""
+    updates it during the fill). Changes ``state``; returns what it posted."""
     alloc = ring_config(k, cfg).alloc
     length = buffer_len(k, cfg, state.ewma)
     count = state.num_free  # buffers used but not yet processed are not free yet
@@ -63,22 +59,16 @@ def try_fill_recv(
         new.append(Posted(seq, buf, state.fills))
         seq += 1
     fill = Fill(when, state.polls, state.ewma, length, tuple(new))
-    return (
-        replace(
-            state,
-            posted=state.posted + fill.buffers,
-            alloc=cursor,
-            next_seq=seq,
-            num_free=0,
-            fills=state.fills + 1,
-        ),
-        fill,
-    )
+    state.post(fill.buffers)
+    state.alloc, state.next_seq, state.num_free = cursor, seq, 0
+    state.fills += 1
+    return fill
 
 
 def open_ring(k: KernelProfile, cfg: RingConfig) -> tuple[RingState, Fill]:
     """virtnet_open: try_fill_recv(GFP_KERNEL) on an empty ring with the EWMA at 0."""
-    return try_fill_recv(k, cfg, RingState(num_free=cfg.ring_size), "virtnet_open")
+    state = RingState(num_free=cfg.ring_size)
+    return state, try_fill_recv(k, cfg, state, "virtnet_open")
 
 
 def page_label(k: KernelProfile, cfg: RingConfig, index: int) -> str:
@@ -92,19 +82,35 @@ def backing_page_size(k: KernelProfile, cfg: RingConfig) -> int:
 
 
 def view(k: KernelProfile, cfg: RingConfig, state: RingState) -> RingView:
-    alloc = ring_config(k, cfg).alloc
-    lens = Counter(p.buf.len for p in state.posted)
-    return RingView(
-        ewma=state.ewma if cfg.mergeable else None,
-        mergeable_rx_buffer_size=buffer_len(k, cfg, state.ewma) if cfg.mergeable else None,
-        allocator="page_pool" if alloc.page_pool else "page_frag",
-        page=alloc.label(state.alloc.page),
-        offset=state.alloc.offset,
-        page_size=state.alloc.size,
-        posted=len(state.posted),
-        num_free=state.num_free,
-        posted_lens=tuple(sorted(lens.items())),
-        next_buffer=state.posted[0] if state.posted else None,
-        polls=state.polls,
-        fills=state.fills,
-    )
+    """The ring now (O(distinct buffer lengths), not O(ring size))."""
+    return Viewer(k, cfg)(state)
+
+
+class Viewer:
+    """``view`` for one ring, with what it looks up resolved once (a replay calls it per
+    frame)."""
+
+    def __init__(self, k: KernelProfile, cfg: RingConfig) -> None:
+        c = ring_config(k, cfg)
+        self.mergeable = cfg.mergeable
+        self.label = c.alloc.label
+        self.allocator = "page_pool" if c.alloc.page_pool else "page_frag"
+        self.buf_len = cache(lambda ewma: buffer_len(k, cfg, ewma))
+
+    def __call__(self, state: RingState) -> RingView:
+        cursor, posted = state.alloc, state.posted
+        ewma = state.ewma if self.mergeable else None
+        return RingView(
+            ewma,
+            None if ewma is None else self.buf_len(ewma),
+            self.allocator,
+            self.label(cursor.page),
+            cursor.offset,
+            cursor.size,
+            len(posted),
+            state.num_free,
+            tuple(sorted(state.lens.items())),
+            posted[0] if posted else None,
+            state.polls,
+            state.fills,
+        )

@@ -1,15 +1,18 @@
 """The values the ring replay passes around: the negotiated ring (RingConfig), its state between
-NAPI polls (RingState, with the page cursor the buffers are carved from and the Posted buffers),
+NAPI polls (RingState: mutable, with the page cursor the buffers are carved from and the Posted
+buffers),
 one try_fill_recv run (Fill), and what a replay reports (RingView, FrameRecord, Replay).
 vnetrx/replay/__init__.py maps which module mirrors which part of drivers/net/virtio_net.c."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 from vnetrx.kernel.constants import NAPI_POLL_WEIGHT
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Trace
+from vnetrx.model import Skb, Trace
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer
 from vnetrx.paths.virtio_net.setup import VirtioRxSetup
 
@@ -68,19 +71,40 @@ class Fill:
     buffers: tuple[Posted, ...]
 
 
-@dataclass(frozen=True)
 class RingState:
-    posted: tuple[Posted, ...] = ()  # the avail ring, oldest first: the device fills in order
-    ewma: int = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
-    alloc: PageCursor = field(default_factory=PageCursor)  # rq->alloc_frag / the page_pool
-    next_seq: int = 0
-    num_free: int = 0  # descriptors the driver took back and has not refilled yet
-    polls: int = 0
-    fills: int = 0  # try_fill_recv runs, the initial one included
+    """The ring between NAPI polls: the avail ring (a deque, oldest first: the device fills in
+    order), the page cursor buffers are carved from, the EWMA and the counters. Mutable, and
+    every operation on it is O(1) per buffer: a replay of 10^7 frames never scans the ring."""
+
+    __slots__ = ("alloc", "ewma", "fills", "lens", "next_seq", "num_free", "polls", "posted")
+
+    def __init__(self, num_free: int = 0) -> None:
+        self.posted: deque[Posted] = deque()
+        self.lens: Counter[int] = Counter()  # posted buffers by length
+        self.ewma = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
+        self.alloc = PageCursor()  # rq->alloc_frag / the page_pool
+        self.next_seq = 0
+        self.num_free = num_free  # descriptors the driver took back and has not refilled yet
+        self.polls = 0
+        self.fills = 0  # try_fill_recv runs, the initial one included
+
+    def post(self, buffers: tuple[Posted, ...]) -> None:
+        self.posted.extend(buffers)
+        self.lens.update(p.buf.len for p in buffers)
+
+    def take(self, count: int) -> tuple[Posted, ...]:
+        """The device uses the ``count`` oldest posted buffers."""
+        taken = tuple(self.posted.popleft() for _ in range(count))
+        for p in taken:
+            left = self.lens[p.buf.len] - 1
+            if left:
+                self.lens[p.buf.len] = left
+            else:
+                del self.lens[p.buf.len]
+        return taken
 
 
-@dataclass(frozen=True)
-class RingView:
+class RingView(NamedTuple):
     """The ring as a user would inspect it, after a frame (and its poll's refill)."""
 
     ewma: int | None
@@ -97,17 +121,28 @@ class RingView:
     fills: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a replay per frame
 class FrameRecord:
+    """One frame of a replay, from the plan layer; ``trace`` (the narrated trace, with the ring
+    steps) only for the frames asked for; ``ring`` unless the replay was asked not to keep it
+    (the compact rows and the totals do not show it)."""
+
     index: int
     frame_len: int
     poll: int | None  # the NAPI poll that received it (None: the device dropped it)
     buffers: tuple[Posted, ...]  # the posted buffers the device filled (num_buffers of them)
-    trace: Trace
+    outcome: str  # "build_skb" | "copy" | "drop"
+    reason: str | None  # why it was dropped
+    counter: str | None  # the device counter the drop moved
+    skb: Skb | None  # as napi_gro_receive sees it
+    allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
+    bytes_copied: int | None
+    frag_list: int  # skbs chained on the head's frag_list
     ewma_before: int | None
     ewma_after: int | None
     refill: Fill | None  # the refill that ended this frame's poll, if any
-    ring: RingView  # after this frame and that refill
+    ring: RingView | None  # after this frame and that refill
+    trace: Trace | None = None
 
 
 @dataclass(frozen=True)
@@ -119,3 +154,16 @@ class Replay:
     frames: tuple[FrameRecord, ...]
     final: RingView
     notes: tuple[str, ...]
+
+
+class Ring(Protocol):
+    """What a renderer needs of a replay: a Replay, or a Stream while it runs."""
+
+    @property
+    def kernel(self) -> KernelProfile: ...
+    @property
+    def config(self) -> RingConfig: ...
+    @property
+    def initial_fill(self) -> Fill: ...
+    @property
+    def min_buf_len(self) -> int | None: ...

@@ -89,7 +89,8 @@ def _carve_page_frag(
         hole = cursor.size - offset
         if hole < length:
             length, offset = length + hole, cursor.size
-    return PostedBuffer(cursor.page, start, length), cursor._replace(offset=offset)
+    return PostedBuffer(cursor.page, start, length), PageCursor(cursor.page, offset, cursor.size,
+                                                                  cursor.pages)
 
 
 def _carve_page_pool(

@@ -70,7 +70,12 @@ def plan_mergeable(c: Config, frame: int, detail: bool = True) -> Plan:
     walked as the kernel does for the narration, and whenever the head could fill up (the runs
     cannot see frag_list skbs)."""
     buf_len = mergeable_buf_len(c, frame)
-    info = carved(c, buf_len)
+    return plan_on(c, frame, buf_len, carved(c, buf_len), detail)
+
+
+def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = True) -> Plan:
+    """receive_mergeable on the posted buffers ``info`` (a ring model's: vnetrx replay), the
+    frame starting in the first; ``buf_len``: the length they were posted with."""
     total = c.hdr_len + frame
     count = bufs.num_buffers(info.prefix, total)
     if count is None:

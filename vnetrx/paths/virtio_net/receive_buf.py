@@ -87,13 +87,19 @@ def planner(c: Config) -> Callable[[Config, int, bool], Plan]:
 
 
 def deliver(c: Config, p: Plan) -> Delivery:
+    """The skb receive_*() built, through the rest of receive_buf with the header the device
+    wrote (``c.hdr``): see ``deliver_with``."""
+    return deliver_with(c, p, c.hdr)
+
+
+def deliver_with(c: Config, p: Plan, h: VnetHdr | None) -> Delivery:
     """The skb receive_*() built, through the rest of receive_buf: the hash report, DATA_VALID,
-    virtio_net_hdr_to_skb with the header the device wrote, then eth_type_trans. What
-    napi_gro_receive and its tracepoint see. Without a header (``c.hdr`` None: flags 0,
-    GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays CHECKSUM_NONE."""
+    virtio_net_hdr_to_skb with the header ``h`` (a ring model gives each frame its own), then
+    eth_type_trans. What napi_gro_receive and its tracepoint see. Without a header (None:
+    flags 0, GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays
+    CHECKSUM_NONE."""
     if p.outcome == "drop":
         return Delivery(None, p.reason, None)
-    h = c.hdr
     if h is None:
         return Delivery(plain_skb(c, p), None, None)
     skb = Skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,

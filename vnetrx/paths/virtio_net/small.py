@@ -10,6 +10,7 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Buffer
 from vnetrx.paths.maps import regions
 from vnetrx.paths.steps import StepLog
+from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.paths.virtio_net.page_to_skb import built
 from vnetrx.paths.virtio_net.plan import Drop, Plan, dropped
 from vnetrx.paths.virtio_net.setup import Config
@@ -21,8 +22,12 @@ PATH = "virtio-small"
 
 def plan_small(c: Config, frame: int, detail: bool = True) -> Plan:  # noqa: ARG001
     """add_recvbuf_small + receive_small (``detail`` changes nothing: no frags)."""
-    posted = c.small_posted
-    assert posted is not None
+    assert c.small_posted is not None
+    return plan_on(c, frame, c.small_posted)
+
+
+def plan_on(c: Config, frame: int, posted: PostedBuffer) -> Plan:
+    """receive_small on the posted buffer ``posted`` (a ring model's: vnetrx replay)."""
     if frame > c.good_packet_len:  # receive_small: len > GOOD_PACKET_LEN (ad993a95c508, 5.14)
         reason = Drop.LEN_EXCEEDS_MAX_SIZE if c.small_len_check else Drop.EXCEEDS_BUFFER
         return dropped(reason, posted.len, (posted,), (c.hdr_len,))

@@ -1,0 +1,80 @@
+"""Replay throughput on a capture, side by side with tcpdump reading the same file.
+
+Run: python benchmarks/replay.py [--frames 1000000] [--kernel 6.12]
+Writes a pcap of mixed-length full frames (60, 66, 1514, 9014 and uniform 60..9014, seeded) to a
+temporary directory, then times whole commands, each with its peak memory (/usr/bin/time):
+
+  tcpdump -nr FILE > /dev/null                        (the reference; skipped if not installed)
+  vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --jsonl > /dev/null
+  vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --summary
+  cat FILE | vnetrx replay --from - ... --summary     (a pipe: the capture is streamed)
+
+The goal (issue 15) is at least 100,000 frames/s for the --jsonl command and at most 2x
+tcpdump's time, with peak memory under 100 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def write_capture(path: Path, frames: int, seed: int = 15) -> int:
+    rng = random.Random(seed)
+    total = 0
+    with path.open("wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        zeros = bytes(9014)
+        for i in range(frames):
+            length = rng.choice([60, 66, 1514, 9014, rng.randint(60, 9014)])
+            out.write(struct.pack("<IIII", i // 1000, i % 1000, length, length))
+            out.write(zeros[:length])
+            total += length
+    return total
+
+
+def run(cmd: str) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of a shell command, its output discarded."""
+    timer = shutil.which("time") or "/usr/bin/time"
+    start = time.perf_counter()
+    proc = subprocess.run([timer, "-f", "%M", "sh", "-c", cmd + " > /dev/null"],
+                          capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    return wall, int(proc.stderr.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frames", type=int, default=1_000_000)
+    parser.add_argument("--kernel", default="6.12")
+    args = parser.parse_args()
+    vnetrx = f"{sys.executable} -m vnetrx replay"
+    opts = f"--mergeable --mtu 9000 --kernel {args.kernel}"
+    with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
+        cap = Path(tmp) / "mixed.pcap"
+        size = write_capture(cap, args.frames)
+        print(f"{args.frames:,} frames, {size / 1e9:.2f} GB of frame bytes in {cap.name}")
+        rows = []
+        if shutil.which("tcpdump"):
+            rows.append(("tcpdump -nr FILE", run(f"tcpdump -nr {cap} 2>/dev/null")))
+        rows.append(("vnetrx replay --jsonl", run(f"{vnetrx} --from {cap} {opts} --jsonl")))
+        rows.append(("vnetrx replay --summary", run(f"{vnetrx} --from {cap} {opts} --summary")))
+        rows.append(("cat FILE | vnetrx replay --from - --summary",
+                     run(f"cat {cap} | {vnetrx} --from - {opts} --summary")))
+        reference = rows[0][1][0] if rows[0][0].startswith("tcpdump") else None
+        for name, (wall, peak) in rows:
+            ratio = f"  {wall / reference:.2f}x tcpdump" if reference else ""
+            print(f"{name:<46} {wall:6.2f} s  {args.frames / wall:>10,.0f} frames/s  "
+                  f"peak {peak / 1024:6.1f} MB{ratio}")
+
+
+if __name__ == "__main__":
+    main()

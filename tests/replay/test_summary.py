@@ -1,0 +1,31 @@
+"""vnetrx/replay/summary.py: the totals of a replay, worked by hand from the frames' skbs."""
+
+from __future__ import annotations
+
+from vnetrx.kernel.registry import lookup
+from vnetrx.replay import RingConfig, replay
+from vnetrx.replay.summary import Totals
+
+
+def test_totals_of_a_short_mergeable_replay() -> None:
+    """6.12, mergeable, MTU 9000 (docs/kernel/virtio-net-rx.md §9): 60-byte frames are copied
+    whole into a napi head (truesize 1280; two allocations: the sk_buff and the head; 60 bytes
+    copied); 1000 bytes build_skb in a 1536-byte buffer (truesize 1792; the sk_buff only); 10
+    bytes is a short packet."""
+    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [60, 60, 1000, 10])
+    totals = Totals()
+    for f in run.frames:
+        totals.add(f)
+    d = totals.to_dict()
+    assert (d["frames"], d["frame_bytes"], d["skbs"]) == (4, 1130, 3)
+    assert d["drops"] == {"short_packet": 1} and d["counters"] == {"rx_length_errors": 1}
+    assert (d["build_skb"], d["copy"], d["build_skb_share"]) == (1, 2, 0.3333)
+    assert (d["bytes_copied"], d["allocations"], d["buffers"], d["pages"]) == (120, 5, 4, 1)
+    assert d["truesize"] == {"sum": 1280 + 1280 + 1792, "min": 1280, "median": 1280,
+                             "p99": 1792, "max": 1792}
+    assert d["truesize_per_byte"] == round(4352 / 1120, 4)
+
+
+def test_no_skbs() -> None:
+    d = Totals().to_dict()
+    assert (d["frames"], d["truesize"]["median"], d["truesize_per_byte"]) == (0, None, None)
