@@ -105,3 +105,39 @@ def test_read_frame_raw_and_pcap(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(InputError, match="empty"):
         read_frame(str(empty))
+
+
+def test_transport_of_captured_frames() -> None:
+    from vnetrx.packet import transport_of
+
+    def where(frame: bytes) -> tuple[object, ...]:
+        h = transport_of(frame)
+        return (h.l4, h.transport, h.transport_len, h.network)
+
+    assert where(build_frame(1514, "tcp4", 12)) == ("tcp4", 34, 32, 14)
+    assert where(build_frame(200, "udp6")) == ("udp6", 54, 8, 14)
+    tagged = build_frame(100, "tcp4")
+    tagged = tagged[:12] + bytes.fromhex("810000640800") + tagged[14:]  # an 802.1Q tag
+    assert where(tagged) == ("tcp4", 38, 20, 18)
+    options = bytearray(build_frame(100, "udp4"))
+    options[14] = 0x46  # IHL 6: 4 bytes of IPv4 options
+    assert transport_of(bytes(options)).transport == 38
+    fragment = bytearray(build_frame(100, "udp4"))
+    fragment[20] = 0x20  # more fragments
+    assert transport_of(bytes(fragment)).l4 is None
+    assert transport_of(bytes(60)).l4 is None and transport_of(b"").l4 is None
+
+
+def test_capture_headers() -> None:
+    """A host's tap: frames up to MTU + Ethernet header get NEEDS_CSUM; longer ones are GSO,
+    gso_size the MTU less the IP and TCP headers (1500 - 20 - 32 with timestamps = 1448)."""
+    from vnetrx.packet import capture_header, transport_of
+
+    tcp = transport_of(build_frame(9014, "tcp4", 12))
+    assert capture_header(tcp, 1514, 1500, None, "auto") == VnetHdr(NEEDS_CSUM, 0, 0, 0, 34, 16)
+    assert capture_header(tcp, 9014, 1500, None, "auto") == VnetHdr(
+        NEEDS_CSUM, GSO_TCPV4, 66, 1448, 34, 16)
+    assert capture_header(tcp, 9014, 1500, 1400, "auto").gso_size == 1400  # type: ignore[union-attr]
+    assert capture_header(tcp, 9014, 1500, None, "auto-valid") == VnetHdr(
+        DATA_VALID, GSO_TCPV4, 66, 1448, 0, 0)
+    assert capture_header(transport_of(bytes(60)), 60, 1500, None, "auto") is None

@@ -64,6 +64,9 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("replay", ["replay", "--len", "60,1514,100", "--kernel", "6.1", "--json"], 0),  # small
     ("replay-summary", ["replay", "--len", "60x11,9014,9018,10", "--mergeable", "--mtu", "9000",
                         "--summary", "--json"], 0),
+    ("sweep-summary", ["sweep", "--weights", str(LAB.parent / "replay" / "length-mix.txt"),
+                       "--mergeable", "--mtu", "9000", "--kernel", "6.1", "--kernel", "6.12",
+                       "--json"], 0),
     ("replay", ["replay", "--len", "60x40", "--mergeable", "--guest-gso", "--ring-size", "32",
                 "--mtu", "1400", "--kernel", "7.3", "--json"], 0),  # page_pool, a refill
     ("lab", ["lab", "virtio", "--from-log", str(LAB / "mergeable-6.1.0-57-amd64.log"),

@@ -115,3 +115,26 @@ def test_cli_bad_input(runner: CliRunner, args: list[str], message: str) -> None
     result = runner.invoke(cli, ["sweep", *args])
     assert result.exit_code == 2, result.output
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_weights_give_the_totals_of_a_length_mix(tmp_path: object) -> None:
+    """6.1 mergeable, a steady stream of each length: 60 bytes are copied whole (truesize 1280,
+    two allocations, 60 bytes copied), 1000 bytes build_skb in a 1536-byte buffer (truesize
+    1792, one allocation) — the fact sheet's ranges above."""
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "mix.txt"
+    path.write_text("60x3,1000")
+    runner = CliRunner()
+    doc = json.loads(runner.invoke(cli, ["sweep", "--weights", str(path), "--mergeable",
+                                         "--kernel", "6.1", "--json"]).stdout)
+    totals = doc["kernels"]["6.1.192"]
+    assert (totals["frames"], totals["frame_bytes"], totals["build_skb"], totals["copy"]) == (
+        4, 1180, 1, 3)
+    assert (totals["allocations"], totals["bytes_copied"]) == (7, 180)
+    assert totals["truesize"] == {"sum": 3 * 1280 + 1792, "min": 1280, "median": 1280,
+                                  "p99": 1792, "max": 1792}
+    text = runner.invoke(cli, ["sweep", "--weights", str(path), "--mergeable", "--kernel", "6.1"])
+    assert text.stdout.startswith("Linux 6.1.192: 4 frames, 1180 bytes; 4 skbs (25.0% build_skb)")
+    bad = runner.invoke(cli, ["sweep", "--weights", str(path), "--len", "60", "--mergeable"])
+    assert bad.exit_code == 2 and "exactly one of --len LIST and --weights FILE" in bad.stderr

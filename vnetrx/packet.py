@@ -54,6 +54,7 @@ class Headers:
     l4: str | None  # "tcp4" | "tcp6" | "udp4" | "udp6"; None: not an IP frame vnetrx knows
     transport: int  # offset of the TCP/UDP header from the frame's first byte
     transport_len: int  # the TCP header with its options, or the UDP header
+    network: int = ETH_HLEN  # offset of the IP header (after the Ethernet header and any tags)
 
     @property
     def tcp(self) -> bool:
@@ -119,6 +120,69 @@ def find_headers(frame: bytes) -> Headers:
             l4 = layer.name + ("6" if ipv6 else "4")
             return Headers(l4, layer.offset, layer.length)
     return Headers(None, 0, 0)
+
+
+_VLAN_TYPES = (0x8100, 0x88A8)
+
+
+def transport_of(frame: bytes) -> Headers:
+    """Where a captured frame's TCP/UDP header is, read fast (replays call it per frame):
+    Ethernet, up to two 802.1Q/802.1ad tags, IPv4 with options or IPv6 (a TCP or UDP next
+    header directly; extension headers and IPv4 fragments are not followed: no transport)."""
+    at = 12
+    if len(frame) < 14:
+        return Headers(None, 0, 0)
+    ethertype = struct.unpack_from("!H", frame, at)[0]
+    for _ in range(2):
+        if ethertype not in _VLAN_TYPES or len(frame) < at + 6:
+            break
+        at += 4
+        ethertype = struct.unpack_from("!H", frame, at)[0]
+    at += 2
+    if ethertype == ETH_P_IP and len(frame) >= at + 20:
+        ihl = (frame[at] & 0x0F) * 4
+        proto = frame[at + 9]
+        fragment = struct.unpack_from("!H", frame, at + 6)[0] & 0x3FFF
+        if ihl < 20 or fragment:
+            return Headers(None, 0, 0)
+        l3, v6 = ihl, False
+    elif ethertype == ETH_P_IPV6 and len(frame) >= at + 40:
+        proto, l3, v6 = frame[at + 6], IPV6HDR_LEN, True
+    else:
+        return Headers(None, 0, 0)
+    start = at + l3
+    if proto == 6 and len(frame) >= start + 13:
+        tcp_len = max(TCPHDR_LEN, (frame[start + 12] >> 4) * 4)
+        return Headers("tcp6" if v6 else "tcp4", start, tcp_len, at)
+    if proto == 17:
+        return Headers("udp6" if v6 else "udp4", start, UDPHDR_LEN, at)
+    return Headers(None, 0, 0)
+
+
+OFFLOAD_CHOICES = ("none", "auto", "auto-valid")
+
+
+def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
+                   ) -> VnetHdr | None:
+    """The virtio_net_hdr a host writes for a TCP/UDP frame it captured on its tap (``--offload
+    auto``): NEEDS_CSUM at the transport header (``auto``: what a host's own stack sends; with
+    ``auto-valid`` DATA_VALID, what traffic the host received and GRO merged arrives with), and
+    for a frame longer than the MTU plus its Ethernet header a GSO type (TCPV4/TCPV6 or
+    UDP_L4) with gso_size ``mss`` or what the MTU leaves after the IP and L4 headers. None for
+    frames that are not TCP/UDP."""
+    if h.l4 is None:
+        return None
+    gso = None
+    if length - h.network > mtu:  # more than one packet's worth: a GSO frame
+        gso_type = (GSO_TCPV6 if h.ipv6 else GSO_TCPV4) if h.tcp else GSO_UDP_L4
+        gso = (gso_type, mss or max(1, mtu - (h.transport - h.network) - h.transport_len))
+    if mode == "auto-valid":
+        # virtio_net_hdr_from_skb of a CHECKSUM_UNNECESSARY skb: DATA_VALID, the GSO fields as
+        # the skb has them (what a host forwards after its NIC's GRO)
+        if gso is None:
+            return VnetHdr(DATA_VALID, GSO_NONE, 0, 0, 0, 0)
+        return VnetHdr(DATA_VALID, gso[0], h.end, gso[1], 0, 0)
+    return offload_header(h, "partial", gso)
 
 
 def read_frame(path: str) -> bytes:

@@ -540,6 +540,14 @@ REPLAY_SUMMARY = _obj(
         "frag_list_skbs": _NAT,
     }
 )
+SWEEP_SUMMARY = _obj(
+    {
+        "schema": {"const": "vnetrx.sweep-summary/1"},
+        "path": {"enum": ["virtio", "tap"]},
+        "lengths": _NAT,
+        "kernels": {"type": "object", "additionalProperties": REPLAY_SUMMARY},
+    }
+)
 REPLAY = _obj(
     {
         "schema": {"const": "vnetrx.replay/1"},
@@ -653,6 +661,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
+    "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
 }
 

@@ -18,6 +18,7 @@ from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb
+from vnetrx.replay.summary import Totals
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
@@ -41,6 +42,7 @@ class Row(NamedTuple):
     allocations: int | None  # Cost.allocations
     bytes_copied: int | None  # Cost.bytes_copied
     buffers: int  # rx buffers (virtio small/mergeable), chain pages (big), 1 for tap
+    frag_list: int = 0  # skbs chained on the head's frag_list
 
     @property
     def truesize(self) -> int | None:
@@ -75,7 +77,7 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
             continue
         # cost(p) without the Cost record: allocations and bytes copied
         yield Row(frame_len, name, p.outcome, None, skb, p.allocations, p.copy,
-                  len(p.buffers) or p.pages_used)
+                  len(p.buffers) or p.pages_used, p.frag_list_skbs)
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
@@ -87,6 +89,18 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
             continue
         yield Row(frame_len, k.name, t.outcome, None, t.skb, t.cost.allocations,
                   t.cost.bytes_copied, 1)
+
+
+def weighted_totals(rows: Iterable[Row], weights: dict[int, int]) -> Totals:
+    """The totals of a length distribution: each row counted as often as its length occurs."""
+    totals = Totals()
+    for row in rows:
+        skb = row.skb
+        totals.add_frames(row.frame_len, row.outcome, None if row.reason is None else
+                          str(row.reason), None, None if skb is None else skb.truesize,
+                          row.allocations, row.bytes_copied, row.buffers, row.frag_list,
+                          weights.get(row.frame_len, 0))
+    return totals
 
 
 def row_values(row: Row) -> tuple[object, ...]:

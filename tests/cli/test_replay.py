@@ -352,3 +352,25 @@ def test_ctrl_c_leaves_whole_lines_and_exits_130(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert 0 < len(rows) < 200_000
     assert [r["index"] for r in rows] == list(range(len(rows)))
+
+
+def test_offload_auto_derives_headers_from_a_capture(runner: CliRunner, tmp_path: Path) -> None:
+    from vnetrx.packet import build_frame
+
+    path = tmp_path / "tcp.pcap"
+    frames = [build_frame(1514, "tcp4", 12), build_frame(9014, "tcp4", 12)]
+    path.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + b"".join(
+        struct.pack("<IIII", 0, 0, len(f), len(f)) + f for f in frames))
+    args = ["replay", "--from", str(path), "--mergeable", "--guest-gso", "--jsonl"]
+    rows = [json.loads(line) for line in runner.invoke(
+        cli, [*args, "--offload", "auto", "--kernel", "6.12"]).stdout.splitlines()]
+    assert [(r["ip_summed"], r["gso_size"], r["data_len"]) for r in rows] == [
+        (3, 0, 1462), (3, 1448, 8960)]  # the 6.12 guest's own numbers for such frames (lab)
+    # DATA_VALID TSO frames in 6.6.46's window are refused
+    rows = [json.loads(line) for line in runner.invoke(
+        cli, [*args, "--offload", "auto-valid", "--kernel", "6.6.46"]).stdout.splitlines()]
+    assert [(r["outcome"], r["reason"]) for r in rows] == [("copy", None), ("drop", "bad_gso")]
+    text = runner.invoke(cli, [*args[:-1], "--offload", "auto", "--summary"])
+    assert text.exit_code == 0
+    bad = runner.invoke(cli, ["replay", "--len", "60", "--offload", "auto"])
+    assert bad.exit_code == 2 and "capture's bytes" in bad.stderr

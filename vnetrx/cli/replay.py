@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
 from vnetrx.replay import replay as run_replay
 from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
+
+if TYPE_CHECKING:
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 PROGRESS_FROM = 20_000
 
@@ -95,6 +98,23 @@ PROGRESS_FROM = 20_000
     help="Also print frame N's buffers inside their backing pages, and its skb.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.replay/1).")
+@click.option(
+    "--offload",
+    type=click.Choice(["none", "auto", "auto-valid"]),
+    default="none",
+    show_default=True,
+    help="With a capture: derive each frame's virtio_net_hdr from its bytes. auto: NEEDS_CSUM "
+    "at the TCP/UDP header (what a host's own stack sends); auto-valid: DATA_VALID (what it "
+    "forwards after its NIC's GRO); either way a frame longer than the MTU is GSO (TCPV4/TCPV6 "
+    "or UDP_L4, gso_size --mss). none: no header (flags 0, GSO_NONE).",
+)
+@click.option(
+    "--mss",
+    type=Count(1, 65535, "bytes"),
+    default=None,
+    help="With --offload: the gso_size of GSO frames. Default: the MTU less the frame's IP and "
+    "TCP/UDP headers.",
+)
 @click.option("--jsonl", "as_jsonl", is_flag=True,
               help="Stream one compact JSON row per frame (vnetrx.replay-row/1).")
 @click.option("--detail", is_flag=True,
@@ -135,8 +155,16 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         raise click.UsageError("--summary prints the totals only: not with --jsonl")
     if o["polls"] is not None and _given_batch():
         raise click.UsageError("--batch and --polls exclude each other")
+    if o["mss"] is not None and o["offload"] == "none":
+        raise click.UsageError("--mss sets the gso_size --offload derives: give --offload too")
+    derive = None
+    if o["offload"] != "none":
+        if lengths is not None:
+            raise click.UsageError("--offload derives headers from a capture's bytes: use "
+                                   "--from FILE")
+        derive = _deriver(o["offload"], o["mtu"], o["mss"])
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
-              else open_frames(str(from_file)))
+              else open_frames(str(from_file), derive))
     known = len(frames.items) if isinstance(frames.items, tuple) else None
     if o["show"] is not None and known is not None and o["show"] >= known:
         raise InputError(f"--show {o['show']}: there are {known} frames (valid: 0..{known - 1})")
@@ -185,6 +213,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
     stream = Stream(profile, config, _nonempty(items, source), want_trace=want, rings=rings)
+    if derive is not None:
+        stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
@@ -206,6 +236,26 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     if show is not None and show >= totals.frames:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
+
+
+def _deriver(mode: str, mtu: int, mss: int | None) -> Callable[[int, bytes], VnetHdr | None]:
+    from vnetrx.packet import capture_header, transport_of
+
+    def derive(length: int, data: bytes) -> VnetHdr | None:
+        return capture_header(transport_of(data), length, mtu, mss, mode)
+
+    return derive
+
+
+def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
+    csum = ("NEEDS_CSUM at the TCP/UDP header" if mode == "auto"
+            else "DATA_VALID (GSO frames too)")
+    size = f"gso_size {mss}" if mss else "gso_size = the MTU less the IP and TCP/UDP headers"
+    return (
+        f"assumed (--offload {mode}): every TCP/UDP frame came with {csum}, and one longer "
+        f"than the MTU ({mtu}) plus its Ethernet header is GSO ({size}); other frames with no "
+        "header. What the host really wrote is not in a capture."
+    )
 
 
 def _nonempty(items: Iterable[Item], source: str) -> Iterator[Item]:

@@ -27,6 +27,7 @@ from vnetrx.sweep import (
     span_to_dict,
     tap_rows,
     virtio_rows,
+    weighted_totals,
 )
 
 # Every trace option except the ones sweep owns (the length, the kernel, the output format).
@@ -34,9 +35,14 @@ _OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source"}
 
 
 @cli.command()
-@click.option("--len", "length_list", required=True, metavar="LIST",
+@click.option("--len", "length_list", default=None, metavar="LIST",
               help="Frame lengths: A-B[:STEP] and/or N, comma-separated (1..65535), e.g. "
               "60-1514 or 1-65535:7.")
+@click.option("--weights", "weights_file", default=None, metavar="FILE",
+              help="Instead of --len: a length distribution (a pcap/pcapng capture's frames, a "
+              "JSON array or a LIST, - for standard input), each length weighted by how often "
+              "it occurs; prints the totals of that traffic per kernel (JSON: "
+              "vnetrx.sweep-summary/1).")
 @click.option("--kernel", "kernels", multiple=True, metavar="V",
               help="Kernel(s) to sweep; give several to compare (default: the newest).")
 @click.option("--jsonl", is_flag=True, help="One JSON summary per line, streamed "
@@ -46,8 +52,9 @@ _OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source"}
               "(schema vnetrx.sweep/1).")
 @export_options
 @click.pass_context
-def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jsonl: bool,
-          as_csv: bool, as_json: bool, **opts: Any) -> None:
+def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | None,
+          kernels: tuple[str, ...], jsonl: bool, as_csv: bool, as_json: bool,
+          **opts: Any) -> None:
     """Trace every frame length in a range and show where the outcome or the cost changes.
 
     Takes every `vnetrx trace` option (--mergeable, --big, --mtu, --hdr-len, --path tap, build
@@ -61,10 +68,22 @@ def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jso
       vnetrx sweep --len 1-65535 --big --kernel 6.1 --jsonl | head
       vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
       vnetrx sweep --len 54-65535 --mergeable --l4 tcp4 --gso tcpv4:1448 --kernel 6.6.44 --csv
+      vnetrx sweep --weights capture.pcap --mergeable --mtu 9000 --kernel 6.1 --kernel 6.12
     """
     if sum((jsonl, as_csv, as_json)) > 1:
         raise InputError("choose one of --jsonl, --csv and --json")
-    lengths = parse_lengths(length_list, low=1)
+    if (length_list is None) == (weights_file is None):
+        raise click.UsageError("give the lengths with exactly one of --len LIST and "
+                               "--weights FILE")
+    weights: dict[int, int] | None = None
+    if weights_file is not None:
+        if jsonl or as_csv:
+            raise click.UsageError("--weights prints totals: not with --jsonl or --csv")
+        weights = _weights(weights_file)
+        lengths: Any = sorted(weights)
+    else:
+        assert length_list is not None
+        lengths = parse_lengths(length_list, low=1)
     if opts["frame_file"] is not None:
         raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
                          "--csum/--gso or --hdr) instead")
@@ -83,6 +102,22 @@ def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jso
         return virtio_rows(profile, trace_cli.virtio_setup(1, opts),
                            _progress(lengths, profile.name))
 
+    if weights is not None:
+        totals = {profiles[i].name: weighted_totals(rows_for(i), weights)
+                  for i in range(len(profiles))}
+        if as_json:
+            from vnetrx.render.json_out import dumps
+
+            sys.stdout.write(dumps({"schema": SUMMARY_SCHEMA, "path": path,
+                                    "lengths": len(lengths), "kernels": {
+                                        name: t.to_dict() for name, t in totals.items()}}))
+        else:
+            for name, t in totals.items():
+                click.echo(f"Linux {name}: {t.line(pages=False)}")
+            click.echo("note: each length is costed as in a steady stream of it (buffers sized "
+                       "for it, from a fresh page); `vnetrx replay --from FILE --summary` follows "
+                       "the ring frame by frame instead")
+        return
     if jsonl or as_csv:
         _stream(rows_for, len(profiles), jsonl)
         return
@@ -95,7 +130,29 @@ def sweep(ctx: click.Context, /, length_list: str, kernels: tuple[str, ...], jso
                                 "kernels": list(rows), "ranges": [
                                     span_to_dict(s) for group in spans.values() for s in group]}))
         return
-    _text(rows, spans, opts, length_list)
+    _text(rows, spans, opts, length_list or "")
+
+
+SUMMARY_SCHEMA = "vnetrx.sweep-summary/1"
+
+
+def _weights(path: str) -> dict[int, int]:
+    """How often each length occurs in a capture, a JSON array or a LIST."""
+    from collections import Counter
+
+    from vnetrx.replay.frames import open_frames
+
+    frames = open_frames(path)
+    if frames.has_headers:
+        raise InputError(f"{path} gives each frame a header; --weights takes lengths (the "
+                         "sweep's header is --hdr/--csum/--gso)")
+    counts = Counter(x if isinstance(x, int) else x[0] for x in frames.items)
+    if not counts:
+        raise InputError(f"{path}: no frames")
+    bad = [n for n in counts if not 1 <= n <= 65535]
+    if bad:
+        raise InputError(f"{path}: length {bad[0]} out of range (valid: 1..65535)")
+    return dict(counts)
 
 
 def _stream(rows_for: Any, count: int, jsonl: bool) -> None:

@@ -16,7 +16,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
@@ -92,14 +92,25 @@ class Frames(NamedTuple):
     has_headers: bool
 
 
-def open_frames(path: str) -> Frames:
+Derive = Callable[[int, bytes], "VnetHdr | None"]
+
+
+def open_frames(path: str, derive: Derive | None = None) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
-    give each frame's virtio_net_hdr) or LIST text (# starts a comment)."""
+    give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
+    captured bytes)``: each captured frame's header, from its bytes (a capture only)."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
+        if derive is not None:
+            return Frames(_derived(stream, name, derive), None, True)
         return Frames(_lengths(stream, name), None, False)
+    if derive is not None:
+        if path != "-":
+            stream.close()
+        raise InputError(f"{name} is not a capture: deriving headers needs the frames' bytes "
+                         "(a pcap or pcapng file)")
     try:
         data = stream.read()
     except OSError as exc:
@@ -143,6 +154,19 @@ def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:
     try:
         for frame in read_capture(stream, name, data=False):
             yield frame.length
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _derived(stream: io.BufferedReader, name: str, derive: Derive
+             ) -> Iterator[tuple[int, VnetHdr | None]]:
+    """Each captured frame's wire length and the header ``derive`` gives it."""
+    try:
+        for frame in read_capture(stream, name):
+            yield frame.length, derive(frame.length, frame.data)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:

@@ -1,6 +1,6 @@
-"""Totals over a replay's frames (``vnetrx replay --summary``, and the last line of its text):
-what the ring and the skbs cost in all, in constant memory whatever the number of frames.
-Pure."""
+"""Totals over a replay's frames (``vnetrx replay --summary``, and the last line of its text)
+or over a sweep's rows weighted by a length distribution (``vnetrx sweep --weights``): what the
+skbs cost in all, in constant memory whatever the number of frames. Pure."""
 
 from __future__ import annotations
 
@@ -32,27 +32,36 @@ class Totals:
         self.frag_list = 0  # skbs chained on a frag_list
 
     def add(self, f: FrameRecord) -> None:
-        self.frames += 1
-        self.frame_bytes += f.frame_len
-        self.buffers += len(f.buffers)
+        """One replayed frame."""
         for p in f.buffers:
             if p.buf.frag_index > self._last_page:
                 self.pages += 1
                 self._last_page = p.buf.frag_index
-        skb = f.skb
-        if skb is None:
-            # a small-mode frame longer than a buffer never reaches the driver (QEMU drops it)
-            self.drops[(f.reason or "drop") if f.buffers else "device_too_long"] += 1
-            if f.counter and f.buffers:
-                self.counters[f.counter] += 1
+        # a small-mode frame longer than a buffer never reaches the driver (QEMU drops it)
+        reason = (f.reason or "drop") if f.buffers else "device_too_long"
+        self.add_frames(f.frame_len, f.outcome, reason, f.counter if f.buffers else None,
+                        None if f.skb is None else f.skb.truesize, f.allocations,
+                        f.bytes_copied, len(f.buffers), f.frag_list)
+
+    def add_frames(self, frame_len: int, outcome: str, reason: str | None, counter: str | None,
+                   truesize: int | None, allocations: int | None, bytes_copied: int | None,
+                   buffers: int, frag_list: int, count: int = 1) -> None:
+        """``count`` frames of one length and one fate (a sweep row, weighted)."""
+        self.frames += count
+        self.frame_bytes += frame_len * count
+        self.buffers += buffers * count
+        if truesize is None:
+            self.drops[reason or "drop"] += count
+            if counter:
+                self.counters[counter] += count
             return
-        self.delivered += 1
-        self.delivered_bytes += f.frame_len
-        self.outcomes[f.outcome] += 1
-        self.bytes_copied += f.bytes_copied or 0
-        self.allocations += f.allocations or 0
-        self.truesizes[skb.truesize] += 1
-        self.frag_list += f.frag_list
+        self.delivered += count
+        self.delivered_bytes += frame_len * count
+        self.outcomes[outcome] += count
+        self.bytes_copied += (bytes_copied or 0) * count
+        self.allocations += (allocations or 0) * count
+        self.truesizes[truesize] += count
+        self.frag_list += frag_list * count
 
     def truesize(self) -> dict[str, Any]:
         """Sum and distribution of skb->truesize (exact: the values are few)."""
@@ -101,8 +110,8 @@ class Totals:
             "frag_list_skbs": self.frag_list,
         }
 
-    def line(self) -> str:
-        """One line for the text output."""
+    def line(self, pages: bool = True) -> str:
+        """One line for the text output (``pages``: say how many pages the buffers were on)."""
         d = self.to_dict()
         t = d["truesize"]
         drops = ", ".join(f"{n} {reason}" for reason, n in d["drops"].items()) or "none"
@@ -110,7 +119,8 @@ class Totals:
         return (
             f"{d['frames']} frames, {d['frame_bytes']} bytes; {d['skbs']} skbs ({share} "
             f"build_skb), drops: {drops}; {d['bytes_copied']} bytes copied, "
-            f"{d['allocations']} allocations, {d['buffers']} buffers on {d['pages']} page(s); "
+            f"{d['allocations']} allocations, {d['buffers']} buffers"
+            + (f" on {d['pages']} page(s)" if pages else "") + "; "
             f"truesize sum {t['sum']} (min {t['min']}, median {t['median']}, p99 {t['p99']}, "
             f"max {t['max']}), {d['truesize_per_byte']} per frame byte; "
             f"{d['frag_list_skbs']} frag_list skb(s)"
