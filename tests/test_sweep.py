@@ -138,3 +138,16 @@ def test_weights_give_the_totals_of_a_length_mix(tmp_path: object) -> None:
     assert text.stdout.startswith("Linux 6.1.192: 4 frames, 1180 bytes; 4 skbs (25.0% build_skb)")
     bad = runner.invoke(cli, ["sweep", "--weights", str(path), "--len", "60", "--mergeable"])
     assert bad.exit_code == 2 and "exactly one of --len LIST and --weights FILE" in bad.stderr
+
+
+def test_jsonl_lines_are_the_rows_json() -> None:
+    """sweep --jsonl writes each row's JSON directly; it must be json.dumps of row_to_dict."""
+    from vnetrx.paths.tun import TapSetup
+    from vnetrx.sweep import row_line, row_to_dict, tap_rows
+
+    for kernel in ("5.12", "6.1", "7.3"):
+        for row in virtio_rows(lookup(kernel), VirtioRxSetup(frame_len=1, mergeable=True),
+                               range(1, 65536, 97)):
+            assert row_line(row) == json.dumps(row_to_dict(row))
+    for row in tap_rows(lookup("6.1"), TapSetup(frame_len=1), range(1, 3000, 113)):
+        assert row_line(row) == json.dumps(row_to_dict(row))

@@ -7,6 +7,7 @@ runs the full engine per length. Pure: no I/O, no click, no rich.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from operator import attrgetter
@@ -108,6 +109,24 @@ def row_values(row: Row) -> tuple[object, ...]:
     skb = _row_skb(row.skb) if row.skb is not None else (None,) * len(ROW_SKB_FIELDS)
     return (row.frame_len, row.kernel, row.outcome, row.reason, *skb, row.allocations,
             row.bytes_copied, row.buffers)
+
+
+# row_to_dict's JSON, formatted directly (a sweep writes one per length)
+_SKB_PART = ", ".join(f'"{name}": {{{i}}}' for i, name in enumerate(ROW_SKB_FIELDS))
+_NO_SKB_PART = ", ".join(f'"{name}": null' for name in ROW_SKB_FIELDS)
+
+
+def row_line(row: Row) -> str:
+    """``json.dumps(row_to_dict(row))``, written out directly."""
+    skb = row.skb
+    reason = "null" if row.reason is None else json.dumps(str(row.reason))
+    head = (f'{{"schema": "{ROW_SCHEMA}", "frame_len": {row.frame_len}, '
+            f'"kernel": {json.dumps(row.kernel)}, "outcome": "{row.outcome}", "reason": {reason}, ')
+    if skb is None:
+        return f'{head}{_NO_SKB_PART}, "buffers": {row.buffers}, "cost": null}}'
+    fields = _SKB_PART.format(*(int(v) for v in _row_skb(skb)))
+    return (f'{head}{fields}, "buffers": {row.buffers}, "cost": {{"allocations": '
+            f'{row.allocations}, "bytes_copied": {row.bytes_copied}, "frags": {skb.nr_frags}}}}}')
 
 
 def row_to_dict(row: Row) -> dict[str, Any]:

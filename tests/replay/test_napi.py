@@ -184,3 +184,19 @@ def test_records_stream_one_poll_at_a_time() -> None:
     records = feed(k, cfg, state, source())
     first = next(records)
     assert first.index == 0 and len(taken) <= 2
+
+
+def test_compact_jsonl_lines_are_the_rows_json() -> None:
+    """replay --jsonl writes each row directly; it must be json.dumps of row_to_dict."""
+    import json
+
+    from vnetrx.render.replay_json import row_line, row_to_dict
+    from vnetrx.replay.refill import ring_config
+
+    for kernel, cfg in (("6.12", RingConfig(mergeable=True, mtu=9000)),
+                        ("7.3", RingConfig(mergeable=False, ring_size=16))):
+        k = lookup(kernel)
+        run = replay(k, cfg, [10, 60, 1514, 1519, 9000, 3000] * 12)
+        label = ring_config(k, cfg).alloc.label
+        for f in run.frames:
+            assert row_line(label, f) == json.dumps(row_to_dict(run, f))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -22,7 +21,7 @@ from vnetrx.sweep import (
     Row,
     Span,
     collapse,
-    row_to_dict,
+    row_line,
     row_values,
     span_to_dict,
     tap_rows,
@@ -161,11 +160,18 @@ def _stream(rows_for: Any, count: int, jsonl: bool) -> None:
     if writer is not None:
         writer.writerow(CSV_FIELDS)
     for index in range(count):
+        if writer is None:
+            lines: list[str] = []
+            for row in rows_for(index):
+                lines.append(row_line(row))
+                if len(lines) == 1024:  # a few large writes, whole lines only
+                    out.write("\n".join(lines) + "\n")
+                    lines = []
+            if lines:
+                out.write("\n".join(lines) + "\n")
+            continue
         for row in rows_for(index):
-            if writer is None:
-                out.write(json.dumps(row_to_dict(row)) + "\n")
-            else:
-                writer.writerow(["" if v is None else v for v in row_values(row)])
+            writer.writerow(["" if v is None else v for v in row_values(row)])
 
 
 def _text(rows: dict[str, list[Row]], spans: dict[str, list[Span]], opts: dict[str, Any],
