@@ -61,8 +61,9 @@ def kernel_option(f: Any) -> Any:
         "kernel",
         metavar="V",
         default=None,
-        help=f"Kernel to model: a version (5.13, 6.1.192), a release string (6.1.0-57-amd64) "
-        f"or 'running'. Series: {supported_names()}. Default: the newest.",
+        help=f"Kernel to model: a version (5.13, 6.1.192), a release string (6.1.0-57-amd64, "
+        f"6.8.0-45-generic) or 'running'. Read release by release: {supported_names()}; other "
+        "3.15-7.x versions come from the change table, with notes. Default: the newest.",
     )(f)
 
 

@@ -53,18 +53,41 @@ SERIES: tuple[Series, ...] = (
 NEWEST = SERIES[-1]
 
 
+OLDEST_ANY, NEWEST_ANY = (3, 15), (7, 99)  # what a version between read series may be
+
+
 def supported_names() -> str:
     return ", ".join(s.name for s in SERIES)
 
 
 def series_of(version: KernelVersion) -> Series | None:
+    """The series vnetrx read for this version, if it is one of them."""
     return next((s for s in SERIES if (s.major, s.minor) == version.series), None)
+
+
+def neighbours(version: KernelVersion) -> tuple[Series | None, Series | None]:
+    """The read series just below (or at) and just above a version's series."""
+    below = [s for s in SERIES if (s.major, s.minor) <= version.series]
+    above = [s for s in SERIES if (s.major, s.minor) > version.series]
+    return (below[-1] if below else None), (above[0] if above else None)
+
+
+def paths_of(version: KernelVersion) -> frozenset[str]:
+    """The paths modelled for a version: its series', or the nearest older read series' (the
+    change table carries it forward); 4.15-5.11 take 5.12's receive path, the oldest read."""
+    series = series_of(version)
+    if series is not None:
+        return series.paths
+    below, above = neighbours(version)
+    paths = below.paths if below is not None else frozenset()
+    if version.series > (4, 14) and above is not None and "virtio" in above.paths:
+        paths = paths | above.paths
+    return paths
 
 
 def require_path(k: KernelProfile, path: str) -> None:
     """Raise UnsupportedError unless ``path`` ("virtio", "tap", "headroom") is modelled for ``k``."""
-    series = series_of(k.version)
-    if series is not None and path in series.paths:
+    if path in paths_of(k.version):
         return
     have = ", ".join(s.name for s in SERIES if path in s.paths)
     raise UnsupportedError(
@@ -78,11 +101,7 @@ def profile_for(
     """The profile for a parsed version; notes say what was assumed."""
     series = series_of(release.version)
     if series is None:
-        raise UnknownProfileError(
-            f"no profile for kernel {release.text}",
-            hint=f"supported series: {supported_names()} (a point release such as 6.1.192 or a "
-            "release string such as 6.1.0-57-amd64 selects its series)",
-        )
+        return _derived(release, build, source)
     notes: list[str] = []
     patch = release.version.patch
     if patch is None:
@@ -106,6 +125,49 @@ def profile_for(
         if bp.series == version.series and 0 < patch < (bp.patch or 0)
     )
     return KernelProfile(version, build or BuildConfig(), source or release.text, tuple(notes))
+
+
+def _derived(release: ParsedRelease, build: BuildConfig | None, source: str) -> KernelProfile:
+    """A version in a series vnetrx did not read (6.8, 5.14, a distribution kernel): the change
+    table decides it by version, and the notes say which changes that made present or absent
+    between the read series around it."""
+    version = release.version
+    if not OLDEST_ANY <= version.series <= NEWEST_ANY:
+        raise UnknownProfileError(
+            f"no profile for kernel {release.text}: vnetrx models {OLDEST_ANY[0]}."
+            f"{OLDEST_ANY[1]} to {NEWEST_ANY[0]}.x",
+            hint=f"series read release by release: {supported_names()}",
+        )
+    below, above = neighbours(version)
+    patch = version.patch if release.point_known and version.patch is not None else 0
+    version = KernelVersion(version.major, version.minor, patch)
+    k = KernelProfile(version, build or BuildConfig(), source or release.text)
+    low = KernelVersion(below.major, below.minor, 0) if below else None
+    high = KernelVersion(above.major, above.minor, 0) if above else None
+    between = [
+        c for c in CHANGES
+        if c.since is not None and (low is None or c.since.key() > low.key())
+        and (high is None or c.since.key() <= high.key())
+    ]
+    present = [c.key for c in between if k.has(c)]
+    absent = [c.key for c in between if not k.has(c)]
+    where = (f"between the series vnetrx read, {below.name} and {above.name}" if below and above
+             else f"newer than the newest series vnetrx read, {below.name}" if below
+             else f"older than the oldest series vnetrx read, {above.name}" if above else "")
+    notes = [
+        f"{release.text}: {version.major}.{version.minor} is {where}; its behaviour comes from "
+        "the change table by release"
+        + (f": assumed present {', '.join(present)}" if present else "")
+        + (f"; assumed absent {', '.join(absent)}" if absent else ""),
+        "distribution kernels carry backports the table cannot know: where a distribution "
+        "backported a change, the real kernel differs",
+    ]
+    if not release.point_known:
+        notes.append(f"{release.text} does not say its upstream point release: assumed "
+                     f"{version.major}.{version.minor}.0, without stable backports")
+    if version.series < (5, 12) and "virtio" in paths_of(version):
+        notes.append("virtio-net's receive path before 5.12 was not read: 5.12's is used")
+    return KernelProfile(version, k.build, k.source, tuple(notes))
 
 
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:

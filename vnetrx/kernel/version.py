@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 from vnetrx.errors import UnknownProfileError
 
-_RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
-# Debian names its kernel packages by ABI, not by upstream point release: "6.1.0-57-amd64" is some
-# 6.1.y whose y is only in /proc/version ("Debian 6.1.192-1"). A ".0" followed by "-<abi>" is that.
-_DEBIAN_ABI = re.compile(r"^-\d+(-[a-z0-9-]+)?$")
+_RELEASE = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(.{0,200})$")
+# Debian, Ubuntu and RHEL name their kernels by ABI, not by upstream point release:
+# "6.1.0-57-amd64" (Debian), "6.8.0-45-generic" (Ubuntu), "5.14.0-427.13.1.el9_4.x86_64" (RHEL)
+# are some X.Y.z whose z is not in the name. A ".0" followed by "-<number>" is such a name;
+# "6.11.4-301.fc41.x86_64" (Fedora) and "6.1.102-111.182.amzn2023.x86_64" carry the real one.
+_DEBIAN_ABI = re.compile(r"^-\d+[.\-_+~a-zA-Z0-9]*$")
 
 
 @dataclass(frozen=True, order=True)
