@@ -72,9 +72,32 @@ def serve_layout(name: str, path: str, base: str | None, as_json: bool) -> bool:
 
 
 def main() -> None:
-    request = layout_request(sys.argv[1:])
-    if request is not None and serve_layout(*request):
-        sys.exit(0)
-    from vnetrx.cli import main as cli_main
+    _encodable_streams()
+    try:
+        request = layout_request(sys.argv[1:])
+        if request is not None and serve_layout(*request):
+            sys.exit(0)
+        from vnetrx.cli import main as cli_main
 
-    cli_main()
+        cli_main()
+    except KeyboardInterrupt:  # Ctrl-C before click runs (while the modules load)
+        sys.stderr.write("\nvnetrx: interrupted\n")
+        sys.exit(130)
+
+
+def _encodable_streams() -> None:
+    """Output that a terminal's encoding cannot show (PYTHONIOENCODING=ascii, LANG=C on an old
+    Python) becomes '?' instead of a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if not _can_encode(stream.encoding):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="replace")
+
+
+def _can_encode(encoding: str | None) -> bool:
+    try:
+        "\u2713\u2192\u00d7\u2264\u2500".encode(encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True

@@ -331,7 +331,8 @@ def test_bad_input(tmp_path: Path) -> None:
     _fails(["--dev", "vnxnope0", "--count", "0"], 2, "0 is out of range (valid: 1..100000")
     _fails(["--count", "5"], 2, "give --dev NAME (or --from-trace FILE)")
     _fails(["--dev", "vnxnope0", "--mergeable"], 2, "--mergeable apply to --from-trace text only")
-    _fails(["--from-trace", str(tmp_path / "missing.log")], 1, "cannot read")
+    # a file that cannot be read is a bad request, as for replay --from (exit 2)
+    _fails(["--from-trace", str(tmp_path / "missing.log")], 2, "cannot read")
     _fails(["--from-trace", str(tmp_path)], 2, "is a directory")
     empty = tmp_path / "empty.txt"
     empty.write_text("# tracer: nop\n")

@@ -89,6 +89,14 @@ class VnetrxGroup(click.Group):
         except BrokenPipeError:  # `vnetrx ... | head`
             sys.stderr.close()
             sys.exit(0)
+        except OSError as exc:  # writing the output or reading an input failed (ENOSPC, EIO)
+            import errno
+
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+                _quiet_stdout()  # stdout itself may be what failed
+            where = f": {exc.filename}" if exc.filename else ""
+            _report(f"{exc.strerror or exc}{where}", 1, None, argv)
+            sys.exit(1)
         except SystemExit as exc:
             # click turns a closed pipe (`vnetrx ... | head`) into exit 1 behind a wrapper that
             # keeps the rest of stdout quiet: the reader stopping is not a failure
@@ -161,6 +169,18 @@ def _print_version(ctx: click.Context, value: bool) -> None:
         point = f"{s.name}.{s.default_patch}"
         click.echo(f"  {s.name:<5} {point:<9} {', '.join(sorted(s.paths))}")
     ctx.exit(0)
+
+
+def _quiet_stdout() -> None:
+    """After stdout failed (a full disk): point it at /dev/null, so that the exit-time flush of
+    what is still buffered does not fail again with a traceback."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -18,11 +17,15 @@ def _read(hex_arg: str | None, file: str | None) -> bytes:
     if hex_arg is not None and file is not None:
         raise InputError("give the bytes once: as HEX, as - (hex on stdin) or with --file")
     if file is not None:
+        from vnetrx.files import open_input
+
+        handle = open_input(file, "--file")
         try:
-            with Path(file).open("rb") as handle:
-                data = handle.read(MAX_INPUT + 1)
+            data = handle.read(MAX_INPUT + 1)
         except OSError as exc:
             raise InputError(f"cannot read {file}: {exc.strerror or exc}") from None
+        finally:
+            handle.close()
         return data
     if hex_arg is None:
         raise InputError("no bytes given (pass hex digits, --file F or - for stdin)")

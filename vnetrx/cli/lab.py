@@ -141,6 +141,7 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode small --json | jq '.frames[] | select(.match | not)'
       vnetrx lab virtio --image IMG --mode mergeable-gso --offloads
     """
+    from vnetrx.files import MiB, read_bounded
     from vnetrx.lab import run as lab_run
     from vnetrx.lab.compare import report_to_dict
     from vnetrx.live.parse import parse_lengths
@@ -149,7 +150,7 @@ def lab_virtio(
         raise click.UsageError("give exactly one of --image (boot a guest) and --from-log")
     if from_log is not None:
         report = lab_run.recheck_log(
-            from_log.read_text(errors="replace"),
+            read_bounded(str(from_log), 256 * MiB, "--from-log").decode(errors="replace"),
             None if lengths is None else parse_lengths(lengths, 1, lab_run.MAX_FRAME),
         )
         if as_json:

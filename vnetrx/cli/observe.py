@@ -151,10 +151,9 @@ def observe_command(
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError as exc:
-        raise VnetrxError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from vnetrx.files import MiB, read_bounded
+
+    return read_bounded(str(path), 1024 * MiB, "--from-trace").decode(errors="replace")
 
 
 def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:

@@ -33,11 +33,14 @@ class Count(click.ParamType):  # type: ignore[type-arg]
             number = value
         else:
             text = str(value).strip()
+            shown = text if len(text) <= 40 else text[:37] + "..."
             try:
+                if len(text) > 20:
+                    raise ValueError(text)
                 number = int(text, 0) if text.lower().startswith("0x") else int(text)
             except ValueError:
                 self.fail(
-                    f"{value!r} is not a whole number (valid: {self.low}..{self.high})", param, ctx
+                    f"{shown!r} is not a whole number (valid: {self.low}..{self.high})", param, ctx
                 )
         if not self.low <= number <= self.high:
             self.fail(

@@ -94,13 +94,14 @@ def _elf_section(elf: bytes, wanted: str) -> bytes | None:
 def read_btf_bytes(path: str) -> tuple[bytes, str]:
     """The BTF in a file, and how to name it in messages: a raw BTF blob, the .BTF section of
     an ELF file (vmlinux, a module .ko) or of the vmlinux inside a bzImage."""
-    from vnetrx.errors import LayoutError
+    from vnetrx.errors import InputError, LayoutError
+    from vnetrx.files import MiB, read_bounded
 
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise LayoutError(f"cannot read BTF from {path}: {exc.strerror}") from None
+        data = read_bounded(path, 2048 * MiB, "--btf")  # a vmlinux with debug info is < 1 GiB
+    except InputError as exc:
+        raise LayoutError(exc.message.replace("cannot read ", "cannot read BTF from ", 1),
+                          hint=exc.hint) from None
     try:
         plain = decompress(data, path)  # a compressed module: virtio_net.ko.xz
     except VnetrxError as exc:

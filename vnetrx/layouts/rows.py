@@ -132,7 +132,7 @@ def btf_key(path: str) -> str | None:
     modification time (None: unreadable). /sys/kernel/btf/* get a new mtime at every boot."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the name
         return None
     from zlib import crc32
 

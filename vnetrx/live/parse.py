@@ -12,6 +12,10 @@ MAX_LENGTHS = 100_000
 _MARKER = re.compile(r"\btracing_mark_write: (?P<text>.*?)\s*$")
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def parse_lengths(text: str, low: int = 0, high: int = 65535) -> tuple[int, ...]:
     """``60,1000,3400-3500:8`` → 60, 1000, 3400, 3408, … 3496, 3500 (a range always ends on its
     upper bound). Order is kept; duplicates are dropped."""
@@ -20,10 +24,10 @@ def parse_lengths(text: str, low: int = 0, high: int = 65535) -> tuple[int, ...]
         part = raw.strip()
         if not part:
             continue
-        match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        match = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?", part)
         if match is None:
             raise InputError(
-                f"cannot read length {part!r}",
+                f"cannot read length {_short(part)!r}",
                 hint="give N, A-B or A-B:STEP, comma-separated, e.g. 60,1000,3400-3500:8",
             )
         first = int(match.group(1))

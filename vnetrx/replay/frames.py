@@ -21,13 +21,15 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from vnetrx.errors import InputError
+from vnetrx.files import open_input
 from vnetrx.replay.capture import is_capture, read_capture
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MAX_FRAMES = 100_000
-_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?|x(\d+))?$")
+MAX_TEXT = 64 << 20  # bytes of a JSON or LIST file
+_ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?|x(\d{1,9}))?$")
 
 
 def parse_list(text: str, where: str = "--len") -> tuple[int, ...]:
@@ -46,7 +48,8 @@ def _item(token: str, where: str, room: int) -> list[int]:
     match = _ITEM.match(token)
     if match is None:
         raise InputError(
-            f"{where}: {token!r} is not a number N, a range A-B[:STEP] or a repeat NxCOUNT"
+            f"{where}: {token if len(token) <= 40 else token[:37] + '...'!r} is not a number N, "
+            "a range A-B[:STEP] or a repeat NxCOUNT"
         )
     first, last, step, repeat = match.groups()
     start = int(first)
@@ -112,12 +115,15 @@ def open_frames(path: str, derive: Derive | None = None) -> Frames:
         raise InputError(f"{name} is not a capture: deriving headers needs the frames' bytes "
                          "(a pcap or pcapng file)")
     try:
-        data = stream.read()
+        data = stream.read(MAX_TEXT + 1)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
         if path != "-":
             stream.close()
+    if len(data) > MAX_TEXT:
+        raise InputError(f"{name} is more than {MAX_TEXT >> 20} MiB of text: give a capture, "
+                         "which is read as a stream")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -130,6 +136,9 @@ def open_frames(path: str, derive: Derive | None = None) -> Frames:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
             raise InputError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        except (ValueError, RecursionError) as exc:  # a number of 4,300+ digits, deep nesting
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+            raise InputError(f"{name}: not a JSON array vnetrx reads ({why})") from None
         if isinstance(value, list) and value and isinstance(value[0], dict):
             lengths, hdrs = _json_objects(name, value)
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
@@ -141,12 +150,7 @@ def open_frames(path: str, derive: Derive | None = None) -> Frames:
 
 
 def _open(path: str) -> io.BufferedReader:
-    if path == "-":
-        return sys.stdin.buffer  # type: ignore[return-value]
-    try:
-        return open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return open_input(path, "--from")  # type: ignore[return-value]
 
 
 def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:

@@ -1,0 +1,58 @@
+"""Reading files a user names: regular files only (a FIFO would block, /dev/zero never ends),
+never more than a stated size, and every failure a one-line ``InputError``. Stdlib only."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import BinaryIO
+
+from vnetrx.errors import InputError
+
+MiB = 1 << 20
+STDIN_OK = ("--from", "--weights")  # the options that read standard input for "-"
+
+
+def open_input(path: str, what: str = "") -> BinaryIO:
+    """``path`` opened for reading (``-``: standard input); refuses what is not a regular
+    file. ``what``: the option that named it ("--btf"), for the hint."""
+    if path == "-":
+        return sys.stdin.buffer
+    label = path
+    if "\x00" in path:
+        raise InputError(f"cannot read {path!r}: a file name has no NUL byte")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "not a regular file")
+            raise InputError(f"cannot read {label}: it is {kind}, not a regular file",
+                             hint=f"for a pipe, give {what} - and redirect it to standard "
+                             "input" if stat.S_ISFIFO(mode) and what in STDIN_OK else None)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path: str, limit: int, what: str = "") -> bytes:
+    """All of a file (or standard input), refused past ``limit`` bytes."""
+    label = path
+    stream = open_input(path, what)
+    try:
+        data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {label}: {exc.strerror or exc}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if len(data) > limit:
+        raise InputError(f"{label} is larger than {limit // MiB} MiB: not a file vnetrx reads")
+    return data
