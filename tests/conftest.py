@@ -4,7 +4,6 @@ directories and a stand-in QEMU."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,17 +52,17 @@ def runner() -> CliRunner:
 @pytest.fixture
 def made_dirs(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The temporary directories qemu.run creates (other lab runs may be going on)."""
-    from vnetrx.lab import qemu
+    from vnetrx.owner import Owner
 
     made: list[Path] = []
-    real = tempfile.mkdtemp
+    real = Owner.make_dir
 
-    def recording(*args: str, **kwargs: str) -> str:
-        path = real(*args, **kwargs)
-        made.append(Path(path))
+    def recording(self: Owner, kind: str) -> Path:
+        path = real(self, kind)
+        made.append(path)
         return path
 
-    monkeypatch.setattr(qemu.tempfile, "mkdtemp", recording)
+    monkeypatch.setattr(Owner, "make_dir", recording)
     return made
 
 

@@ -34,3 +34,13 @@ class LayoutError(VnetrxError):
 
 class SimulationError(VnetrxError):
     """An internal invariant broke: a vnetrx bug, reported with the step that broke it."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a long run, carrying what was collected before it (``partial``)
+    so that the command can still print it (exit 130). Everything the run created has been
+    removed by the time a caller sees this. Uncaught, it is an ordinary KeyboardInterrupt."""
+
+    def __init__(self, partial: object) -> None:
+        super().__init__()
+        self.partial = partial

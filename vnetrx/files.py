@@ -14,9 +14,10 @@ MiB = 1 << 20
 STDIN_OK = ("--from", "--weights")  # the options that read standard input for "-"
 
 
-def open_input(path: str, what: str = "") -> BinaryIO:
-    """``path`` opened for reading (``-``: standard input); refuses what is not a regular
+def open_input(name: str | os.PathLike[str], what: str = "") -> BinaryIO:
+    """``name`` opened for reading (``-``: standard input); refuses what is not a regular
     file. ``what``: the option that named it ("--btf"), for the hint."""
+    path = os.fspath(name)
     if path == "-":
         return sys.stdin.buffer
     label = path
@@ -42,9 +43,9 @@ def open_input(path: str, what: str = "") -> BinaryIO:
         raise
 
 
-def read_bounded(path: str, limit: int, what: str = "") -> bytes:
+def read_bounded(name: str | os.PathLike[str], limit: int, what: str = "") -> bytes:
     """All of a file (or standard input), refused past ``limit`` bytes."""
-    label = path
+    path = label = os.fspath(name)
     stream = open_input(path, what)
     try:
         data = stream.read(limit + 1)

@@ -281,6 +281,7 @@ KERNELS = _obj(
 
 VERIFY = _obj(
     {
+        "schema": {"const": "vnetrx.verify/1"},
         "kernel": KERNEL,
         "frames": _arr(
             _obj(
@@ -296,7 +297,10 @@ VERIFY = _obj(
         ),
         "matched": _NAT,
         "total": _NAT,
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run
+        "planned": _NAT,  # ... after "total" of this many writes
+    },
+    optional=("interrupted", "planned"),
 )
 
 _CHECK = _obj(
@@ -454,7 +458,9 @@ SWEEP = _obj(
                 }
             )
         ),
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
+    },
+    optional=("interrupted",),
 )
 
 _POSTED = _obj({"seq": _NAT, "page": _STR, "offset": _NAT, "len": _NAT, "fill": _NAT})
@@ -538,7 +544,9 @@ REPLAY_SUMMARY = _obj(
                           "p99": _nullable(_NAT), "max": _nullable(_NAT)}),
         "truesize_per_byte": _nullable({"type": "number", "minimum": 0}),
         "frag_list_skbs": _NAT,
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
+    },
+    optional=("interrupted",),
 )
 SWEEP_SUMMARY = _obj(
     {
@@ -546,7 +554,9 @@ SWEEP_SUMMARY = _obj(
         "path": {"enum": ["virtio", "tap"]},
         "lengths": _NAT,
         "kernels": {"type": "object", "additionalProperties": REPLAY_SUMMARY},
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
+    },
+    optional=("interrupted",),
 )
 REPLAY = _obj(
     {
@@ -571,7 +581,9 @@ REPLAY = _obj(
         "frames": _arr(REPLAY_FRAME),
         "final_ring": _RING,
         "notes": _arr(_STR),
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
+    },
+    optional=("interrupted",),
 )
 
 _OBSERVED_FIELDS = {"type": "object", "additionalProperties": _SCALAR}
@@ -606,7 +618,9 @@ OBSERVE = _obj(
             )
         ),
         "notes": _arr(_STR),
-    }
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM ended a live run
+    },
+    optional=("interrupted",),
 )
 
 _LAB_MODES = ["small", "big", "mergeable", "big-gso", "mergeable-gso"]
@@ -651,7 +665,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "layout-check": ("vnetrx.layout-check/1", LAYOUT_CHECK),
     "layout-list": ("vnetrx.layout-list/1", LAYOUT_LIST),
     "kernels": ("vnetrx.kernels/1", KERNELS),
-    "verify": (None, VERIFY),
+    "verify": ("vnetrx.verify/1", VERIFY),
     "decode": ("vnetrx.decode/1", DECODE),
     "error": ("vnetrx.error/1", ERROR),
     "sweep": ("vnetrx.sweep/1", SWEEP),

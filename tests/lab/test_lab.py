@@ -8,6 +8,7 @@ import json
 import lzma
 import os
 import shutil
+import signal
 import stat
 import struct
 import subprocess
@@ -536,6 +537,91 @@ def test_ctrl_c_kills_qemu_and_cleans_up(
     assert _gone(fake_qemu)
     assert len(made_dirs) == 1
     assert not made_dirs[0].exists()
+
+
+LAB_RUN = r"""
+import sys
+from pathlib import Path
+from vnetrx.lab import qemu
+from vnetrx.owner import interrupt_once
+
+qemu.QEMU = sys.argv[1]
+try:
+    with interrupt_once():
+        qemu.run(qemu.Boot(Path("vmlinuz"), mergeable=True, mtu=None), b"initrd", [])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def _lab_dirs(pid: int) -> list[Path]:
+    import tempfile
+
+    return sorted(Path(tempfile.gettempdir()).glob(f"vnetrx-lab-{pid}x*"))
+
+
+def _start_lab_run(fake_qemu: Path, stubborn: bool = False) -> subprocess.Popen[bytes]:
+    script = fake_qemu.parent / "fake-qemu"
+    if stubborn:  # ignores SIGTERM: stopping it takes vnetrx's 3 s grace, then SIGKILL
+        script.write_text(script.read_text().replace("#!/bin/sh\n", "#!/bin/sh\ntrap '' TERM\n"))
+    proc = subprocess.Popen([sys.executable, "-c", LAB_RUN, str(script)],
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (fake_qemu.exists() and fake_qemu.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, "QEMU never started"
+        time.sleep(0.02)
+    assert len(_lab_dirs(proc.pid)) == 1
+    return proc
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGTERM,), (signal.SIGTERM, signal.SIGTERM),
+                                     (signal.SIGINT, signal.SIGTERM)])
+def test_sigterm_kills_qemu_and_cleans_up(fake_qemu: Path, signals: tuple[int, ...]) -> None:
+    """SIGTERM (once, or again while cleaning up) stops QEMU and removes the run's directory
+    (the issue: QEMU kept running with ppid 1 and the directory stayed, 8 of 8 tries). With
+    two signals, QEMU ignores the first SIGTERM, so the second lands mid-cleanup."""
+    proc = _start_lab_run(fake_qemu, stubborn=len(signals) > 1)
+    for signum in signals:
+        proc.send_signal(signum)
+        time.sleep(0.3)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert _gone(fake_qemu)
+    assert _lab_dirs(proc.pid) == []
+
+
+def test_after_sigkill_qemu_dies_and_the_next_run_removes_the_directory(
+    fake_qemu: Path, tmp_path: Path, made_dirs: list[Path]
+) -> None:
+    proc = _start_lab_run(fake_qemu)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while not _gone(fake_qemu):  # the parent-death signal
+        assert time.monotonic() < deadline, "QEMU outlived a SIGKILLed vnetrx"
+        time.sleep(0.02)
+    left = _lab_dirs(proc.pid)
+    assert len(left) == 1  # nothing could remove it: the next run does
+    fake_qemu.unlink()
+    boot = qemu.Boot(tmp_path / "vmlinuz", mergeable=True, mtu=None, ready_timeout_s=0.5)
+    with pytest.raises(qemu.GuestError):
+        qemu.run(boot, b"initrd", [])
+    assert not left[0].exists()
+    assert len(made_dirs) == 1 and not made_dirs[0].exists()
+
+
+def test_a_live_runs_directory_is_left_alone(fake_qemu: Path, tmp_path: Path) -> None:
+    proc = _start_lab_run(fake_qemu)
+    try:
+        mine = _lab_dirs(proc.pid)
+        boot = qemu.Boot(tmp_path / "vmlinuz", mergeable=True, mtu=None, ready_timeout_s=0.5)
+        with pytest.raises(qemu.GuestError):
+            qemu.run(boot, b"initrd", [])  # its stale-directory sweep sees a held lock
+        assert all(d.exists() for d in mine)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert _lab_dirs(proc.pid) == []
 
 
 # --- CLI (no boot) ----------------------------------------------------------------------------

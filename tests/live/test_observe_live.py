@@ -54,8 +54,7 @@ def instance():
     for line in Path("/proc/mounts").read_text().splitlines():
         parts = line.split()
         if parts[2:3] == ["tracefs"]:
-            path = Path(parts[1]) / "instances" / f"vnetrx-{proc.pid}"
-            if path.exists():
+            for path in (Path(parts[1]) / "instances").glob(f"vnetrx-{proc.pid}x*"):
                 return path
     return None
 
@@ -70,11 +69,14 @@ while time.monotonic() < deadline and proc.poll() is None:
         break
     time.sleep(0.02)
 results = []
-if ready and mode == "frames":
+if ready and mode in ("frames", "frames-interrupt"):
     for req in writes:
         full = {"blocking": False, "sndbuf": 2**31 - 1, "vnet_hdr": True, "vnet_hdr_sz": None,
                 "hdr": None, **req}
         results.append(device.write(full))
+    if mode == "frames-interrupt":
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
 elif ready and mode == "interrupt":
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -243,3 +245,20 @@ def test_observe_sigkill_leftover_is_removed_next_time() -> None:
         assert out["rc"] == 1 and out["left"] is None
         assert_nothing_left(mounts, ifname)
     assert tracefs_mounts() == mounts_outside
+
+
+def test_observe_ctrl_c_keeps_what_was_seen() -> None:
+    """Interrupted after traffic arrived, observe prints (here: as JSON) the skbs it saw, each
+    judged, then exits 130; the tracing is gone."""
+    mounts = tracefs_mounts()
+    writes = [{"frame_len": n} for n in (60, 1000, 3000)]
+    out = run_helper("frames-interrupt", writes, "--count", "100000", "--timeout", "120",
+                     "--json")
+    assert out["ready"], out["stderr"]
+    assert out["rc"] == 130 and out["stderr"].strip() == "vnetrx: interrupted after 3 skbs"
+    doc = json.loads(out["stdout"])
+    Draft202012Validator(schema("observe")).validate(doc)
+    assert doc["interrupted"] is True and doc["match"] is True
+    assert [f["frame_len"] for f in doc["frames"]] == [60, 1000, 3000]
+    assert out["left"] is None
+    assert_nothing_left(mounts, out["ifname"])

@@ -92,7 +92,16 @@ def assert_nothing_left(mounts_before: list[str]) -> None:
     assert tracefs_mounts() == mounts_before, "a tracefs mount was left behind"
     assert our_instances() == [], "a vnetrx tracefs instance was left behind"
     assert [p for p in children_of(os.getpid()) if Path(f"/proc/{p}/stat").exists()] == []
-    assert not Path(f"/sys/class/net/vnx{os.getpid() % 10_000_000}").exists()
+    assert stale_locks() == [], "a dead run's lock file was left behind"
+
+
+def stale_locks() -> list[str]:
+    """Lock files nobody holds (vnetrx.owner): a run that did not release its own."""
+    from vnetrx import owner
+
+    folder = owner.lock_dir()
+    names = sorted(p.name for p in folder.glob("*.lock")) if folder.is_dir() else []
+    return [n for n in names if owner.is_stale(n.removesuffix(".lock"))]
 
 
 # --- the check itself ------------------------------------------------------------------------
@@ -187,7 +196,8 @@ def test_cleanup_after_signal(signum: int) -> None:
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if f"vnetrx-{proc.pid}" in our_instances() and children_of(proc.pid):
+            if any(n.startswith(f"vnetrx-{proc.pid}x") for n in our_instances()) and children_of(
+                    proc.pid):
                 break
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -173,17 +172,3 @@ def test_json_verify_does_not_import_rich() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_stale_instances_of_dead_vnetrx_are_removed(tmp_path: Path) -> None:
-    """Only vnetrx-<pid> instances whose process is gone; never a live one, never another's."""
-    import os
-
-    from vnetrx.live.tracefs import remove_stale_instances
-
-    dead, live, other = tmp_path / "vnetrx-999999999", tmp_path / f"vnetrx-{os.getpid()}", tmp_path / "perf"
-    for d in (dead, live, other):
-        d.mkdir()
-    remove_stale_instances(tmp_path)
-    assert not dead.exists()
-    assert live.exists() and other.exists()

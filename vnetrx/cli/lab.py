@@ -119,7 +119,8 @@ def lab_virtio(
     raw frames (dst 52:54:00:12:34:56, EtherType 0x88B5). The model runs for the guest's
     version and negotiated features; frame i of a mergeable run is predicted in the ring
     buffer it lands in. Exit 0 when every frame matches, 1 otherwise.
-    The temporary directory, the backend and QEMU are removed on success, error and Ctrl-C.
+    The temporary directory, the backend and QEMU are removed on success, error, Ctrl-C and
+    SIGTERM; after SIGKILL QEMU dies with vnetrx and the next run removes the directory.
 
     \b
     What each mode proves, for the lengths sent (default: 20+ around the mode's edges):
@@ -168,17 +169,20 @@ def lab_virtio(
         if lengths is None
         else parse_lengths(lengths, 1, lab_run.MAX_FRAME)
     )
-    result = lab_run.run_virtio(
-        image,
-        mode,
-        frames,
-        modules=modules,
-        mtu=mtu,
-        accel="kvm" if kvm else "tcg",
-        kprobe=not no_kprobe,
-        timeout_s=float(timeout),
-        offloads=offloads,
-    )
+    from vnetrx.owner import interrupt_once
+
+    with interrupt_once():  # SIGTERM stops QEMU and cleans up as Ctrl-C does
+        result = lab_run.run_virtio(
+            image,
+            mode,
+            frames,
+            modules=modules,
+            mtu=mtu,
+            accel="kvm" if kvm else "tcg",
+            kprobe=not no_kprobe,
+            timeout_s=float(timeout),
+            offloads=offloads,
+        )
     if serial_log is not None:
         serial_log.write_text(result.serial)
     report = result.report

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.options import Count
-from vnetrx.errors import VnetrxError
+from vnetrx.errors import Interrupted, VnetrxError
 
 if TYPE_CHECKING:
     from vnetrx.kernel.profile import KernelProfile
@@ -147,6 +148,9 @@ def observe_command(
         sys.stdout.write(dumps(core.report_to_dict(report)))
     else:
         _print_report(report)
+    if report.interrupted:
+        click.echo(f"vnetrx: interrupted after {len(report.frames)} skbs", err=True)
+        sys.exit(130)
     sys.exit(0 if report.match else 1)
 
 
@@ -222,13 +226,21 @@ def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveRepo
     missing = _missing()
     if missing:
         raise VnetrxError("observe needs " + "; ".join(missing))
-    lines = collect(
-        dev, setup.event, count, float(timeout), lambda line: _ours(line, dev, setup.event)
-    )
+    interrupted = False
+    try:
+        lines = collect(
+            dev, setup.event, count, float(timeout), lambda line: _ours(line, dev, setup.event)
+        )
+    except Interrupted as exc:  # keep what was seen (the tracing is already removed)
+        lines = cast("list[str]", exc.partial)
+        if not lines:
+            raise
+        interrupted = True
     seen = [s for line in lines if (s := core.parse_line(line)) is not None]
     if not seen:
         raise VnetrxError(f"no skb arrived on {dev} within {timeout} s")
-    return core.observe(profile, setup, seen)
+    report = core.observe(profile, setup, seen)
+    return replace(report, interrupted=True) if interrupted else report
 
 
 def _ours(line: str, dev: str, event: str) -> bool:

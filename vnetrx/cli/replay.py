@@ -20,6 +20,7 @@ from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
+    from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
 
@@ -143,6 +144,24 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
     """
+    from vnetrx.stop import StopOnSignal
+
+    with StopOnSignal() as stop:
+        try:
+            frames = _replay(lengths, from_file, o, stop)
+        except InputError:
+            if stop.stopped:  # the input ended early because of the signal: not its fault
+                raise KeyboardInterrupt from None
+            raise
+    if stop.stopped:  # Ctrl-C/SIGTERM: what was printed covers the frames before it
+        what = f"{frames:,} frames" if frames is not None else "the frames"
+        click.echo(f"vnetrx: interrupted (the output covers {what} before it)", err=True)
+        sys.exit(130)
+
+
+def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
+            stop: StopOnSignal) -> int | None:
+    """Run and print; returns how many frames the output covers (None: not counted)."""
     if (lengths is None) == (from_file is None):
         raise click.UsageError("give the frames with exactly one of --len LIST and --from FILE")
     if o["as_json"] and o["as_jsonl"]:
@@ -188,7 +207,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
-        from vnetrx.render.replay_json import render_replay
+        from vnetrx.render.json_out import dumps
+        from vnetrx.render.replay_json import replay_to_dict
 
         listed = tuple(islice(items, MAX_FRAMES + 1))
         if not listed:
@@ -201,8 +221,12 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         lens = tuple(x if isinstance(x, int) else x[0] for x in listed)
         hdrs = None if not frames.has_headers else tuple(
             None if isinstance(x, int) else x[1] for x in listed)
-        sys.stdout.write(render_replay(run_replay(profile, config, lens, hdrs), source))
-        return
+        done = run_replay(profile, config, lens, hdrs, until=stop.items)
+        doc = replay_to_dict(done, source)
+        if stop.stopped:
+            doc["interrupted"] = True
+        sys.stdout.write(dumps(doc))
+        return len(done.frames)
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
@@ -212,14 +236,15 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
             return index == shown
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
-    stream = Stream(profile, config, _nonempty(items, source), want_trace=want, rings=rings)
+    stream = Stream(profile, config, stop.items(_nonempty(items, source)), want_trace=want,
+                    rings=rings)
     if derive is not None:
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
         write_rows(stream, sys.stdout, detail=o["detail"])
-        return
+        return None
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
         from vnetrx.replay.summary import Totals
@@ -227,15 +252,19 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
         totals = Totals()
         for record in stream.records:
             totals.add(record)
-        sys.stdout.write(dumps(totals.to_dict()))
-        return
+        summary = totals.to_dict()
+        if stop.stopped:
+            summary["interrupted"] = True
+        sys.stdout.write(dumps(summary))
+        return totals.frames
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
     totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"])
-    if show is not None and show >= totals.frames:
+    if show is not None and show >= totals.frames and not stop.stopped:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
+    return totals.frames
 
 
 def _deriver(mode: str, mtu: int, mss: int | None) -> Callable[[int, bytes], VnetHdr | None]:

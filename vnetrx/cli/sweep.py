@@ -94,12 +94,28 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
     profiles = [load_profile(k, opts["config"], choice) for k in (kernels or (None,))]
     opts["frag_source"] = None
 
+    from vnetrx.stop import StopOnSignal
+
+    with StopOnSignal() as stop:
+        _run(profiles, lengths, weights, path, opts, stop, (jsonl, as_csv, as_json),
+             length_list)
+    if stop.stopped:  # Ctrl-C/SIGTERM: what was printed covers the lengths before it
+        click.echo("vnetrx: interrupted (the output covers the lengths before it)", err=True)
+        sys.exit(130)
+
+
+def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path: str,
+         opts: dict[str, Any], stop: Any, formats: tuple[bool, bool, bool],
+         length_list: str | None) -> None:
+    jsonl, as_csv, as_json = formats
+    interrupted = {"interrupted": True}
+
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
+        todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(1, opts), _progress(lengths, profile.name))
-        return virtio_rows(profile, trace_cli.virtio_setup(1, opts),
-                           _progress(lengths, profile.name))
+            return tap_rows(profile, trace_cli.tap_setup(1, opts), todo)
+        return virtio_rows(profile, trace_cli.virtio_setup(1, opts), todo)
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)
@@ -109,7 +125,8 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
 
             sys.stdout.write(dumps({"schema": SUMMARY_SCHEMA, "path": path,
                                     "lengths": len(lengths), "kernels": {
-                                        name: t.to_dict() for name, t in totals.items()}}))
+                                        name: t.to_dict() for name, t in totals.items()},
+                                    **(interrupted if stop.stopped else {})}))
         else:
             for name, t in totals.items():
                 click.echo(f"Linux {name}: {t.line(pages=False)}")
@@ -127,7 +144,8 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
 
         sys.stdout.write(dumps({"schema": SWEEP_SCHEMA, "path": path, "lengths": len(lengths),
                                 "kernels": list(rows), "ranges": [
-                                    span_to_dict(s) for group in spans.values() for s in group]}))
+                                    span_to_dict(s) for group in spans.values() for s in group],
+                                **(interrupted if stop.stopped else {})}))
         return
     _text(rows, spans, opts, length_list or "")
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.frame_options import frame_input, frame_options
 from vnetrx.cli.tap_options import tap_options
-from vnetrx.errors import VnetrxError
+from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
 from vnetrx.live.tap import WriteCase
 from vnetrx.live.verify import DEFAULT_LENGTHS, FrameCheck
@@ -113,13 +113,24 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
     missing = missing_requirements()
     if missing:
         raise VnetrxError("verify tap needs " + "; ".join(missing))
-    checks = _run_with_progress(profile, cases, planned, quiet=as_json)
+    interrupted = False
+    try:
+        checks = _run_with_progress(profile, cases, planned, quiet=as_json)
+    except Interrupted as exc:  # keep what was seen: print it, then exit 130
+        checks = cast("list[FrameCheck]", exc.partial)
+        if not checks:
+            raise
+        interrupted = True
     if as_json:
         from vnetrx.render.json_out import dumps
 
-        sys.stdout.write(dumps(live_verify.report(profile, checks)))
+        sys.stdout.write(dumps(live_verify.report(
+            profile, checks, len(cases) if interrupted else None)))
     else:
         _print_table(profile.name, profile.source, checks)
+    if interrupted:
+        click.echo(f"vnetrx: interrupted after {len(checks)} of {len(cases)} writes", err=True)
+        sys.exit(130)
     sys.exit(0 if all(c.match for c in checks) else 1)
 
 

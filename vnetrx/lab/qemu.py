@@ -12,24 +12,27 @@ temporary directory (no IP networking, no tap, no user-mode network):
 
 QEMU's stdout is the guest's serial console; the guest prints ``VNETRX ready`` when its trace is
 armed. Everything this module creates (the temporary directory, the sockets, the backend and its
-thread, fds and mappings, the QEMU process) is removed or killed on success, error and
-KeyboardInterrupt.
+thread, fds and mappings, the QEMU process) is removed or killed on success, error,
+KeyboardInterrupt and (with :func:`vnetrx.owner.interrupt_once`) SIGTERM; a second
+signal waits until that is done. After SIGKILL, QEMU dies by its parent-death signal and the
+next run removes the directory (it carries the dead run's :class:`vnetrx.owner.Owner` token).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vnetrx import owner as owners
 from vnetrx.errors import VnetrxError
 from vnetrx.lab import vhost_user
 from vnetrx.lab.initramfs import SENTINEL_ETHERTYPE, TEST_ETHERTYPE, LabSetupError
@@ -53,6 +56,8 @@ OFFLOADS_OFF = (
 # stay off so the guest never sends GSO frames to a backend that only drains the TX queue.
 HOST_OFFLOADS_OFF = ("csum", "host_tso4", "host_tso6", "host_ecn", "host_ufo")
 BACKENDS = ("dgram", "vhost-user")
+LAB_KIND = "lab"  # <tmp>/vnetrx-lab-<token>: the run's sockets and initrd
+PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 
 
 class GuestError(VnetrxError):
@@ -225,7 +230,13 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
     qemu = qemu_available()
     if qemu is None:
         raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
-    tmp = Path(tempfile.mkdtemp(prefix="vnetrx-lab-"))
+    owner = owners.Owner().__enter__()
+    try:
+        owners.remove_stale_dirs(LAB_KIND)
+        tmp = owner.make_dir(LAB_KIND)
+    except OSError as exc:
+        owner.release()
+        raise GuestError(f"cannot make the run's temporary directory: {exc}") from None
     sock: socket.socket | None = None
     backend: vhost_user.VhostUserNet | None = None
     proc: subprocess.Popen[bytes] | None = None
@@ -250,6 +261,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # our own process group: we stop exactly it
+            preexec_fn=_die_with(os.getpid()),
         )
         reader = _Reader(proc.stdout)
         reader.start()
@@ -301,16 +313,32 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
     except OSError as exc:
         raise GuestError(f"cannot run the guest: {exc}") from None
     finally:
-        if proc is not None:
-            _stop(proc)
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-        if sock is not None:
-            sock.close()
-        if backend is not None:
-            backend.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        with owners.shielded():  # a second Ctrl-C or SIGTERM waits until all is removed
+            if proc is not None:
+                _stop(proc)
+                for stream in (proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+            if sock is not None:
+                sock.close()
+            if backend is not None:
+                backend.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            owner.release()
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    """QEMU's pre-exec step: a parent-death signal, so that QEMU cannot outlive a vnetrx killed
+    with SIGKILL (the process group only helps when vnetrx lives to signal it). prctl is looked
+    up before the fork: the child only calls it."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def step() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # vnetrx died before the prctl took effect
+            os._exit(1)
+
+    return step
 
 
 def _backend_tail(backend: vhost_user.VhostUserNet | None) -> str:

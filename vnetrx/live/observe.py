@@ -84,6 +84,7 @@ class ObserveReport:
     kernel_source: str
     frames: tuple[Verdict, ...]
     notes: tuple[str, ...] = field(default=())
+    interrupted: bool = False  # Ctrl-C/SIGTERM ended the run: the frames seen until then
 
     @property
     def match(self) -> bool:
@@ -149,4 +150,5 @@ def report_to_dict(report: ObserveReport) -> dict[str, object]:
             for v in report.frames
         ],
         "notes": list(report.notes),
+        **({"interrupted": True} if report.interrupted else {}),
     }

@@ -2,13 +2,13 @@
 
 What this module creates, and removes again on success, on error and on SIGINT/SIGTERM:
 
-* a tracefs mount in a temporary directory, only when tracefs is not mounted anywhere yet;
-* a tracefs instance ``instances/vnetrx-<pid>`` with net:netif_receive_skb_entry enabled and
-  filtered on the device name;
+* a tracefs instance (and, only when tracefs is not mounted, a private mount) with
+  net:netif_receive_skb_entry enabled and filtered on the device name (vnetrx.live.tracefs);
 * a child process (``prctl(PR_SET_PDEATHSIG, SIGKILL)``) that moves itself into a new network
   namespace (``unshare(CLONE_NEWNET)``), disables IPv6 there, and opens a non-persistent tap
-  device ``vnx<pid>`` (IFF_TAP | IFF_NO_PI [| IFF_VNET_HDR]) which it brings up. The device and the
-  namespace die with the child.
+  device ``vnx<10 random hex digits>`` (IFF_TAP | IFF_NO_PI [| IFF_VNET_HDR]) which it brings up. The device and the
+  namespace die with the child. The name is random because the tracepoint filter matches names
+  in every namespace: two runs (also in different PID namespaces) never see each other's frames.
 
 Frames are written straight into the tap fd: destination 02:00:00:00:00:01, EtherType 0x88B5
 (IEEE local experimental), zero payload; or, for offload checks, a TCP/UDP frame from
@@ -24,6 +24,7 @@ import errno as errno_mod
 import fcntl
 import json
 import os
+import secrets
 import select
 import signal
 import socket
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from vnetrx import owner as owners
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.live.parse import parse_event
@@ -40,10 +42,8 @@ from vnetrx.live.rx_event import RxEvent
 from vnetrx.live.tracefs import (
     DeviceWatch,
     check,
-    in_main_thread,
     libc,
     read_text,
-    sigterm_as_interrupt,
     tracefs_mounts,
 )
 from vnetrx.packet import build_frame
@@ -115,7 +115,7 @@ class LiveTap:
     """Context manager: a private tap device and a tracefs instance watching it."""
 
     def __init__(self) -> None:
-        self.ifname = f"vnx{os.getpid() % 10_000_000}"
+        self.ifname = f"vnx{secrets.token_hex(5)}"  # IFNAMSIZ 16: 13 characters and a NUL
         self.watch: DeviceWatch | None = None  # the tracefs instance watching the tap
         self.child: int | None = None
         self._to_child: TextIO | None = None
@@ -137,11 +137,12 @@ class LiveTap:
     def _start_child(self) -> None:
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(down_w)
             os.close(up_r)
-            _child_main(down_r, up_w, self.ifname)
+            _child_main(down_r, up_w, self.ifname, parent)
         self.child = pid
         os.close(down_r)
         os.close(up_w)
@@ -186,19 +187,13 @@ class LiveTap:
 
     # --- teardown --------------------------------------------------------------------------
     def close(self) -> None:
-        """Remove everything this object created. Safe to call twice; never raises."""
-        old = signal.getsignal(signal.SIGINT)
-        in_main = in_main_thread()
-        if in_main:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
+        """Remove everything this object created. Safe to call twice; never raises. SIGINT
+        and SIGTERM wait until it is done."""
+        with owners.shielded():
             self._stop_child()
             if self.watch is not None:
                 self.watch.close()
                 self.watch = None
-        finally:
-            if in_main:
-                signal.signal(signal.SIGINT, old)
 
     def _stop_child(self) -> None:
         for stream in (self._to_child, self._from_child):
@@ -220,7 +215,7 @@ def run_writes(
 ) -> list[WriteResult]:
     """Set up, write every case, tear down. ``on_result`` sees each result as it comes."""
     results: list[WriteResult] = []
-    with sigterm_as_interrupt(), LiveTap() as live:
+    with owners.interrupt_once(), LiveTap() as live:
         for index, case in enumerate(cases):
             result = live.write(case)
             results.append(result)
@@ -232,7 +227,7 @@ def run_writes(
 # --- the child, inside its own network namespace ---------------------------------------------
 
 
-def _child_main(requests: int, replies: int, ifname: str) -> None:
+def _child_main(requests: int, replies: int, ifname: str, parent: int) -> None:
     code = 1
     out = os.fdopen(replies, "w", buffering=1)
     try:
@@ -240,7 +235,7 @@ def _child_main(requests: int, replies: int, ifname: str) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         c_lib = libc()
         c_lib.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() == 1:  # the parent is already gone
+        if os.getppid() != parent:  # the parent is already gone (it may be PID 1 itself)
             os._exit(1)
         try:
             check(c_lib.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")

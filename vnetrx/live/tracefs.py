@@ -2,10 +2,16 @@
 
 What it creates, and removes again on success, on error and on SIGINT/SIGTERM:
 
-* a tracefs mount in a temporary directory, only when tracefs is not mounted anywhere yet;
-* an instance ``instances/vnetrx-<pid>`` with ``net:<event>`` enabled and filtered on the device
-  name. Instances outlive their process and their mount: ones a vnetrx killed with SIGKILL left
-  behind (``vnetrx-<pid>`` of a dead pid) are removed first.
+* a tracefs mount of its own in ``<tmp>/vnetrx-tracefs-<token>``, only when tracefs is not
+  mounted where the system mounts it (another run's private mount is never borrowed: it goes
+  away when that run ends);
+* an instance ``instances/vnetrx-<token>`` with ``net:<event>`` enabled and filtered on the
+  device name.
+
+``<token>`` belongs to a :class:`vnetrx.owner.Owner` whose lock file stays locked while the run
+lives. Instances and mounts outlive a run killed with SIGKILL: the next run removes those whose
+owner's lock it can take (a dead owner), and leaves everything else alone, including a live run
+in another PID namespace. Cleanup holds SIGINT/SIGTERM until it is done.
 
 Nothing is configured and nothing is sent: the kernel only records what arrives. Used by
 ``vnetrx verify tap`` (vnetrx.live.tap) and ``vnetrx observe``.
@@ -16,20 +22,19 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import select
-import signal
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
-from vnetrx.errors import VnetrxError
+from vnetrx import owner as owners
+from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_marker
 
 EVENTS = ("napi_gro_receive_entry", "netif_receive_skb_entry")
-INSTANCE_PREFIX = "vnetrx-"
+MOUNT_KIND = "tracefs"  # <tmp>/vnetrx-tracefs-<token>
 MNT_DETACH = 2  # include/uapi/linux/mount.h (umount2 flag)
 
 
@@ -41,8 +46,20 @@ def read_text(path: str) -> str | None:
 
 
 def tracefs_mounts() -> list[str]:
+    """Where tracefs is mounted, other vnetrx runs' private mounts excluded."""
+    return [point for point in _all_tracefs_mounts()
+            if owners.token_of(Path(point).name, MOUNT_KIND) is None]
+
+
+def _all_tracefs_mounts() -> list[str]:
     mounts = read_text("/proc/mounts") or ""
-    return [line.split()[1] for line in mounts.splitlines() if line.split()[2:3] == ["tracefs"]]
+    return [_unescape(line.split()[1]) for line in mounts.splitlines()
+            if line.split()[2:3] == ["tracefs"]]
+
+
+def _unescape(field: str) -> str:
+    """/proc/mounts writes space, tab, newline and backslash as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def libc() -> ctypes.CDLL:
@@ -55,49 +72,66 @@ def check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While active, SIGTERM raises KeyboardInterrupt, so ``finally`` blocks clean up."""
-    if not in_main_thread():
-        yield
-        return
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-def remove_stale_instances(instances: Path) -> None:
-    """Remove instances a vnetrx that died hard (SIGKILL) left behind: only ours, named
-    vnetrx-<pid>, and only when that process no longer exists."""
-    for entry in instances.glob(f"{INSTANCE_PREFIX}*"):
-        pid_text = entry.name[len(INSTANCE_PREFIX):]
-        if not pid_text.isdigit() or _alive(int(pid_text)):
+def remove_stale(tracefs: Path) -> None:
+    """Remove what runs that died hard (SIGKILL, a crash) left behind: instances named
+    ``vnetrx-<token>`` and private mounts ``vnetrx-tracefs-<token>`` whose owner is gone
+    (:func:`vnetrx.owner.is_stale`). A name without a token, or with a live owner or one this
+    run cannot see (another container's), is left alone."""
+    dead: set[str] = set()
+    for entry in _entries(tracefs / "instances"):
+        token = owners.token_of(entry.name)
+        if token is None or not owners.is_stale(token):
             continue
-        for event in EVENTS:
+        _remove_instance(entry)
+        dead.add(token)
+    for point in _all_tracefs_mounts():
+        token = owners.token_of(Path(point).name, MOUNT_KIND)
+        if token is None or not (token in dead or owners.is_stale(token)):
+            continue
+        _unmount(Path(point))
+        dead.add(token)
+    for folder in _entries(Path(tempfile.gettempdir())):  # a mount point already unmounted
+        token = owners.token_of(folder.name, MOUNT_KIND)
+        if token is not None and (token in dead or owners.is_stale(token)):
             with contextlib.suppress(OSError):
-                (entry / "events" / "net" / event / "enable").write_text("0\n")
-        with contextlib.suppress(OSError):
-            entry.rmdir()
+                folder.rmdir()
+            dead.add(token)
+    for token in dead:
+        owners.forget(token)
 
 
-def _alive(pid: int) -> bool:
+def _entries(folder: Path) -> list[Path]:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        return list(folder.glob(f"{owners.PREFIX}*"))
+    except OSError:
+        return []
+
+
+def _remove_instance(instance: Path) -> None:
+    for event in EVENTS:
+        with contextlib.suppress(OSError):
+            (instance / "events" / "net" / event / "enable").write_text("0\n")
+    for _ in range(200):  # the kernel refuses (EBUSY) while a trace_pipe reader is still open
+        if _rmdir(instance):
+            return
+        time.sleep(0.05)
+
+
+def _rmdir(folder: Path) -> bool:
+    """Removed, or not there; False while the kernel refuses."""
+    try:
+        folder.rmdir()
+    except FileNotFoundError:
         return True
+    except OSError:
+        return False
     return True
+
+
+def _unmount(point: Path) -> None:
+    libc().umount2(str(point).encode(), MNT_DETACH)
+    with contextlib.suppress(OSError):
+        point.rmdir()
 
 
 class DeviceWatch:
@@ -109,6 +143,7 @@ class DeviceWatch:
         if '"' in dev or "\\" in dev:
             raise VnetrxError(f"{dev!r} is not a network device name")
         self.dev = dev
+        self.owner = owners.Owner()
         self.event = f"events/net/{event}"
         self.tracefs: Path | None = None
         self.mounted: Path | None = None  # the temporary mount point we created, if any
@@ -132,19 +167,21 @@ class DeviceWatch:
         self.close()
 
     def _setup(self) -> None:
+        self.owner.__enter__()
         mounts = tracefs_mounts()
         if mounts:
             self.tracefs = Path(mounts[0])
         else:
-            point = Path(tempfile.mkdtemp(prefix="vnetrx-tracefs-"))
-            self.mounted = point
+            point = Path(tempfile.gettempdir()) / self.owner.name(MOUNT_KIND)
+            self.mounted = point  # first: an interrupt right after mkdir still removes it
+            point.mkdir(mode=0o700)
             check(libc().mount(b"nodev", str(point).encode(), b"tracefs", 0, None),
                   f"mount tracefs on {point}")
             self.tracefs = point
-        remove_stale_instances(self.tracefs / "instances")
-        instance = self.tracefs / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
+        remove_stale(self.tracefs)
+        instance = self.tracefs / "instances" / self.owner.name()
+        self.instance = instance  # first, as above
         instance.mkdir()
-        self.instance = instance
         if not (instance / self.event).is_dir():
             raise VnetrxError(f"this kernel has no tracepoint net:{Path(self.event).name}")
         (instance / self.event / "filter").write_text(f'name == "{self.dev}"\n')
@@ -168,10 +205,15 @@ class DeviceWatch:
         return line
 
     def lines(
-        self, count: int, timeout: float, keep: Callable[[str], bool] = lambda _l: True
+        self,
+        count: int,
+        timeout: float,
+        keep: Callable[[str], bool] = lambda _l: True,
+        out: list[str] | None = None,
     ) -> list[str]:
-        """Up to ``count`` trace lines that ``keep`` accepts, waiting at most ``timeout`` s."""
-        out: list[str] = []
+        """Up to ``count`` trace lines that ``keep`` accepts, waiting at most ``timeout`` s,
+        appended to ``out`` (a new list by default) as they arrive."""
+        out = [] if out is None else out
         deadline = time.monotonic() + timeout
         while len(out) < count:
             line = self._next_line(deadline)
@@ -186,7 +228,7 @@ class DeviceWatch:
         was recorded up to now."""
         assert self.instance is not None
         self._serial += 1
-        mark = f"{INSTANCE_PREFIX}{os.getpid()}-{self._serial}"
+        mark = f"{self.owner.name()}-{self._serial}"
         (self.instance / "trace_marker").write_text(mark + "\n")
         out: list[str] = []
         deadline = time.monotonic() + timeout
@@ -199,16 +241,10 @@ class DeviceWatch:
             out.append(line)
 
     def close(self) -> None:
-        """Remove everything this object created. Safe to call twice; never raises."""
-        in_main = in_main_thread()
-        old = signal.getsignal(signal.SIGINT) if in_main else None
-        if in_main:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not skip this
-        try:
+        """Remove everything this object created. Safe to call twice; never raises. SIGINT and
+        SIGTERM wait until it is done (a second Ctrl-C must not leave an instance recording)."""
+        with owners.shielded():
             self._remove()
-        finally:
-            if in_main:
-                signal.signal(signal.SIGINT, old)
 
     def _remove(self) -> None:
         if self._pipe is not None:
@@ -218,26 +254,22 @@ class DeviceWatch:
         if self.instance is not None:
             with contextlib.suppress(OSError):
                 (self.instance / self.event / "enable").write_text("0\n")
-            for _ in range(200):  # the kernel refuses while trace_pipe is still busy
-                try:
-                    self.instance.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            _remove_instance(self.instance)
             self.instance = None
         if self.mounted is not None:
-            libc().umount2(str(self.mounted).encode(), MNT_DETACH)
-            with contextlib.suppress(OSError):
-                self.mounted.rmdir()
+            _unmount(self.mounted)
             self.mounted = None
+        self.owner.release()
 
 
 def collect(
     dev: str, event: str, count: int, timeout: float, keep: Callable[[str], bool]
 ) -> list[str]:
-    """Set up, read up to ``count`` accepted lines (or until ``timeout``), tear down; Ctrl-C
-    and SIGTERM clean up too (KeyboardInterrupt leaves through the ``with``)."""
-    with sigterm_as_interrupt(), DeviceWatch(dev, event) as watch:
-        return watch.lines(count, timeout, keep)
+    """Set up, read up to ``count`` accepted lines (or until ``timeout``), tear down. Ctrl-C
+    and SIGTERM clean up too, then raise :class:`Interrupted` with the lines read so far."""
+    seen: list[str] = []
+    try:
+        with owners.interrupt_once(), DeviceWatch(dev, event) as watch:
+            return watch.lines(count, timeout, keep, seen)
+    except KeyboardInterrupt:
+        raise Interrupted(seen) from None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vnetrx.engine import trace_tap
+from vnetrx.errors import Interrupted
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live.rx_event import as_traced
 from vnetrx.live.tap import WriteCase, WriteResult
@@ -188,7 +189,8 @@ def run(
     on_progress: Callable[[int, int], None] | None = None,
     checks: list[FrameCheck] | None = None,
 ) -> list[FrameCheck]:
-    """Write every case and compare; ``checks`` is ``plan(k, cases)`` when already made."""
+    """Write every case and compare; ``checks`` is ``plan(k, cases)`` when already made.
+    Interrupted (Ctrl-C, SIGTERM), it raises :class:`Interrupted` with the checks done so far."""
     from vnetrx.live.tap import run_writes
 
     checks = plan(k, cases) if checks is None else checks
@@ -201,15 +203,27 @@ def run(
         if on_progress is not None:
             on_progress(index + 1, len(cases))
 
-    run_writes(cases, record)
+    try:
+        run_writes(cases, record)
+    except KeyboardInterrupt:
+        raise Interrupted(done) from None
     return done
 
 
-def report(k: KernelProfile, checks: list[FrameCheck]) -> dict[str, Any]:
-    """The ``--json`` document: {kernel, frames: [{frame_len, options, match, predicted, observed}]}."""
+SCHEMA = "vnetrx.verify/1"
+
+
+def report(
+    k: KernelProfile, checks: list[FrameCheck], planned: int | None = None
+) -> dict[str, Any]:
+    """The ``--json`` document: {schema, kernel, frames: [{frame_len, options, match,
+    predicted, observed}], matched, total}; ``planned`` (the number of writes asked for) when
+    the run was interrupted after ``len(checks)`` of them."""
     from vnetrx.codec import kernel_to_dict
 
+    interrupted = {} if planned is None else {"interrupted": True, "planned": planned}
     return {
+        "schema": SCHEMA,
         "kernel": kernel_to_dict(k),
         "frames": [
             {
@@ -224,4 +238,5 @@ def report(k: KernelProfile, checks: list[FrameCheck]) -> dict[str, Any]:
         ],
         "matched": sum(c.match for c in checks),
         "total": len(checks),
+        **interrupted,
     }

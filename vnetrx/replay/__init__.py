@@ -17,6 +17,7 @@ has been used *and* its skb freed); the order-0 fallback of the page_frag; OOM d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.constants import ETH_DATA_LEN
@@ -82,15 +83,17 @@ def replay(
     frames: Sequence[int],
     hdrs: Sequence[VnetHdr | None] | None = None,
     want_trace: Callable[[int], bool] = every_frame,
+    until: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> Replay:
     """virtnet_open, then ``frames`` (lengths after the virtio-net header) through the ring;
     ``hdrs``: the virtio_net_hdr the device wrote in front of each (None: all zero);
-    ``want_trace(index)``: keep that frame's narrated trace (default: every frame's)."""
+    ``want_trace(index)``: keep that frame's narrated trace (default: every frame's);
+    ``until``: wraps the frames to end the replay early (vnetrx.stop: Ctrl-C)."""
     validate(k, cfg, frames)
     if hdrs is not None and len(hdrs) != len(frames):
         raise InputError(f"{len(hdrs)} headers for {len(frames)} frames")
-    stream = Stream(k, cfg, frames if hdrs is None else zip(frames, hdrs, strict=True),
-                    want_trace)
+    given: Iterable[Any] = frames if hdrs is None else zip(frames, hdrs, strict=True)
+    stream = Stream(k, cfg, given if until is None else until(given), want_trace)
     records = tuple(stream.records)
     return Replay(
         kernel=k,

@@ -71,10 +71,13 @@ def _pcap(stream: BinaryIO, name: str, order: str, data: bool) -> Iterator[Frame
     _major, _minor, _zone, _sigfigs, _snaplen, link = struct.unpack(order + "HHiIII", header)
     _ethernet(name, link & 0x0FFFFFFF)  # the top bits may carry FCS flags
     unpack = struct.Struct(order + "8xII").unpack_from
+    # read1 returns what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as it
+    # arrives rather than in 1 MiB steps (and a signal ends it at the next frame)
+    read = getattr(stream, "read1", stream.read)
     buf, pos, index = b"", 0, 0
     while True:
         if len(buf) - pos < 16 or len(buf) - pos < 16 + unpack(buf, pos)[0]:
-            more = stream.read(CHUNK)
+            more = read(CHUNK)
             if not more:
                 if pos < len(buf):
                     raise InputError(f"{name}: unreadable capture (it ends inside record "
