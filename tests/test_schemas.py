@@ -35,6 +35,15 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("trace", ["trace", "--path", "tap", "--len", "1000"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "5"], 0),  # write() fails: EINVAL
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--path", "tap", "--len", "1000", "--xdp", "tx"], 0),
+    ("xdp-check", ["xdp", "check", "--mergeable", "--mtu", "9000", "--kernel", "6.12",
+                   "--json"], 0),
+    ("xdp-check", ["xdp", "check", "--big", "--kernel", "6.1", "--json"], 0),
+    ("xdp-check", ["xdp", "check", "--path", "tap", "--json"], 0),
+    ("sweep", ["sweep", "--len", "1500-1530", "--path", "tap", "--xdp", "redirect", "--json"], 0),
+    ("trace", ["trace", "--path", "tap", "--len", "2000", "--xdp", "redirect"], 0),
+    ("trace", ["trace", "--path", "tap", "--len", "9000", "--xdp", "pass"], 0),
+    ("trace", ["trace", "--path", "tap", "--len", "9000", "--xdp", "tx", "--kernel", "6.1"], 0),
     ("diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
               "--mergeable"], 0),
     ("diff", ["diff", "--", "--len", "100"], 0),  # the same trace twice
@@ -106,6 +115,7 @@ def test_json_output_matches_schema(name: str, args: list[str], code: int) -> No
     ["--len", "60-1514", "--mergeable", "--kernel", "6.1"],
     ["--len", "1500-1530", "--kernel", "6.1", "--kernel", "5.13"],  # small mode drops
     ["--len", "1-100", "--path", "tap", "--kernel", "6.1"],  # failed writes
+    ["--len", "1500-1530", "--path", "tap", "--xdp", "redirect"],  # XDP outcomes
 ])
 def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
     result = RUNNER.invoke(cli, ["sweep", "--jsonl", *args])

@@ -6,7 +6,10 @@ Schema ledger:
                   tap path; counter (the device counter a drop increments: rx_length_errors,
                   rx_frame_errors, drops), refused_by (the check that refused the
                   virtio_net_hdr) and the skb's offload fields (ip_summed .. l4_hash), added
-                  with virtio_net_hdr_to_skb.
+                  with virtio_net_hdr_to_skb; xdp (an attached program's run: verdict,
+                  xdp_buff, result, read-back, counters) and xdp_tx (the frame a read() on
+                  the tap fd returns after XDP_TX/REDIRECT), both only when a program is
+                  attached, added with XDP on tun.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Buffer, Frag, Skb, Trace
+from vnetrx.model import SKB_FIELDS, Buffer, Frag, Skb, Trace, XdpRun
 
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
@@ -68,6 +71,28 @@ def skb_to_dict(s: Skb) -> dict[str, Any]:
     return out
 
 
+def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
+    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame)."""
+    out: dict[str, Any] = {
+        "xdp": {
+            "action": x.action,
+            "mode": x.mode,
+            "function": x.function,
+            "xdp_buff": {"headroom": x.headroom, "len": x.len, "frame_sz": x.frame_sz,
+                         "tailroom": x.tailroom},
+            "result": x.result,
+            "errno": x.errno,
+            "copied": x.copied,
+            "counters": {"rx_packets": x.rx_packets, "rx_bytes": x.rx_bytes,
+                         "rx_dropped": x.rx_dropped, "tx_packets": x.tx_packets,
+                         "tx_bytes": x.tx_bytes},
+        }
+    }
+    if x.read_len is not None:
+        out["xdp_tx"] = {"len": x.read_len, "hdr": x.read_hdr}
+    return out
+
+
 def trace_to_dict(t: Trace) -> dict[str, Any]:
     return {
         "schema": t.schema,
@@ -108,6 +133,7 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
             "frags": t.cost.frags,
         },
         "notes": list(t.notes),
+        **({} if t.xdp is None else xdp_to_dict(t.xdp)),
     }
 
 

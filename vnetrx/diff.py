@@ -20,6 +20,14 @@ RESULT_FIELDS = (
     "cost.frags",
     "buffer.size",
     "buffer.page_offset",
+    # an attached XDP program (tap): what its verdict did, read() and the counters
+    "xdp.mode",
+    "xdp.result",
+    "xdp.errno",
+    "xdp.copied",
+    *(f"xdp.counters.{name}" for name in ("rx_packets", "rx_bytes", "rx_dropped",
+                                          "tx_packets", "tx_bytes")),
+    "xdp_tx.len",
 )
 
 

@@ -6,7 +6,7 @@ from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
-from vnetrx.model import Buffer, Cost, Refusal, Skb, Trace, Value
+from vnetrx.model import Buffer, Cost, Refusal, Skb, Trace, Value, XdpRun
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.steps import StepLog
 
@@ -30,7 +30,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("ring_size", s.ring_size),
         ("buffer_index", s.buffer_index),
         ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
-        ("xdp", False),
+        ("xdp", None),  # no XDP program: virtio-net with XDP is not modelled yet
     )
     return _finish(
         k,
@@ -79,6 +79,7 @@ def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
         result.errno,
         result.counter,
         result.refused_by,
+        result.xdp,
     )
 
 
@@ -96,6 +97,7 @@ def _finish(
     errno: str | None = None,
     counter: str | None = None,
     refused_by: Refusal | None = None,
+    xdp: XdpRun | None = None,
 ) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
     truesize covers every byte, …)."""
@@ -115,6 +117,7 @@ def _finish(
         errno=errno,
         counter=counter,
         refused_by=refused_by,
+        xdp=xdp,
     )
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:

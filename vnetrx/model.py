@@ -187,6 +187,34 @@ class Cost(NamedTuple):
     frags: int  # page fragments the skb references (nr_frags)
 
 
+XDP_OUTCOMES = ("xdp_drop", "xdp_tx", "xdp_redirect")  # a Trace's outcome when XDP kept the frame
+
+
+@dataclass(frozen=True)
+class XdpRun:
+    """What an attached XDP program saw and what its verdict did (tun: tun_build_skb's native
+    XDP or do_xdp_generic on a built skb). Counters are the device's deltas for this write and a
+    read() of what it queued; None where the stack after XDP decides (XDP_PASS's rx_dropped)."""
+
+    action: str  # the verdict the program returns: "XDP_PASS", "XDP_DROP", ...
+    mode: str  # "native" (tun_build_skb) | "generic" (do_xdp_generic on an skb)
+    function: str  # where it ran: "tun_build_skb" | "do_xdp_generic"
+    headroom: int | None  # xdp.data - xdp.data_hard_start (None: generic, not laid out)
+    len: int  # xdp.data_end - xdp.data
+    frame_sz: int | None  # xdp.frame_sz
+    tailroom: int | None  # bytes between data_end and the end of frame_sz less skb_shared_info
+    result: str  # "pass" | "drop" | "tx" | "redirect" | "redirect_failed"
+    errno: str | None  # a failed redirect's error
+    read_len: int | None  # bytes a read() on the tap fd returns for the queued frame
+    read_hdr: str | None  # the vnet header bytes that read() returns, hex
+    rx_packets: int
+    rx_bytes: int
+    rx_dropped: int | None
+    tx_packets: int
+    tx_bytes: int
+    copied: int = 0  # bytes do_xdp_generic copies to give the program headroom / a linear skb
+
+
 @dataclass(frozen=True)
 class Trace:
     """Everything one run of a path produced. Renderers consume only this."""
@@ -206,3 +234,4 @@ class Trace:
     errno: str | None = None  # outcome "error": what the syscall fails with ("EINVAL")
     counter: str | None = None  # the device counter a drop or failure increments
     refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
+    xdp: XdpRun | None = None  # an attached XDP program's run (tap path)

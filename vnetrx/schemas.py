@@ -86,13 +86,28 @@ SKB = _obj(
 )
 COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
 
+XDP_RUN = _obj(
+    {
+        "action": {"enum": ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"]},
+        "mode": {"enum": ["native", "generic"]},
+        "function": _STR,
+        "xdp_buff": _obj({"headroom": _nullable(_NAT), "len": _NAT,
+                          "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT)}),
+        "result": {"enum": ["pass", "drop", "tx", "redirect", "redirect_failed"]},
+        "errno": _nullable(_STR),
+        "copied": _NAT,
+        "counters": _obj({"rx_packets": _NAT, "rx_bytes": _NAT, "rx_dropped": _nullable(_NAT),
+                          "tx_packets": _NAT, "tx_bytes": _NAT}),
+    }
+)
 TRACE = _obj(
     {
         "schema": {"const": "vnetrx.trace/1"},
         "kernel": KERNEL,
         "input": {"type": "object", "additionalProperties": _SCALAR},
         "path": {"enum": ["virtio-small", "virtio-big", "virtio-mergeable", "tap"]},
-        "outcome": {"enum": ["build_skb", "copy", "drop", "alloc_skb", "error"]},
+        "outcome": {"enum": ["build_skb", "copy", "drop", "alloc_skb", "error", "xdp_drop",
+                             "xdp_tx", "xdp_redirect"]},
         "reason": _nullable(_STR),
         "errno": _nullable(_STR),
         "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
@@ -104,7 +119,10 @@ TRACE = _obj(
         "skb": _nullable(SKB),
         "cost": _nullable(COST),
         "notes": _arr(_STR),
-    }
+        "xdp": XDP_RUN,
+        "xdp_tx": _obj({"len": _NAT, "hdr": _nullable(_STR)}),
+    },
+    optional=("xdp", "xdp_tx"),
 )
 
 _DIFF_STEP = _obj(
@@ -421,7 +439,8 @@ ERROR = _obj(
     }
 )
 
-_OUTCOMES = ["build_skb", "copy", "drop", "alloc_skb", "error"]
+_OUTCOMES = ["build_skb", "copy", "drop", "alloc_skb", "error", "xdp_drop", "xdp_tx",
+             "xdp_redirect"]
 SWEEP_ROW = _obj(
     {
         "schema": {"const": "vnetrx.sweep-row/1"},
@@ -657,6 +676,26 @@ LAB = _obj(
 )
 
 # name → (schema id printed in the document's "schema" key, or None, schema body)
+XDP_CHECK = _obj(
+    {
+        "schema": {"const": "vnetrx.xdp-check/1"},
+        "kernel": KERNEL,
+        "path": {"enum": ["virtio", "tap"]},
+        "device": {"type": "object", "additionalProperties": _SCALAR},
+        "attach": _BOOL,
+        "errno": _nullable({"enum": ["EOPNOTSUPP", "EINVAL", "ENOMEM"]}),
+        "message": _nullable(_STR),
+        "warnings": _arr(_STR),
+        "checks": _arr(_obj({"check": _STR, "source": _STR, "passed": _BOOL, "detail": _STR,
+                             "because": _arr(_STR)})),
+        "runs": _BOOL,
+        "mtu_limit": _nullable(_NAT),
+        "xdp_queue_pairs": _NAT,
+        "effects": _arr(_obj({"what": _STR, "how": _STR})),
+        "notes": _arr(_STR),
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": ("vnetrx.trace/1", TRACE),
     "diff": ("vnetrx.diff/1", DIFF),
@@ -677,6 +716,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
+    "xdp-check": ("vnetrx.xdp-check/1", XDP_CHECK),
 }
 
 

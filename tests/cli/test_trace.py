@@ -117,3 +117,34 @@ def test_kernels_lists_profiles_and_changes(runner: CliRunner) -> None:
     assert "fb32856b16ad" in result.stdout
     doc = json.loads(runner.invoke(cli, ["kernels", "--changes", "--json"]).stdout)
     assert "page_to_skb_build_skb" in [c["key"] for c in doc["changes"]]
+
+
+def test_xdp_tx_json_has_outcome_and_read_back(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp", "tx",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["outcome"], doc["skb"]) == ("xdp_tx", None)
+    assert doc["xdp_tx"] == {"len": 1010, "hdr": "00" * 10}
+    assert doc["xdp"]["xdp_buff"] == {"headroom": 320, "len": 1000, "frame_sz": 1664,
+                                      "tailroom": 24}
+    assert doc["input"]["xdp"] == "tx"
+
+
+def test_bare_xdp_is_pass(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp"])
+    assert result.exit_code == 0, result.output
+    assert "native XDP_PASS" in result.stdout and "truesize 1920" in result.stdout
+
+
+def test_xdp_drop_text_summary(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp", "drop"])
+    assert "Summary: XDP_DROP (native): dropped by the program · rx_dropped +1" in result.stdout
+
+
+def test_unknown_xdp_action_is_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp", "bounce"])
+    assert result.exit_code == 2
+    assert "bounce" in result.output and "redirect" in result.output
+    result = runner.invoke(cli, ["verify", "tap", "--xdp", "pass,bounce"])
+    assert result.exit_code == 2 and "not an XDP action" in result.output

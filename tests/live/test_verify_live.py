@@ -231,3 +231,87 @@ def test_verify_offload_matrix() -> None:
     assert any(f["observed"]["gso_size"] for f in frames)
     assert {f["observed"]["ip_summed"] for f in frames} >= {0, 3}
     assert_nothing_left(mounts)
+
+
+# --- XDP: a program of vnetrx's own on the tap ---------------------------------------------
+
+
+def vnetrx_programs_gone(timeout: float = 5.0) -> bool:
+    """No BPF program named vnetrx_xdp is loaded (freeing one is RCU-deferred: wait a bit)."""
+    from vnetrx.live import bpf
+
+    deadline = time.monotonic() + timeout
+    while bpf.loaded_vnetrx_programs():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_verify_xdp_every_action_and_variant() -> None:
+    """Native XDP in tun_build_skb (up to 3456 bytes, non-blocking) and generic XDP (blocking,
+    sndbuf, longer frames) for every verdict: write(), the skb (PASS), what read() returns
+    (TX, REDIRECT back to the tap up to 1518 bytes) and the counters agree; no program stays."""
+    mounts = tracefs_mounts()
+    result = CliRunner().invoke(cli, ["verify", "tap", "--xdp", "all", "--variants", "--json"])
+    doc = json.loads(result.output)
+    bad = [f for f in doc["frames"] if not f["match"]]
+    assert result.exit_code == 0 and bad == [], json.dumps(bad[:3], indent=1)
+    frames = doc["frames"]
+    assert len(frames) == 5 * 14 * 5
+    by = {(f["options"]["xdp"], f["frame_len"], f["options"]["blocking"]): f for f in frames
+          if f["options"]["sndbuf"] is None and f["options"]["vnet_hdr"]
+          and f["options"]["vnet_hdr_sz"] is None}
+    # kernel facts seen on the tap, not just agreement:
+    assert by[("pass", 1000, False)]["observed"]["truesize"] == 1920  # SKB_TRUESIZE(1344)
+    assert by[("tx", 1000, False)]["observed"]["reads"] == "1010"  # vnet header + frame
+    assert by[("tx", 1000, False)]["observed"]["tx_bytes"] == 1010  # xdp_frame: header counted
+    assert by[("tx", 1000, True)]["observed"]["tx_bytes"] == 1000  # generic: skb->len
+    assert by[("redirect", 1518, False)]["observed"]["reads"] == "1528"
+    assert by[("redirect", 1519, False)]["observed"]["rx_dropped"] == 1  # -EMSGSIZE
+    assert by[("drop", 3456, False)]["observed"]["rx_dropped"] == 1  # native: tun_xdp_act
+    assert by[("drop", 3457, False)]["observed"]["rx_dropped"] == 0  # generic: kfree_skb only
+    assert by[("pass", 9000, False)]["observed"]["data_len"] == 0  # generic XDP linearised
+    assert vnetrx_programs_gone(), "a vnetrx XDP program is still loaded"
+    assert_nothing_left(mounts)
+
+
+def test_verify_xdp_gso_frames_skip_native_xdp() -> None:
+    result = CliRunner().invoke(cli, ["verify", "tap", "--xdp", "pass,tx", "--l4", "tcp4",
+                                      "--gso", "tcpv4:1448", "--len", "1000,3000,3457",
+                                      "--json"])
+    doc = json.loads(result.output)
+    assert result.exit_code == 0, json.dumps([f for f in doc["frames"] if not f["match"]][:2])
+    tx = {f["frame_len"]: f["observed"]["read_hdr"] for f in doc["frames"]
+          if f["options"]["xdp"] == "tx"}
+    # generic XDP_TX of a GSO skb: read() carries virtio_net_hdr_from_skb's header: GSO_TCPV4,
+    # hdr_len = the whole linear frame (3000 = 0x0bb8), gso_size 1448; a 1000-byte frame's
+    # payload fits one segment, so its skb is not GSO
+    assert tx[3000] == "0101b80ba80522001000"
+    assert tx[1000][2:4] == "00"
+    assert vnetrx_programs_gone()
+
+
+def test_xdp_program_gone_after_sigterm() -> None:
+    mounts = tracefs_mounts()
+    cmd = [sys.executable, "-m", "vnetrx", "verify", "tap", "--xdp", "tx", "--len",
+           "14-65535:2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    from vnetrx.live import bpf
+
+    try:
+        deadline = time.monotonic() + 90
+        while not bpf.loaded_vnetrx_programs():
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no program was attached within 90 s"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert vnetrx_programs_gone(), "the XDP program outlived the run"
+    assert_nothing_left(mounts)

@@ -43,6 +43,7 @@ COMMANDS = {
     "sweep": "vnetrx.cli.sweep",
     "trace": "vnetrx.cli.trace",
     "verify": "vnetrx.cli.verify",
+    "xdp": "vnetrx.cli.xdp",
 }
 
 

@@ -16,7 +16,7 @@ from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Trace
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import XDP_ACTIONS, TapSetup
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 
 _VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index")
@@ -103,7 +103,15 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
 @click.option(
-    "--xdp", is_flag=True, help="tap path: an XDP program (XDP_PASS) is attached to the device."
+    "--xdp",
+    type=click.Choice(list(XDP_ACTIONS)),
+    is_flag=False,
+    flag_value="pass",
+    default=None,
+    metavar="[ACTION]",
+    help="tap path: an XDP program returning ACTION (pass, drop, tx, redirect, aborted; bare "
+    "--xdp: pass) is attached. Native XDP runs in tun_build_skb; other writes get generic XDP. "
+    "redirect: bpf_redirect() back to the same tap.",
 )
 @click.option(
     "--frag-source",

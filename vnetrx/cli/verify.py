@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -13,7 +14,7 @@ from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
 from vnetrx.live.tap import WriteCase
-from vnetrx.live.verify import DEFAULT_LENGTHS, FrameCheck
+from vnetrx.live.verify import DEFAULT_LENGTHS, XDP_LENGTHS, FrameCheck
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -50,10 +51,20 @@ def verify() -> None:
     help="Also write every length blocking, with sndbuf 65536, with vnet_hdr_sz 12 and "
     "without IFF_VNET_HDR.",
 )
+@click.option(
+    "--xdp",
+    "xdp",
+    metavar="ACTIONS",
+    default=None,
+    help="Attach a program of vnetrx's own (native mode, loaded with bpf(2)) returning each "
+    "ACTION in turn (comma-separated pass, drop, tx, redirect, aborted, or all; redirect: "
+    "bpf_redirect() back to the tap) and also compare what read() on the fd returns and the "
+    "device's counters. Default lengths then: " + XDP_LENGTHS + ".",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: bool,
-               offloads: bool, **opts: Any) -> None:
+               offloads: bool, xdp: str | None, **opts: Any) -> None:
     """Write frames into a private tap device and compare what the kernel built with the model.
 
     \b
@@ -76,11 +87,17 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --variants --json | jq '.frames[] | select(.match | not)'
       vnetrx verify tap --len 100,3000,9014 --l4 tcp4 --gso tcpv4:1448
       vnetrx verify tap --offloads
+      vnetrx verify tap --xdp all --variants
     """
     from vnetrx.kernel.running import running_profile
     from vnetrx.live import verify as live_verify
     from vnetrx.live.tap import missing_requirements
 
+    actions = _xdp_actions(xdp)
+    if actions and ctx.get_parameter_source("lengths") is not click.core.ParameterSource.COMMANDLINE:
+        lengths = XDP_LENGTHS
+    if actions and offloads:
+        raise click.UsageError("--xdp and --offloads are separate matrices: give one")
     frames = parse_lengths(lengths)
     if opts["frame_file"] is not None:
         raise click.UsageError("verify writes frames it builds: use --l4, not --frame")
@@ -108,7 +125,9 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
     )
     profile = running_profile()
     cases = (live_verify.offload_cases(base) if offloads
-             else live_verify.build_cases(frames, base, variants))
+             else [case for action in (actions or [None])
+                   for case in live_verify.build_cases(frames, replace(base, xdp=action),
+                                                       variants)])
     planned = live_verify.plan(profile, cases)  # a request the model rejects fails before setup
     missing = missing_requirements()
     if missing:
@@ -132,6 +151,23 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
         click.echo(f"vnetrx: interrupted after {len(checks)} of {len(cases)} writes", err=True)
         sys.exit(130)
     sys.exit(0 if all(c.match for c in checks) else 1)
+
+
+def _xdp_actions(text: str | None) -> list[str | None]:
+    """--xdp's list: names from vnetrx.paths.tun.XDP_ACTIONS, or all of them."""
+    from vnetrx.paths.tun import XDP_ACTIONS
+
+    if text is None:
+        return []
+    names = list(XDP_ACTIONS) if text.strip() == "all" else \
+        [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in XDP_ACTIONS]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or 'nothing'} is not an XDP action (valid: "
+            f"{', '.join(XDP_ACTIONS)}, all)", param_hint="'--xdp'")
+    chosen: list[str | None] = list(dict.fromkeys(names))
+    return chosen
 
 
 def _run_with_progress(
@@ -170,6 +206,12 @@ _COLUMNS = (  # (header, fields shown in it)
 )
 
 
+_XDP_COLUMNS = (  # with --xdp: read() results, then rx_packets/rx_dropped/tx_packets deltas
+    ("read", ("reads",)),
+    ("rx/drop/tx", ("rx_packets", "rx_dropped", "tx_packets")),
+)
+
+
 def _show(values: dict[str, Any] | None, names: tuple[str, ...]) -> str:
     if values is None:
         return "-"
@@ -182,8 +224,11 @@ def _show(values: dict[str, Any] | None, names: tuple[str, ...]) -> str:
 def _cell(check: FrameCheck, names: tuple[str, ...]) -> Text:
     from rich.text import Text
 
-    ok = all(check.fields.get(n, False) for n in names)
-    predicted, observed = _show(check.predicted, names), _show(check.observed, names)
+    ok = all(check.fields.get(n, n == "rx_dropped") for n in names)
+    shown = names
+    if "rx_dropped" in names and check.predicted.get("rx_dropped") is None:
+        shown = tuple(n for n in names if n != "rx_dropped")  # left to the stack: not compared
+    predicted, observed = _show(check.predicted, shown), _show(check.observed, shown)
     text = Text(predicted if predicted == observed else f"{predicted}≠{observed}")
     text.append(" ✓" if ok else " ✗", style="green" if ok else "bold red")
     return text
@@ -204,6 +249,8 @@ def _options(options: dict[str, Any]) -> str:
                                            if options.get("tcp_options") else ""))
     if options.get("hdr"):
         parts.append(f"hdr {options['hdr']}")
+    if options.get("xdp"):
+        parts.append(f"xdp {options['xdp']}")
     return ", ".join(parts) or "default"
 
 
@@ -224,7 +271,8 @@ def _print_table(kernel: str, source: str, checks: list[FrameCheck]) -> None:
     table.add_column("frame", justify="right", no_wrap=True)
     table.add_column("options", no_wrap=True)
     table.add_column("predicted path", no_wrap=True)
-    for header, _ in _COLUMNS:
+    columns = _COLUMNS + (_XDP_COLUMNS if any("reads" in c.predicted for c in checks) else ())
+    for header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for check in checks:
@@ -232,7 +280,7 @@ def _print_table(kernel: str, source: str, checks: list[FrameCheck]) -> None:
             str(check.frame_len),
             _options(check.options),
             str(check.predicted.get("outcome")),
-            *(_cell(check, names) for _, names in _COLUMNS),
+            *(_cell(check, names) for _, names in columns),
             ""
             if check.fields.get("events", False)
             else f"{(check.observed or {}).get('events')} events",

@@ -214,6 +214,52 @@ TUN_XDP = Change(
     "only while a program is attached; other skbs get generic XDP",
     note="commit id not seen; present @4.14.5 (TUN_HEADROOM 256), absent @4.13.4",
 )
+TUN_XDP_ACT_STATS = Change(
+    key="tun_xdp_act_stats",
+    subject="tun: add missing rx stats accounting in tun_xdp_act",
+    commit="f1084c427f55",
+    since=v("6.8"),
+    stable=((v("6.1.76"), None), (v("6.6.15"), None)),
+    summary="tun_xdp_act() counts a successful XDP_TX or XDP_REDIRECT in rx_packets/rx_bytes "
+    "(data_end - data) and, with 5744ba05e7c4 'tun: fix missing dropped counter in "
+    "tun_xdp_act', a failed one in rx_dropped; before, only XDP_DROP/ABORTED moved a counter",
+    note="both v6.8-rc2, in the 6.1 and 6.6 stable reviews of January 2024; the first point "
+    "releases (6.1.76, 6.6.15) are from a release-by-release bisection of squashed mirrors; "
+    "absent @5.15.215. Present @6.1.192 and @6.12.117 (read)",
+)
+VIRTIO_XDP_SHARED_TX_QUEUES = Change(
+    key="virtio_xdp_shared_tx_queues",
+    subject="virtio-net: support XDP when not more queues",
+    commit="97c2c69e1926",
+    since=v("5.13"),
+    summary="virtnet_xdp_set() accepts a program when there are fewer free queue pairs than "
+    "CPUs: XDP_TX and XDP_REDIRECT share the stack's tx queues under their lock (a warning); "
+    "before, the attach failed with -ENOMEM 'Too few free TX rings available'",
+    note="stable backports to 5.4.y and 5.10.y (Aug 2021 review mails), first point releases "
+    "not pinned, so those series are modelled without it; the refusal read @5.12.9",
+)
+VIRTIO_XDP_MTU_FRAGS = Change(
+    key="virtio_xdp_mtu_frags",
+    subject="virtio-net: fix calculation of MTU for single-buffer xdp",
+    commit="e814b958ad88",
+    since=v("6.3"),
+    summary="virtnet_xdp_set()'s MTU limit becomes PAGE_SIZE - SKB_DATA_ALIGN(XDP_PACKET_HEADROOM "
+    "+ sizeof(skb_shared_info)) - ETH_HLEN (3506) and applies only to a program without "
+    "BPF_F_XDP_HAS_FRAGS (multi-buffer XDP, same series); before, PAGE_SIZE - "
+    "sizeof(struct padded_vnet_hdr) (4064; 4080 before 5.18) for every program, also on detach",
+    note="series merged as 40ea3ee2ced1 (v6.3); read @6.2.12 (old rule) and @6.6.150 (new)",
+)
+GENERIC_XDP_MULTI_BUF = Change(
+    key="generic_xdp_multi_buf",
+    subject="xdp: add multi-buff support for xdp running in generic mode",
+    commit="e6d5dbdd20aa",
+    since=v("6.9"),
+    summary="netif_receive_generic_xdp() measures the headroom a generic-XDP skb needs (256) "
+    "at the MAC header, not at the network header, and a program loaded with "
+    "BPF_F_XDP_HAS_FRAGS gets a page_pool copy (skb_cow_data_for_xdp) instead of "
+    "pskb_expand_head() + skb_linearize()",
+    note="read @6.8 (absent) and @6.11.11, @6.12.117, @6.18.9 (present); merged Feb 2024",
+)
 TUN_BUILD_SKB_OWNER = Change(
     key="tun_build_skb_owner",
     subject="tun: mark small packets as owned by the tap sock",
@@ -523,6 +569,10 @@ CHANGES: tuple[Change, ...] = (
     V1_HASH_SPLIT_HASH_VALUE,
     TUN_BUILD_SKB,
     TUN_XDP,
+    TUN_XDP_ACT_STATS,
+    GENERIC_XDP_MULTI_BUF,
+    VIRTIO_XDP_SHARED_TX_QUEUES,
+    VIRTIO_XDP_MTU_FRAGS,
     TUN_BUILD_SKB_OWNER,
     TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
     TUN_ALLOC_SKB_BIG_PAGED,

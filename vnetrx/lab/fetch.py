@@ -66,13 +66,18 @@ def fetch(series: str, dest: Path, package: str | None = None) -> FetchedKernel:
                 hint="run apt-get update, or pass --package",
             )
         package = found
+    if not re.fullmatch(r"linux-image-[A-Za-z0-9.+~-]+", package):
+        raise InputError(f"package {package!r} is not a linux-image-* package name")
+    from vnetrx.lab.run import check_lab_dir
+
+    check_lab_dir(dest)
     root = dest / package
     release = package.removeprefix("linux-image-")
     image = root / "boot" / f"vmlinuz-{release}"
     modules = root / "lib" / "modules" / release
     if image.is_file() and modules.is_dir():
         return FetchedKernel(package, image, modules)
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(parents=True, exist_ok=True, mode=0o700)
     download = dest / "download"
     download.mkdir(exist_ok=True)
     for old in download.glob("*.deb"):

@@ -52,12 +52,36 @@ DEFAULT_LENGTHS["mergeable-gso"] = DEFAULT_LENGTHS["mergeable"]
 
 
 def cache_dir() -> Path:
-    """Where fetched kernels and derived files live: $VNETRX_LAB_DIR or ~/.cache/vnetrx/lab."""
+    """Where fetched kernels live: $VNETRX_LAB_DIR or <vnetrx's cache>/lab."""
     env = os.environ.get("VNETRX_LAB_DIR")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "vnetrx" / "lab"
+    from vnetrx import cache
+
+    base = cache.root()
+    if base is None:
+        raise LabSetupError("no cache directory: $HOME and $XDG_CACHE_HOME are unset or not "
+                            "absolute", hint="set VNETRX_LAB_DIR to a directory of your own")
+    return Path(base) / "lab"
+
+
+def check_lab_dir(path: Path) -> None:
+    """Refuse a lab directory another user could plant files in (as root especially)."""
+    from vnetrx import cache
+
+    for where in (path, *path.parents):
+        try:
+            st = where.lstat()
+        except OSError:
+            continue  # not created yet: it will be, 0700
+        problem = cache.unsafe_reason(st) if where == path else (
+            "other users can write to it" if st.st_mode & 0o002 and not st.st_mode & 0o1000
+            else None)
+        if problem:
+            raise LabSetupError(f"unsafe lab directory {where}: {problem}",
+                                hint="use a directory only you can write (VNETRX_LAB_DIR)")
+        if where != path:
+            break  # the nearest existing parent is enough
 
 
 def image_release(image: Path) -> str:
@@ -190,7 +214,7 @@ def run_virtio(
         from vnetrx.lab.vmlinux import kprobe_offsets
 
         try:
-            offsets = kprobe_offsets(image, cache_dir())
+            offsets = kprobe_offsets(image)
         except VnetrxError as exc:  # the tracepoint alone still checks len/truesize/frags
             kprobe_note = f"no struct sk_buff offsets for the kprobe: {exc.message}"
     archive, order = initramfs.build(

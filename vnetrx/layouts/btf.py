@@ -15,8 +15,6 @@ decoded. Corrupt or truncated input raises LayoutError naming the file and byte 
 
 from __future__ import annotations
 
-import os
-
 from vnetrx.errors import InputError, LayoutError
 from vnetrx.layouts.btf_index import (
     ARRAY,
@@ -37,7 +35,6 @@ from vnetrx.layouts.rows import (
     Member,
     StructLayout,
     btf_key,
-    cache_dir,
     default_base,
     prune_stale,
 )
@@ -123,7 +120,7 @@ class Btf:
             key = btf_key(path)
             if key is not None:
                 btf._cache_key = key
-                btf._cache_file = os.path.join(cache_dir(), f"btf-{key}.idx")
+                btf._cache_file = f"btf-{key}.idx"  # a vnetrx.cache name
                 btf._load_index()
         return btf
 

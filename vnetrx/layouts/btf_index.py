@@ -4,8 +4,9 @@ modules only (see btf.py for why)."""
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
+
+from vnetrx import cache
 
 KINDS = {
     1: "INT",
@@ -93,31 +94,26 @@ def walk(words: memoryview) -> list[int]:
     return starts
 
 
-def load_table(path: str, words: memoryview) -> list[int] | None:
-    """A cached record table, if it still fits this type section; None otherwise."""
+def load_table(name: str, words: memoryview) -> list[int] | None:
+    """A cached record table (vnetrx.cache ``name``), if it still fits this type section."""
+    raw = cache.read(name)
+    if raw is None or not raw or len(raw) % 4:
+        return None  # no cache yet, or a damaged one: walk from scratch
     try:
-        with open(path, "rb") as f:
-            starts = memoryview(f.read()).cast("I").tolist()
+        starts = memoryview(raw).cast("I").tolist()
         # A damaged or stale table must still end exactly at the end of the type section.
         last = starts[-1]
         ends_right = last + _Steps()[words[last + 1]] == len(words)
-    except (OSError, TypeError, ValueError, IndexError, _UnknownKind):
-        return None  # no cache yet, or a damaged one: walk from scratch
+    except (TypeError, ValueError, IndexError, _UnknownKind):
+        return None
     return starts if ends_right and starts[0] == 0 and starts == sorted(starts) else None
 
 
-def save_table(path: str, starts: list[int]) -> None:
+def save_table(name: str, starts: list[int]) -> None:
     """Best effort: an unwritable cache is skipped."""
     from array import array
 
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + f".{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(array("I", starts).tobytes())
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    cache.write(name, array("I", starts).tobytes())
 
 
 def string_offsets(

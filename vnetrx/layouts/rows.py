@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from vnetrx import cache
+
 _CACHE_FORMAT = "vnetrx-rows 3"
 
 # An anonymous struct or union inside a struct, which pahole shows nested: rows[first:end] are
@@ -120,13 +122,6 @@ def holes(rows: list[Row], size: int) -> list[tuple[int, int]]:
     return gaps
 
 
-def cache_dir() -> str:
-    return os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "vnetrx",
-    )
-
-
 def btf_key(path: str) -> str | None:
     """Identifies a file: a checksum of its real path, then its device, inode, size and
     modification time (None: unreadable). /sys/kernel/btf/* get a new mtime at every boot."""
@@ -143,30 +138,25 @@ def btf_key(path: str) -> str | None:
 def prune_stale(key: str) -> None:
     """Remove cache files of the same path under an older key (the kernel booted since, the file
     changed): without this, every boot would leave a record table behind. Best effort."""
-    import contextlib
-
     own = key.split("-on-", 1)[0]  # a split BTF's rows key is "<module key>-on-<base key>"
     prefix = "btf-" + own.split("-", 1)[0] + "-"
-    try:
-        entries = os.listdir(cache_dir())
-    except OSError:
-        return
-    for entry in entries:
+    for entry in cache.names():
         if entry.startswith(prefix) and not entry.startswith(f"btf-{own}"):
-            with contextlib.suppress(OSError):
-                os.remove(os.path.join(cache_dir(), entry))
+            cache.remove(entry)
 
 
 def _rows_file(key: str, name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch == "_" else "-" for ch in name)
-    return os.path.join(cache_dir(), f"btf-{key}-{safe}.rows")
+    return f"btf-{key}-{safe}.rows"
 
 
 def load_rows(key: str, name: str) -> StructRows | None:
     """The cached rows and groups of ``name``, or None (absent, damaged or an older format)."""
+    raw = cache.read(_rows_file(key, name))
+    if raw is None:
+        return None
     try:
-        with open(_rows_file(key, name), encoding="utf-8") as f:
-            head, *lines = f.read().split("\n")
+        head, *lines = raw.decode("utf-8").split("\n")
         fmt, size, kind = head.split("\t")
         if fmt != _CACHE_FORMAT or lines.pop() != "":
             return None
@@ -191,7 +181,7 @@ def load_rows(key: str, name: str) -> StructRows | None:
                 )
             )
         return StructRows(kind, int(size), rows, groups)
-    except (OSError, ValueError, IndexError):
+    except (UnicodeDecodeError, ValueError, IndexError):
         return None
 
 
@@ -204,16 +194,8 @@ def save_rows(key: str, name: str, view: StructRows) -> None:
             return
         lines.append("\t".join(["M", *text]))
     lines += ["\t".join(["G", *map(str, group)]) for group in view.groups]
-    target = _rows_file(key, name)
     prune_stale(key)
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, target)
-    except OSError:
-        pass
+    cache.write(_rows_file(key, name), ("\n".join(lines) + "\n").encode("utf-8"))
 
 
 RUNNING_BTF = "/sys/kernel/btf/vmlinux"

@@ -37,6 +37,7 @@ from typing import Any, TextIO
 from vnetrx import owner as owners
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import INT_MAX
+from vnetrx.live import bpf
 from vnetrx.live.parse import parse_event
 from vnetrx.live.rx_event import RxEvent
 from vnetrx.live.tracefs import (
@@ -47,6 +48,7 @@ from vnetrx.live.tracefs import (
     tracefs_mounts,
 )
 from vnetrx.packet import build_frame
+from vnetrx.paths.tun import XDP_ACTIONS
 
 # include/uapi/linux/if_tun.h (docs/kernel/tun-tap.md §3)
 TUNSETIFF = 0x400454CA
@@ -79,6 +81,7 @@ class WriteCase:
     hdr: bytes | None = None  # vnet header bytes (zero-padded); None: all zero
     l4: str | None = None  # a real TCP/UDP frame (vnetrx.packet.build_frame); None: EtherType
     tcp_options: int = 0  # 0x88B5 and zeros
+    xdp: str | None = None  # an attached XDP program's verdict (vnetrx.live.bpf); None: none
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,10 @@ class WriteResult:
     ret: int | None  # bytes written, or None on failure
     errno: str | None  # "EINVAL" etc. on failure
     events: tuple[RxEvent, ...]
+    reads: tuple[int, ...] = ()  # with XDP: what each read() on the fd returned afterwards
+    read_hdr: str | None = None  # the vnet header bytes of the first read, hex
+    read_same: bool | None = None  # the first read's frame bytes are the frame written
+    counters: dict[str, int] | None = None  # with XDP: /proc/net/dev deltas over write + reads
 
 
 def missing_requirements() -> list[str]:
@@ -162,11 +169,14 @@ class LiveTap:
             "hdr": None if case.hdr is None else case.hdr.hex(),
             "l4": case.l4,
             "tcp_options": case.tcp_options,
+            "xdp": case.xdp,
         }
         self._to_child.write(json.dumps(request) + "\n")
         reply = self._reply()
         events = self._events_until_marker()
-        return WriteResult(reply.get("ret"), reply.get("errno"), events)
+        return WriteResult(reply.get("ret"), reply.get("errno"), events,
+                           tuple(reply.get("reads", ())), reply.get("read_hdr"),
+                           reply.get("read_same"), reply.get("counters"))
 
     def _reply(self) -> dict[str, Any]:
         assert self._from_child is not None
@@ -263,6 +273,7 @@ class _Device:
         self.ifname = ifname
         self.fd: int | None = None
         self.vnet_hdr: bool | None = None
+        self.xdp: str | None = None  # the attached program's action
         self._open(True)
 
     def _open(self, vnet_hdr: bool) -> None:
@@ -288,7 +299,40 @@ class _Device:
         except OSError:
             os.close(fd)
             raise
-        self.fd, self.vnet_hdr = fd, vnet_hdr
+        self.fd, self.vnet_hdr, self.xdp = fd, vnet_hdr, None
+
+    def _attach(self, action: str | None) -> None:
+        """Load and attach (native mode) the program for ``action``, or detach (None)."""
+        ifindex = socket.if_nametoindex(self.ifname)
+        if action is None:
+            bpf.attach_xdp(ifindex, -1)
+        else:
+            program = (bpf.xdp_program(0, redirect_ifindex=ifindex) if action == "redirect"
+                       else bpf.xdp_program(XDP_ACTIONS[action]))
+            prog_fd = bpf.load_xdp(program)
+            try:
+                bpf.attach_xdp(ifindex, prog_fd)
+            finally:
+                os.close(prog_fd)  # the device holds the program now
+        self.xdp = action
+
+    def _read_queued(self) -> list[bytes]:
+        """Everything the tap queued for its reader, without waiting (the fd may block)."""
+        assert self.fd is not None
+        frames = []
+        while select.select([self.fd], [], [], 0)[0]:
+            frames.append(os.read(self.fd, 1 << 17))  # readable: a frame is queued
+        return frames
+
+    def _counters(self) -> dict[str, int]:
+        """This device's line of /proc/self/net/dev (this network namespace's)."""
+        for line in Path("/proc/self/net/dev").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if name.strip() == self.ifname:
+                v = [int(x) for x in rest.split()]
+                return {"rx_bytes": v[0], "rx_packets": v[1], "rx_dropped": v[3],
+                        "tx_bytes": v[8], "tx_packets": v[9]}
+        raise OSError(0, f"{self.ifname} is not in /proc/net/dev")
 
     def write(self, req: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -299,6 +343,8 @@ class _Device:
             fl = (fl & ~os.O_NONBLOCK) if req["blocking"] else (fl | os.O_NONBLOCK)
             fcntl.fcntl(self.fd, fcntl.F_SETFL, fl)
             fcntl.ioctl(self.fd, TUNSETSNDBUF, struct.pack("i", req["sndbuf"]))
+            if req.get("xdp") != self.xdp:
+                self._attach(req.get("xdp"))
             data = (
                 build_frame(req["frame_len"], req["l4"], req["tcp_options"])
                 if req.get("l4")
@@ -309,9 +355,22 @@ class _Device:
                 fcntl.ioctl(self.fd, TUNSETVNETHDRSZ, struct.pack("i", size))
                 hdr = bytes.fromhex(req["hdr"] or "")
                 data = (hdr + bytes(max(0, size - len(hdr))))[: max(size, len(hdr))] + data
+            if self.xdp is not None:
+                self._read_queued()  # nothing may be left over from an earlier write
+                before = self._counters()
         except OSError as exc:
             return {"fatal": f"{exc.strerror} while configuring the tap device"}
         try:
-            return {"ret": os.write(self.fd, data)}
+            reply: dict[str, Any] = {"ret": os.write(self.fd, data)}
         except OSError as exc:
-            return {"errno": errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))}
+            reply = {"errno": errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))}
+        if self.xdp is not None:
+            reads = self._read_queued()
+            after = self._counters()
+            reply["counters"] = {name: after[name] - before[name] for name in after}
+            reply["reads"] = [len(r) for r in reads]
+            if reads:
+                size = (req["vnet_hdr_sz"] or 10) if req["vnet_hdr"] else 0
+                reply["read_hdr"] = reads[0][:size].hex() if req["vnet_hdr"] else None
+                reply["read_same"] = reads[0][size:] == data[len(data) - req["frame_len"]:]
+        return reply

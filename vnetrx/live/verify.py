@@ -26,9 +26,16 @@ DEFAULT_LENGTHS = (
     "3711,3712,3713,3800,4000,4031,4032,4033,4096,5000,7808,7809,8000,9000,11904,11905,12000,"
     "16000,20000,20096,20097,32768,36480,36481,40000,65000,65535"
 )
+# with --xdp: the edges of tun_can_build_skb (3456), of a redirect back to the tap (mtu 1500 +
+# 14 + 4 = 1518), and lengths that take tun_alloc_skb and generic XDP
+XDP_LENGTHS = "14,15,60,100,1000,1514,1518,1519,2000,3456,3457,4000,9000,65535"
 # write(2)'s result, then what net:netif_receive_skb_entry prints (model.SKB_FIELDS)
 SKB = TRACEPOINT_FIELDS
 FIELDS = ("errno", "ret", *SKB)
+# with an XDP program attached, also: each read() on the fd after the write, the vnet header
+# and frame of the first, and the device's counter deltas (/proc/net/dev)
+XDP_FIELDS = ("reads", "read_hdr", "read_same", "rx_packets", "rx_bytes", "rx_dropped",
+              "tx_packets", "tx_bytes")
 
 
 @dataclass(frozen=True)
@@ -137,6 +144,7 @@ def options_of(case: WriteCase) -> dict[str, Value]:
         "hdr": None if case.hdr is None else case.hdr.hex(),
         "l4": case.l4,
         "tcp_options": case.tcp_options,
+        "xdp": case.xdp,
     }
 
 
@@ -151,14 +159,29 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
             vnet_hdr=case.vnet_hdr,
             vnet_hdr_sz=case.vnet_hdr_sz if case.vnet_hdr else None,
             hdr=case.hdr if case.vnet_hdr else None,
+            xdp=case.xdp,
         ),
     )
     out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
     out.update(dict.fromkeys(FIELDS[2:]))
-    if trace.skb is not None:
+    if trace.errno is None:
         size = dict(trace.input)["vnet_hdr_sz"]
         out["ret"] = case.frame_len + (size if isinstance(size, int) else 0)
+    if trace.skb is not None:
         out.update((name, as_traced(name, getattr(trace.skb, name))) for name in SKB)
+    if case.xdp is not None:
+        x = trace.xdp
+        reads = "" if x is None or x.read_len is None else str(x.read_len)
+        out.update({
+            "reads": reads,  # comma-separated read() results ("" when nothing was queued)
+            "read_hdr": None if x is None else x.read_hdr,
+            "read_same": None if x is None or x.read_len is None else True,
+            "rx_packets": 0 if x is None else x.rx_packets,
+            "rx_bytes": 0 if x is None else x.rx_bytes,
+            "rx_dropped": 0 if x is None else x.rx_dropped,  # None: the stack decides
+            "tx_packets": 0 if x is None else x.tx_packets,
+            "tx_bytes": 0 if x is None else x.tx_bytes,
+        })
     return out
 
 
@@ -168,13 +191,20 @@ def observed_of(result: WriteResult) -> dict[str, Value]:
     if len(result.events) == 1:
         event = result.events[0]
         out.update((name, getattr(event, name)) for name in SKB)
+    if result.counters is not None:
+        out.update({"reads": ",".join(map(str, result.reads)), "read_hdr": result.read_hdr,
+                    "read_same": result.read_same})
+        out.update((name, result.counters[name]) for name in XDP_FIELDS[3:])
     return out
 
 
 def compare(predicted: dict[str, Value], observed: dict[str, Value]) -> dict[str, bool]:
     fields = {name: predicted.get(name) == observed.get(name) for name in FIELDS}
-    expected_events = 0 if predicted.get("errno") else 1
-    fields["events"] = observed.get("events") == expected_events
+    if "reads" in predicted:  # an XDP case: rx_dropped None is left to the stack
+        fields.update((name, predicted[name] == observed.get(name)) for name in XDP_FIELDS
+                      if not (name == "rx_dropped" and predicted[name] is None))
+    no_skb = predicted.get("errno") or str(predicted.get("outcome")).startswith("xdp_")
+    fields["events"] = observed.get("events") == (0 if no_skb else 1)
     return fields
 
 

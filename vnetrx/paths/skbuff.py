@@ -252,6 +252,8 @@ def pskb_expand_head(k: KernelProfile, skb: Skb, nhead: int, ntail: int, owned: 
         tail=skb.tail + nhead,
         end=end,
         mac_header=None if skb.mac_header is None else skb.mac_header + nhead,
+        # skb_headers_offset_update(): csum_start follows the data (CHECKSUM_PARTIAL)
+        csum_start=None if skb.csum_start is None else skb.csum_start + nhead,
         truesize=skb.truesize if owned else skb.truesize + end - skb.end,
     )
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from vnetrx.diff import TraceDiff
 from vnetrx.model import Trace
-from vnetrx.render.text import buffer_map, skb_map
+from vnetrx.render.text import buffer_map, skb_map, xdp_summary
 
 
 def _label(t: Trace) -> str:
@@ -24,6 +24,8 @@ def _side(t: Trace) -> RenderableType:
         parts.append(buffer_map("Receive buffer", t.buffer))
     if t.skb is not None:
         parts.append(skb_map(t.skb))
+    elif t.xdp is not None:
+        parts.append(xdp_summary(t.xdp))
     else:
         parts.append(Text(f"dropped: {t.reason}", style="bold red"))
     return Group(*parts)

@@ -9,7 +9,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vnetrx.model import SKB_FIELDS, Buffer, Skb, Step, Trace
+from vnetrx.model import SKB_FIELDS, Buffer, Skb, Step, Trace, XdpRun
 
 # region name → (map character, style)
 _REGION_STYLE: dict[str, tuple[str, str]] = {
@@ -181,6 +181,9 @@ def _summary(trace: Trace) -> Text:
     if trace.outcome == "error":
         text.append(f"write() fails with {trace.errno} ({trace.reason})", style="bold red")
         return text
+    if trace.xdp is not None and trace.skb is None:
+        text.append_text(xdp_summary(trace.xdp))
+        return text
     if trace.skb is None or trace.cost is None:
         text.append(f"dropped ({trace.reason})", style="bold red")
         if trace.refused_by is not None:
@@ -194,6 +197,29 @@ def _summary(trace: Trace) -> Text:
         f"{trace.cost.frags} frag(s) · {trace.cost.allocations} allocation(s) · "
         f"{len(trace.buffers)} buffer(s)"
     )
+    if trace.xdp is not None:
+        text.append(f" · {trace.xdp.mode} XDP_PASS"
+                    + (f" (copied {trace.xdp.copied} bytes first)" if trace.xdp.copied else ""))
+    return text
+
+
+def xdp_summary(x: XdpRun) -> Text:
+    """A frame the program kept: where it went and what the counters say."""
+    text = Text()
+    where = {
+        "drop": "dropped by the program",
+        "redirect_failed": f"redirect failed ({x.errno}), dropped",
+        "tx": "sent back out of the tap (XDP_TX)",
+        "redirect": "redirected back to the tap",
+    }[x.result]
+    text.append(f"{x.action} ({x.mode}): {where}", style="bold yellow")
+    if x.read_len is not None:
+        text.append(f" · read() returns {x.read_len} bytes")
+    counters = [f"{name} +{value}" for name, value in (
+        ("rx_packets", x.rx_packets), ("rx_dropped", x.rx_dropped), ("tx_packets", x.tx_packets))
+        if value]
+    text.append(" · " + (", ".join(counters) if counters else "no counter moves"))
+    text.append(" · no skb")
     return text
 
 

@@ -138,7 +138,7 @@ def test_blocking_6_18(frame: int, truesize: int) -> None:
     ("frame", "truesize"), [(60, 960), (100, 1024), (1514, 2432), (3000, 3904), (3456, 4352)]
 )
 def test_native_xdp_pad(frame: int, truesize: int) -> None:
-    t = tap(frame, xdp=True)
+    t = tap(frame, xdp="pass")
     assert t.outcome == "build_skb"
     assert t.skb is not None and t.skb.truesize == truesize
 
@@ -257,7 +257,7 @@ def test_bad_setups(options: dict[str, object], error: type[Exception]) -> None:
 
 def test_xdp_needs_4_14() -> None:
     with pytest.raises(UnsupportedError):
-        tap(100, lookup("4.13"), xdp=True)
+        tap(100, lookup("4.13"), xdp="pass")
 
 
 def test_frag_source_whatif() -> None:

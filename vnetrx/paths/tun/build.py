@@ -21,6 +21,7 @@ from vnetrx.model import Buffer, Cost
 from vnetrx.paths.maps import regions
 from vnetrx.paths.skbuff import build_skb, shinfo_size, skb_put, skb_reserve
 from vnetrx.paths.steps import StepLog
+from vnetrx.paths.tun import xdp
 from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapResult, TapSetup, tun_rx_pad
 
 FRAG_SOURCES = ("task-frag", "per-queue", "full-page")
@@ -81,8 +82,10 @@ def tun_can_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) 
     return failed is None
 
 
-def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) -> TapResult:
-    """tun_build_skb: copy into current->task_frag, build_skb() around it."""
+def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
+                  log: StepLog) -> TapResult:
+    """tun_build_skb: copy into current->task_frag, run a native XDP program on it (not for a
+    GSO header: ``gso``), build_skb() around it."""
     pad = tun_rx_pad(k) + (k.value(XDP_PACKET_HEADROOM) if s.xdp else 0)
     sh = shinfo_size(k)
     buflen = k.skb_data_align(length + pad) + sh
@@ -112,15 +115,18 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) -> T
             ("skb_shared_info", sh, ""),
         ),
     )
-    if s.xdp:
-        log.add(
-            SRC,
-            "tun_build_skb",
-            "native XDP runs on [buf, buf + buflen] with data at buf + pad; XDP_PASS is assumed "
-            "(DROP: no skb, rx_dropped++, write() still returns the full length)",
-            because=(TUN_XDP,),
-            verdict="XDP_PASS",
-        )
+    run = None
+    if s.xdp is not None and gso:
+        log.add(SRC, "tun_build_skb", "a GSO header (hdr->gso_type set): native XDP is skipped; "
+                "the skb is built with the XDP headroom and the program runs later as generic "
+                "XDP", because=(TUN_XDP,))
+    elif s.xdp is not None:
+        run = xdp.native(k, s, buflen, pad, length, sh, log)
+        if run.result != "pass":
+            outcome = "xdp_drop" if run.result in ("drop", "redirect_failed") else \
+                f"xdp_{run.result}"
+            return TapResult("tap", outcome, None, None, buffer, (buffer,), None,
+                             Cost(allocations=1, bytes_copied=length, frags=0), None, xdp=run)
     skb = build_skb(k, buflen, "current->task_frag page fragment")
     skb = skb_put(skb_reserve(skb, pad), length)
     owner = k.has(TUN_BUILD_SKB_OWNER)
@@ -139,7 +145,7 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) -> T
         frag_source_whatif(k, s.frag_source, buflen, log)
     cost = Cost(allocations=1, bytes_copied=length, frags=0)
     return TapResult("tap", "build_skb", None, None, buffer, (buffer,), skb, cost, None,
-                     owned=owner)
+                     owned=owner, xdp=run)
 
 
 def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog) -> None:

@@ -11,13 +11,16 @@ This module checks the request and walks tun_get_user's stages; the vnet header 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import TUN_XDP
 from vnetrx.kernel.constants import ETH_HLEN, INT_MAX
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Skb
+from vnetrx.model import Cost, Skb
 from vnetrx.paths.skbuff import eth_type_trans, shinfo_size
 from vnetrx.paths.steps import StepLog
+from vnetrx.paths.tun import xdp
 from vnetrx.paths.tun.alloc import tun_alloc_skb
 from vnetrx.paths.tun.build import FRAG_SOURCES, tun_build_skb, tun_can_build_skb
 from vnetrx.paths.tun.setup import SRC, TapResult, TapSetup, error
@@ -59,7 +62,9 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         if len(hdr) > size:
             raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
         hdr = hdr + bytes(size - len(hdr))
-    if s.xdp and not k.has(TUN_XDP):
+    if s.xdp is not None and s.xdp not in xdp.ACTIONS:
+        raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(xdp.ACTIONS)})")
+    if s.xdp is not None and not k.has(TUN_XDP):
         raise UnsupportedError(f"tun has no XDP support on {k.name} (added in 4.14)")
     if s.frag_source is not None and s.frag_source not in FRAG_SOURCES:
         raise InputError(
@@ -91,11 +96,16 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
         return error(failed.reason, refused_by=failed.refused())
     align = _get_user_align(k, s, hdr_len, log)
     linear_max = _get_user_good_linear(k, align, log)
+    gso = hdr.gso_type != 0
     if tun_can_build_skb(k, s, s.frame_len, log):
-        result = tun_build_skb(k, s, s.frame_len, log)
+        result = tun_build_skb(k, s, s.frame_len, gso, log)
+        generic_why = "a GSO frame on the build path"
     else:
         noblock = not s.blocking
         result = tun_alloc_skb(k, s, s.frame_len, hdr_len, align, linear_max, noblock, log)
+        generic_why = "tun_alloc_skb built this skb"
+    if result.xdp is not None and result.skb is None:  # native XDP consumed the frame
+        return replace(result, write_return=total)
     if result.skb is None:
         return result
     # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)
@@ -109,8 +119,18 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
         return error(offload.failed.reason, counter="rx_frame_errors",
                      refused_by=offload.failed.refused())
     skb = _get_user_protocol(s, offload.skb, log)
-    if s.xdp and result.outcome == "alloc_skb":
-        _do_xdp_generic(skb, log)
+    run = result.xdp
+    if s.xdp is not None and run is None:  # skb_xdp: tun_build_skb did not run it natively
+        run, passed = xdp.generic(k, s, skb, generic_why, log)
+        if passed is None:
+            outcome = "xdp_drop" if run.result in ("drop", "redirect_failed") else \
+                f"xdp_{run.result}"
+            return TapResult(result.path, outcome, None, None, result.buffer, result.buffers,
+                             None, result.cost, total, xdp=run)
+        skb = passed
+    cost = result.cost
+    if run is not None and run.copied and cost is not None:  # generic XDP's new linear head
+        cost = Cost(cost.allocations + 1, cost.bytes_copied + run.copied, skb.nr_frags)
     _netif_receive_skb(skb, log)
     _get_user_stats(s.frame_len, total, log)
     return TapResult(
@@ -121,8 +141,9 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
         result.buffer,
         result.buffers,
         skb,
-        result.cost,
+        cost,
         total,
+        xdp=run,
     )
 
 
@@ -198,22 +219,6 @@ def _get_user_protocol(s: TapSetup, skb: Skb, log: StepLog) -> Skb:
         headroom=skb.data,
     )
     return skb
-
-
-def _do_xdp_generic(skb: Skb, log: StepLog) -> None:
-    log.add(
-        "net/core/dev.c",
-        "do_xdp_generic",
-        "tun_get_user runs the attached program as generic XDP on this skb: it needs 256 bytes "
-        "of headroom and a linear skb, so pskb_expand_head() + skb_linearize() copy it; "
-        "truesize is NOT updated because skb->sk is set. The skb below is the one "
-        "tun_alloc_skb built; the tracepoint then shows data_len 0, nr_frags 0 and the same "
-        "truesize (measured on 6.18.44: 3457 → 4352, 4000 → 8448, 9000 → 12544)",
-        truesize=skb.truesize,
-    )
-    log.note(
-        "XDP on the tun_alloc_skb path: the generic-XDP linearization is described, not laid out"
-    )
 
 
 def _netif_receive_skb(skb: Skb, log: StepLog) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Refusal, Skb
+from vnetrx.model import Buffer, Cost, Refusal, Skb, XdpRun
 
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
@@ -26,7 +26,7 @@ class TapSetup:
     sndbuf: int | None = None  # TUNSETSNDBUF; None → INT_MAX (tun_chr_open @4.14.5, @6.18.3)
     vnet_hdr: bool = True  # IFF_VNET_HDR
     vnet_hdr_sz: int | None = None  # TUNSETVNETHDRSZ; None → sizeof(struct virtio_net_hdr)
-    xdp: bool = False  # an XDP program is attached (XDP_PASS assumed)
+    xdp: str | None = None  # an attached XDP program's verdict: pass, drop, tx, redirect, aborted
     hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
 
@@ -45,6 +45,7 @@ class TapResult:
     owned: bool = True  # the skb is charged to the tap socket (skb->sk set)
     counter: str | None = None  # the device counter a failure increments
     refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
+    xdp: XdpRun | None = None  # the attached program's run
 
 
 def error(reason: str, errno: str = "EINVAL", counter: str | None = None,

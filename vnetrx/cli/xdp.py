@@ -1,0 +1,185 @@
+"""``vnetrx xdp check``: would attaching an XDP program succeed, and what it changes."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from vnetrx.cli import cli
+from vnetrx.cli.options import Count, kernel_option, load_profile
+from vnetrx.paths.virtio_net.xdp_set import MAX_QUEUE_PAIRS, XdpAttachSetup, virtnet_xdp_set
+
+SCHEMA = "vnetrx.xdp-check/1"
+
+
+@cli.group()
+def xdp() -> None:
+    """XDP on virtio-net and tun/tap: can a program be attached, and what changes."""
+
+
+@xdp.command("check")
+@click.option("--path", type=click.Choice(["virtio", "tap"]), default="virtio",
+              show_default=True, help="virtio: a virtio-net device; tap: a tun/tap device.")
+@click.option("--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated.")
+@click.option("--big", is_flag=True,
+              help="The non-mergeable big-packet mode (guest GSO without MRG_RXBUF).")
+@click.option("--guest-gso", is_flag=True,
+              help="GUEST_TSO4/TSO6/ECN/UFO negotiated (without --mergeable: big mode).")
+@click.option("--guest-csum/--no-guest-csum", default=True, show_default=True,
+              help="VIRTIO_NET_F_GUEST_CSUM negotiated.")
+@click.option("--ctrl-guest-offloads/--no-ctrl-guest-offloads", default=True,
+              show_default=True,
+              help="VIRTIO_NET_F_CTRL_GUEST_OFFLOADS: the driver can turn guest offloads off.")
+@click.option("--legacy", is_flag=True,
+              help="A legacy device without VERSION_1 and ANY_LAYOUT (any_header_sg false).")
+@click.option("--mtu", type=Count(68, 65535), default=1500, show_default=True,
+              help="The device's MTU when attaching.")
+@click.option("--xdp-frags", is_flag=True,
+              help="The program is loaded with BPF_F_XDP_HAS_FRAGS (multi-buffer, 6.3+).")
+@click.option("--queues", type=Count(1, MAX_QUEUE_PAIRS), default=1, show_default=True,
+              help="max_queue_pairs (VIRTIO_NET_F_MQ).")
+@click.option("--cpus", type=Count(1, 8192), default=2, show_default=True,
+              help="nr_cpu_ids of the guest.")
+@kernel_option
+@click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {SCHEMA}).")
+def check(path: str, mergeable: bool, big: bool, guest_gso: bool, guest_csum: bool,
+          ctrl_guest_offloads: bool, legacy: bool, mtu: int, xdp_frags: bool, queues: int,
+          cpus: int, kernel: str | None, config: str, as_json: bool) -> None:
+    """Would attaching an XDP program succeed on this kernel, and if not, the kernel's own
+    message and errno; if so, what changes.
+
+    \b
+    virtio-net (virtnet_xdp_set, in the kernel's order): guest offloads the driver cannot
+    turn off (no CTRL_GUEST_OFFLOADS) → EOPNOTSUPP; mergeable without any_header_sg → EINVAL;
+    the MTU (≤ 6.2: 4064 for any program; 6.3+: 3506 unless --xdp-frags) → EINVAL; fewer
+    free queue pairs than CPUs (≤ 5.12: ENOMEM; later: XDP_TX shares the stack's queues).
+    Then: guest offloads cleared, rx buffer sizes, XDP_TX queues, and big mode, where the
+    program is accepted but never runs. tap: attaching never fails; where native XDP stops.
+
+    \b
+    Examples:
+      vnetrx xdp check --mergeable --mtu 9000 --kernel 6.12        # MTU too large ... frags
+      vnetrx xdp check --mergeable --mtu 9000 --xdp-frags --kernel 6.12
+      vnetrx xdp check --no-ctrl-guest-offloads --kernel 6.1       # EOPNOTSUPP
+      vnetrx xdp check --queues 1 --cpus 4 --kernel 5.12           # Too few free TX rings
+      vnetrx xdp check --big --kernel 6.6 --json | jq .runs        # false
+      vnetrx xdp check --path tap
+    """
+    if big and mergeable:
+        raise click.UsageError("--big is the non-mergeable mode: drop --mergeable or --big")
+    k = load_profile(kernel, config)
+    if path == "tap":
+        doc = _tap(k)
+    else:
+        setup = XdpAttachSetup(mergeable=mergeable, guest_gso=guest_gso or big,
+                               guest_csum=guest_csum, ctrl_guest_offloads=ctrl_guest_offloads,
+                               any_header_sg=not legacy, mtu=mtu, frags=xdp_frags,
+                               queues=queues, cpus=cpus, hdr_len=10 if legacy else 12)
+        doc = _virtio(k, setup)
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(doc))
+    else:
+        _print(doc)
+    sys.exit(0)
+
+
+def _virtio(k: Any, setup: XdpAttachSetup) -> dict[str, Any]:
+    from vnetrx.codec import kernel_to_dict
+
+    r = virtnet_xdp_set(k, setup)
+    return {
+        "schema": SCHEMA,
+        "kernel": kernel_to_dict(k),
+        "path": "virtio",
+        "device": {"mode": r.mode, "mergeable": setup.mergeable, "guest_gso": setup.guest_gso,
+                   "guest_csum": setup.guest_csum,
+                   "ctrl_guest_offloads": setup.ctrl_guest_offloads,
+                   "any_header_sg": setup.any_header_sg, "mtu": setup.mtu,
+                   "xdp_frags": setup.frags, "queues": setup.queues, "cpus": setup.cpus},
+        "attach": r.attach,
+        "errno": r.errno,
+        "message": r.message,
+        "warnings": list(r.warnings),
+        "checks": [{"check": c.name, "source": c.source, "passed": c.passed,
+                    "detail": c.detail, "because": list(c.because)} for c in r.checks],
+        "runs": r.runs,
+        "mtu_limit": r.mtu_limit,
+        "xdp_queue_pairs": r.xdp_queue_pairs,
+        "effects": [{"what": what, "how": how} for what, how in r.effects],
+        "notes": list(r.notes),
+    }
+
+
+def _tap(k: Any) -> dict[str, Any]:
+    from vnetrx.codec import kernel_to_dict
+    from vnetrx.paths.tun import build_limit
+
+    limit = build_limit(k)
+    return {
+        "schema": SCHEMA,
+        "kernel": kernel_to_dict(k),
+        "path": "tap",
+        "device": {},
+        "attach": True,
+        "errno": None,
+        "message": None,
+        "warnings": [],
+        "checks": [{"check": "tun_xdp_set", "source": f"drivers/net/tun.c:tun_xdp_set @ {k.name}",
+                    "passed": True,
+                    "detail": "swaps tun->xdp_prog and sets SOCK_XDP on the queues: no MTU, "
+                    "offload or queue check (a generic program already attached is refused by "
+                    "the core: 'Native and generic XDP can't be active at the same time', "
+                    "EEXIST)", "because": []}],
+        "runs": True,
+        "mtu_limit": None,
+        "xdp_queue_pairs": 0,
+        "effects": [
+            {"what": "native XDP", "how": f"in tun_build_skb for TAP writes tun_can_build_skb "
+             f"accepts: non-blocking, default sndbuf, no IFF_NAPI_FRAGS, non-GSO, frames up to "
+             f"{limit} bytes; headroom TUN_RX_PAD + XDP_PACKET_HEADROOM = 320"},
+            {"what": "generic XDP", "how": "every other write: do_xdp_generic on the built "
+             "skb, which pskb_expand_head() + skb_linearize() copy to 256 bytes of headroom"},
+            {"what": "XDP_TX", "how": "native: an xdp_frame on the tx_ring, read() returns a "
+             "zeroed vnet header and the frame; generic: the skb goes to tun_net_xmit"},
+            {"what": "build_skb limit", "how": f"{limit} bytes whether or not a program is "
+             "attached (59eeb2329405 counts XDP_PACKET_HEADROOM always)"},
+        ],
+        "notes": ["see `vnetrx trace --path tap --xdp ACTION` for one write, and "
+                  "`vnetrx verify tap --xdp all` to check it on this kernel"],
+    }
+
+
+def _print(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from vnetrx.render.color import console_kwargs
+
+    console = Console(highlight=False, **console_kwargs())
+    kernel = doc["kernel"]["name"]
+    where = ("a tun/tap device" if doc["path"] == "tap"
+             else f"virtio-net ({doc['device']['mode']} mode)")
+    console.print(Text(f"XDP on {where}, Linux {kernel}", style="bold"))
+    for c in doc["checks"]:
+        mark = Text(" ✓ " if c["passed"] else " ✗ ", style="green" if c["passed"] else "bold red")
+        console.print(Text.assemble(mark, (c["check"], "bold"), f": {c['detail']}"))
+    if doc["attach"]:
+        line = Text("attach succeeds", style="bold green")
+        if not doc["runs"]:
+            line.append(" — but the program never runs in this mode", style="bold yellow")
+        console.print(line)
+    else:
+        console.print(Text(f"attach fails: {doc['errno']}: \"{doc['message']}\"",
+                           style="bold red"))
+    for warning in doc["warnings"]:
+        console.print(Text(f"dmesg: {warning}", style="yellow"))
+    if doc["mtu_limit"] is not None:
+        console.print(f"MTU limit for this program: {doc['mtu_limit']}")
+    for effect in doc["effects"]:
+        console.print(Text.assemble(("• " + effect["what"] + ": ", "bold"), effect["how"]))
+    for note in doc["notes"]:
+        console.print(Text(f"note: {note}", style="dim"))

@@ -1,0 +1,253 @@
+"""Mirrors drivers/net/tun.c's XDP: the native run inside tun_build_skb (xdp_init_buff,
+xdp_prepare_buff, bpf_prog_run_xdp, tun_xdp_act, tun_xdp_tx → tun_xdp_xmit, and the read()
+of the queued xdp_frame in tun_put_user_xdp), and the generic run that tun_get_user starts
+with do_xdp_generic on an skb it built otherwise (net/core/dev.c: netif_receive_generic_xdp,
+generic_xdp_tx; read back by tun_put_user).
+
+Read @6.1.192 and @6.12.117 (Debian linux-source); tun_build_skb and tun_xdp_act are the same
+in 5.15, 6.1, 6.6 except for tun_xdp_act's counters (TUN_XDP_ACT_STATS). Measured on 6.18.44
+with ``vnetrx verify tap --xdp ACTION``.
+
+``redirect`` is modelled as a program that calls ``bpf_redirect(<this tap's ifindex>, 0)``: the
+frame comes back to the same tap (xdp_ok_fwd_dev: at most mtu + hard_header_len + VLAN_HLEN =
+1518 bytes with the default MTU 1500), which is what the live check can observe; another
+target's transmit path is not modelled.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+
+from vnetrx.kernel.changes import GENERIC_XDP_MULTI_BUF, TUN_XDP, TUN_XDP_ACT_STATS
+from vnetrx.kernel.constants import ETH_HLEN, XDP_PACKET_HEADROOM
+from vnetrx.kernel.profile import KernelProfile, align
+from vnetrx.model import Skb, XdpRun
+from vnetrx.paths.skbuff import pskb_expand_head, pskb_may_pull, shinfo_size
+from vnetrx.paths.steps import StepLog
+from vnetrx.paths.tun.setup import SRC, TapSetup
+
+DEV_SRC = "net/core/dev.c"
+FILTER_SRC = "net/core/filter.c"
+# include/uapi/linux/bpf.h: enum xdp_action
+ACTIONS = {"aborted": 0, "drop": 1, "pass": 2, "tx": 3, "redirect": 4}
+VERDICT = {name: f"XDP_{name.upper()}" for name in ACTIONS}
+TAP_MTU = 1500  # a tap's MTU unless changed (ether_setup)
+VLAN_HLEN = 4
+VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
+VIRTIO_NET_HDR_F_DATA_VALID = 2
+CHECKSUM_UNNECESSARY = 1
+CHECKSUM_PARTIAL = 3
+
+
+def redirect_limit() -> int:
+    """xdp_ok_fwd_dev (include/linux/filter.h): fwd->mtu + fwd->hard_header_len + VLAN_HLEN."""
+    return TAP_MTU + ETH_HLEN + VLAN_HLEN
+
+
+def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
+           shinfo: int, log: StepLog) -> XdpRun:
+    """tun_build_skb with a program attached and a non-GSO header: the program runs on the
+    page-fragment buffer before any skb exists; tun_xdp_act carries out its verdict."""
+    assert s.xdp is not None
+    tailroom = buflen - shinfo - pad - length
+    log.add(
+        SRC,
+        "tun_build_skb",
+        f"native XDP: xdp_init_buff(frame_sz = buflen {buflen}), xdp_prepare_buff(data = buf + "
+        f"pad {pad}, len {length}); bpf_prog_run_xdp() returns {VERDICT[s.xdp]}",
+        because=(TUN_XDP,),
+        data_hard_start=0,
+        data=pad,
+        data_end=pad + length,
+        frame_sz=buflen,
+        tailroom=tailroom,
+        verdict=VERDICT[s.xdp],
+    )
+    stats = k.has(TUN_XDP_ACT_STATS)
+    base = XdpRun(VERDICT[s.xdp], "native", "tun_build_skb", pad, length, buflen, tailroom,
+                  result="pass", errno=None, read_len=None, read_hdr=None, rx_packets=0,
+                  rx_bytes=0, rx_dropped=0, tx_packets=0, tx_bytes=0)
+    if s.xdp == "pass":
+        log.add(SRC, "tun_xdp_act", "XDP_PASS: nothing to do; tun_build_skb() builds the skb "
+                "around the same buffer with pad = data - data_hard_start", verdict="XDP_PASS")
+        return replace(base, result="pass", errno=None, read_len=None,
+                      read_hdr=None, rx_packets=1, rx_bytes=length, rx_dropped=None,
+                      tx_packets=0, tx_bytes=0)
+    if s.xdp in ("drop", "aborted"):
+        log.add(SRC, "tun_xdp_act",
+                f"{VERDICT[s.xdp]}: rx_dropped++ (dev_core_stats_rx_dropped_inc"
+                + ("; XDP_ABORTED also fires the xdp:xdp_exception tracepoint" if
+                   s.xdp == "aborted" else "")
+                + "); the page fragment is not advanced, so the next write reuses its bytes; "
+                "tun_build_skb returns NULL and write() returns the whole length",
+                rx_dropped=1)
+        return replace(base, result="drop", errno=None, read_len=None,
+                      read_hdr=None, rx_packets=0, rx_bytes=0, rx_dropped=1, tx_packets=0,
+                      tx_bytes=0)
+    because = (TUN_XDP_ACT_STATS,) if stats else ()
+    if s.xdp == "redirect" and length > redirect_limit():
+        log.add(FILTER_SRC, "xdp_do_redirect",
+                f"bpf_redirect() to this tap: xdp_ok_fwd_dev() refuses {length} > mtu "
+                f"{TAP_MTU} + ETH_HLEN + VLAN_HLEN = {redirect_limit()}: -EMSGSIZE",
+                len=length, limit=redirect_limit())
+        log.add(SRC, "tun_xdp_act",
+                "the redirect failed: " + ("rx_dropped++ (5744ba05e7c4); " if stats else
+                                           "no counter moves (before 5744ba05e7c4); ")
+                + "the page reference taken for it is put back; write() returns the whole "
+                "length", because=because, rx_dropped=1 if stats else 0)
+        return replace(base, result="redirect_failed", errno="EMSGSIZE",
+                      read_len=None, read_hdr=None, rx_packets=0, rx_bytes=0,
+                      rx_dropped=1 if stats else 0, tx_packets=0, tx_bytes=0)
+    read_len, read_hdr = _read_of_xdp_frame(s, length)
+    if s.xdp == "tx":
+        how = ("XDP_TX: tun_xdp_tx() converts the buffer to an xdp_frame (it lives in the "
+               "buffer's headroom) and tun_xdp_xmit() puts it on tfiles[smp_processor_id() % "
+               "numqueues]'s tx_ring")
+    else:
+        how = ("XDP_REDIRECT: xdp_do_redirect() queues an xdp_frame for this tap "
+               "(dev_xdp_enqueue), xdp_do_flush() hands it to tun_xdp_xmit(), which puts it on "
+               "a tx_ring")
+    log.add(SRC, "tun_xdp_act",
+            f"{how}; get_page() keeps the fragment until it is read; "
+            + ("rx_packets++, rx_bytes += data_end - data (f1084c427f55)" if stats else
+               "no rx counter moves (before f1084c427f55)"),
+            because=because, rx_packets=1 if stats else 0, rx_bytes=length if stats else 0)
+    log.add(SRC, "tun_put_user_xdp",
+            "a read() on the tap fd returns the frame as the program left it: "
+            + (f"a zeroed struct virtio_net_hdr, then the rest of vnet_hdr_sz "
+               f"({s.vnet_hdr_sz}) skipped, then " if s.vnet_hdr else "")
+            + f"{length} frame bytes (no struct tun_pi, whatever IFF_NO_PI says); tx_packets++, "
+            "tx_bytes += what read() returns",
+            read_len=read_len, tx_bytes=read_len)
+    log.note("XDP_TX/REDIRECT read-back: up to 6.14 tun_put_user_xdp skips the vnet header "
+             "bytes past the first 10 (the reader's memory keeps what it held); 6.17+ zeroes "
+             "them. vnetrx's reader zero-fills, so both read as zeros")
+    return replace(base, result=s.xdp, errno=None, read_len=read_len,
+                  read_hdr=read_hdr, rx_packets=1 if stats else 0,
+                  rx_bytes=length if stats else 0, rx_dropped=0, tx_packets=1,
+                  tx_bytes=read_len)
+
+
+def _read_of_xdp_frame(s: TapSetup, length: int) -> tuple[int, str | None]:
+    """tun_put_user_xdp: vnet_hdr_sz zero bytes (IFF_VNET_HDR), then the frame."""
+    size = (s.vnet_hdr_sz or 0) if s.vnet_hdr else 0
+    return size + length, (bytes(size).hex() if s.vnet_hdr else None)
+
+
+def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
+            log: StepLog) -> tuple[XdpRun, Skb | None]:
+    """tun_get_user → do_xdp_generic on the skb tun_alloc_skb (or, for a GSO header,
+    tun_build_skb) built; ``skb`` is after eth_type_trans. Returns the run and, for XDP_PASS,
+    the skb the stack then gets (linearised with 256 bytes of headroom when it was not)."""
+    assert s.xdp is not None
+    mac_len = ETH_HLEN if not s.tun else 0
+    needed = k.value(XDP_PACKET_HEADROOM)
+    at_mac = k.has(GENERIC_XDP_MULTI_BUF)  # 6.9+: headroom measured at the MAC header
+    headroom = skb.data - mac_len if at_mac else skb.data
+    expand = skb.data_len > 0 or headroom < needed
+    out = skb
+    if expand:
+        # netif_skb_check_for_xdp (6.9+) / netif_receive_generic_xdp (before): a program
+        # without BPF_F_XDP_HAS_FRAGS gets pskb_expand_head(ALIGN(hroom, NET_SKB_PAD),
+        # troom + 128) and skb_linearize()
+        hroom = needed - headroom
+        troom = skb.tail + skb.data_len - skb.end
+        nhead = align(hroom, k.net_skb_pad) if hroom > 0 else 0
+        ntail = troom + 128 if troom > 0 else 0
+        grown = pskb_expand_head(k, skb, nhead, ntail, owned=True)
+        linear = pskb_may_pull(k, grown, grown.len, owned=True)
+        assert linear is not None
+        out = linear
+        log.add(
+            DEV_SRC,
+            "netif_receive_generic_xdp",
+            f"{why}; generic XDP needs XDP_PACKET_HEADROOM ({needed}) of headroom (measured at "
+            + ("the MAC header" if at_mac else "the network header")
+            + ") and a linear skb: pskb_expand_head(nhead, ntail) then skb_linearize() copy "
+            "it into one new head; truesize is not updated (skb->sk is set)",
+            because=(GENERIC_XDP_MULTI_BUF,) if at_mac else (),
+            headroom=headroom,
+            data_len=skb.data_len,
+            nhead=nhead,
+            ntail=ntail,
+            head=out.head,
+            end=out.end,
+            truesize=out.truesize,
+        )
+    else:
+        log.add(DEV_SRC, "netif_receive_generic_xdp",
+                f"{why}; the skb already has {headroom} >= {needed} bytes of headroom and is "
+                "linear: the program runs on it in place", headroom=headroom)
+    sh = shinfo_size(k)
+    frame_sz = out.end + sh  # bpf_prog_run_generic_xdp: end - hard_start + shinfo
+    log.add(
+        DEV_SRC,
+        "bpf_prog_run_generic_xdp",
+        f"xdp_buff over the skb head: data at the MAC header, frame_sz = end + "
+        f"SKB_DATA_ALIGN(sizeof(skb_shared_info)) = {frame_sz}; the program returns "
+        f"{VERDICT[s.xdp]}",
+        data_hard_start=0,
+        data=out.data - mac_len,
+        data_end=out.tail,
+        frame_sz=frame_sz,
+        verdict=VERDICT[s.xdp],
+    )
+    copied = out.len + mac_len if expand else 0
+    length = out.len + mac_len
+    base = XdpRun(VERDICT[s.xdp], "generic", "do_xdp_generic", out.data - mac_len, length,
+                  frame_sz, out.end - out.tail, result="pass", errno=None, read_len=None,
+                  read_hdr=None, rx_packets=0, rx_bytes=0, rx_dropped=0, tx_packets=0,
+                  tx_bytes=0, copied=copied)
+    if s.xdp == "pass":
+        return replace(base, rx_packets=1, rx_bytes=s.frame_len, rx_dropped=None), out
+    if s.xdp in ("drop", "aborted") or (s.xdp == "redirect" and length > redirect_limit()):
+        failed = s.xdp == "redirect"
+        log.add(DEV_SRC, "do_xdp_generic",
+                (f"xdp_do_generic_redirect(): xdp_ok_fwd_dev() refuses {length} > "
+                 f"{redirect_limit()} (-EMSGSIZE); " if failed else f"{VERDICT[s.xdp]}: ")
+                + "kfree_skb(); no tun counter moves and tun_get_user returns the whole "
+                "length before its rx stats", rx_dropped=0)
+        return replace(base, result="redirect_failed" if failed else "drop",
+                       errno="EMSGSIZE" if failed else None), None
+    size = (s.vnet_hdr_sz or 0) if s.vnet_hdr else 0
+    read_hdr = _hdr_from_skb(out, size, mac_len) if s.vnet_hdr else None
+    log.add(DEV_SRC, "generic_xdp_tx",
+            ("XDP_TX" if s.xdp == "tx" else "XDP_REDIRECT to this tap (xdp_do_generic_redirect)")
+            + ": the skb, its MAC header pushed back, goes to netdev_start_xmit() on the tap "
+            "(no qdisc): tun_net_xmit() queues it; tun_get_user returns before its rx stats")
+    log.add(SRC, "tun_put_user",
+            "a read() returns it like any transmitted skb: the virtio_net_hdr from "
+            "virtio_net_hdr_from_skb(), then the frame; tx_packets++, tx_bytes += skb->len "
+            "(the vnet header not counted, unlike an xdp_frame)",
+            read_len=size + length, tx_bytes=length)
+    return replace(base, result=s.xdp, read_len=size + length, read_hdr=read_hdr,
+                   tx_packets=1, tx_bytes=length), None
+
+
+def _hdr_from_skb(skb: Skb, size: int, mac_len: int) -> str | None:
+    """virtio_net_hdr_from_skb(has_data_valid = true) (include/linux/virtio_net.h); the rest of vnet_hdr_sz is skipped (≤ 6.14) or zeroed (6.17+): zeros either
+    way for a zeroing reader. skb->data is back at the MAC header when tun_put_user runs."""
+    gso_type = hdr_len = 0
+    if skb.gso_size:
+        names = set(skb.gso_type_names)
+        for name, value in (("SKB_GSO_TCPV4", 1), ("SKB_GSO_TCPV6", 4), ("SKB_GSO_UDP_L4", 5)):
+            if name in names:
+                gso_type = value
+                break
+        else:
+            return None  # UFO and others: -EINVAL ("unexpected GSO type"), not modelled
+        if "SKB_GSO_TCP_ECN" in names:
+            gso_type |= 0x80  # VIRTIO_NET_HDR_GSO_ECN
+        hdr_len = skb.headlen + mac_len  # skb_headlen() with the MAC header pushed back
+    start = offset = 0
+    if skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start is not None:
+        flags = VIRTIO_NET_HDR_F_NEEDS_CSUM
+        start = skb.csum_start - (skb.data - mac_len)  # skb_checksum_start_offset()
+        offset = skb.csum_offset or 0
+    elif skb.ip_summed == CHECKSUM_UNNECESSARY:
+        flags = VIRTIO_NET_HDR_F_DATA_VALID
+    else:
+        flags = 0
+    hdr = struct.pack("<BBHHHH", flags, gso_type, hdr_len, skb.gso_size, start, offset)
+    return (hdr + bytes(size - len(hdr))).hex()
