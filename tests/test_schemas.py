@@ -46,7 +46,7 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--xdp", "tx", "--kernel", "6.1"], 0),
     ("diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
               "--mergeable"], 0),
-    ("diff", ["diff", "--", "--len", "100"], 0),  # the same trace twice
+    ("diff", ["diff", "--", "--len", "100", "--", "--len", "100"], 0),  # the same trace twice
     ("diff", ["diff", "--", "--path", "tap", "--len", "1000", "--", "--path", "tap", "--len",
               "1000", "--blocking"], 0),
     ("headroom", ["headroom"], 0),

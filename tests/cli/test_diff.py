@@ -100,3 +100,19 @@ def test_lazy_commands_are_listed(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["--help"])
     for name in ("diff", "headroom", "kernels", "layout", "trace", "verify"):
         assert f"  {name} " in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--", "--len", "1000"], "nothing to compare"),
+    (["--kernel", "6.1", "--", "--len", "1000", "--kernel", "6.12"], "not both"),
+    (["--", "--len", "100", "--json"], "--json is diff's own option"),
+    (["--", "--len", "100", "--svg", "x.svg", "--", "--len", "200"], "--svg is diff's own"),
+])
+def test_inner_options_are_not_silently_ignored(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["diff", *args])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_the_same_options_twice_are_the_same() -> None:
+    result = CliRunner().invoke(cli, ["diff", "--", "--len", "100", "--", "--len", "100"])
+    assert result.exit_code == 0 and "The two traces are the same." in result.stdout

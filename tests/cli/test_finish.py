@@ -37,7 +37,8 @@ def test_color_choice_does_not_leak_into_the_next_invocation() -> None:
 
 def test_color_applies_to_decode_diff_and_headroom() -> None:
     runner = CliRunner(env={"COLUMNS": "100"})
-    for args in (["decode", "00" * 10], ["diff", "--", "--len", "100"], ["headroom"]):
+    for args in (["decode", "00" * 10], ["diff", "--", "--len", "100", "--", "--len", "200"],
+                 ["headroom"]):
         assert ESC in runner.invoke(cli, ["--color", "always", *args]).stdout, args
 
 
@@ -133,3 +134,64 @@ def test_svg_text_helper_is_reusable() -> None:
 
     assert "sweep" in html_text(Text("sweep 129–1204"))
     assert svg_text(Text("x"), title="t").startswith("<svg")
+
+
+# --- issue 17's finish: widths ---------------------------------------------------------------
+
+COMMANDS = [
+    ["trace", "--len", "1000", "--mergeable"],
+    ["trace", "--path", "tap", "--len", "9000"],
+    ["headroom"],
+    ["sweep", "--len", "60-9000", "--mergeable"],
+    ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000", "--mergeable"],
+    ["xdp", "check", "--mergeable", "--mtu", "9000"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:3]))
+def test_a_narrow_terminal_never_cuts_a_cell(args: list[str]) -> None:
+    result = CliRunner(env={"COLUMNS": "60"}).invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout  # cells fold; prose is soft-wrapped by the terminal
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:3]))
+def test_a_file_gets_unsqueezed_tables_without_trailing_spaces(args: list[str]) -> None:
+    result = CliRunner(env={"COLUMNS": None}).invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "…" not in result.stdout
+    assert not any(line.endswith(" ") for line in lines)
+
+
+def test_a_file_gets_the_sweep_table_on_one_line_per_range() -> None:
+    result = CliRunner(env={"COLUMNS": None}).invoke(cli, ["sweep", "--len", "60-9000",
+                                                           "--mergeable", "--kernel", "6.1"])
+    rows = [words for words in (line.split() for line in result.stdout.splitlines())
+            if words and "–" in words[0] and words[0][0].isdigit()]
+    # every range row carries its count, truesize, frags, allocs and buffers on the same line:
+    # nothing wrapped at 80 columns
+    assert len(rows) > 10 and all(len(r) >= 6 and r[-1].isdigit() for r in rows)
+
+
+def test_bars_scale_with_the_width() -> None:
+    wide = CliRunner(env={"COLUMNS": "120"}).invoke(cli, ["trace", "--len", "1000"])
+    narrow = CliRunner(env={"COLUMNS": "40"}).invoke(cli, ["trace", "--len", "1000"])
+    bar = next(line for line in wide.stdout.splitlines() if line.startswith("["))
+    small = next(line for line in narrow.stdout.splitlines() if line.startswith("["))
+    assert len(bar) == 66 and len(small) <= 40  # BAR_WIDTH 64 cells + brackets, or fewer
+
+
+def test_sweep_json_with_svg_writes_the_picture(tmp_path: Path) -> None:
+    picture = tmp_path / "sweep.svg"
+    result = CliRunner().invoke(cli, ["sweep", "--len", "60-2000", "--json", "--svg",
+                                      str(picture)])
+    assert result.exit_code == 0 and json.loads(result.stdout)["schema"] == "vnetrx.sweep/1"
+    assert picture.read_text().startswith("<svg")
+
+
+def test_sweep_stream_with_svg_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["sweep", "--len", "60-2000", "--csv", "--svg",
+                                      str(tmp_path / "x.svg")])
+    assert result.exit_code == 2 and "do not combine with --jsonl, --csv" in result.output
+    assert not (tmp_path / "x.svg").exists()

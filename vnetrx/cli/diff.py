@@ -62,6 +62,20 @@ def diff_command(
             "give the trace options after `--`, e.g. vnetrx diff --kernel 5.12 "
             "--kernel 5.13 -- --len 1000 --mergeable"
         )
+    for inner in ("--json", "--svg", "--html"):
+        if any(a == inner or a.startswith(inner + "=") for a in (*args_a, *args_b)):
+            raise click.UsageError(f"{inner} is diff's own option: give it before `--` "
+                                   f"(vnetrx diff {inner} ... -- TRACE OPTIONS)")
+    inner_kernel = any(a == "--kernel" or a.startswith("--kernel=") for a in (*args_a, *args_b))
+    if kernels and inner_kernel:
+        raise click.UsageError("give the kernels either as diff's --kernel or inside the trace "
+                               "options after `--`, not both")
+    if "--" not in trace_args and len(kernels) < 2:
+        run_trace_args(args_a)  # a bad option is reported first
+        raise click.UsageError(
+            "nothing to compare: both sides would run the same trace; give --kernel twice "
+            "(vnetrx diff --kernel 5.12 --kernel 5.13 -- --len 1000) or a second `--` with "
+            "side B's options")
     if kernels:
         args_a = [*args_a, "--kernel", kernels[0]]
         args_b = [*args_b, "--kernel", kernels[-1]]

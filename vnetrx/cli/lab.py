@@ -242,12 +242,14 @@ def _cell(frame: FrameResult, name: str) -> Text:
 def _print_report(report: LabReport, result: LabRun | None) -> None:
     from rich import box
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False)
+    from vnetrx.render.color import console_kwargs
+    from vnetrx.render.tables import Table
+
+    console = Console(highlight=False, **console_kwargs())
     if console.width < 120:
-        console = Console(highlight=False, width=120)
+        console = Console(highlight=False, **{**console_kwargs(), "width": 120})
     console.print(
         Text(
             f"vnetrx lab virtio: Linux {report.release} (model {report.kernel}), "

@@ -270,16 +270,16 @@ _STYLE = {"exact": "green", "consistent": "yellow", "mismatch": "bold red", "unm
 def _print_report(report: ObserveReport) -> None:
     from rich import box
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from vnetrx.live.observe import FIELDS, KPROBE_FIELDS
     from vnetrx.render.color import console_kwargs
+    from vnetrx.render.tables import Table
 
     s = report.setup
     console = Console(highlight=False, **console_kwargs())
     if console.width < 120:
-        console = Console(highlight=False, width=120, **console_kwargs())
+        console = Console(highlight=False, **{**console_kwargs(), "width": 120})
     head = f"vnetrx observe {s.device}: {s.driver}, {s.mode} mode, MTU {s.mtu}"
     if s.hdr_len is not None:
         head += f", hdr_len {s.hdr_len}"

@@ -109,6 +109,9 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
          length_list: str | None) -> None:
     jsonl, as_csv, as_json = formats
     interrupted = {"interrupted": True}
+    if (opts["svg"] or opts["html"]) and (jsonl or as_csv or weights is not None):
+        raise click.UsageError("--svg/--html draw the ranges table: they do not combine with "
+                               "--jsonl, --csv or --weights (use them with the text or --json)")
 
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
@@ -141,6 +144,10 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
     spans = {name: collapse(group) for name, group in rows.items()}
     if as_json:
         from vnetrx.render.json_out import dumps
+        from vnetrx.render.sweep_text import sweep_renderable
+
+        export_pictures(lambda: sweep_renderable(spans, rows), opts["svg"], opts["html"],
+                        f"vnetrx sweep --len {length_list or ''}")
 
         sys.stdout.write(dumps({"schema": SWEEP_SCHEMA, "path": path, "lengths": len(lengths),
                                 "kernels": list(rows), "ranges": [

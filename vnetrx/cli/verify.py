@@ -257,14 +257,14 @@ def _options(options: dict[str, Any]) -> str:
 def _print_table(kernel: str, source: str, checks: list[FrameCheck]) -> None:
     from rich import box
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from vnetrx.render.color import console_kwargs
+    from vnetrx.render.tables import Table
 
     console = Console(highlight=False, **console_kwargs())
     if console.width < 110:
-        console = Console(highlight=False, width=110, **console_kwargs())
+        console = Console(highlight=False, **{**console_kwargs(), "width": 110})
     console.print(Text(f"vnetrx verify tap on Linux {kernel}", style="bold"))
     console.print(Text(f"profile: {source}", style="dim"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)

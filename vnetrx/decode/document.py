@@ -56,7 +56,11 @@ class Decoded:
 
 def parse_hex(text: str) -> bytes:
     """Hex text as people paste it: spaces, newlines, ':' '-' ',' separators, '0x' prefixes and
-    strace's '\\x' escapes are all accepted."""
+    strace's '\\x' escapes are all accepted; so is a quoted strace string ("\\1\\0A...", the
+    octal escapes and printable characters of strace without -x, also "\\x01\\x00")."""
+    stripped = text.strip()
+    if stripped.startswith('"') or re.search(r"\\[0-7]", stripped):
+        return _c_string(stripped)
     cleaned = re.sub(r"0x|\\x|[\s:,\-]", "", text.strip(), flags=re.IGNORECASE)
     if not cleaned:
         raise InputError("no bytes given (pass hex digits, --file F or - for stdin)")
@@ -66,6 +70,57 @@ def parse_hex(text: str) -> bytes:
     if len(cleaned) % 2:
         raise InputError(f"odd number of hex digits ({len(cleaned)}): the last byte is incomplete")
     return bytes.fromhex(cleaned)
+
+
+_ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8, "e": 27, '"': 34,
+            "\\": 92, "'": 39}
+
+
+def _c_string(text: str) -> bytes:
+    """The bytes of a C string literal as strace prints it: "...", escapes \\ooo (1-3 octal
+    digits), \\xHH, \\n and friends, other printable characters as themselves. A trailing
+    ``...`` (strace's -s cut) is refused: the bytes after it are unknown."""
+    body = text
+    if body.endswith("..."):
+        raise InputError("the string ends in '...': strace cut it (run strace with -s 65535 "
+                         "to print the whole write)")
+    if body.startswith('"'):
+        if len(body) < 2 or not body.endswith('"'):
+            raise InputError("unbalanced quotes: give the whole strace string, \"...\"")
+        body = body[1:-1]
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            if ord(ch) > 0x7E or ord(ch) < 0x20:
+                raise InputError(f"{ch!r} at {i} is not a character strace prints unescaped")
+            out.append(ord(ch))
+            i += 1
+            continue
+        nxt = body[i + 1: i + 2]
+        if nxt in "01234567" and nxt:
+            m = re.match(r"[0-7]{1,3}", body[i + 1:])
+            assert m is not None
+            value = int(m.group(), 8)
+            if value > 0xFF:
+                raise InputError(f"octal escape \\{m.group()} at {i} is more than a byte")
+            out.append(value)
+            i += 1 + len(m.group())
+        elif nxt in ("x", "X"):
+            m = re.match(r"[0-9a-fA-F]{1,2}", body[i + 2:])
+            if m is None:
+                raise InputError(f"\\x at {i} has no hex digits")
+            out.append(int(m.group(), 16))
+            i += 2 + len(m.group())
+        elif nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        else:
+            raise InputError(f"unknown escape \\{nxt} at {i} in the strace string")
+    if not out:
+        raise InputError("no bytes given (pass hex digits, --file F or - for stdin)")
+    return bytes(out)
 
 
 def decode(

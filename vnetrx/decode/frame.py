@@ -167,12 +167,13 @@ def _ipv4(walk: _Walk, at: int) -> tuple[int, int] | None:
             max(ihl, 20),
             f"{_ip4(frame[at + 12 : at + 16])} → {_ip4(frame[at + 16 : at + 20])}, "
             f"proto {proto} ({IP_PROTOS.get(proto, 'other')}), tot_len {total}, "
-            f"ihl {ihl}",
+            f"ihl {vihl & 0xF} ({ihl} bytes)",
             fields,
         )
     )
     if vihl >> 4 != 4 or ihl < 20:
-        notes.append(f"IPv4 header at {at} is malformed (version {vihl >> 4}, ihl {ihl})")
+        notes.append(f"IPv4 header at {at} is malformed (version {vihl >> 4}, ihl "
+                     f"{vihl & 0xF}: {ihl} bytes)")
         return None
     if frag & 0x1FFF:
         notes.append("IPv4 fragment with a non-zero offset: no transport header")
@@ -247,7 +248,8 @@ def _tcp(walk: _Walk, at: int) -> int | None:
             "tcp",
             at,
             max(doff, 20),
-            f"port {sport} → {dport}, seq {seq}, flags [{flag_bits}], doff {doff}",
+            f"port {sport} → {dport}, seq {seq}, flags [{flag_bits}], doff {doff_flags >> 12} "
+            f"({doff} bytes)",
             (
                 FrameField("tcp.source", at, 2, sport),
                 FrameField("tcp.dest", at + 2, 2, dport),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from vnetrx.decode import Decoded
+from vnetrx.render.tables import Table
 
 
 def decode_renderable(d: Decoded) -> RenderableType:
@@ -41,7 +41,7 @@ def decode_renderable(d: Decoded) -> RenderableType:
             ("layer", "left"),
             ("summary", "left"),
         ):
-            frame.add_column(column, justify=justify)  # type: ignore[arg-type]
+            frame.add_column(column, justify=justify)
         for layer in d.layers:
             frame.add_row(
                 str(layer.offset), str(layer.length), Text(layer.name, style="bold"), layer.summary

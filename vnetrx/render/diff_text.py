@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich import box
 from rich.columns import Columns
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from vnetrx.diff import TraceDiff
 from vnetrx.model import Trace
+from vnetrx.render.tables import Table
 from vnetrx.render.text import buffer_map, skb_map, xdp_summary
 
 
@@ -59,8 +59,27 @@ def diff_renderable(d: TraceDiff) -> RenderableType:
         for field, a, b in d.fields:
             table.add_row(field, str(a), str(b))
         parts += [Text("Results that differ", style="bold underline"), table, Text()]
-    parts.append(Columns([_side(d.a), _side(d.b)], equal=True, expand=True))
+    parts.append(SideBySide(_side(d.a), _side(d.b)))
     return Group(*parts)
+
+
+class SideBySide:
+    """A and B in two columns where both fit (a console of SIDE_BY_SIDE columns or more),
+    else one after the other: nothing is cut to make them fit."""
+
+    def __init__(self, a: RenderableType, b: RenderableType) -> None:
+        self.a, self.b = a, b
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.max_width >= SIDE_BY_SIDE:
+            yield Columns([self.a, self.b], equal=True)
+        else:
+            yield self.a
+            yield Text()
+            yield self.b
+
+
+SIDE_BY_SIDE = 140  # two memory maps (bar, offset, size, region, note) of ~68 columns
 
 
 def print_diff(d: TraceDiff, console: Console) -> None:

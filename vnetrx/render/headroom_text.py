@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from vnetrx.model import Step
 from vnetrx.paths.tx.headroom import HeadroomReport, PayloadResult, TxSkb, proto_name
+from vnetrx.render.tables import Table
 from vnetrx.render.text import steps_table
 
 # region name → (map character, style); unknown names (payload, headers) fall back below
@@ -132,7 +132,7 @@ def head_picture(r: HeadroomReport, p: PayloadResult) -> RenderableType:
     )
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for name, justify in (("offset", "right"), ("size", "right"), ("", "center")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)
     table.add_column("region", style="bold")
     table.add_column("note", style="dim")
     for region in skb.regions:

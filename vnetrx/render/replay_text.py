@@ -7,10 +7,10 @@ from collections.abc import Iterable
 
 from rich import box
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from vnetrx.model import Frag
+from vnetrx.render.tables import Table
 from vnetrx.render.text import buffer_map, skb_map
 from vnetrx.replay import (
     Fill,

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from vnetrx.render.tables import Table
 from vnetrx.sweep import Row, Span
 
 LEVELS = " ▁▂▃▄▅▆▇█"
@@ -24,7 +24,7 @@ def ranges_table(spans: Sequence[Span], several_kernels: bool) -> Table:
     for name, justify in (("frame lengths", "right"), ("count", "right"), ("what happens", "left"),
                           ("truesize", "right"), ("frags", "right"), ("allocs", "right"),
                           ("buffers", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify)
     for span in spans:
         lengths = str(span.first) if span.first == span.last else f"{span.first}–{span.last}"
         style = ("green" if span.outcome == "build_skb" else "red" if span.outcome in

@@ -5,11 +5,12 @@ marks regions with distinct characters so it reads without colour."""
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 
 from vnetrx.model import SKB_FIELDS, Buffer, Skb, Step, Trace, XdpRun
+from vnetrx.render.tables import Table
 
 # region name → (map character, style)
 _REGION_STYLE: dict[str, tuple[str, str]] = {
@@ -88,13 +89,33 @@ def steps_table(steps: tuple[Step, ...]) -> Table:
     return table
 
 
-def _bar(buffer: Buffer) -> Text:
-    bar = Text()
+class Bar:
+    """A memory bar: ``[`` + one run of cells per part, proportional to its bytes, + ``]``; at
+    most BAR_WIDTH cells, fewer when the space it is printed in is narrower."""
+
+    def __init__(self, parts: list[tuple[int, str, str]], total: int) -> None:
+        self.parts = parts  # (bytes, char, style)
+        self.total = max(total, 1)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(10, min(BAR_WIDTH + 2, max(10, options.max_width)))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(8, min(BAR_WIDTH, options.max_width - 2))
+        bar = Text("[")
+        for size, char, style in self.parts:
+            cells = max(1, round(size * width / self.total))
+            bar.append(char * cells, style=style if char == " " else style + " reverse")
+        bar.append("]")
+        yield bar
+
+
+def _bar(buffer: Buffer) -> Bar:
+    parts = []
     for region in buffer.regions:
         char, style = _style(region.name, region.note)
-        cells = max(1, round(region.size * BAR_WIDTH / buffer.size))
-        bar.append(char * cells, style=style + " reverse" if char != " " else style)
-    return bar
+        parts.append((region.size, char, style))
+    return Bar(parts, buffer.size)
 
 
 def buffer_map(title: str, buffer: Buffer) -> RenderableType:
@@ -120,7 +141,7 @@ def buffer_map(title: str, buffer: Buffer) -> RenderableType:
         f"{title}: {buffer.size} bytes at {buffer.page} + {buffer.page_offset}",
         style="bold underline",
     )
-    return Group(header, Text("[") + _bar(buffer) + Text("]"), table)
+    return Group(header, _bar(buffer), table)
 
 
 def _head_map(skb: Skb) -> RenderableType:
@@ -134,18 +155,16 @@ def _head_map(skb: Skb) -> RenderableType:
         ("tailroom", skb.tail, skb.end, ".", "dim"),
         ("skb_shared_info", skb.end, skb.head_size, "s", "bold yellow"),
     ]
-    bar = Text("[")
+    parts: list[tuple[int, str, str]] = []
     table = Table(box=None, show_header=False, pad_edge=False)
     for column in ("from", "to", "size", "", "part"):
         table.add_column(column, justify="right" if column in ("from", "to", "size") else "left")
     for name, start, stop, char, style in rows:
         if stop <= start:
             continue
-        cells = max(1, round((stop - start) * BAR_WIDTH / max(skb.head_size, 1)))
-        bar.append(char * cells, style=style if char == " " else style + " reverse")
+        parts.append((stop - start, char, style))
         table.add_row(str(start), str(stop), str(stop - start), Text(char, style=style), name)
-    bar.append("]")
-    return Group(bar, table)
+    return Group(Bar(parts, skb.head_size), table)
 
 
 def skb_map(skb: Skb) -> RenderableType:

@@ -158,7 +158,8 @@ def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog)
         summary = (
             f"full-page: one {page // 1024} KiB page per packet, {memory} bytes of memory each "
             f"for a {buflen}-byte buffer; the thread measured 1.58 Mpps against 1.95 Mpps for "
-            "the page frag ('too much stress on the page allocator')"
+            "the page frag ('too much stress on the page allocator'); its truesize is not "
+            "known (the variant was never merged and its accounting was not seen)"
         )
     else:
         per_page = frag_page // buflen
@@ -175,6 +176,7 @@ def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog)
             f"{memory} bytes of memory each against {page} for one page per packet; {where}; "
             "1.95 Mpps (page frag) vs 1.58 Mpps (full page) in the thread"
         )
+    known = {} if source == "full-page" else {"truesize": buflen + k.sk_buff_aligned}
     log.add(
         SOCK_SRC,
         "skb_page_frag_refill",
@@ -186,7 +188,7 @@ def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog)
         packets_per_page=per_page,
         bytes_per_packet=memory,
         full_page_bytes_per_packet=-(-buflen // page) * page,
-        truesize=None if source == "full-page" else buflen + k.sk_buff_aligned,
+        **known,
     )
     log.note(
         "frag-source what-if: with a page fragment truesize is buflen + SKB_DATA_ALIGN(sizeof "

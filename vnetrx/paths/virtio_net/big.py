@@ -123,8 +123,12 @@ def too_long_map(c: Config) -> Buffer:
 
 def narrate_too_long(c: Config, p: Plan, frame: int, log: StepLog) -> None:
     """receive_big's length check (6.18 and backports), or page_to_skb's trust before it."""
+    # pr_debug("%s: rx error: len %u exceeds allocated size %lu\n", ...): len and max_len
+    # both count the header (max_len = (num_skbfrags + 1) * PAGE_SIZE - padded + hdr_len)
+    hdr = c.hdr_len
     _too_long(c, p, log, frame, c.big_capacity, "receive_big", BIG_RECV_LEN_CHECK,
-              "rx error: len %u exceeds allocated size %lu; drops++")
+              f"'rx error: len {frame + hdr} exceeds allocated size {c.big_capacity + hdr}' "
+              "(pr_debug); drops++")
 
 
 def narrate_receive(c: Config, p: Plan, frame: int, log: StepLog) -> None:

@@ -166,7 +166,9 @@ def narrate_posting(c: Config, p: Plan, frame: int, log: StepLog) -> None:
         + (c.cite(RQ_ALLOC_FRESH_PAGE_SHRINK) if shrunk else ()),
         len=p.buf_len,
         page_offset=posted[0].offset,
-        page_frag_size=c.page_frag_bytes,
+        # the page the buffers are carved from: a 32 KiB page_frag, or (7.x) a page_pool page
+        **({"page_pool_page": c.alloc.page_bytes} if c.alloc.page_pool
+           else {"page_frag_size": c.alloc.page_bytes}),
     )
     narrate_get_buf(p, log)
 

@@ -99,7 +99,9 @@ def narrate_too_long(c: Config, p: Plan, frame: int, log: StepLog) -> None:
         c.good_packet_len,
         "receive_small",
         SMALL_USED_LEN_CHECK,
-        "rx error: len %u exceeds max size %d; rx_length_errors++, drops++",
+        # pr_debug("%s: rx error: len %u exceeds max size %d\n", ...): len without the header
+        f"'rx error: len {frame} exceeds max size {c.good_packet_len}' (pr_debug); "
+        "rx_length_errors++, drops++",
     )
 
 

@@ -1,0 +1,38 @@
+"""`vnetrx kernels`: the change table in version order, filtered by two kernels, and in JSON."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from vnetrx.cli import cli
+
+
+def test_between_5_12_and_5_13_is_the_build_skb_release() -> None:
+    result = CliRunner().invoke(cli, ["kernels", "--between", "5.12..5.13"])
+    assert result.exit_code == 0
+    keys = [line.split()[1] for line in result.stdout.splitlines() if line[:1].isdigit()]
+    assert keys == ["page_to_skb_build_skb", "virtio_xdp_shared_tx_queues"]
+
+
+def test_between_two_point_releases_shows_the_stable_backport() -> None:
+    result = CliRunner().invoke(cli, ["kernels", "--between", "6.1.75..6.1.76", "--json"])
+    doc = json.loads(result.stdout)
+    assert [c["key"] for c in doc["changes"]] == ["tun_xdp_act_stats"]
+
+
+def test_changes_are_in_version_order() -> None:
+    doc = json.loads(CliRunner().invoke(cli, ["kernels", "--json"]).stdout)
+    firsts = []
+    for c in doc["changes"]:
+        first = c["since"] or min(w["first"] for w in c["stable"]) if (c["since"] or c["stable"]) \
+            else None
+        if first is not None:
+            firsts.append(tuple(int(x) for x in first.split(".")) + (0,) * (3 - first.count(".") - 1))
+    assert firsts == sorted(firsts) and len(firsts) > 30
+
+
+def test_bad_between() -> None:
+    result = CliRunner().invoke(cli, ["kernels", "--between", "6.1"])
+    assert result.exit_code == 2 and "is not A..B" in result.output
