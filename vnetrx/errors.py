@@ -32,6 +32,17 @@ class LayoutError(VnetrxError):
     """Bytes that do not fit a layout (truncated, corrupt)."""
 
 
+class StructNotFound(LayoutError):
+    """A struct or union name the BTF does not define: the user's input, so a usage error.
+    ``known`` gives the names to suggest from (computed only when asked)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, known: object = None) -> None:
+        super().__init__(message)
+        self.known = known  # a callable returning the defined names
+
+
 class SimulationError(VnetrxError):
     """An internal invariant broke: a vnetrx bug, reported with the step that broke it."""
 

@@ -195,3 +195,12 @@ def test_sweep_stream_with_svg_is_a_usage_error(tmp_path: Path) -> None:
                                       str(tmp_path / "x.svg")])
     assert result.exit_code == 2 and "do not combine with --jsonl, --csv" in result.output
     assert not (tmp_path / "x.svg").exists()
+
+
+def test_svg_fetches_no_font_from_the_network(tmp_path: Path) -> None:
+    picture = tmp_path / "t.svg"
+    result = CliRunner().invoke(cli, ["trace", "--len", "1000", "--svg", str(picture)])
+    assert result.exit_code == 0
+    svg = picture.read_text()
+    assert "@font-face" not in svg and "cdnjs" not in svg and 'url("http' not in svg
+    assert "textLength" in svg  # rich pins each run's width, so any monospace font aligns

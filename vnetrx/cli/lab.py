@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,7 +173,7 @@ def lab_virtio(
     )
     from vnetrx.owner import interrupt_once
 
-    with interrupt_once():  # SIGTERM stops QEMU and cleans up as Ctrl-C does
+    with interrupt_once(), stage_line() as on_stage:  # SIGTERM cleans up as Ctrl-C does
         result = lab_run.run_virtio(
             image,
             mode,
@@ -182,6 +184,7 @@ def lab_virtio(
             kprobe=not no_kprobe,
             timeout_s=float(timeout),
             offloads=offloads,
+            on_stage=on_stage,
         )
     if serial_log is not None:
         serial_log.write_text(result.serial)
@@ -220,8 +223,25 @@ def lab_fetch_kernel(series: str, package: str | None, dest: Path | None) -> Non
     from vnetrx.lab.fetch import fetch
     from vnetrx.lab.run import cache_dir
 
-    fetched = fetch(series, dest or cache_dir(), package)
+    with stage_line() as on_stage:
+        fetched = fetch(series, dest or cache_dir(), package, on_stage)
     click.echo(str(fetched.image))
+
+
+@contextlib.contextmanager
+def stage_line() -> Iterator[Callable[[str], None]]:
+    """A spinner with the current stage and the time it has taken, on stderr when it is a
+    terminal (lab boots take tens of seconds); a no-op otherwise."""
+    if not sys.stderr.isatty():
+        yield lambda _text: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda text: progress.update(task, description=text)
 
 
 _COLUMNS = ("len", "data_len", "truesize", "nr_frags", "data", "tail", "end", "mac_header")

@@ -9,7 +9,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.options import kernel_option, load_profile
-from vnetrx.errors import InputError
+from vnetrx.errors import InputError, StructNotFound
 from vnetrx.layouts.btf import Btf, load_btf
 from vnetrx.layouts.rows import StructRows, btf_path, btf_rows
 from vnetrx.render.layout_view import layout_json, pahole_text
@@ -93,7 +93,12 @@ def layout(
         _list(profile, path, base, as_json)
         return
     if name is not None and path is not None and not (check or list_):
-        view = btf_rows(path, name, base)  # cached per struct and file
+        try:
+            view = btf_rows(path, name, base)  # cached per struct and file
+        except StructNotFound as exc:
+            names = exc.known() if callable(exc.known) else []
+            raise InputError(exc.message, hint=_did_you_mean(name, names, 0.75)
+                             or "vnetrx layout --list --btf PATH lists them") from None
     else:
         from vnetrx.layouts.check import layouts_for, rows_of_layout
 
@@ -110,13 +115,19 @@ def layout(
         if name not in ours:
             raise InputError(
                 f"vnetrx does not define struct {name!r} (known: {', '.join(ours)}); "
-                "give --btf to read any struct from BTF"
-            )
+                "give --btf to read any struct from BTF", hint=_did_you_mean(name, list(ours)))
         view = StructRows("struct", ours[name].size, rows_of_layout(ours[name]), [])
     if as_json:
         sys.stdout.write(layout_json(name, view))
         return
     click.echo(pahole_text(name, view, profile.build.l1_cache_bytes), nl=False)
+
+
+def _did_you_mean(name: str, known: list[str], cutoff: float = 0.6) -> str | None:
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, known, n=3, cutoff=cutoff)
+    return f"did you mean {' or '.join(close)}?" if close else None
 
 
 def _list(profile: KernelProfile, path: str | None, base: str | None, as_json: bool) -> None:
@@ -154,7 +165,8 @@ def _check(ours: dict[str, Layout], btf: Btf | None, name: str | None, as_json: 
     names = [name] if name else list(ours)
     unknown = [item for item in names if item not in ours]
     if unknown:
-        raise InputError(f"vnetrx does not define struct {unknown[0]!r}")
+        raise InputError(f"vnetrx does not define struct {unknown[0]!r} (known: "
+                         f"{', '.join(ours)})", hint=_did_you_mean(unknown[0], list(ours)))
     from vnetrx.layouts.check import compare
 
     results = {item: compare(ours[item], btf) for item in names}

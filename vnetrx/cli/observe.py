@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -228,9 +230,14 @@ def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveRepo
         raise VnetrxError("observe needs " + "; ".join(missing))
     interrupted = False
     try:
-        lines = collect(
-            dev, setup.event, count, float(timeout), lambda line: _ours(line, dev, setup.event)
-        )
+        with _progress(count, dev) as advance:
+            def keep(line: str) -> bool:
+                ours = _ours(line, dev, setup.event)
+                if ours:
+                    advance()
+                return ours
+
+            lines = collect(dev, setup.event, count, float(timeout), keep)
     except Interrupted as exc:  # keep what was seen (the tracing is already removed)
         lines = cast("list[str]", exc.partial)
         if not lines:
@@ -241,6 +248,21 @@ def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveRepo
         raise VnetrxError(f"no skb arrived on {dev} within {timeout} s")
     report = core.observe(profile, setup, seen)
     return replace(report, interrupted=True) if interrupted else report
+
+
+@contextlib.contextmanager
+def _progress(count: int, dev: str) -> Iterator[Callable[[], None]]:
+    """skbs recorded so far against --count, on stderr when it is a terminal (else nothing)."""
+    if not sys.stderr.isatty():
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn(f"recording skbs on {dev}"), BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("skbs", total=count)
+        yield lambda: progress.advance(task)
 
 
 def _ours(line: str, dev: str, event: str) -> bool:

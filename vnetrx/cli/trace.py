@@ -81,9 +81,12 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 )
 @click.option(
     "--buf-len",
-    type=Count(1, 65536),
+    # the valid range depends on the kernel and the header (hdr_len + ETH_HLEN .. the page_frag
+    # size): the core checks it and names it; click only bounds the number
+    type=Count(0, 1 << 31),
     default=None,
-    help="Mergeable buffer length (default: get_mergeable_buf_len for the EWMA).",
+    help="Mergeable buffer length, hdr_len + 14 up to the page_frag size (32768 on 4 KiB "
+    "pages; default: get_mergeable_buf_len for the EWMA).",
 )
 @click.option(
     "--ewma",

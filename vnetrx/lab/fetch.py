@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,8 +53,11 @@ def newest_package(series: str, apt_cache_output: str) -> str | None:
     return max(names, key=_sort_key, default=None)
 
 
-def fetch(series: str, dest: Path, package: str | None = None) -> FetchedKernel:
-    """apt-get download + dpkg-deb -x into ``dest/<package>/``. Idempotent."""
+def fetch(series: str, dest: Path, package: str | None = None,
+          on_stage: Callable[[str], None] | None = None) -> FetchedKernel:
+    """apt-get download + dpkg-deb -x into ``dest/<package>/``. Idempotent. ``on_stage``
+    hears each step, for a progress line."""
+    stage = on_stage or (lambda _text: None)
     if package is None:
         if not re.fullmatch(r"\d+\.\d+", series):
             raise InputError(f"kernel series {series!r} is not like 6.1")
@@ -82,10 +86,12 @@ def fetch(series: str, dest: Path, package: str | None = None) -> FetchedKernel:
     download.mkdir(exist_ok=True)
     for old in download.glob("*.deb"):
         old.unlink()
+    stage(f"apt-get download {package}")
     _run(["apt-get", "download", package], cwd=download)
     debs = sorted(download.glob(f"{package}_*.deb"))
     if not debs:
         raise LabSetupError(f"apt-get download {package} left no .deb in {download}")
+    stage(f"unpacking {debs[-1].name}")
     _run(["dpkg-deb", "-x", str(debs[-1]), str(root)])
     debs[-1].unlink()
     if not image.is_file():

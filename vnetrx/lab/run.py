@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -186,9 +187,12 @@ def run_virtio(
     kprobe: bool = True,
     timeout_s: float = 90.0,
     offloads: bool = False,
+    on_stage: Callable[[str], None] | None = None,
 ) -> LabRun:
     """Boot, send, compare. ``offloads``: send ``offload_frames()`` (real TCP/UDP frames behind
-    offload headers) instead of ``lengths``; needs a vhost-user mode."""
+    offload headers) instead of ``lengths``; needs a vhost-user mode. ``on_stage`` hears what
+    is happening ("booting Linux 6.1.0-57-amd64 under QEMU …"), for a progress line."""
+    stage = on_stage or (lambda _text: None)
     hdrs: list[VnetHdr | None] | None = None
     payloads: list[bytes] | None = None
     if offloads:
@@ -207,6 +211,7 @@ def run_virtio(
     # Fail on lengths the model cannot place before paying for a boot.
     release = image_release(image)
     predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs)
+    stage(f"building the initramfs for Linux {release}")
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
     offsets = None
     kprobe_note = None if kprobe else "--no-kprobe given"
@@ -230,8 +235,10 @@ def run_virtio(
         backend="vhost-user" if mode in VHOST_USER_MODES else "dgram",
     )
     frames = payloads or [qemu.ethernet_frame(length, seq) for seq, length in enumerate(lengths)]
+    stage(f"booting Linux {release} under QEMU ({accel}) and sending {len(frames)} frames")
     result = qemu.run(boot, archive, frames,
                       None if hdrs is None else [h.to_bytes(10) if h else b"" for h in hdrs])
+    stage("comparing what the guest built with the model")
     log = parse_log(result.serial)
     if log.errors:
         raise qemu.GuestError("the guest reported: " + "; ".join(log.errors))

@@ -15,9 +15,10 @@ decoded. Corrupt or truncated input raises LayoutError naming the file and byte 
 
 from __future__ import annotations
 
-from vnetrx.errors import InputError, LayoutError
+from vnetrx.errors import InputError, LayoutError, StructNotFound
 from vnetrx.layouts.btf_index import (
     ARRAY,
+    FUNC_PROTO,
     KINDS,
     PTR,
     STRUCT,
@@ -254,6 +255,9 @@ class Btf:
             keyword = {4: "struct", 5: "union", 6: "enum", 19: "enum"}.get(kind, "struct")
             return f"{keyword} {name or '{...}'}"
         if kind == PTR:
+            target = self._record(ref, here) if ref else None
+            if target is not None and target[2] == FUNC_PROTO:  # a function pointer
+                return self._prototype(target[0], target[1], target[3], target[6], depth, "(*)")
             return self.type_name(ref, depth + 1, here) + " *"
         if kind == ARRAY:
             element_type, nelems = owner._array(i)
@@ -262,9 +266,19 @@ class Btf:
             return f"{KINDS[kind].lower()} {self.type_name(ref, depth + 1, here)}"
         if kind == 18:
             return self.type_name(ref, depth + 1, here)
-        if kind == 13:
-            return "fn"
+        if kind == FUNC_PROTO:
+            _, vlen = owner._header(i)[:2]
+            return self._prototype(owner, i, vlen, ref, depth, "")
         return name
+
+    def _prototype(self, owner: Btf, i: int, vlen: int, ret: int, depth: int,
+                   pointer: str) -> str:
+        """A FUNC_PROTO as C writes it: ``void (*)(struct sk_buff *)`` (params are struct
+        btf_param {name_off, type}; a last type 0 is ``...``)."""
+        params = [owner.words[e + 1] for e in range(i + 3, i + 3 + 2 * vlen, 2)]
+        names = ["..." if t == 0 else self.type_name(t, depth + 1) for t in params]
+        result = self.type_name(ret, depth + 1)
+        return f"{result} {pointer}({', '.join(names) or 'void'})"
 
     # --- structs ----------------------------------------------------------------------------
 
@@ -324,7 +338,11 @@ class Btf:
     def _struct_id(self, name: str) -> int:
         type_id = self.find_struct(name)
         if type_id is None:
-            raise LayoutError(f"{self.path}: no struct or union named {name!r}")
+            def known() -> list[str]:
+                return [n for blob in (self, self.base) if blob is not None
+                        for n, _, _ in blob.struct_sizes()]
+
+            raise StructNotFound(f"{self.path}: no struct or union named {name!r}", known)
         return type_id
 
     def struct(self, name: str) -> StructLayout:

@@ -29,7 +29,7 @@ KINDS = {
     18: "TYPE_TAG",
     19: "ENUM64",
 }
-STRUCT, UNION, PTR, ARRAY = 4, 5, 2, 3
+STRUCT, UNION, PTR, ARRAY, FUNC_PROTO = 4, 5, 2, 3, 13
 # 32-bit words after the 3-word struct btf_type, per kind: (fixed, per vlen entry). INT: u32
 # encoding; ARRAY: struct btf_array; STRUCT/UNION: btf_member; ENUM: btf_enum; FUNC_PROTO:
 # btf_param; VAR: btf_var; DATASEC: btf_var_secinfo; DECL_TAG: btf_decl_tag; ENUM64: btf_enum64.

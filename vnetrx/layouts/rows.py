@@ -12,7 +12,7 @@ import os
 
 from vnetrx import cache
 
-_CACHE_FORMAT = "vnetrx-rows 3"
+_CACHE_FORMAT = "vnetrx-rows 4"  # 4: C declarators for arrays and function pointers
 
 # An anonymous struct or union inside a struct, which pahole shows nested: rows[first:end] are
 # its members (flattened in place), ``depth`` 1 is directly inside the named struct.

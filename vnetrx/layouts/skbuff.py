@@ -63,13 +63,15 @@ def skb_shared_info(
         "gso_size" / Int16ul * "unsigned short",
         "gso_segs" / Int16ul * "unsigned short",
         "frag_list" / Int64ul * "struct sk_buff *",
-        "hwtstamps" / Int64ul * "union {struct skb_shared_hwtstamps; struct xsk_tx_metadata_compl}",
+        # 6.8+ (xsk TX metadata) puts it in a union with struct xsk_tx_metadata_compl xsk_meta
+        "hwtstamps" / Int64ul * "struct skb_shared_hwtstamps: in a union with xsk_meta where "
+        "the kernel has xsk_tx_metadata_compl",
         "gso_type" / Int32ul * "unsigned int",
         "tskey" / Int32ul * "u32",
         "dataref" / Int32ul * "atomic_t",
         *tail,
         "frags"
         / Array(max_skb_frags, frag._struct)
-        * f"{frag.name}[MAX_SKB_FRAGS={max_skb_frags}]",
+        * f"skb_frag_t[{max_skb_frags}]: MAX_SKB_FRAGS",
     )
     return Layout.of("skb_shared_info", struct, source=SKBUFF_H)

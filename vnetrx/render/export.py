@@ -33,8 +33,23 @@ def record(renderable: RenderableType, width: int = PICTURE_WIDTH) -> Console:
     return console
 
 
+def _offline_svg_format() -> str:
+    """rich's SVG template without its @font-face blocks, which fetch Fira Code from a CDN: the
+    picture uses the viewer's own monospace font (every text run carries a textLength, so the
+    columns still line up) and renders the same offline."""
+    import re
+
+    from rich._export_format import CONSOLE_SVG_FORMAT  # rich's default SVG template
+
+    without = re.sub(r"\s*@font-face \{\{.*?\}\}", "", CONSOLE_SVG_FORMAT, flags=re.S)
+    return without.replace("font-family: Fira Code, monospace;",
+                           "font-family: 'DejaVu Sans Mono', 'Liberation Mono', Menlo, Consolas, "
+                           "monospace;")
+
+
 def svg_text(renderable: RenderableType, title: str, width: int = PICTURE_WIDTH) -> str:
-    return record(renderable, width).export_svg(title=title, theme=MONOKAI)
+    return record(renderable, width).export_svg(title=title, theme=MONOKAI,
+                                                code_format=_offline_svg_format())
 
 
 def html_text(renderable: RenderableType, width: int = PICTURE_WIDTH) -> str:

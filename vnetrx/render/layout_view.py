@@ -11,6 +11,18 @@ from vnetrx.layouts.rows import Group, StructRows, holes
 _TYPE_WIDTH, _NAME_WIDTH = 34, 26
 
 
+def declaration(type_name: str, name: str) -> tuple[str, str]:
+    """A C declaration split as pahole prints it: ``skb_frag_t`` + ``frags[17]``, ``void`` +
+    ``(*destructor)(struct sk_buff *)``; other types are ``type`` + ``name``."""
+    if "(*)" in type_name:
+        ret, _, params = type_name.partition("(*)")
+        return ret.rstrip(), f"(*{name}){params}"
+    if type_name.endswith("]") and "[" in type_name:
+        base, _, dims = type_name.partition("[")
+        return base.rstrip(), f"{name}[{dims}"
+    return type_name, name
+
+
 def pahole_text(name: str, view: StructRows, cache_line: int) -> str:
     """Members with offset and size, holes, padding and ``cache_line`` boundaries, as pahole
     prints them; anonymous structs and unions (``view.groups``) nested in ``{ };`` blocks."""
@@ -40,8 +52,9 @@ def pahole_text(name: str, view: StructRows, cache_line: int) -> str:
         out += ["\t" * g[5] + f"{g[2]} {{" for g in opening]
         indent = "\t" * (depth[index] + 1)
         bits = f":{row.bit_size}" if row.bit_size else ""
+        type_part, name_part = declaration(row.type_name, row.name + bits)
         out.append(
-            f"{indent}{row.type_name:<{_TYPE_WIDTH}} {row.name + bits + ';':<{_NAME_WIDTH}} "
+            f"{indent}{type_part:<{_TYPE_WIDTH}} {name_part + ';':<{_NAME_WIDTH}} "
             f"/* {row.offset:5} {row.size:5} */"
         )
         end = row.offset + row.size
