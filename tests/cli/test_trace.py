@@ -148,3 +148,11 @@ def test_unknown_xdp_action_is_a_usage_error(runner: CliRunner) -> None:
     assert "bounce" in result.output and "redirect" in result.output
     result = runner.invoke(cli, ["verify", "tap", "--xdp", "pass,bounce"])
     assert result.exit_code == 2 and "not an XDP action" in result.output
+
+
+def test_xdp_adjust_needs_xdp(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp-adjust-head",
+                                 "-10"])
+    assert result.exit_code == 2 and "give --xdp ACTION too" in result.output
+    result = runner.invoke(cli, ["verify", "tap", "--xdp-adjust-tail", "4"])
+    assert result.exit_code == 2 and "give --xdp ACTIONS too" in result.output

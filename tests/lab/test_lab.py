@@ -601,12 +601,15 @@ def test_after_sigkill_qemu_dies_and_the_next_run_removes_the_directory(
         assert time.monotonic() < deadline, "QEMU outlived a SIGKILLed vnetrx"
         time.sleep(0.02)
     left = _lab_dirs(proc.pid)
-    assert len(left) == 1  # nothing could remove it: the next run does
+    # nothing in the killed run could remove it: the next run does (on a busy machine another
+    # vnetrx lab run may have been that next run already)
+    assert len(left) <= 1
     fake_qemu.unlink()
     boot = qemu.Boot(tmp_path / "vmlinuz", mergeable=True, mtu=None, ready_timeout_s=0.5)
     with pytest.raises(qemu.GuestError):
         qemu.run(boot, b"initrd", [])
-    assert not left[0].exists()
+    assert not any(d.exists() for d in left)
+    assert _lab_dirs(proc.pid) == []
     assert len(made_dirs) == 1 and not made_dirs[0].exists()
 
 

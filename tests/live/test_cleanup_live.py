@@ -43,7 +43,7 @@ def start(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.Popen[str]:
 
 
 def instances_of(pid: int) -> list[str]:
-    return [n for n in our_instances() if n.startswith(f"vnetrx-{pid}x")]
+    return [n for n in our_instances(live_too=True) if n.startswith(f"vnetrx-{pid}x")]
 
 
 def wait_writing(proc: subprocess.Popen[str], timeout: float = 90) -> None:

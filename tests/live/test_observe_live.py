@@ -23,6 +23,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests import ROOT
+from tests.live.others import of_a_live_run
 from vnetrx.live import tap as live_tap
 from vnetrx.schemas import schema
 
@@ -38,6 +39,7 @@ HELPER = r"""
 import ctypes, json, os, signal, subprocess, sys, time
 from pathlib import Path
 from vnetrx.live import tap as live_tap
+from tests.live.others import of_a_live_run
 
 ifname, mode, writes, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4:]
 libc = ctypes.CDLL(None, use_errno=True)
@@ -95,8 +97,10 @@ WRITES: list[dict[str, Any]] = [
 
 
 def tracefs_mounts() -> list[str]:
+    """tracefs mounts, less those of another vnetrx run still going (tests.live.others)."""
     lines = Path("/proc/mounts").read_text().splitlines()
-    return sorted(line for line in lines if line.split()[2:3] == ["tracefs"])
+    return sorted(line for line in lines if line.split()[2:3] == ["tracefs"]
+                  and not of_a_live_run(os.path.basename(line.split()[1])))
 
 
 def stale_instances() -> list[str]:
@@ -108,12 +112,14 @@ def stale_instances() -> list[str]:
     mounts = tracefs_mounts()
     if mounts:
         root = Path(mounts[0].split()[1])
-        return sorted(p.name for p in (root / "instances").glob("vnetrx-*"))
+        return sorted(p.name for p in (root / "instances").glob("vnetrx-*")
+                      if not of_a_live_run(p.name))
     point = tempfile.mkdtemp(prefix="vnetrx-test-tracefs-")
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.mount(b"nodev", point.encode(), b"tracefs", 0, None) == 0
     try:
-        return sorted(p.name for p in (Path(point) / "instances").glob("vnetrx-*"))
+        return sorted(p.name for p in (Path(point) / "instances").glob("vnetrx-*")
+                      if not of_a_live_run(p.name))
     finally:
         libc.umount2(point.encode(), 2)
         os.rmdir(point)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.live.others import of_a_live_run
 from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.running import running_profile
@@ -37,8 +38,10 @@ pytestmark = [
 
 
 def tracefs_mounts() -> list[str]:
+    """tracefs mounts, less those of another vnetrx run still going (tests.live.others)."""
     lines = Path("/proc/mounts").read_text().splitlines()
-    return sorted(line for line in lines if line.split()[2:3] == ["tracefs"])
+    return sorted(line for line in lines if line.split()[2:3] == ["tracefs"]
+                  and not of_a_live_run(os.path.basename(line.split()[1])))
 
 
 @contextlib.contextmanager
@@ -58,10 +61,12 @@ def tracefs() -> Iterator[Path]:
         os.rmdir(point)
 
 
-def our_instances() -> list[str]:
+def our_instances(live_too: bool = False) -> list[str]:
+    """vnetrx instances left behind (``live_too``: also those of runs still going)."""
     with tracefs() as root:
         return sorted(
             p.name for p in (root / "instances").iterdir() if p.name.startswith("vnetrx-")
+            and (live_too or not of_a_live_run(p.name))
         )
 
 
@@ -196,7 +201,7 @@ def test_cleanup_after_signal(signum: int) -> None:
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if any(n.startswith(f"vnetrx-{proc.pid}x") for n in our_instances()) and children_of(
+            if any(n.startswith(f"vnetrx-{proc.pid}x") for n in our_instances(True)) and children_of(
                     proc.pid):
                 break
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -315,3 +320,28 @@ def test_xdp_program_gone_after_sigterm() -> None:
     assert proc.returncode == 130, err
     assert vnetrx_programs_gone(), "the XDP program outlived the run"
     assert_nothing_left(mounts)
+
+
+def test_verify_xdp_adjust_head_native_and_generic() -> None:
+    """bpf_xdp_adjust_head(ctx, -250): native XDP (headroom 320) grows the frame, generic XDP
+    (headroom 256 at the MAC header) refuses it (256 - 250 < sizeof(struct xdp_frame))."""
+    result = CliRunner().invoke(cli, ["verify", "tap", "--xdp", "pass,tx", "--xdp-adjust-head",
+                                      "-250", "--len", "1000,3456,3457,9000", "--variants",
+                                      "--json"])
+    doc = json.loads(result.output)
+    bad = [f for f in doc["frames"] if not f["match"]]
+    assert result.exit_code == 0 and bad == [], json.dumps(bad[:2], indent=1)
+    lens = {(f["options"]["xdp"], f["frame_len"], f["options"]["blocking"]): f["observed"]
+            for f in doc["frames"] if f["options"]["sndbuf"] is None and f["options"]["vnet_hdr"]
+            and f["options"]["vnet_hdr_sz"] is None}
+    assert lens[("pass", 1000, False)]["len"] == 1236 and lens[("pass", 1000, True)]["len"] == 986
+    assert lens[("tx", 1000, False)]["reads"] == "1260"  # 10 + 1250
+    assert vnetrx_programs_gone()
+
+
+def test_verify_xdp_adjust_tail_to_the_slack() -> None:
+    result = CliRunner().invoke(cli, ["verify", "tap", "--xdp", "pass", "--xdp-adjust-tail",
+                                      "24", "--len", "1000,1024", "--json"])
+    doc = json.loads(result.output)
+    assert result.exit_code == 0, json.dumps([f for f in doc["frames"] if not f["match"]][:2])
+    assert [f["observed"]["len"] for f in doc["frames"]] == [1010, 1010]  # +24 / refused

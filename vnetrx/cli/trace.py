@@ -28,6 +28,8 @@ _TAP_ONLY = (
     "xdp",
     "tun",
     "frag_source",
+    "xdp_adjust_head",
+    "xdp_adjust_tail",
 )
 
 
@@ -116,6 +118,11 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     "--xdp: pass) is attached. Native XDP runs in tun_build_skb; other writes get generic XDP. "
     "redirect: bpf_redirect() back to the same tap.",
 )
+@click.option("--xdp-adjust-head", type=int, default=0, metavar="N",
+              help="tap path, with --xdp: the program first calls bpf_xdp_adjust_head(ctx, N) "
+              "(N < 0 grows the frame at the front, N > 0 cuts it).")
+@click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
+              help="tap path, with --xdp: then bpf_xdp_adjust_tail(ctx, N) (N > 0 grows it).")
 @click.option(
     "--frag-source",
     type=click.Choice(["task-frag", "per-queue", "full-page"]),
@@ -252,6 +259,8 @@ def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
         vnet_hdr=not o["no_vnet_hdr"],
         vnet_hdr_sz=o["vnet_hdr_sz"],
         xdp=o["xdp"],
+        xdp_adjust_head=o["xdp_adjust_head"],
+        xdp_adjust_tail=o["xdp_adjust_tail"],
         hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
     )

@@ -61,10 +61,15 @@ def verify() -> None:
     "bpf_redirect() back to the tap) and also compare what read() on the fd returns and the "
     "device's counters. Default lengths then: " + XDP_LENGTHS + ".",
 )
+@click.option("--xdp-adjust-head", type=int, default=0, metavar="N",
+              help="With --xdp: the program first calls bpf_xdp_adjust_head(ctx, N).")
+@click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
+              help="With --xdp: then bpf_xdp_adjust_tail(ctx, N).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: bool,
-               offloads: bool, xdp: str | None, **opts: Any) -> None:
+               offloads: bool, xdp: str | None, xdp_adjust_head: int, xdp_adjust_tail: int,
+               **opts: Any) -> None:
     """Write frames into a private tap device and compare what the kernel built with the model.
 
     \b
@@ -98,6 +103,9 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
         lengths = XDP_LENGTHS
     if actions and offloads:
         raise click.UsageError("--xdp and --offloads are separate matrices: give one")
+    if (xdp_adjust_head or xdp_adjust_tail) and not actions:
+        raise click.UsageError("--xdp-adjust-head/--xdp-adjust-tail change the program: give "
+                               "--xdp ACTIONS too")
     frames = parse_lengths(lengths)
     if opts["frame_file"] is not None:
         raise click.UsageError("verify writes frames it builds: use --l4, not --frame")
@@ -126,8 +134,9 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
     profile = running_profile()
     cases = (live_verify.offload_cases(base) if offloads
              else [case for action in (actions or [None])
-                   for case in live_verify.build_cases(frames, replace(base, xdp=action),
-                                                       variants)])
+                   for case in live_verify.build_cases(
+                       frames, replace(base, xdp=action, xdp_adjust_head=xdp_adjust_head,
+                                       xdp_adjust_tail=xdp_adjust_tail), variants)])
     planned = live_verify.plan(profile, cases)  # a request the model rejects fails before setup
     missing = missing_requirements()
     if missing:
@@ -251,6 +260,8 @@ def _options(options: dict[str, Any]) -> str:
         parts.append(f"hdr {options['hdr']}")
     if options.get("xdp"):
         parts.append(f"xdp {options['xdp']}")
+        parts.extend(f"{name} {options[f'xdp_adjust_{name}']:+d}" for name in ("head", "tail")
+                     if options.get(f"xdp_adjust_{name}"))
     return ", ".join(parts) or "default"
 
 

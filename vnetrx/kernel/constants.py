@@ -74,6 +74,14 @@ XDP_PACKET_HEADROOM = Constant(
     256,
     note="VIRTIO_XDP_HEADROOM in virtio_net.c up to 6.11 has the same value",
 )
+XDP_FRAME_SIZE = Constant(
+    "sizeof(struct xdp_frame)",
+    "include/net/xdp.h",
+    32,
+    since=((KernelVersion(5, 18, None), 40),),
+    note="40 with the flags member of the 5.18 multi-buffer XDP series; read: 32 in 5.15.0, 40 "
+    "in 6.1.192, 6.12.117 and on 6.18.44 (pahole); the exact first release of 40 is inferred",
+)
 NAPI_POLL_WEIGHT = Constant(
     "NAPI_POLL_WEIGHT",
     "include/linux/netdevice.h",
@@ -114,6 +122,7 @@ CONSTANTS: tuple[Constant, ...] = (
     GOOD_COPY_LEN,
     SKB_FRAG_PAGE_BYTES,
     XDP_PACKET_HEADROOM,
+    XDP_FRAME_SIZE,
     NAPI_POLL_WEIGHT,
     PAGE_ALLOC_COSTLY_ORDER,
     TUN_BUILD_XDP_HEADROOM,

@@ -27,6 +27,9 @@ BPF_ALU64_MOV_K = 0xB7  # BPF_ALU64 | BPF_MOV | BPF_K
 BPF_JMP_CALL = 0x85  # BPF_JMP | BPF_CALL
 BPF_JMP_EXIT = 0x95  # BPF_JMP | BPF_EXIT
 BPF_FUNC_REDIRECT = 23  # bpf_redirect(ifindex, flags)
+BPF_FUNC_XDP_ADJUST_HEAD = 44  # bpf_xdp_adjust_head(xdp_md, delta)
+BPF_FUNC_XDP_ADJUST_TAIL = 65  # bpf_xdp_adjust_tail(xdp_md, delta)
+BPF_ALU64_MOV_X = 0xBF  # BPF_ALU64 | BPF_MOV | BPF_X
 # rtnetlink
 RTM_SETLINK = 19
 NLM_F_REQUEST = 0x1
@@ -45,14 +48,26 @@ def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> 
     return struct.pack("<BBhi", code, (src << 4) | dst, off, imm)
 
 
-def xdp_program(action: int, redirect_ifindex: int | None = None) -> bytes:
-    """The instructions: return ``action``, or redirect to ``redirect_ifindex``."""
+def xdp_program(action: int, redirect_ifindex: int | None = None, adjust_head: int = 0,
+                adjust_tail: int = 0) -> bytes:
+    """The instructions: call bpf_xdp_adjust_head(ctx, adjust_head) and
+    bpf_xdp_adjust_tail(ctx, adjust_tail) when asked (their results ignored), then return
+    ``action``, or redirect to ``redirect_ifindex``."""
+    code = b""
+    if adjust_head or adjust_tail:
+        code += _insn(BPF_ALU64_MOV_X, dst=6, src=1)  # r6 = ctx (r1-r5 die in a call)
+    for helper, offset in ((BPF_FUNC_XDP_ADJUST_HEAD, adjust_head),
+                           (BPF_FUNC_XDP_ADJUST_TAIL, adjust_tail)):
+        if offset:
+            code += (_insn(BPF_ALU64_MOV_X, dst=1, src=6)
+                     + _insn(BPF_ALU64_MOV_K, dst=2, imm=offset)
+                     + _insn(BPF_JMP_CALL, imm=helper))
     if redirect_ifindex is not None:
-        return (_insn(BPF_ALU64_MOV_K, dst=1, imm=redirect_ifindex)
+        return (code + _insn(BPF_ALU64_MOV_K, dst=1, imm=redirect_ifindex)
                 + _insn(BPF_ALU64_MOV_K, dst=2, imm=0)
                 + _insn(BPF_JMP_CALL, imm=BPF_FUNC_REDIRECT)
                 + _insn(BPF_JMP_EXIT))
-    return _insn(BPF_ALU64_MOV_K, dst=0, imm=action) + _insn(BPF_JMP_EXIT)
+    return code + _insn(BPF_ALU64_MOV_K, dst=0, imm=action) + _insn(BPF_JMP_EXIT)
 
 
 def load_xdp(insns: bytes) -> int:

@@ -82,6 +82,8 @@ class WriteCase:
     l4: str | None = None  # a real TCP/UDP frame (vnetrx.packet.build_frame); None: EtherType
     tcp_options: int = 0  # 0x88B5 and zeros
     xdp: str | None = None  # an attached XDP program's verdict (vnetrx.live.bpf); None: none
+    xdp_adjust_head: int = 0  # the program's bpf_xdp_adjust_head(ctx, N) before its verdict
+    xdp_adjust_tail: int = 0  # and bpf_xdp_adjust_tail(ctx, N)
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ class LiveTap:
             "l4": case.l4,
             "tcp_options": case.tcp_options,
             "xdp": case.xdp,
+            "xdp_adjust": [case.xdp_adjust_head, case.xdp_adjust_tail],
         }
         self._to_child.write(json.dumps(request) + "\n")
         reply = self._reply()
@@ -273,7 +276,7 @@ class _Device:
         self.ifname = ifname
         self.fd: int | None = None
         self.vnet_hdr: bool | None = None
-        self.xdp: str | None = None  # the attached program's action
+        self.xdp: tuple[str, int, int] | None = None  # the attached program: action, adjusts
         self._open(True)
 
     def _open(self, vnet_hdr: bool) -> None:
@@ -301,20 +304,23 @@ class _Device:
             raise
         self.fd, self.vnet_hdr, self.xdp = fd, vnet_hdr, None
 
-    def _attach(self, action: str | None) -> None:
-        """Load and attach (native mode) the program for ``action``, or detach (None)."""
+    def _attach(self, program_of: tuple[str, int, int] | None) -> None:
+        """Load and attach (native mode) the program (action, head and tail adjustments), or
+        detach (None)."""
         ifindex = socket.if_nametoindex(self.ifname)
-        if action is None:
+        if program_of is None:
             bpf.attach_xdp(ifindex, -1)
         else:
-            program = (bpf.xdp_program(0, redirect_ifindex=ifindex) if action == "redirect"
-                       else bpf.xdp_program(XDP_ACTIONS[action]))
+            action, head, tail = program_of
+            program = bpf.xdp_program(XDP_ACTIONS[action],
+                                      redirect_ifindex=ifindex if action == "redirect" else None,
+                                      adjust_head=head, adjust_tail=tail)
             prog_fd = bpf.load_xdp(program)
             try:
                 bpf.attach_xdp(ifindex, prog_fd)
             finally:
                 os.close(prog_fd)  # the device holds the program now
-        self.xdp = action
+        self.xdp = program_of
 
     def _read_queued(self) -> list[bytes]:
         """Everything the tap queued for its reader, without waiting (the fd may block)."""
@@ -343,8 +349,9 @@ class _Device:
             fl = (fl & ~os.O_NONBLOCK) if req["blocking"] else (fl | os.O_NONBLOCK)
             fcntl.fcntl(self.fd, fcntl.F_SETFL, fl)
             fcntl.ioctl(self.fd, TUNSETSNDBUF, struct.pack("i", req["sndbuf"]))
-            if req.get("xdp") != self.xdp:
-                self._attach(req.get("xdp"))
+            wanted = None if req.get("xdp") is None else (req["xdp"], *req["xdp_adjust"])
+            if wanted != self.xdp:
+                self._attach(wanted)
             data = (
                 build_frame(req["frame_len"], req["l4"], req["tcp_options"])
                 if req.get("l4")

@@ -129,3 +129,50 @@ def test_6_1_measures_generic_headroom_at_the_network_header() -> None:
 def test_unknown_action_names_the_valid_ones() -> None:
     with pytest.raises(InputError, match=r"unknown \(valid: aborted, drop, pass, tx, redirect\)"):
         tap(100, xdp="bounce")
+
+
+# --- what the program does to the frame: bpf_xdp_adjust_head / _tail ------------------------
+
+
+@pytest.mark.parametrize(("head", "skb_len", "headroom"), [
+    (-100, 1086, 220),
+    (-280, 1266, 40),  # data_hard_start + sizeof(struct xdp_frame) = 40: the lowest data
+    (-281, 986, 320),  # -EINVAL: nothing changes
+    (986, 0, 1306),  # pulled to 14 bytes: data_end - ETH_HLEN
+    (987, 986, 320),  # -EINVAL
+])
+def test_native_adjust_head(head: int, skb_len: int, headroom: int) -> None:
+    t = tap(1000, xdp="pass", xdp_adjust_head=head)
+    assert t.skb is not None and t.skb.len == skb_len and t.skb.truesize == 1920
+    assert run(t).headroom == headroom
+
+
+@pytest.mark.parametrize(("tail", "skb_len"), [(24, 1010), (25, 986), (-986, 0), (-987, 986)])
+def test_native_adjust_tail_stops_at_the_cache_line_slack(tail: int, skb_len: int) -> None:
+    # buflen 1664: xdp_data_hard_end = 1664 - 320 = 1344, data_end 1320
+    t = tap(1000, xdp="pass", xdp_adjust_tail=tail)
+    assert t.skb is not None and t.skb.len == skb_len
+
+
+def test_tx_reads_back_the_adjusted_frame() -> None:
+    x = run(tap(1000, xdp="tx", xdp_adjust_head=-100))
+    assert (x.read_len, x.rx_bytes, x.tx_bytes) == (1110, 1100, 1110)
+
+
+def test_generic_head_room_is_256_so_a_250_push_is_refused() -> None:
+    # measured on 6.18.44: native 1000-byte PASS with head -250 → len 1236; blocking (generic,
+    # headroom 256 at the MAC header) → 986, the helper refused (256 - 250 < 40)
+    assert tap(1000, xdp="pass", xdp_adjust_head=-250).skb.len == 1236  # type: ignore[union-attr]
+    generic = tap(1000, xdp="pass", xdp_adjust_head=-250, blocking=True)
+    assert generic.skb is not None and generic.skb.len == 986
+    assert tap(1000, xdp="pass", xdp_adjust_head=-216, blocking=True).skb.len == 1202  # type: ignore[union-attr]
+
+
+def test_xdp_frame_is_32_bytes_before_5_18() -> None:
+    t = tap(1000, lookup("5.15"), xdp="pass", xdp_adjust_head=-288)
+    assert t.skb is not None and t.skb.len == 1274  # 320 - 288 = 32 = sizeof(struct xdp_frame)
+
+
+def test_adjustments_need_a_program() -> None:
+    with pytest.raises(InputError, match="give --xdp ACTION too"):
+        tap(1000, xdp_adjust_head=-10)

@@ -127,6 +127,8 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
                 f"xdp_{run.result}"
             return TapResult("tap", outcome, None, None, buffer, (buffer,), None,
                              Cost(allocations=1, bytes_copied=length, frags=0), None, xdp=run)
+    if run is not None:  # tun_build_skb: pad = xdp.data - data_hard_start, len = data_end - data
+        pad, length = run.headroom or pad, run.len
     skb = build_skb(k, buflen, "current->task_frag page fragment")
     skb = skb_put(skb_reserve(skb, pad), length)
     owner = k.has(TUN_BUILD_SKB_OWNER)

@@ -64,6 +64,13 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         hdr = hdr + bytes(size - len(hdr))
     if s.xdp is not None and s.xdp not in xdp.ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(xdp.ACTIONS)})")
+    if (s.xdp_adjust_head or s.xdp_adjust_tail) and s.xdp is None:
+        raise InputError("--xdp-adjust-head/--xdp-adjust-tail are what an XDP program does: "
+                         "give --xdp ACTION too")
+    for value in (s.xdp_adjust_head, s.xdp_adjust_tail):
+        if not -MAX_FRAME_LEN <= value <= MAX_FRAME_LEN:
+            raise InputError(f"XDP adjustment {value} out of range (valid: -{MAX_FRAME_LEN}.."
+                             f"{MAX_FRAME_LEN})")
     if s.xdp is not None and not k.has(TUN_XDP):
         raise UnsupportedError(f"tun has no XDP support on {k.name} (added in 4.14)")
     if s.frag_source is not None and s.frag_source not in FRAG_SOURCES:
@@ -71,7 +78,8 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
             f"frag source {s.frag_source!r} unknown (valid: {', '.join(FRAG_SOURCES)})"
         )
     return TapSetup(
-        s.frame_len, s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, hdr, s.frag_source
+        s.frame_len, s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
+        s.xdp_adjust_tail, hdr, s.frag_source
     )
 
 

@@ -27,6 +27,8 @@ class TapSetup:
     vnet_hdr: bool = True  # IFF_VNET_HDR
     vnet_hdr_sz: int | None = None  # TUNSETVNETHDRSZ; None → sizeof(struct virtio_net_hdr)
     xdp: str | None = None  # an attached XDP program's verdict: pass, drop, tx, redirect, aborted
+    xdp_adjust_head: int = 0  # the program calls bpf_xdp_adjust_head(ctx, N) first (< 0: grow)
+    xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N) (> 0: grow)
     hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
 

@@ -20,7 +20,7 @@ import struct
 from dataclasses import replace
 
 from vnetrx.kernel.changes import GENERIC_XDP_MULTI_BUF, TUN_XDP, TUN_XDP_ACT_STATS
-from vnetrx.kernel.constants import ETH_HLEN, XDP_PACKET_HEADROOM
+from vnetrx.kernel.constants import ETH_HLEN, XDP_FRAME_SIZE, XDP_PACKET_HEADROOM
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.model import Skb, XdpRun
 from vnetrx.paths.skbuff import pskb_expand_head, pskb_may_pull, shinfo_size
@@ -38,6 +38,44 @@ VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
 VIRTIO_NET_HDR_F_DATA_VALID = 2
 CHECKSUM_UNNECESSARY = 1
 CHECKSUM_PARTIAL = 3
+
+
+def xdp_frame_size(k: KernelProfile) -> int:
+    """sizeof(struct xdp_frame): the bytes xdp_convert_buff_to_frame() keeps at the top of the
+    headroom, so bpf_xdp_adjust_head() never lets data go below them."""
+    return k.value(XDP_FRAME_SIZE)
+
+
+def run_helpers(k: KernelProfile, s: TapSetup, data: int, data_end: int, hard_end: int,
+                log: StepLog) -> tuple[int, int]:
+    """The program's bpf_xdp_adjust_head(ctx, head) then bpf_xdp_adjust_tail(ctx, tail)
+    (net/core/filter.c, the same bodies 5.15-7.1 for linear buffers; no metadata here). A
+    refused call (-EINVAL) changes nothing and the program goes on. Offsets are from
+    data_hard_start; returns the new (data, data_end)."""
+    if s.xdp_adjust_head:
+        new = data + s.xdp_adjust_head
+        low, high = xdp_frame_size(k), data_end - ETH_HLEN
+        ok = low <= new <= high
+        log.add(FILTER_SRC, "bpf_xdp_adjust_head",
+                (f"data {data} -> {new}" if ok else
+                 f"-EINVAL: data would be {new}, outside [data_hard_start + sizeof(struct "
+                 f"xdp_frame) = {low}, data_end - ETH_HLEN = {high}]; nothing changes"),
+                offset=s.xdp_adjust_head, data=new if ok else data, low=low, high=high)
+        if ok:
+            data = new
+    if s.xdp_adjust_tail:
+        new_end = data_end + s.xdp_adjust_tail
+        ok = data + ETH_HLEN <= new_end <= hard_end
+        log.add(FILTER_SRC, "bpf_xdp_adjust_tail",
+                (f"data_end {data_end} -> {new_end}" + (" (the new bytes are zeroed)"
+                                                       if new_end > data_end else "") if ok else
+                 f"-EINVAL: data_end would be {new_end}, outside [data + ETH_HLEN = "
+                 f"{data + ETH_HLEN}, xdp_data_hard_end = {hard_end}]; nothing changes"),
+                offset=s.xdp_adjust_tail, data_end=new_end if ok else data_end,
+                data_hard_end=hard_end)
+        if ok:
+            data_end = new_end
+    return data, data_end
 
 
 def redirect_limit() -> int:
@@ -65,6 +103,10 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
         verdict=VERDICT[s.xdp],
     )
     stats = k.has(TUN_XDP_ACT_STATS)
+    frame_len = length
+    data, data_end = run_helpers(k, s, pad, pad + length, buflen - shinfo, log)
+    pad, length = data, data_end - data  # what the verdict, and an skb, start from
+    tailroom = buflen - shinfo - data_end
     base = XdpRun(VERDICT[s.xdp], "native", "tun_build_skb", pad, length, buflen, tailroom,
                   result="pass", errno=None, read_len=None, read_hdr=None, rx_packets=0,
                   rx_bytes=0, rx_dropped=0, tx_packets=0, tx_bytes=0)
@@ -72,7 +114,7 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
         log.add(SRC, "tun_xdp_act", "XDP_PASS: nothing to do; tun_build_skb() builds the skb "
                 "around the same buffer with pad = data - data_hard_start", verdict="XDP_PASS")
         return replace(base, result="pass", errno=None, read_len=None,
-                      read_hdr=None, rx_packets=1, rx_bytes=length, rx_dropped=None,
+                      read_hdr=None, rx_packets=1, rx_bytes=frame_len, rx_dropped=None,
                       tx_packets=0, tx_bytes=0)
     if s.xdp in ("drop", "aborted"):
         log.add(SRC, "tun_xdp_act",
@@ -194,8 +236,21 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
         verdict=VERDICT[s.xdp],
     )
     copied = out.len + mac_len if expand else 0
-    length = out.len + mac_len
-    base = XdpRun(VERDICT[s.xdp], "generic", "do_xdp_generic", out.data - mac_len, length,
+    xdata, xend = run_helpers(k, s, out.data - mac_len, out.tail, out.end, log)
+    moved = xdata - (out.data - mac_len)
+    stretched = xend - out.tail
+    if moved or stretched:
+        # bpf_prog_run_generic_xdp: __skb_pull/__skb_push by the head change (mac_header
+        # follows), skb_set_tail_pointer + skb->len += the tail change; a changed Ethernet
+        # header is pushed back and eth_type_trans() runs again (the length is the same)
+        out = out.but(data=out.data + moved, tail=xend, len=out.len - moved + stretched,
+                      mac_header=None if out.mac_header is None else out.mac_header + moved)
+        log.add(DEV_SRC, "bpf_prog_run_generic_xdp",
+                "the program moved the frame: the skb follows (__skb_pull/__skb_push by the "
+                "head change, skb->len += the tail change)", len=out.len, data=out.data,
+                tail=out.tail)
+    length = xend - xdata
+    base = XdpRun(VERDICT[s.xdp], "generic", "do_xdp_generic", xdata, length,
                   frame_sz, out.end - out.tail, result="pass", errno=None, read_len=None,
                   read_hdr=None, rx_packets=0, rx_bytes=0, rx_dropped=0, tx_packets=0,
                   tx_bytes=0, copied=copied)
