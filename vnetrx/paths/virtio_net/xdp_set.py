@@ -79,6 +79,14 @@ def check_setup(s: XdpAttachSetup) -> None:
         raise InputError(f"CPUs {s.cpus} out of range (valid: 1..8192)")
 
 
+def guest_offloads(s: XdpAttachSetup) -> list[str]:
+    """The negotiated features virtnet_xdp_set's first check lists (USO4/USO6 join it in 6.2,
+    418044e1de30, but vnetrx's device never negotiates USO) and virtnet_clear_guest_offloads
+    turns off."""
+    gso = ["GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "GUEST_UFO"] if s.guest_gso else []
+    return gso + (["GUEST_CSUM"] if s.guest_csum else [])
+
+
 def mode_of(s: XdpAttachSetup) -> str:
     """virtnet_probe: mergeable with MRG_RXBUF, else big with guest GSO or MTU > 1500."""
     if s.mergeable:
@@ -114,11 +122,7 @@ def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
                          False, (), mtu_limit(k, s.frags), 0, tuple(notes))
 
     # 1. guest offloads the driver cannot switch off
-    host_offloads = [name for name, on in (("GUEST_TSO4", s.guest_gso),
-                                           ("GUEST_TSO6", s.guest_gso),
-                                           ("GUEST_ECN", s.guest_gso),
-                                           ("GUEST_UFO", s.guest_gso),
-                                           ("GUEST_CSUM", s.guest_csum)) if on]
+    host_offloads = guest_offloads(s)
     ok = s.ctrl_guest_offloads or not host_offloads
     checks.append(Check(
         "guest offloads", at, ok,
@@ -193,9 +197,7 @@ def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
 def _effects(k: KernelProfile, s: XdpAttachSetup, mode: str, enough: bool,
              curr: int) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
-    offloads = [name for name, on in (("GUEST_TSO4", s.guest_gso), ("GUEST_TSO6", s.guest_gso),
-                                      ("GUEST_ECN", s.guest_gso), ("GUEST_UFO", s.guest_gso),
-                                      ("GUEST_CSUM", s.guest_csum)) if on]
+    offloads = guest_offloads(s)
     if offloads and s.ctrl_guest_offloads:
         out.append(("guest offloads", "virtnet_clear_guest_offloads(): "
                     "VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET 0 turns off " + ", ".join(offloads)
