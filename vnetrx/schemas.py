@@ -672,7 +672,16 @@ LAB = _obj(
             )
         ),
         "notes": _arr(_STR),
-    }
+        "xdp_attach": _obj({
+            "match": _BOOL,
+            "observed": _obj({"attach": _BOOL, "errno": _nullable(_STR),
+                              "message": _nullable(_STR), "dmesg": _nullable(_STR)}),
+            "predicted": _obj({"attach": _BOOL, "errno": _nullable(_STR),
+                               "message": _nullable(_STR), "warnings": _arr(_STR)}),
+            "device": {"type": "object", "additionalProperties": _SCALAR},
+        }),
+    },
+    optional=("xdp_attach",),
 )
 
 # name → (schema id printed in the document's "schema" key, or None, schema body)

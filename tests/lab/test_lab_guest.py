@@ -160,3 +160,30 @@ def test_cli_json(image: Path) -> None:
     assert frames[1518]["observed"]["truesize"] == frames[1518]["predicted"]["truesize"] == 2176
     assert frames[1519]["observed"] == {"outcome": "drop"}
     assert data["rx_length_errors"] == {"predicted": 1, "observed": 1}
+
+
+def _xdp_case(image: Path) -> tuple[int, int, str]:
+    """The MTU boundary of virtnet_xdp_set in this guest: (last accepted, first refused, the
+    refusal's extack text)."""
+    release = image.name.removeprefix("vmlinuz-")
+    if release.startswith("6.1."):
+        return 4064, 4065, "virtio_net: MTU too large to enable XDP"  # PAGE_SIZE - 32
+    return 3506, 3507, "virtio_net: MTU too large to enable XDP without frags"  # 6.3+
+
+
+def test_xdp_attach_at_the_mtu_boundary(image: Path) -> None:
+    """A real attach in the guest (vnetrx's static probe): accepted at the limit, refused one
+    byte above with the kernel's own message, and the locked-TX warning of a 1-queue device."""
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (the XDP probe is built with it)")
+    ok, refused, message = _xdp_case(image)
+    accepted = run_virtio(image, "mergeable", (60, 1000), mtu=ok, xdp_check=True).report
+    assert accepted.xdp is not None and accepted.xdp.match, accepted.xdp
+    assert accepted.xdp.observed_errno is None
+    assert "slower locked tx mode" in accepted.xdp.warnings
+    assert accepted.match  # the probe detached: the frames took the usual path
+    no = run_virtio(image, "mergeable", (60, 1000), mtu=refused, xdp_check=True).report
+    assert no.xdp is not None and no.xdp.match, no.xdp
+    assert (no.xdp.observed_errno, no.xdp.observed_message) == ("EINVAL", message)

@@ -93,6 +93,13 @@ def lab() -> None:
     "DATA_VALID, TSO/UFO/USO, and headers the guest refuses, counted in rx_frame_errors). "
     "Needs --mode big-gso or mergeable-gso.",
 )
+@click.option(
+    "--xdp-check",
+    is_flag=True,
+    help="Also try to attach an XDP program in the guest (a small static probe, built with gcc) "
+    "and compare the kernel's answer, errno and message, with `vnetrx xdp check` for the "
+    "features it negotiated; the program is detached before the frames are sent.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
 def lab_virtio(
     image: Path | None,
@@ -106,6 +113,7 @@ def lab_virtio(
     timeout: int,
     serial_log: Path | None,
     offloads: bool,
+    xdp_check: bool,
     as_json: bool,
 ) -> None:
     """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
@@ -185,6 +193,7 @@ def lab_virtio(
             timeout_s=float(timeout),
             offloads=offloads,
             on_stage=on_stage,
+            xdp_check=xdp_check,
         )
     if serial_log is not None:
         serial_log.write_text(result.serial)
@@ -324,6 +333,14 @@ def _print_report(report: LabReport, result: LabRun | None) -> None:
                 style="green" if ok else "bold red",
             )
         )
+    if report.xdp is not None:
+        x, p = report.xdp, report.xdp.predicted
+        seen = "attached" if x.observed_errno is None else \
+            f"{x.observed_errno} \"{x.observed_message}\""
+        said = "attached" if p.attach else f"{p.errno} \"{p.message}\""
+        console.print(Text(f"XDP attach: predicted {said}, observed {seen} "
+                           f"{'✓' if x.match else '✗'}",
+                           style="green" if x.match else "bold red"))
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
     matched = sum(frame.match for frame in report.frames)

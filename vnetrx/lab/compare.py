@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
@@ -22,6 +23,9 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.guest import GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
 from vnetrx.live.rx_event import RxEvent, as_traced
+
+if TYPE_CHECKING:
+    from vnetrx.lab.xdp_probe import XdpCheck
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
 from vnetrx.packet import ETH_P_IP, ETH_P_IPV6
 from vnetrx.paths.virtio_net import VirtioRxSetup
@@ -71,6 +75,7 @@ class LabReport:
     # (rx_length_errors) and virtio_net_hdr_to_skb's refusals (rx_frame_errors)
     rx_length_errors: tuple[int, int | None] = (0, None)
     rx_frame_errors: tuple[int, int | None] = (0, None)
+    xdp: XdpCheck | None = None  # --xdp-check: the guest's XDP attach against the model
 
     @property
     def counters_match(self) -> bool:
@@ -79,7 +84,8 @@ class LabReport:
 
     @property
     def match(self) -> bool:
-        return self.counters_match and all(frame.match for frame in self.frames)
+        return (self.counters_match and all(frame.match for frame in self.frames)
+                and (self.xdp is None or self.xdp.match))
 
 
 def base_mode(mode: str) -> str:
@@ -308,4 +314,20 @@ def report_to_dict(
             for frame in report.frames
         ],
         "notes": list(report.notes),
+        **({} if report.xdp is None else {"xdp_attach": xdp_to_dict(report.xdp)}),
+    }
+
+
+def xdp_to_dict(x: XdpCheck) -> dict[str, object]:
+    p = x.predicted
+    return {
+        "match": x.match,
+        "observed": {"attach": x.observed_errno is None, "errno": x.observed_errno,
+                     "message": x.observed_message or None, "dmesg": x.warnings or None},
+        "predicted": {"attach": p.attach, "errno": p.errno, "message": p.message,
+                      "warnings": list(p.warnings)},
+        "device": {"mergeable": x.setup.mergeable, "guest_gso": x.setup.guest_gso,
+                   "guest_csum": x.setup.guest_csum,
+                   "ctrl_guest_offloads": x.setup.ctrl_guest_offloads, "mtu": x.setup.mtu,
+                   "queues": x.setup.queues, "cpus": x.setup.cpus},
     }

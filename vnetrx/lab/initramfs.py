@@ -152,8 +152,12 @@ class Kprobe:
         )
 
 
-def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60) -> str:
-    """The guest's /init (busybox sh)."""
+def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60,
+                xdp_probe: bool = False) -> str:
+    """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe)."""
+    probe = ("say xdp-cpus $(cat /sys/devices/system/cpu/online)\n"
+             "say xdp-attach $(/bin/xdpprobe $dev)\n"
+             "say xdp-dmesg $(dmesg | grep -i xdp | tr '\\n' '|')\n" if xdp_probe else "")
     kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
     sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
     return f"""#!/bin/sh
@@ -201,7 +205,7 @@ if [ -n "$KP" ]; then
     say kprobe off $(tail -n 2 $T/error_log 2>/dev/null | tr '\\n' ' ')
   fi
 fi
-ip link set $dev up || say error link up
+{probe}ip link set $dev up || say error link up
 say mergeable_rx_buffer_size $(cat /sys/class/net/$dev/queues/rx-0/virtio_net/mergeable_rx_buffer_size 2>/dev/null)
 echo 1 > $T/tracing_on
 say ready
@@ -229,8 +233,10 @@ def build(
     mac: str,
     kprobe: Kprobe | None,
     timeout_s: int = 60,
+    xdp_probe: bytes | None = None,
 ) -> tuple[bytes, list[str]]:
-    """The uncompressed newc archive and the module load order."""
+    """The uncompressed newc archive and the module load order; ``xdp_probe``: the static
+    program /init runs to try an XDP attach (vnetrx.lab.xdp_probe)."""
     if not busybox.is_file():
         raise LabSetupError(
             f"busybox not found at {busybox}", hint="apt-get install busybox-static"
@@ -256,5 +262,8 @@ def build(
         cpio.symlink("bin/sh", "busybox"),
     ]
     entries += [cpio.regular(f"lib/modules/{name}.ko", cache[name]) for name in order]
-    entries.append(cpio.regular("init", init_script(order, mac, kprobe, timeout_s).encode(), 0o755))
+    if xdp_probe is not None:
+        entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
+    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None)
+    entries.append(cpio.regular("init", script.encode(), 0o755))
     return cpio.archive(entries), order

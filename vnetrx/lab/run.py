@@ -188,6 +188,7 @@ def run_virtio(
     timeout_s: float = 90.0,
     offloads: bool = False,
     on_stage: Callable[[str], None] | None = None,
+    xdp_check: bool = False,
 ) -> LabRun:
     """Boot, send, compare. ``offloads``: send ``offload_frames()`` (real TCP/UDP frames behind
     offload headers) instead of ``lengths``; needs a vhost-user mode. ``on_stage`` hears what
@@ -222,8 +223,14 @@ def run_virtio(
             offsets = kprobe_offsets(image)
         except VnetrxError as exc:  # the tracepoint alone still checks len/truesize/frags
             kprobe_note = f"no struct sk_buff offsets for the kprobe: {exc.message}"
+    probe = None
+    if xdp_check:
+        from vnetrx.lab.xdp_probe import build_probe
+
+        stage("building the XDP probe")
+        probe = build_probe()
     archive, order = initramfs.build(
-        find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s)
+        find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s), xdp_probe=probe
     )
     boot = qemu.Boot(
         image,
@@ -246,6 +253,13 @@ def run_virtio(
         raise qemu.GuestError("the guest powered off without dumping its trace")
     profile = lookup(guest_version(log.status, log.release or release))
     report = compare(profile, mode, lengths, log, hdrs)
+    if xdp_check:
+        from vnetrx.lab.xdp_probe import check, cpus_of
+
+        answer = log.status.get("xdp-attach", "")
+        report = replace(report, xdp=check(
+            profile, log.features, log.mtu, cpus_of(log.status.get("xdp-cpus", "0")), answer,
+            log.status.get("xdp-dmesg", "").strip("| ")))
     if kprobe_note is not None:
         report = replace(report, notes=(*report.notes, kprobe_note))
     if result.backend_dropped:

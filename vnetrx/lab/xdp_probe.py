@@ -1,0 +1,109 @@
+"""``vnetrx lab virtio --xdp-check``: does the guest kernel let an XDP program attach to its
+virtio-net device, and with which error? A small static C program (data/xdpprobe.c: bpf(2)
+BPF_PROG_LOAD of ``r0 = XDP_PASS; exit``, RTM_SETLINK IFLA_XDP in driver mode, the extack
+text, then a detach so the frames that follow take the usual path) runs in the guest's /init;
+its answer is compared with vnetrx.paths.virtio_net.xdp_set for the features the guest
+negotiated. Building the probe needs gcc and a static libc (Debian: gcc, libc6-dev)."""
+
+from __future__ import annotations
+
+import errno as errno_mod
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from vnetrx import cache
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.lab.guest import GUEST_GSO
+from vnetrx.lab.initramfs import LabSetupError
+from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
+
+
+def source() -> bytes:
+    return resources.files("vnetrx.lab").joinpath("data/xdpprobe.c").read_bytes()
+
+
+def build_probe() -> bytes:
+    """The static probe binary (kept in vnetrx's cache, keyed by the source)."""
+    code = source()
+    name = f"xdpprobe-{hashlib.sha256(code).hexdigest()[:16]}.bin"
+    cached = cache.read(name)
+    if cached is not None and cached.startswith(b"\x7fELF"):
+        return cached
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise LabSetupError("--xdp-check builds a small static program: gcc is not installed",
+                            hint="apt-get install gcc libc6-dev")
+    with tempfile.TemporaryDirectory(prefix="vnetrx-xdpprobe-") as tmp:
+        src, out = Path(tmp, "xdpprobe.c"), Path(tmp, "xdpprobe")
+        src.write_bytes(code)
+        run = subprocess.run([gcc, "-static", "-Os", "-o", str(out), str(src)],
+                             capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            raise LabSetupError(f"building the XDP probe failed: {last}",
+                                hint="a static libc is needed: apt-get install libc6-dev")
+        binary = out.read_bytes()
+    cache.write(name, binary)
+    return binary
+
+
+@dataclass(frozen=True)
+class XdpCheck:
+    """The guest's answer to an XDP attach next to the model's."""
+
+    observed_errno: str | None  # None: attached
+    observed_message: str
+    predicted: XdpAttach
+    setup: XdpAttachSetup
+    warnings: str  # the guest's dmesg lines about XDP
+
+    @property
+    def match(self) -> bool:
+        p = self.predicted
+        message = (p.message or "").removeprefix("virtio_net: ")
+        return (self.observed_errno == p.errno
+                and (p.message is None or self.observed_message.endswith(message))
+                and all(w in self.warnings for w in p.warnings))  # the netdev_warn lines
+
+
+def parse_answer(line: str) -> tuple[str | None, str]:
+    """``rc N MESSAGE`` as the probe prints it: (errno name or None, the extack text)."""
+    parts = line.split(" ", 2)
+    if len(parts) < 2 or parts[0] != "rc" or not parts[1].lstrip("-").isdigit():
+        raise LabSetupError(f"the guest's XDP probe printed {line!r}, not 'rc N MESSAGE'")
+    rc = int(parts[1])
+    name = None if rc == 0 else errno_mod.errorcode.get(rc, str(rc))
+    return name, parts[2].strip() if len(parts) > 2 else ""
+
+
+def check(k: KernelProfile, features: tuple[str, ...], mtu: int, cpus: int, answer: str,
+          warnings: str) -> XdpCheck:
+    names = set(features)
+    setup = XdpAttachSetup(
+        mergeable="MRG_RXBUF" in names,
+        guest_gso=bool(GUEST_GSO & names),
+        guest_csum="GUEST_CSUM" in names,
+        ctrl_guest_offloads="CTRL_GUEST_OFFLOADS" in names,
+        any_header_sg="ANY_LAYOUT" in names or "VERSION_1" in names,
+        mtu=mtu,
+        queues=1,  # the lab's QEMU device has one queue pair (no MQ)
+        cpus=cpus,
+    )
+    observed, message = parse_answer(answer)
+    return XdpCheck(observed, message, virtnet_xdp_set(k, setup), setup, warnings)
+
+
+def cpus_of(online: str) -> int:
+    """The CPU count in a cpu list like "0" or "0-3,5"."""
+    total = 0
+    for part in online.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        total += int(high or low) - int(low) + 1
+    return max(total, 1)
