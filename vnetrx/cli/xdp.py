@@ -116,9 +116,9 @@ def _virtio(k: Any, setup: XdpAttachSetup) -> dict[str, Any]:
 
 def _tap(k: Any) -> dict[str, Any]:
     from vnetrx.codec import kernel_to_dict
-    from vnetrx.paths.tun import build_limit
+    from vnetrx.paths.tun.xdp import tun_xdp_set
 
-    limit = build_limit(k)
+    detail, effects = tun_xdp_set(k)
     return {
         "schema": SCHEMA,
         "kernel": kernel_to_dict(k),
@@ -129,25 +129,11 @@ def _tap(k: Any) -> dict[str, Any]:
         "message": None,
         "warnings": [],
         "checks": [{"check": "tun_xdp_set", "source": f"drivers/net/tun.c:tun_xdp_set @ {k.name}",
-                    "passed": True,
-                    "detail": "swaps tun->xdp_prog and sets SOCK_XDP on the queues: no MTU, "
-                    "offload or queue check (a generic program already attached is refused by "
-                    "the core: 'Native and generic XDP can't be active at the same time', "
-                    "EEXIST)", "because": []}],
+                    "passed": True, "detail": detail, "because": []}],
         "runs": True,
         "mtu_limit": None,
         "xdp_queue_pairs": 0,
-        "effects": [
-            {"what": "native XDP", "how": f"in tun_build_skb for TAP writes tun_can_build_skb "
-             f"accepts: non-blocking, default sndbuf, no IFF_NAPI_FRAGS, non-GSO, frames up to "
-             f"{limit} bytes; headroom TUN_RX_PAD + XDP_PACKET_HEADROOM = 320"},
-            {"what": "generic XDP", "how": "every other write: do_xdp_generic on the built "
-             "skb, which pskb_expand_head() + skb_linearize() copy to 256 bytes of headroom"},
-            {"what": "XDP_TX", "how": "native: an xdp_frame on the tx_ring, read() returns a "
-             "zeroed vnet header and the frame; generic: the skb goes to tun_net_xmit"},
-            {"what": "build_skb limit", "how": f"{limit} bytes whether or not a program is "
-             "attached (59eeb2329405 counts XDP_PACKET_HEADROOM always)"},
-        ],
+        "effects": [{"what": what, "how": how} for what, how in effects],
         "notes": ["see `vnetrx trace --path tap --xdp ACTION` for one write, and "
                   "`vnetrx verify tap --xdp all` to check it on this kernel"],
     }

@@ -176,3 +176,17 @@ def test_xdp_frame_is_32_bytes_before_5_18() -> None:
 def test_adjustments_need_a_program() -> None:
     with pytest.raises(InputError, match="give --xdp ACTION too"):
         tap(1000, xdp_adjust_head=-10)
+
+
+@pytest.mark.parametrize(("release", "limit", "words"), [
+    ("6.18", 3456, "counts XDP_PACKET_HEADROOM always"),
+    ("5.15.100", 3712, "buflen can exceed PAGE_SIZE"),
+])
+def test_tun_xdp_set_never_refuses_and_names_the_build_limit(release: str, limit: int,
+                                                            words: str) -> None:
+    from vnetrx.paths.tun.xdp import tun_xdp_set
+
+    check, effects = tun_xdp_set(lookup(release))
+    assert "no MTU, offload or queue check" in check
+    how = dict(effects)["build_skb limit"]
+    assert how.startswith(f"{limit} bytes") and words in how

@@ -20,7 +20,12 @@ import struct
 from dataclasses import replace
 
 from vnetrx.kernel.changes import GENERIC_XDP_MULTI_BUF, TUN_XDP, TUN_XDP_ACT_STATS
-from vnetrx.kernel.constants import ETH_HLEN, XDP_FRAME_SIZE, XDP_PACKET_HEADROOM
+from vnetrx.kernel.constants import (
+    ETH_HLEN,
+    TUN_BUILD_XDP_HEADROOM,
+    XDP_FRAME_SIZE,
+    XDP_PACKET_HEADROOM,
+)
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.model import Skb, XdpRun
 from vnetrx.paths.skbuff import pskb_expand_head, pskb_may_pull, shinfo_size
@@ -306,3 +311,29 @@ def _hdr_from_skb(skb: Skb, size: int, mac_len: int) -> str | None:
         flags = 0
     hdr = struct.pack("<BBHHHH", flags, gso_type, hdr_len, skb.gso_size, start, offset)
     return (hdr + bytes(size - len(hdr))).hex()
+
+
+def tun_xdp_set(k: KernelProfile) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """drivers/net/tun.c:tun_xdp_set never refuses a program (no MTU, offload or queue check;
+    identical 5.15-7.1): its check's wording and what attaching means for writes."""
+    from vnetrx.paths.tun.build import build_limit
+
+    limit = build_limit(k)
+    check = ("swaps tun->xdp_prog and sets SOCK_XDP on the queues: no MTU, offload or queue "
+             "check (a generic program already attached is refused by the core: 'Native and "
+             "generic XDP can't be active at the same time', EEXIST)")
+    effects = (
+        ("native XDP", "in tun_build_skb for TAP writes tun_can_build_skb accepts: "
+         f"non-blocking, default sndbuf, no IFF_NAPI_FRAGS, non-GSO, frames up to {limit} "
+         "bytes; headroom TUN_RX_PAD + XDP_PACKET_HEADROOM = "
+         f"{k.build.net_ip_align + k.net_skb_pad + k.value(XDP_PACKET_HEADROOM)}"),
+        ("generic XDP", "every other write: do_xdp_generic on the built skb, which "
+         "pskb_expand_head() + skb_linearize() copy to 256 bytes of headroom"),
+        ("XDP_TX", "native: an xdp_frame on the tx_ring, read() returns a zeroed vnet header "
+         "and the frame; generic: the skb goes to tun_net_xmit"),
+        ("build_skb limit", f"{limit} bytes whether or not a program is attached"
+         + (" (59eeb2329405 counts XDP_PACKET_HEADROOM always)" if k.value(TUN_BUILD_XDP_HEADROOM)
+            else " (before 59eeb2329405 the 256 bytes a program adds to pad are not counted: "
+            "with a program, buflen can exceed PAGE_SIZE)")),
+    )
+    return check, effects
