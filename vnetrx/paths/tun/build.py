@@ -123,9 +123,7 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
     elif s.xdp is not None:
         run = xdp.native(k, s, buflen, pad, length, sh, log)
         if run.result != "pass":
-            outcome = "xdp_drop" if run.result in ("drop", "redirect_failed") else \
-                f"xdp_{run.result}"
-            return TapResult("tap", outcome, None, None, buffer, (buffer,), None,
+            return TapResult("tap", xdp.outcome_of(run), None, None, buffer, (buffer,), None,
                              Cost(allocations=1, bytes_copied=length, frags=0), None, xdp=run)
     if run is not None:  # tun_build_skb: pad = xdp.data - data_hard_start, len = data_end - data
         pad, length = run.headroom or pad, run.len

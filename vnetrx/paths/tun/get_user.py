@@ -131,10 +131,8 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
     if s.xdp is not None and run is None:  # skb_xdp: tun_build_skb did not run it natively
         run, passed = xdp.generic(k, s, skb, generic_why, log)
         if passed is None:
-            outcome = "xdp_drop" if run.result in ("drop", "redirect_failed") else \
-                f"xdp_{run.result}"
-            return TapResult(result.path, outcome, None, None, result.buffer, result.buffers,
-                             None, result.cost, total, xdp=run)
+            return TapResult(result.path, xdp.outcome_of(run), None, None, result.buffer,
+                             result.buffers, None, result.cost, total, xdp=run)
         skb = passed
     cost = result.cost
     if run is not None and run.copied and cost is not None:  # generic XDP's new linear head

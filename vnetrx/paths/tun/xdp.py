@@ -83,6 +83,12 @@ def run_helpers(k: KernelProfile, s: TapSetup, data: int, data_end: int, hard_en
     return data, data_end
 
 
+def outcome_of(run: XdpRun) -> str:
+    """The trace outcome of a frame the program kept: a drop (also a failed redirect), a TX or
+    a redirect."""
+    return "xdp_drop" if run.result in ("drop", "redirect_failed") else f"xdp_{run.result}"
+
+
 def redirect_limit() -> int:
     """xdp_ok_fwd_dev (include/linux/filter.h): fwd->mtu + fwd->hard_header_len + VLAN_HLEN."""
     return TAP_MTU + ETH_HLEN + VLAN_HLEN
@@ -176,9 +182,14 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
                   tx_bytes=read_len)
 
 
+def _vnet_hdr_bytes(s: TapSetup) -> int:
+    """What a read() puts before the frame: vnet_hdr_sz with IFF_VNET_HDR, else nothing."""
+    return (s.vnet_hdr_sz or 0) if s.vnet_hdr else 0
+
+
 def _read_of_xdp_frame(s: TapSetup, length: int) -> tuple[int, str | None]:
     """tun_put_user_xdp: vnet_hdr_sz zero bytes (IFF_VNET_HDR), then the frame."""
-    size = (s.vnet_hdr_sz or 0) if s.vnet_hdr else 0
+    size = _vnet_hdr_bytes(s)
     return size + length, (bytes(size).hex() if s.vnet_hdr else None)
 
 
@@ -270,7 +281,7 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
                 "length before its rx stats", rx_dropped=0)
         return replace(base, result="redirect_failed" if failed else "drop",
                        errno="EMSGSIZE" if failed else None), None
-    size = (s.vnet_hdr_sz or 0) if s.vnet_hdr else 0
+    size = _vnet_hdr_bytes(s)
     read_hdr = _hdr_from_skb(out, size, mac_len) if s.vnet_hdr else None
     log.add(DEV_SRC, "generic_xdp_tx",
             ("XDP_TX" if s.xdp == "tx" else "XDP_REDIRECT to this tap (xdp_do_generic_redirect)")
