@@ -44,6 +44,15 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("trace", ["trace", "--path", "tap", "--len", "2000", "--xdp", "redirect"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--xdp", "pass"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--xdp", "tx", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--len", "1000", "--xdp", "tx", "--kernel", "6.18"], 0),  # virtio small
+    ("trace", ["trace", "--len", "9014", "--mergeable", "--mtu", "9000", "--xdp", "pass",
+               "--xdp-frags", "--kernel", "6.12"], 0),
+    ("trace", ["trace", "--len", "3600", "--mergeable", "--mtu", "4000", "--xdp", "pass",
+               "--kernel", "6.1"], 0),  # dropped by xdp_linearize_page
+    ("trace", ["trace", "--len", "1000", "--mergeable", "--mtu", "9000", "--xdp", "pass",
+               "--kernel", "6.12"], 0),  # the attach is refused
+    ("sweep", ["sweep", "--len", "3500-3520", "--mergeable", "--xdp", "pass", "--kernel", "6.1",
+               "--json"], 0),
     ("diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
               "--mergeable"], 0),
     ("diff", ["diff", "--", "--len", "100", "--", "--len", "100"], 0),  # the same trace twice

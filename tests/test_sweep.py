@@ -151,3 +151,12 @@ def test_jsonl_lines_are_the_rows_json() -> None:
             assert row_line(row) == json.dumps(row_to_dict(row))
     for row in tap_rows(lookup("6.1"), TapSetup(frame_len=1), range(1, 3000, 113)):
         assert row_line(row) == json.dumps(row_to_dict(row))
+
+
+def test_xdp_rows_come_from_the_xdp_path() -> None:
+    # mergeable with a program, 6.1: one 3520-byte buffer holds 12 + 3508; longer frames span
+    # two and xdp_linearize_page drops them (docs/kernel/xdp-source-notes.md §A.4)
+    setup = VirtioRxSetup(frame_len=1, mergeable=True, xdp="pass")
+    spans = collapse(virtio_rows(lookup("6.1"), setup, range(3500, 3521)))
+    assert [(s.first, s.last, s.outcome, s.reason, s.truesize) for s in spans] == [
+        (3500, 3508, "build_skb", None, 4352), (3509, 3520, "xdp_drop", "xdp_linearize", None)]

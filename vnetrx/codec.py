@@ -79,13 +79,17 @@ def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
             "mode": x.mode,
             "function": x.function,
             "xdp_buff": {"headroom": x.headroom, "len": x.len, "frame_sz": x.frame_sz,
-                         "tailroom": x.tailroom},
+                         "tailroom": x.tailroom, "nr_frags": x.nr_frags,
+                         "frags_size": x.frags_size},
+            "ran": x.ran,
+            "refused": x.refused,
             "result": x.result,
             "errno": x.errno,
             "copied": x.copied,
             "counters": {"rx_packets": x.rx_packets, "rx_bytes": x.rx_bytes,
                          "rx_dropped": x.rx_dropped, "tx_packets": x.tx_packets,
                          "tx_bytes": x.tx_bytes},
+            "driver_counters": dict(x.driver) if x.driver else None,
         }
     }
     if x.read_len is not None:

@@ -20,13 +20,22 @@ RESULT_FIELDS = (
     "cost.frags",
     "buffer.size",
     "buffer.page_offset",
-    # an attached XDP program (tap): what its verdict did, read() and the counters
+    # an attached XDP program: where it ran, what its verdict did, the reader's bytes and the
+    # counters (virtio-net's queue counters too)
     "xdp.mode",
+    "xdp.function",
+    "xdp.refused",
     "xdp.result",
     "xdp.errno",
     "xdp.copied",
+    "xdp.xdp_buff.headroom",
+    "xdp.xdp_buff.frame_sz",
+    "xdp.xdp_buff.nr_frags",
     *(f"xdp.counters.{name}" for name in ("rx_packets", "rx_bytes", "rx_dropped",
                                           "tx_packets", "tx_bytes")),
+    *(f"xdp.driver_counters.{name}" for name in ("rx_drops", "rx_xdp_packets", "rx_xdp_tx",
+                                                 "rx_xdp_redirects", "rx_xdp_drops",
+                                                 "tx_xdp_tx", "tx_xdp_tx_drops")),
     "xdp_tx.len",
 )
 

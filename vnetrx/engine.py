@@ -30,7 +30,9 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("ring_size", s.ring_size),
         ("buffer_index", s.buffer_index),
         ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
-        ("xdp", None),  # no XDP program: virtio-net with XDP is not modelled yet
+        ("xdp", s.xdp),
+        *((("xdp_frags", s.xdp_frags), ("xdp_adjust_head", s.xdp_adjust_head),
+           ("xdp_adjust_tail", s.xdp_adjust_tail)) if s.xdp is not None else ()),
     )
     return _finish(
         k,
@@ -43,8 +45,10 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         result.buffers,
         result.skb,
         result.cost,
+        errno=result.errno,
         counter=result.counter,
         refused_by=result.refused_by,
+        xdp=result.xdp,
     )
 
 

@@ -193,26 +193,38 @@ XDP_OUTCOMES = ("xdp_drop", "xdp_tx", "xdp_redirect")  # a Trace's outcome when 
 @dataclass(frozen=True)
 class XdpRun:
     """What an attached XDP program saw and what its verdict did (tun: tun_build_skb's native
-    XDP or do_xdp_generic on a built skb). Counters are the device's deltas for this write and a
-    read() of what it queued; None where the stack after XDP decides (XDP_PASS's rx_dropped)."""
+    XDP or do_xdp_generic on a built skb; virtio-net: receive_small's / receive_mergeable's XDP
+    branch). Counters are the device's deltas for this frame and, for a frame the program
+    transmitted, what a reader of it gets (tun: a read() on the fd; virtio-net: the device,
+    from the send queue); None where the stack after XDP decides (XDP_PASS's rx_dropped)."""
 
     action: str  # the verdict the program returns: "XDP_PASS", "XDP_DROP", ...
-    mode: str  # "native" (tun_build_skb) | "generic" (do_xdp_generic on an skb)
-    function: str  # where it ran: "tun_build_skb" | "do_xdp_generic"
+    mode: str  # "native" (in the driver) | "generic" (do_xdp_generic on an skb)
+    function: str  # where it ran: "tun_build_skb" | "do_xdp_generic" | "receive_small_xdp" ...
     headroom: int | None  # xdp.data - xdp.data_hard_start (None: generic, not laid out)
     len: int  # xdp.data_end - xdp.data
     frame_sz: int | None  # xdp.frame_sz
     tailroom: int | None  # bytes between data_end and the end of frame_sz less skb_shared_info
-    result: str  # "pass" | "drop" | "tx" | "redirect" | "redirect_failed"
-    errno: str | None  # a failed redirect's error
-    read_len: int | None  # bytes a read() on the tap fd returns for the queued frame
-    read_hdr: str | None  # the vnet header bytes that read() returns, hex
+    # "pass" | "drop" | "tx" | "redirect" | "redirect_failed" | "tx_failed" (virtio-net: the
+    # xdp_frame could not be sent, counted in the send queue's xdp_tx_drops)
+    result: str
+    errno: str | None  # a failed redirect's or transmit's error
+    read_len: int | None  # bytes the reader of a transmitted frame gets (vnet header included)
+    read_hdr: str | None  # the vnet header bytes in front of it, hex
     rx_packets: int
     rx_bytes: int
     rx_dropped: int | None
     tx_packets: int
     tx_bytes: int
-    copied: int = 0  # bytes do_xdp_generic copies to give the program headroom / a linear skb
+    copied: int = 0  # bytes copied before the program runs (generic XDP's new head, virtio's
+    # xdp_linearize_page into a fresh page)
+    nr_frags: int = 0  # the xdp_buff's frags (virtio-net multi-buffer XDP, 6.3+)
+    frags_size: int = 0  # their bytes (skb_shared_info.xdp_frags_size)
+    ran: bool = True  # the program ran; False: the driver dropped the frame before it (refused)
+    refused: str | None = None  # why the driver did not run it: "gso_type", "needs_csum", ...
+    # virtio-net's per-queue counters for this frame (struct virtnet_rq_stats / _sq_stats,
+    # what ethtool -S prints): ("xdp_packets", 1), ...; empty on tun
+    driver: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -92,12 +92,17 @@ XDP_RUN = _obj(
         "mode": {"enum": ["native", "generic"]},
         "function": _STR,
         "xdp_buff": _obj({"headroom": _nullable(_NAT), "len": _NAT,
-                          "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT)}),
-        "result": {"enum": ["pass", "drop", "tx", "redirect", "redirect_failed"]},
+                          "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT),
+                          "nr_frags": _NAT, "frags_size": _NAT}),
+        "ran": _BOOL,
+        "refused": _nullable({"enum": ["gso_type", "needs_csum", "linearize",
+                                       "too_many_buffers"]}),
+        "result": {"enum": ["pass", "drop", "tx", "redirect", "redirect_failed", "tx_failed"]},
         "errno": _nullable(_STR),
         "copied": _NAT,
         "counters": _obj({"rx_packets": _NAT, "rx_bytes": _NAT, "rx_dropped": _nullable(_NAT),
                           "tx_packets": _NAT, "tx_bytes": _NAT}),
+        "driver_counters": _nullable(_obj(dict.fromkeys(("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_xdp_drops", "tx_xdp_tx", "tx_xdp_tx_drops"), _NAT))),
     }
 )
 TRACE = _obj(

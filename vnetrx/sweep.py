@@ -8,14 +8,14 @@ runs the full engine per length. Pure: no I/O, no click, no rich.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from vnetrx.engine import trace_tap
+from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Cost, Skb
+from vnetrx.model import SKB_FIELDS, Cost, Skb, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb
@@ -62,7 +62,11 @@ class Row(NamedTuple):
 
 def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
-    """The virtio receive path for every length, from plans (setup.frame_len is ignored)."""
+    """The virtio receive path for every length, from plans (setup.frame_len is ignored); with
+    an XDP program, from the full engine (the plans model the path without one)."""
+    if setup.xdp is not None:
+        yield from _traced_rows(k, (replace(setup, frame_len=n) for n in lengths), trace_virtio)
+        return
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
     name, plan, deliver, plain = k.name, virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
@@ -83,13 +87,25 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
     """The tap write path for every length (the full engine: slower than virtio_rows)."""
-    for frame_len in lengths:
-        t = trace_tap(k, replace(setup, frame_len=frame_len))
+    yield from _traced_rows(k, (replace(setup, frame_len=n) for n in lengths), trace_tap)
+
+
+S = TypeVar("S")
+
+
+def _traced_rows(k: KernelProfile, setups: Iterable[S], trace: Callable[[KernelProfile, S], Trace]
+                 ) -> Iterator[Row]:
+    """One row per full trace: outcome, skb and costs as the narrated path decided them."""
+    for s in setups:
+        t = trace(k, s)
+        frame_len = dict(t.input)["frame_len"]
+        assert isinstance(frame_len, int)
         if t.skb is None or t.cost is None:
-            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None, 1)
+            yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None,
+                      len(t.buffers) or 1)
             continue
         yield Row(frame_len, k.name, t.outcome, None, t.skb, t.cost.allocations,
-                  t.cost.bytes_copied, 1)
+                  t.cost.bytes_copied, len(t.buffers) or 1)
 
 
 def weighted_totals(rows: Iterable[Row], weights: dict[int, int]) -> Totals:
@@ -160,7 +176,7 @@ class Span(NamedTuple):
 
 
 def _what(row: Row) -> str:
-    if row.outcome in ("drop", "error"):
+    if row.outcome in ("drop", "error") or (row.outcome == "xdp_drop" and row.reason):
         return f"{row.outcome} ({row.reason})"
     if row.outcome == "copy":
         if row.bytes_copied == row.frame_len:

@@ -127,7 +127,8 @@ def test_xdp_tx_json_has_outcome_and_read_back(runner: CliRunner) -> None:
     assert (doc["outcome"], doc["skb"]) == ("xdp_tx", None)
     assert doc["xdp_tx"] == {"len": 1010, "hdr": "00" * 10}
     assert doc["xdp"]["xdp_buff"] == {"headroom": 320, "len": 1000, "frame_sz": 1664,
-                                      "tailroom": 24}
+                                      "tailroom": 24, "nr_frags": 0,
+                                      "frags_size": 0}
     assert doc["input"]["xdp"] == "tx"
 
 
@@ -156,3 +157,31 @@ def test_xdp_adjust_needs_xdp(runner: CliRunner) -> None:
     assert result.exit_code == 2 and "give --xdp ACTION too" in result.output
     result = runner.invoke(cli, ["verify", "tap", "--xdp-adjust-tail", "4"])
     assert result.exit_code == 2 and "give --xdp ACTIONS too" in result.output
+
+
+def test_virtio_xdp_text_and_json(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--xdp", "--kernel",
+                                 "6.1"])
+    assert result.exit_code == 0, result.output
+    assert "native XDP_PASS" in result.stdout and "truesize 4352" in result.stdout
+    assert "xdp headroom" in result.stdout  # the buffer map shows the 256 bytes
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--xdp", "tx", "--kernel", "6.18",
+                                 "--json"])
+    doc = json.loads(result.stdout)
+    assert (doc["outcome"], doc["xdp_tx"]["len"]) == ("xdp_tx", 1012)  # 12-byte header pushed
+    assert doc["xdp"]["driver_counters"]["tx_xdp_tx"] == 1
+    assert doc["input"]["xdp"] == "tx"
+
+
+def test_virtio_xdp_attach_refused_text(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--len", "1000", "--mergeable", "--mtu", "9000",
+                                 "--xdp", "--kernel", "6.12"])
+    assert result.exit_code == 0, result.output
+    assert "attaching the XDP program fails with EINVAL" in result.stdout
+    assert "MTU too large to enable XDP without frags" in result.stdout
+
+
+def test_xdp_frags_is_virtio_only(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp",
+                                 "--xdp-frags"])
+    assert result.exit_code == 2 and "--xdp-frags does not apply to --path tap" in result.output

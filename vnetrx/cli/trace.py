@@ -19,17 +19,15 @@ from vnetrx.model import Trace
 from vnetrx.paths.tun import XDP_ACTIONS, TapSetup
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 
-_VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index")
+_VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index",
+                "xdp_frags")
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
     "vnet_hdr_sz",
     "no_vnet_hdr",
-    "xdp",
     "tun",
     "frag_source",
-    "xdp_adjust_head",
-    "xdp_adjust_tail",
 )
 
 
@@ -114,15 +112,21 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
     flag_value="pass",
     default=None,
     metavar="[ACTION]",
-    help="tap path: an XDP program returning ACTION (pass, drop, tx, redirect, aborted; bare "
-    "--xdp: pass) is attached. Native XDP runs in tun_build_skb; other writes get generic XDP. "
-    "redirect: bpf_redirect() back to the same tap.",
+    help="An XDP program returning ACTION (pass, drop, tx, redirect, aborted; bare --xdp: "
+    "pass) is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 "
+    "bytes of XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: "
+    "native XDP in tun_build_skb, generic XDP for other writes. redirect: bpf_redirect() back "
+    "to the same device.",
 )
+@click.option("--xdp-frags", is_flag=True,
+              help="virtio, with --xdp: the program was loaded with BPF_F_XDP_HAS_FRAGS (6.3+): "
+              "a frame over several mergeable buffers reaches it as a multi-buffer xdp_buff "
+              "instead of being linearised or dropped, and the MTU limit goes.")
 @click.option("--xdp-adjust-head", type=int, default=0, metavar="N",
-              help="tap path, with --xdp: the program first calls bpf_xdp_adjust_head(ctx, N) "
+              help="With --xdp: the program first calls bpf_xdp_adjust_head(ctx, N) "
               "(N < 0 grows the frame at the front, N > 0 cuts it).")
 @click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
-              help="tap path, with --xdp: then bpf_xdp_adjust_tail(ctx, N) (N > 0 grows it).")
+              help="With --xdp: then bpf_xdp_adjust_tail(ctx, N) (N > 0 grows it).")
 @click.option(
     "--frag-source",
     type=click.Choice(["task-frag", "per-queue", "full-page"]),
@@ -168,6 +172,9 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --len 9014 --big --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
+      vnetrx trace --len 1000 --xdp pass                # receive_small_xdp, truesize 2432
+      vnetrx trace --len 1000 --mergeable --xdp pass --kernel 6.1  # headroom 268, truesize 4352
+      vnetrx trace --len 9014 --mergeable --mtu 9000 --xdp pass --xdp-frags --kernel 6.12
     """
     result = _run(ctx, path, frame_len, opts)
     export_pictures(
@@ -241,6 +248,10 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
         ewma=o["ewma"],
         buffer_index=o["buffer_index"],
         hdr=frame.hdr,
+        xdp=o["xdp"],
+        xdp_frags=o["xdp_frags"],
+        xdp_adjust_head=o["xdp_adjust_head"],
+        xdp_adjust_tail=o["xdp_adjust_tail"],
     )
 
 

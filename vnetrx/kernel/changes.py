@@ -249,6 +249,46 @@ VIRTIO_XDP_MTU_FRAGS = Change(
     "sizeof(struct padded_vnet_hdr) (4064; 4080 before 5.18) for every program, also on detach",
     note="series merged as 40ea3ee2ced1 (v6.3); read @6.2.12 (old rule) and @6.6.150 (new)",
 )
+VIRTIO_XDP_MULTI_BUF = Change(
+    key="virtio_xdp_multi_buf",
+    subject="virtio-net: support multi-buffer xdp",
+    commit="fab89bafa95b",
+    since=v("6.3"),
+    summary="mergeable buffers posted for XDP record ctx truesize PAGE_SIZE (len + room) and "
+    "never absorb the page's hole (484beac2ffc1 'virtio-net: disable the hole mechanism for "
+    "xdp'); a frame over several buffers reaches a program loaded with BPF_F_XDP_HAS_FRAGS as "
+    "a multi-buffer xdp_buff (virtnet_build_xdp_buff_mrg, at most MAX_SKB_FRAGS + 1 buffers), "
+    "and is linearised (xdp_linearize_page) or dropped for any other program; XDP_PASS builds "
+    "the skb from the xdp_buff (b26aa481b4b7 'virtio-net: build skb from multi-buffer xdp'), "
+    "no longer through page_to_skb, so it never copies",
+    note="series merged as 40ea3ee2ced1 (v6.3); read @6.2.12 (absent) and @6.6.150, @6.12.117, "
+    "@6.18.9 (present)",
+)
+VIRTIO_RECEIVE_XDP_SPLIT = Change(
+    key="virtio_receive_xdp_split",
+    subject="virtio_net: introduce receive_small_xdp()",
+    commit="c5f3e72f04c0",
+    since=v("6.5"),
+    summary="receive_small()'s and receive_mergeable()'s XDP branches move into "
+    "receive_small_xdp() and receive_mergeable_xdp() (d8f2835a4746), the verdicts into "
+    "virtnet_xdp_handler(): the same arithmetic under new names",
+    note="net-next May 2023; inline @6.2.12, split @6.6.0",
+)
+VIRTIO_XDP_NEEDS_CSUM_DROP = Change(
+    key="virtio_xdp_needs_csum_drop",
+    subject="virtio_net: fixing XDP for fully checksummed packets handling",
+    commit="703eec1b2422",
+    since=v("6.10"),
+    stable=((v("6.6.36"), None),),
+    summary="with a program attached, receive_small_xdp() and mergeable_xdp_get_buf() drop a "
+    "frame whose header has VIRTIO_NET_HDR_F_NEEDS_CSUM (xdp_drops, drops), and receive_buf() "
+    "saves the header's flags before the program runs, so DATA_VALID survives XDP_PASS; "
+    "before, an XDP skb's zeroed header left it CHECKSUM_NONE",
+    note="with 604141c036e1 'virtio_net: checksum offloading handling fix' (same series, "
+    "v6.10-rc4); which hunk belongs to which commit is inferred. Present @6.6.36 (release "
+    "bisection of a squashed 6.6.y mirror), @6.11.11, @6.12.117, @6.18.9; absent @6.1.192, "
+    "@6.2.12, @6.8. The 6.9.y series was not read and is modelled without it",
+)
 GENERIC_XDP_MULTI_BUF = Change(
     key="generic_xdp_multi_buf",
     subject="xdp: add multi-buff support for xdp running in generic mode",
@@ -385,13 +425,14 @@ VIRTIO_RX_PAGE_POOL = Change(
     key="virtio_rx_page_pool",
     subject="virtio_net: add page pool support for buffer allocation",
     commit="",
-    since=v("7.2"),
+    since=v("7.1"),
     summary="small and mergeable rx buffers come from a per-queue page_pool of order-0 pages "
     "(page_pool_alloc_va): a buffer whose double would not fit is a whole page, otherwise "
     "buffers are carved from one page and the last one absorbs the rest (1536 + 2560 per 4 KiB "
     "page); the ctx carries the real allocation, and skbs are marked for recycling",
-    note="not in 6.18 (BTF has no page_pool in receive_queue); in 7.2.13 and 7.3.4. Posted "
-    "Jan 2026, so 7.0 or 7.1 may already have it: those are not profiled",
+    note="not in 6.18 (BTF has no page_pool in receive_queue); in 7.1.5 (a GitHub import, "
+    "the same rx functions as 7.3.4), 7.2.12, 7.2.13 and 7.3.4. Posted Jan 2026, so 7.0 may "
+    "already have it: 7.0 was not read",
 )
 
 SKB_FRAG_NETMEM = Change(
@@ -573,6 +614,9 @@ CHANGES: tuple[Change, ...] = (
     GENERIC_XDP_MULTI_BUF,
     VIRTIO_XDP_SHARED_TX_QUEUES,
     VIRTIO_XDP_MTU_FRAGS,
+    VIRTIO_XDP_MULTI_BUF,
+    VIRTIO_RECEIVE_XDP_SPLIT,
+    VIRTIO_XDP_NEEDS_CSUM_DROP,
     TUN_BUILD_SKB_OWNER,
     TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
     TUN_ALLOC_SKB_BIG_PAGED,

@@ -22,6 +22,8 @@ _REGION_STYLE: dict[str, tuple[str, str]] = {
     "skb_shared_info": ("s", "bold yellow"),
     "unused": (".", "dim"),
     "rx space": ("~", "dim"),
+    "xdp headroom": ("x", "cyan"),
+    "frame (cont.)": ("#", "bold green"),
 }
 BAR_WIDTH = 64
 # The skb block's lines of fields, as model.SKB_FIELDS places them.
@@ -198,7 +200,8 @@ def _summary(trace: Trace) -> Text:
     text = Text()
     text.append("Summary: ", style="bold")
     if trace.outcome == "error":
-        text.append(f"write() fails with {trace.errno} ({trace.reason})", style="bold red")
+        what = "write()" if trace.path == "tap" else "attaching the XDP program"
+        text.append(f"{what} fails with {trace.errno} ({trace.reason})", style="bold red")
         return text
     if trace.xdp is not None and trace.skb is None:
         text.append_text(xdp_summary(trace.xdp))
@@ -225,18 +228,23 @@ def _summary(trace: Trace) -> Text:
 def xdp_summary(x: XdpRun) -> Text:
     """A frame the program kept: where it went and what the counters say."""
     text = Text()
+    tap = x.function in ("tun_build_skb", "do_xdp_generic")
+    device = "tap" if tap else "device"
     where = {
         "drop": "dropped by the program",
         "redirect_failed": f"redirect failed ({x.errno}), dropped",
-        "tx": "sent back out of the tap (XDP_TX)",
-        "redirect": "redirected back to the tap",
+        "tx": f"sent back out of the {device} (XDP_TX)",
+        "redirect": f"redirected back to the {device}",
+        "tx_failed": f"XDP_TX could not send it ({x.errno}), freed",
     }[x.result]
+    if not x.ran:
+        where = f"dropped by {x.function} before the program ran ({x.refused})"
     text.append(f"{x.action} ({x.mode}): {where}", style="bold yellow")
     if x.read_len is not None:
-        text.append(f" · read() returns {x.read_len} bytes")
+        text.append(f" · {'read() returns' if tap else 'the device reads'} {x.read_len} bytes")
     counters = [f"{name} +{value}" for name, value in (
-        ("rx_packets", x.rx_packets), ("rx_dropped", x.rx_dropped), ("tx_packets", x.tx_packets))
-        if value]
+        ("rx_packets", x.rx_packets), ("rx_dropped", x.rx_dropped), ("tx_packets", x.tx_packets),
+        *((name, value) for name, value in x.driver if name != "rx_drops")) if value]
     text.append(" · " + (", ".join(counters) if counters else "no counter moves"))
     text.append(" · no skb")
     return text

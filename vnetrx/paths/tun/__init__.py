@@ -16,7 +16,7 @@ from vnetrx.paths.tun.build import FRAG_SOURCES, build_limit
 from vnetrx.paths.tun.get_user import MAX_FRAME_LEN, check_tap_setup, good_linear, receive
 from vnetrx.paths.tun.setup import INT_MAX, SRC, TapResult, TapSetup, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import decode_hdr, vnet_hdr_size
-from vnetrx.paths.tun.xdp import ACTIONS as XDP_ACTIONS
+from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
 __all__ = [
     "FRAG_SOURCES",

@@ -32,6 +32,7 @@ from vnetrx.paths.tun.vnet_hdr import (
     vnet_hdr_to_skb,
 )
 from vnetrx.paths.virtio_net_hdr import NO_HDR, narrate_checks
+from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
 
@@ -62,8 +63,8 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         if len(hdr) > size:
             raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
         hdr = hdr + bytes(size - len(hdr))
-    if s.xdp is not None and s.xdp not in xdp.ACTIONS:
-        raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(xdp.ACTIONS)})")
+    if s.xdp is not None and s.xdp not in XDP_ACTIONS:
+        raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     if (s.xdp_adjust_head or s.xdp_adjust_tail) and s.xdp is None:
         raise InputError("--xdp-adjust-head/--xdp-adjust-tail are what an XDP program does: "
                          "give --xdp ACTION too")

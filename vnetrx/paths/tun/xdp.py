@@ -28,17 +28,14 @@ from vnetrx.kernel.constants import (
 )
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.model import Skb, XdpRun
+from vnetrx.paths import xdp as helpers
 from vnetrx.paths.skbuff import pskb_expand_head, pskb_may_pull, shinfo_size
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun.setup import SRC, TapSetup
+from vnetrx.paths.xdp import FILTER_SRC, VERDICT
 
 DEV_SRC = "net/core/dev.c"
-FILTER_SRC = "net/core/filter.c"
-# include/uapi/linux/bpf.h: enum xdp_action
-ACTIONS = {"aborted": 0, "drop": 1, "pass": 2, "tx": 3, "redirect": 4}
-VERDICT = {name: f"XDP_{name.upper()}" for name in ACTIONS}
 TAP_MTU = 1500  # a tap's MTU unless changed (ether_setup)
-VLAN_HLEN = 4
 VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
 VIRTIO_NET_HDR_F_DATA_VALID = 2
 CHECKSUM_UNNECESSARY = 1
@@ -53,34 +50,11 @@ def xdp_frame_size(k: KernelProfile) -> int:
 
 def run_helpers(k: KernelProfile, s: TapSetup, data: int, data_end: int, hard_end: int,
                 log: StepLog) -> tuple[int, int]:
-    """The program's bpf_xdp_adjust_head(ctx, head) then bpf_xdp_adjust_tail(ctx, tail)
-    (net/core/filter.c, the same bodies 5.15-7.1 for linear buffers; no metadata here). A
-    refused call (-EINVAL) changes nothing and the program goes on. Offsets are from
-    data_hard_start; returns the new (data, data_end)."""
-    if s.xdp_adjust_head:
-        new = data + s.xdp_adjust_head
-        low, high = xdp_frame_size(k), data_end - ETH_HLEN
-        ok = low <= new <= high
-        log.add(FILTER_SRC, "bpf_xdp_adjust_head",
-                (f"data {data} -> {new}" if ok else
-                 f"-EINVAL: data would be {new}, outside [data_hard_start + sizeof(struct "
-                 f"xdp_frame) = {low}, data_end - ETH_HLEN = {high}]; nothing changes"),
-                offset=s.xdp_adjust_head, data=new if ok else data, low=low, high=high)
-        if ok:
-            data = new
-    if s.xdp_adjust_tail:
-        new_end = data_end + s.xdp_adjust_tail
-        ok = data + ETH_HLEN <= new_end <= hard_end
-        log.add(FILTER_SRC, "bpf_xdp_adjust_tail",
-                (f"data_end {data_end} -> {new_end}" + (" (the new bytes are zeroed)"
-                                                       if new_end > data_end else "") if ok else
-                 f"-EINVAL: data_end would be {new_end}, outside [data + ETH_HLEN = "
-                 f"{data + ETH_HLEN}, xdp_data_hard_end = {hard_end}]; nothing changes"),
-                offset=s.xdp_adjust_tail, data_end=new_end if ok else data_end,
-                data_hard_end=hard_end)
-        if ok:
-            data_end = new_end
-    return data, data_end
+    """The program's helper calls (paths/xdp.py) on tun's linear buffer; returns the new
+    (data, data_end), offsets from data_hard_start."""
+    done = helpers.run_helpers(xdp_frame_size(k), s.xdp_adjust_head, s.xdp_adjust_tail, data,
+                               data_end, hard_end, log)
+    return done.data, done.data_end
 
 
 def outcome_of(run: XdpRun) -> str:
@@ -90,8 +64,8 @@ def outcome_of(run: XdpRun) -> str:
 
 
 def redirect_limit() -> int:
-    """xdp_ok_fwd_dev (include/linux/filter.h): fwd->mtu + fwd->hard_header_len + VLAN_HLEN."""
-    return TAP_MTU + ETH_HLEN + VLAN_HLEN
+    """xdp_ok_fwd_dev for this tap (its MTU 1500): 1518."""
+    return helpers.fwd_limit(TAP_MTU)
 
 
 def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,

@@ -26,6 +26,7 @@ class Build(Reason):
     NO_TAILROOM = "no_tailroom"  # tailroom < SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
     BUILD = "build"  # len > GOOD_COPY_LEN and the tailroom holds skb_shared_info
     SMALL = "small"  # receive_small: build_skb around the buffer in every version
+    XDP_BUFF = "xdp_buff"  # 6.3+ XDP_PASS in mergeable mode: build_skb_from_xdp_buff, no test
 
 
 SRC = "drivers/net/virtio_net.c"
@@ -38,14 +39,16 @@ BUILT_HEAD = "the rx buffer (build_skb)"
 Head = tuple[str, Build, "int | None", int, int, int, int, int, int]
 
 
-def build_or_copy(c: Config, frame: int, truesize: int, hdr_padded_len: int) -> tuple[Build, int | None]:
+def build_or_copy(c: Config, frame: int, truesize: int, hdr_padded_len: int,
+                  headroom: int = 0) -> tuple[Build, int | None]:
     """page_to_skb's test (5.13+, fb32856b16ad with 'restrict build_skb() use to some arches' and
     1a8024239dac): build_skb when NET_IP_ALIGN == 0, len > GOOD_COPY_LEN and the buffer's
-    tailroom (truesize - headroom - hdr_padded_len - len, headroom 0 without XDP) holds
-    skb_shared_info. Before 5.13 there is no test: always copy."""
+    tailroom (truesize - headroom - hdr_padded_len - len; headroom: what an XDP program left
+    before the header, up to 6.2, else 0) holds skb_shared_info. Before 5.13 there is no test:
+    always copy."""
     if not c.build_skb_path:
         return Build.NO_BUILD_PATH, None
-    tailroom = truesize - hdr_padded_len - frame
+    tailroom = truesize - headroom - hdr_padded_len - frame
     if c.net_ip_align:
         return Build.NET_IP_ALIGN, tailroom
     if frame <= c.good_copy_len:
@@ -66,14 +69,17 @@ def napi_copy(c: Config, frame: int) -> tuple[int, int, int, int]:
     return copy, end, c.napi_reserve, head.truesize
 
 
-def page_to_skb(c: Config, truesize: int, hdr_padded_len: int, frame: int) -> Head:
+def page_to_skb(c: Config, truesize: int, hdr_padded_len: int, frame: int,
+                headroom: int = 0) -> Head:
     """page_to_skb on a buffer of ``truesize`` bytes holding ``frame`` frame bytes after
+    ``headroom`` (XDP, up to 6.2: the caller passes PAGE_SIZE as truesize then) and
     ``hdr_padded_len`` bytes of header: build_skb around it, or napi_alloc_skb and a copy."""
-    why, tailroom = build_or_copy(c, frame, truesize, hdr_padded_len)
+    why, tailroom = build_or_copy(c, frame, truesize, hdr_padded_len, headroom)
     if why is Build.BUILD:
         end = truesize - c.shinfo_size
-        return ("build_skb", why, tailroom, 0, truesize, end, hdr_padded_len,
-                hdr_padded_len + frame, truesize + c.sk_buff_aligned)
+        data = headroom + hdr_padded_len
+        return ("build_skb", why, tailroom, 0, truesize, end, data, data + frame,
+                truesize + c.sk_buff_aligned)
     copy, end, data, head_truesize = napi_copy(c, frame)
     return ("copy", why, tailroom, copy, c.napi_head.size, end, data, data + copy, head_truesize)
 
@@ -130,10 +136,11 @@ _WHY: dict[Build, str] = {
 
 
 def narrate(
-    c: Config, p: Plan, log: StepLog, frame: int, truesize: int, hdr_padded_len: int
+    c: Config, p: Plan, log: StepLog, frame: int, truesize: int, hdr_padded_len: int,
+    headroom: int = 0,
 ) -> None:
-    """page_to_skb's steps for the frame's first buffer (big: page 0 of the chain), from the
-    plan's decision."""
+    """page_to_skb's steps for the frame's first buffer (big: page 0 of the chain; ``headroom``:
+    an XDP_PASS up to 6.2), from the plan's decision."""
     sh = c.shinfo_size
     if p.why is Build.NO_BUILD_PATH:
         log.add(
@@ -157,6 +164,7 @@ def narrate(
             GOOD_COPY_LEN=c.good_copy_len,
             truesize=truesize,
             hdr_padded_len=hdr_padded_len,
+            **({"headroom": headroom} if headroom else {}),
             tailroom=p.tailroom,
             shinfo_size=sh,
             NET_IP_ALIGN=c.net_ip_align,
@@ -166,8 +174,9 @@ def narrate(
                 SRC,
                 "page_to_skb",
                 f"build_skb(buf, {truesize}): skb_shared_info takes the buffer's last {sh} "
-                f"bytes; skb_reserve({hdr_padded_len}), skb_put({frame}); the header is "
-                "copied into skb->cb from hdr_p",
+                f"bytes; skb_reserve({headroom + hdr_padded_len}), skb_put({frame}); "
+                + ("hdr_valid is false (XDP): skb->cb stays zeroed" if headroom else
+                   "the header is copied into skb->cb from hdr_p"),
                 end=p.end,
                 truesize=truesize + c.sk_buff_aligned,
             )

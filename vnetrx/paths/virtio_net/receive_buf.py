@@ -17,13 +17,13 @@ from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb
+from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.skbuff import eth_type_trans_of
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import big, mergeable, small
+from vnetrx.paths.virtio_net import big, mergeable, small, xdp
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
-from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
     CHECKSUM_UNNECESSARY,
@@ -46,7 +46,7 @@ class RxResult(NamedTuple):
 
     path: str
     outcome: str
-    reason: Drop | None
+    reason: Drop | xdp.XdpReason | None
     buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in
     buffers: tuple[Buffer, ...]
     skb: Skb | None
@@ -54,6 +54,8 @@ class RxResult(NamedTuple):
     counter: str | None = None  # the device counter a drop increments
     offload: HdrResult | None = None  # virtio_net_hdr_to_skb's checks (None: no header given)
     refused_by: Refusal | None = None  # the check that refused the header
+    errno: str | None = None  # outcome "error": virtnet_xdp_set refused the program
+    xdp: XdpRun | None = None  # an attached program's run
 
 
 # Hash report types (include/uapi/linux/virtio_net.h) that virtio_skb_set_hash makes
@@ -195,10 +197,14 @@ def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
 def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     """virtnet_probe's mode choice, the buffers posted, the device write, receive_buf."""
     c = config(k, s)
+    narrate_probe(c, log)
+    if c.xdp is not None and c.mode != "big":
+        return _receive_xdp(c, s.frame_len, log)
+    if c.xdp is not None and not _narrate_attach_big(c, log):
+        return _attach_refused(c)
     p = plan(c, s.frame_len)
     frame = s.frame_len
     buffers: tuple[Buffer, ...]
-    narrate_probe(c, log)
     if c.mode == "small":
         buffer = small.narrate_posting(c, p, frame, log)
         if p.reason in TOO_LONG:
@@ -239,15 +245,92 @@ def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     return RxResult(path, p.outcome, None, buffer, buffers, d.skb, cost(p), None, d.offload)
 
 
+def _path(c: Config) -> str:
+    return {"small": small.PATH, "big": big.PATH}.get(c.mode, mergeable.PATH)
+
+
+def _narrate_attach_refusal(c: Config, log: StepLog) -> bool:
+    """virtnet_xdp_set's answer; False when it refused the program."""
+    assert c.xdp is not None
+    a = c.xdp.attach
+    if a.attach:
+        return True
+    failed = next(check for check in a.checks if not check.passed)
+    log.add(SRC, "virtnet_xdp_set", f"the {failed.name} check fails ({failed.detail}): "
+            f"-{a.errno}, extack \"{a.message}\"; no program is attached",
+            errno=a.errno or "")
+    for warning in a.warnings:
+        log.note(f"dmesg at attach: \"{warning}\"")
+    log.note(f"virtnet_xdp_set refuses the program: -{a.errno} \"{a.message}\" (see `vnetrx "
+             "xdp check`)")
+    return False
+
+
+def _attach_refused(c: Config) -> RxResult:
+    assert c.xdp is not None
+    a = c.xdp.attach
+    return RxResult(_path(c), "error", xdp.XdpReason.ATTACH_REFUSED, None, (), None, None,
+                    errno=a.errno)
+
+
+def _narrate_attach_big(c: Config, log: StepLog) -> bool:
+    """Big mode: the program is accepted and never runs."""
+    if not _narrate_attach_refusal(c, log):
+        return False
+    xdp.narrate_attach(c, log)
+    log.add(SRC, "receive_big", "big mode has no XDP hook (\"In big_packets mode, xdp cannot "
+            "work\", every version read 5.15-7.1): the program never sees the frame and its "
+            "counters stay 0; the frame takes the ordinary path")
+    return True
+
+
+def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
+    """Small or mergeable mode with a program attached (paths/virtio_net/xdp.py), then the rest
+    of receive_buf for an skb XDP_PASS built."""
+    if not _narrate_attach_refusal(c, log):
+        return _attach_refused(c)
+    xdp.narrate_attach(c, log)
+    path = _path(c)
+    if c.mode == "small":
+        buffer = xdp.narrate_small_posting(c, frame, log)
+        guard = small.plan_small(c, frame)  # receive_buf's and receive_small's length checks
+        if guard.reason in TOO_LONG:
+            small.narrate_too_long(c, guard, frame, log)
+            return _drop(path, guard, buffer, (buffer,))
+        if _narrate_guard(c, guard, frame, log):
+            return _drop(path, guard, buffer, (buffer,))
+        small.narrate_len_check(c, frame, log)
+        r = xdp.receive_small(c, frame, buffer, log)
+    else:
+        slots, used, maps = xdp.narrate_mergeable_posting(c, frame, log)
+        short = dropped(Drop.SHORT_PACKET, slots[0].len, slots, used) if frame < ETH_HLEN \
+            else None
+        if _narrate_guard(c, short, frame, log):
+            assert short is not None
+            return _drop(path, short, maps[0], maps)
+        r = xdp.receive_mergeable(c, frame, slots, used, maps, log)
+    run = r.run
+    if r.plan is None:
+        counter = "drops" if run.rx_dropped else None
+        return RxResult(path, xdp.outcome_of(run), xdp.reason_of(run), r.buffer, r.buffers,
+                        None, None, counter, xdp=run)
+    d = deliver_with(c, r.plan, r.hdr)
+    _narrate_receive_done(c, d, log, r.hdr)
+    assert d.skb is not None, d  # a zeroed header is never refused
+    _narrate_eth_type_trans(d.skb, log)
+    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, d.skb, cost(r.plan), None,
+                    d.offload, xdp=run)
+
+
 def _drop(path: str, p: Plan, buffer: Buffer, buffers: tuple[Buffer, ...]) -> RxResult:
     assert p.reason is not None
     return RxResult(path, "drop", p.reason, buffer, buffers, None, None, COUNTER[p.reason])
 
 
-def _narrate_guard(c: Config, p: Plan, frame: int, log: StepLog) -> bool:
+def _narrate_guard(c: Config, p: Plan | None, frame: int, log: StepLog) -> bool:
     """receive_buf: ``len < vi->hdr_len + ETH_HLEN`` → "short packet", rx_length_errors++."""
     used_len = c.hdr_len + frame
-    short = p.reason is Drop.SHORT_PACKET
+    short = p is not None and p.reason is Drop.SHORT_PACKET
     log.add(
         SRC,
         "receive_buf",
@@ -261,10 +344,12 @@ def _narrate_guard(c: Config, p: Plan, frame: int, log: StepLog) -> bool:
     return short
 
 
-def _narrate_receive_done(c: Config, d: Delivery, log: StepLog) -> None:
-    """The hash report, DATA_VALID and virtio_net_hdr_to_skb, as the delivery decided them."""
+def _narrate_receive_done(c: Config, d: Delivery, log: StepLog,
+                          seen: VnetHdr | None = None) -> None:
+    """The hash report, DATA_VALID and virtio_net_hdr_to_skb, as the delivery decided them
+    (``seen``: the header an XDP_PASS skb carries instead of the device's)."""
     fn = "virtnet_receive_done" if c.profile.has(VIRTNET_RECEIVE_DONE) else "receive_buf"
-    h = c.hdr
+    h = c.hdr if seen is None else seen
     if h is None:
         log.add(SRC, fn, "the header has no flags and GSO_NONE: virtio_net_hdr_to_skb() changes "
                 "nothing (CHECKSUM_NONE)", flags=0, gso_type=0)

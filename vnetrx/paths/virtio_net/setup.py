@@ -22,7 +22,10 @@ from vnetrx.kernel.changes import (
     RQ_ALLOC_FRESH_PAGE_SHRINK,
     RX_PREMAPPED_BY_DEFAULT,
     SMALL_USED_LEN_CHECK,
+    VIRTIO_RECEIVE_XDP_SPLIT,
     VIRTIO_RX_PAGE_POOL,
+    VIRTIO_XDP_MULTI_BUF,
+    VIRTIO_XDP_NEEDS_CSUM_DROP,
     VNET_HDR_UDP_TUNNEL,
     Change,
 )
@@ -33,6 +36,8 @@ from vnetrx.kernel.constants import (
     GOOD_PACKET_LEN,
     IP_MAX_MTU,
     SKB_FRAG_PAGE_BYTES,
+    XDP_FRAME_SIZE,
+    XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.virtio_net import padded_vnet_hdr, virtio_net_hdr_mrg_rxbuf, virtnet_rq_dma
@@ -40,7 +45,9 @@ from vnetrx.paths.skbuff import Head, kmalloc_reserve, napi_alloc_head, shinfo_s
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer, RxAllocator
+from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
+from vnetrx.paths.xdp import ACTIONS, fwd_limit
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
@@ -66,6 +73,12 @@ class VirtioRxSetup:
     # The virtio_net_hdr the device wrote in front of the frame (None: flags 0, GSO_NONE, what
     # QEMU writes for a frame from a backend without a header)
     hdr: VnetHdr | None = None
+    # An XDP program attached to the device (virtnet_xdp_set) returning this verdict: "pass",
+    # "drop", "tx", "redirect" (bpf_redirect to the device itself), "aborted"; None: no program
+    xdp: str | None = None
+    xdp_frags: bool = False  # the program was loaded with BPF_F_XDP_HAS_FRAGS (6.3+)
+    xdp_adjust_head: int = 0  # the program calls bpf_xdp_adjust_head(ctx, N) first
+    xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N)
 
 
 def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
@@ -112,7 +125,31 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
             "--buffer-index applies to small and mergeable buffers; big mode "
             "posts page chains from rq->pages"
         )
+    _check_xdp(k, s)
     return replace(s, hdr_len=hdr_len)
+
+
+def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
+    """The XDP options: a known verdict, the helpers only with a program, and the kernels whose
+    XDP receive path was read (5.15.215, 6.1.192, 6.2.12, 6.6.150, 6.12.117, 6.18.9, 7.1.5)."""
+    if s.xdp is None:
+        if s.xdp_frags or s.xdp_adjust_head or s.xdp_adjust_tail:
+            raise InputError("--xdp-frags/--xdp-adjust-head/--xdp-adjust-tail describe the XDP "
+                             "program: give --xdp ACTION too")
+        return
+    if s.xdp not in ACTIONS:
+        raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(ACTIONS)})")
+    if not k.has(PAGE_TO_SKB_BUILD_SKB):
+        raise UnsupportedError(
+            f"virtio-net XDP is modelled from 5.13 (sources read from 5.15.215), not {k.name}")
+    if s.xdp_frags and not k.has(VIRTIO_XDP_MULTI_BUF):
+        raise UnsupportedError(
+            f"--xdp-frags: virtio-net has no multi-buffer XDP before 6.3 (fab89bafa95b), and "
+            f"{k.name} treats a BPF_F_XDP_HAS_FRAGS program like any other; drop --xdp-frags")
+    for name, value in (("--xdp-adjust-head", s.xdp_adjust_head),
+                        ("--xdp-adjust-tail", s.xdp_adjust_tail)):
+        if not -65535 <= value <= 65535:
+            raise InputError(f"{name} {value} out of range (valid: -65535..65535)")
 
 
 def _page_frag_bytes(k: KernelProfile) -> int:
@@ -153,6 +190,59 @@ def min_buf_len(k: KernelProfile, hdr_len: int, guest_gso: bool, mtu: int, ring_
     packet_len = IP_MAX_MTU if _big_packets(guest_gso, mtu) else max_mtu
     return bufs.mergeable_min_buf_len(
         mergeable_hdr_len(k, hdr_len), packet_len, ring_size, k.value(GOOD_PACKET_LEN)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class XdpConfig:
+    """An attached program and what this kernel's driver does with it (paths/virtio_net/xdp.py
+    reads these; docs/kernel/xdp-source-notes.md §A)."""
+
+    action: str  # the verdict the program returns (ACTIONS)
+    frags: bool  # loaded with BPF_F_XDP_HAS_FRAGS, on a kernel with multi-buffer XDP (6.3+)
+    adjust_head: int
+    adjust_tail: int
+    attach: XdpAttach  # virtnet_xdp_set's answer
+    headroom: int  # virtnet_get_headroom(): XDP_PACKET_HEADROOM (VIRTIO_XDP_HEADROOM ≤ 6.8)
+    frame_struct: int  # sizeof(struct xdp_frame)
+    small_slot: int  # add_recvbuf_small: SKB_DATA_ALIGN(hdr + PAD + 1518 + 256) + shinfo
+    mrg_room: int  # add_recvbuf_mergeable: SKB_DATA_ALIGN(headroom + sizeof(shinfo))
+    mrg_len: int  # get_mergeable_buf_len with room: PAGE_SIZE - room
+    multi_buf: bool  # VIRTIO_XDP_MULTI_BUF (6.3): ctx truesize len + room, no hole, frags
+    needs_csum_drop: bool  # VIRTIO_XDP_NEEDS_CSUM_DROP (6.10, 6.6.36): and DATA_VALID kept
+    split: bool  # VIRTIO_RECEIVE_XDP_SPLIT (6.5): receive_small_xdp / receive_mergeable_xdp
+    max_buffers: int  # virtnet_build_xdp_buff_mrg: MAX_SKB_FRAGS + 1
+    fwd_limit: int  # xdp_ok_fwd_dev for a redirect to this device: mtu + ETH_HLEN + VLAN_HLEN
+
+
+def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
+               good_packet_len: int) -> XdpConfig | None:
+    """What attaching ``s.xdp`` means on ``k`` (None: no program)."""
+    if s.xdp is None:
+        return None
+    attach = virtnet_xdp_set(k, XdpAttachSetup(mergeable=s.mergeable, guest_gso=s.guest_gso,
+                                               mtu=s.mtu, frags=s.xdp_frags, hdr_len=hdr))
+    headroom = k.value(XDP_PACKET_HEADROOM)
+    sh = shinfo_size(k)
+    # add_recvbuf_mergeable's tailroom is sizeof(struct skb_shared_info), not aligned: the same
+    # 320 bytes on every profiled build (a multiple of SMP_CACHE_BYTES)
+    room = k.skb_data_align(headroom + sh)
+    return XdpConfig(
+        action=s.xdp,
+        frags=s.xdp_frags,
+        adjust_head=s.xdp_adjust_head,
+        adjust_tail=s.xdp_adjust_tail,
+        attach=attach,
+        headroom=headroom,
+        frame_struct=k.value(XDP_FRAME_SIZE),
+        small_slot=k.skb_data_align(hdr + small_pad + good_packet_len + headroom) + sh,
+        mrg_room=room,
+        mrg_len=k.build.page_size - room,
+        multi_buf=k.has(VIRTIO_XDP_MULTI_BUF),
+        needs_csum_drop=k.has(VIRTIO_XDP_NEEDS_CSUM_DROP),
+        split=k.has(VIRTIO_RECEIVE_XDP_SPLIT),
+        max_buffers=k.build.max_skb_frags + 1,
+        fwd_limit=fwd_limit(s.mtu),
     )
 
 
@@ -207,6 +297,7 @@ class Config:
     hdr_rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
     rx_hash: bool  # receive_buf copies the hash report into skb->hash (HASH_REPORT, RXHASH)
     profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
+    xdp: XdpConfig | None  # an attached XDP program (None: none)
     # a memo, not state: buf_len → enough buffers from a fresh page (-1: the given ones)
     carved: dict[int, Carved] = field(default_factory=dict, compare=False, repr=False)
 
@@ -299,6 +390,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         # modelled, the hash is left 0.
         rx_hash=hdr == 20,
         profile=k,
+        xdp=xdp_config(k, s, hdr, small_pad, good_packet_len),
     )
 
 

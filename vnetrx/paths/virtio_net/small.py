@@ -105,8 +105,8 @@ def narrate_too_long(c: Config, p: Plan, frame: int, log: StepLog) -> None:
     )
 
 
-def narrate_receive(c: Config, p: Plan, frame: int, log: StepLog) -> None:
-    """receive_small: the length check passes, then build_skb around the buffer."""
+def narrate_len_check(c: Config, frame: int, log: StepLog) -> None:
+    """receive_small's length check, when the kernel has it (it passed)."""
     if c.small_len_check:
         log.add(
             SRC,
@@ -116,6 +116,11 @@ def narrate_receive(c: Config, p: Plan, frame: int, log: StepLog) -> None:
             len=frame,
             GOOD_PACKET_LEN=c.good_packet_len,
         )
+
+
+def narrate_receive(c: Config, p: Plan, frame: int, log: StepLog) -> None:
+    """receive_small: the length check passes, then build_skb around the buffer."""
+    narrate_len_check(c, frame, log)
     log.add(
         SRC,
         "receive_small",

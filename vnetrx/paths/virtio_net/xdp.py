@@ -1,0 +1,588 @@
+"""drivers/net/virtio_net.c with an XDP program attached: the buffers add_recvbuf_small and
+add_recvbuf_mergeable post while vi->xdp_enabled, receive_small's XDP branch
+(receive_small_xdp from 6.5), receive_mergeable's (inline up to 6.2, with xdp_linearize_page and
+page_to_skb; from 6.3 receive_mergeable_xdp → mergeable_xdp_get_buf →
+virtnet_build_xdp_buff_mrg → build_skb_from_xdp_buff), virtnet_xdp_handler's verdicts
+(inline up to 6.4) and the queue counters they move.
+
+Read @5.15.215, @6.1.192, @6.2.12, @6.6.150, @6.12.117, @6.18.9 and, for the page_pool buffers
+(VIRTIO_RX_PAGE_POOL), @7.1.5, @7.2.12, @7.3.4 (the same functions); the arithmetic with its
+sources is docs/kernel/xdp-source-notes.md §A.2-§A.5 and §A.6. Big mode has no XDP hook (receive_big, every
+version): receive_buf.py says so and takes the ordinary path.
+
+Modelled: buffers posted after the attach (the ring refilled with the XDP geometry); a
+``redirect`` program calls bpf_redirect() to the device itself, so the frame leaves through
+virtnet_xdp_xmit like XDP_TX (a cpumap or another device is not modelled); the send queue has
+room. Buffers posted before the attach (headroom 0: xdp_linearize_page copies every frame) are
+not modelled.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import NamedTuple
+
+from vnetrx.errors import InputError, UnsupportedError
+from vnetrx.kernel.changes import (
+    VIRTIO_RECEIVE_XDP_SPLIT,
+    VIRTIO_RX_PAGE_POOL,
+    VIRTIO_XDP_MULTI_BUF,
+    VIRTIO_XDP_NEEDS_CSUM_DROP,
+    Change,
+)
+from vnetrx.model import Buffer, XdpRun
+from vnetrx.paths.maps import regions
+from vnetrx.paths.steps import StepLog
+from vnetrx.paths.virtio_net import buffers as bufs
+from vnetrx.paths.virtio_net import page_to_skb as p2s
+from vnetrx.paths.virtio_net.buffers import PostedBuffer
+from vnetrx.paths.virtio_net.page_to_skb import Build
+from vnetrx.paths.virtio_net.plan import Plan, PlanFrag, Reason
+from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config, XdpConfig
+from vnetrx.paths.virtio_net_hdr import DATA_VALID, VnetHdr
+from vnetrx.paths.xdp import FILTER_SRC, VERDICT, run_helpers
+
+SRC = "drivers/net/virtio_net.c"
+NEEDS_CSUM = 1  # VIRTIO_NET_HDR_F_NEEDS_CSUM
+
+
+class Buff(NamedTuple):
+    """An xdp_buff, offsets from the slot start: data_hard_start, data, data_end, frame_sz,
+    xdp_data_hard_end."""
+
+    hard_start: int
+    data: int
+    data_end: int
+    frame_sz: int
+    hard_end: int
+
+
+class XdpReason(Reason):
+    """Why the XDP path dropped a frame the program did not drop itself (the JSON ``reason``),
+    or refused the program."""
+
+    GSO_TYPE = "xdp_gso_type"  # hdr->hdr.gso_type != 0: every version
+    NEEDS_CSUM = "xdp_needs_csum"  # VIRTIO_NET_HDR_F_NEEDS_CSUM: 6.10, 6.6.36
+    LINEARIZE = "xdp_linearize"  # xdp_linearize_page: the frame does not fit one page
+    TOO_MANY_BUFFERS = "xdp_too_many_buffers"  # > MAX_SKB_FRAGS + 1 buffers (6.3+ frags)
+    REDIRECT_FAILED = "xdp_redirect_failed"  # xdp_do_redirect failed: XDP_DROP
+    TX_FAILED = "xdp_tx_failed"  # the xdp_frame could not be sent (send queue's xdp_tx_drops)
+    ATTACH_REFUSED = "xdp_attach_refused"  # virtnet_xdp_set refused the program
+
+
+REFUSED = {"gso_type": XdpReason.GSO_TYPE, "needs_csum": XdpReason.NEEDS_CSUM,
+           "linearize": XdpReason.LINEARIZE, "too_many_buffers": XdpReason.TOO_MANY_BUFFERS}
+
+
+def reason_of(run: XdpRun) -> XdpReason | None:
+    """A consumed frame's reason: the driver's refusal, a failed redirect or transmit; None
+    when the program itself dropped it or the frame left."""
+    if run.refused is not None:
+        return REFUSED[run.refused]
+    return {"redirect_failed": XdpReason.REDIRECT_FAILED,
+            "tx_failed": XdpReason.TX_FAILED}.get(run.result)
+
+
+def outcome_of(run: XdpRun) -> str:
+    """The trace outcome of a frame the program (or the driver before it) consumed."""
+    return "xdp_drop" if run.result in ("drop", "redirect_failed", "tx_failed") else \
+        f"xdp_{run.result}"
+
+
+class Verdict(NamedTuple):
+    """virtnet_xdp_handler's answer: the result, the xdp_buff as the program left it, the
+    queue counters and, for a frame sent, what the device reads."""
+
+    result: str
+    errno: str | None
+    buff: Buff
+    counters: tuple[tuple[str, int], ...]
+    read_len: int | None = None
+    read_hdr: str | None = None
+    tx_packets: int = 0
+    tx_bytes: int = 0
+
+
+class Received(NamedTuple):
+    """One frame through the XDP branch: the program's run, the skb XDP_PASS builds (as a
+    ``Plan``, delivered by receive_buf like any other), the header receive_buf then reads and
+    the buffers' maps."""
+
+    run: XdpRun
+    plan: Plan | None  # XDP_PASS: the skb receive_*() returns; None: the frame was consumed
+    hdr: VnetHdr  # what virtnet_receive_done reads: the skb's zeroed cb (+ saved DATA_VALID)
+    buffer: Buffer  # the first buffer's map
+    buffers: tuple[Buffer, ...]
+
+
+def _x(c: Config) -> XdpConfig:
+    assert c.xdp is not None
+    return c.xdp
+
+
+def _function(c: Config) -> str:
+    x = _x(c)
+    if c.mode == "small":
+        return "receive_small_xdp" if x.split else "receive_small"
+    return "receive_mergeable_xdp" if x.split else "receive_mergeable"
+
+
+def _because(c: Config, *changes: Change) -> tuple[Change, ...]:
+    return c.cite(*changes)
+
+
+# --- the buffers posted with a program attached -------------------------------------------
+
+
+def small_slot(c: Config) -> PostedBuffer:
+    """add_recvbuf_small with virtnet_get_headroom() = 256: ``buffer_index``'s slot of a fresh
+    page, ctx = the headroom (and, with the page_pool, the allocation: page_pool_alloc_va gives
+    a length whose double exceeds PAGE_SIZE a whole page)."""
+    x = _x(c)
+    return next(islice(bufs.carve_fresh(c.alloc, x.small_slot, False), c.buffer_index, None))
+
+
+def small_buflen(c: Config, slot: PostedBuffer) -> int:
+    """receive_small_xdp's buflen: SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo (the
+    2176 asked for), or from the page_pool the ctx truesize (the whole page)."""
+    return slot.len if c.buflen_from_ctx else _x(c).small_slot
+
+
+def mergeable_slots(c: Config, count: int) -> tuple[PostedBuffer, ...]:
+    """add_recvbuf_mergeable with room: each buffer asks skb_page_frag_refill for len + room =
+    PAGE_SIZE. Up to 6.2 a slot that leaves less than that in the page absorbs the hole (never on
+    a fresh 32 KiB page); 6.3+ (484beac2ffc1) skips the hole instead."""
+    x = _x(c)
+    slot = x.mrg_len + x.mrg_room
+    carve = bufs.carve_fresh(c.alloc, slot, not x.multi_buf)
+    return tuple(islice(carve, c.buffer_index, c.buffer_index + count))
+
+
+def _device_len(c: Config, slot: PostedBuffer) -> int:
+    """What the device may write into a mergeable slot: from slot + headroom, len (+ a hole
+    absorbed up to 6.2)."""
+    return slot.len - _x(c).mrg_room
+
+
+def _ctx_truesize(c: Config, slot: PostedBuffer) -> int:
+    """mergeable_len_to_ctx: len (+ hole) up to 6.2, len + room from 6.3."""
+    return slot.len if _x(c).multi_buf else _device_len(c, slot)
+
+
+# --- the shared parts ----------------------------------------------------------------------
+
+
+def _narrate_attach(c: Config, log: StepLog) -> None:
+    x = _x(c)
+    a = x.attach
+    log.add(SRC, "virtnet_xdp_set",
+            "the program is attached: " + "; ".join(f"{what}: {how}" for what, how in a.effects
+                                                     if what in ("guest offloads", "XDP_TX queues")),
+            mtu=c.mtu, xdp_frags=x.frags, xdp_queue_pairs=a.xdp_queue_pairs)
+    for warning in a.warnings:
+        log.note(f"dmesg at attach: \"{warning}\"")
+    if c.hdr is not None and (c.hdr.gso_type or c.hdr.flags):
+        log.note("attaching turned the guest offloads off (VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET 0): "
+                 "a device following the spec then sends flags 0 and GSO_NONE; the header given "
+                 "here is taken as the device wrote it")
+
+
+def narrate_attach(c: Config, log: StepLog) -> None:
+    """virtnet_xdp_set's step for any mode (receive_buf.receive calls it first)."""
+    _narrate_attach(c, log)
+
+
+def _refuse(c: Config, why: str, text: str, log: StepLog, because: tuple[Change, ...] = ()
+            ) -> tuple[str, str]:
+    log.add(SRC, _function(c) if c.mode == "small" or why != "gso_type" or _x(c).split
+            else "receive_mergeable",
+            f"{text}: goto err_xdp, the program does not run; xdp_drops++, drops++, the "
+            "buffer's page reference is put", because=because, xdp_drops=1, drops=1)
+    return why, text
+
+
+def _refusal(c: Config, h: VnetHdr | None, log: StepLog) -> str | None:
+    """The header checks before the program (gso_type: every version; NEEDS_CSUM: 6.10,
+    6.6.36)."""
+    x = _x(c)
+    if h is not None and h.gso_type:
+        _refuse(c, "gso_type", f"hdr->hdr.gso_type {h.gso_type} != 0 (\"transient failure\" "
+                "of a GSO frame posted before XDP was enabled)", log)
+        return "gso_type"
+    if h is not None and h.flags & NEEDS_CSUM and x.needs_csum_drop:
+        _refuse(c, "needs_csum", "VIRTIO_NET_HDR_F_NEEDS_CSUM: \"Partially checksummed "
+                "packets must be dropped\"", log, _because(c, VIRTIO_XDP_NEEDS_CSUM_DROP))
+        return "needs_csum"
+    return None
+
+
+def _counters(**moved: int) -> tuple[tuple[str, int], ...]:
+    """The queue counters of one frame, named as ethtool -S totals name them (6.11+: rx_*, tx_*;
+    per queue up to 6.10: rx_queue_0_*, tx_queue_0_*)."""
+    names = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_xdp_drops",
+             "tx_xdp_tx", "tx_xdp_tx_drops")
+    return tuple((name, moved.get(name, 0)) for name in names)
+
+
+def _hdr_seen(c: Config, h: VnetHdr | None) -> VnetHdr:
+    """The header virtnet_receive_done reads for an skb XDP_PASS built: skb->cb, which
+    build_skb zeroed ("keep zeroed vnet hdr since XDP is loaded"), so no GSO, no checksum and a
+    zero hash; 6.10/6.6.36+ read DATA_VALID from the flags receive_buf saved before."""
+    keep = _x(c).needs_csum_drop and h is not None and bool(h.flags & DATA_VALID)
+    return VnetHdr(DATA_VALID if keep else 0, 0, 0, 0, 0, 0,
+                   hash_value=0 if c.rx_hash else None, hash_report=0 if c.rx_hash else None)
+
+
+def _verdict(c: Config, b: Buff, frags_size: int, log: StepLog) -> Verdict:
+    """The program's helper calls, then virtnet_xdp_handler (inline up to 6.4) for a non-PASS
+    verdict."""
+    x = _x(c)
+    base = b.hard_start  # the helpers count from data_hard_start
+    done = run_helpers(x.frame_struct, x.adjust_head, x.adjust_tail, b.data - base,
+                       b.data_end - base, b.hard_end - base, log, frags=frags_size > 0)
+    b = b._replace(data=done.data + base, data_end=done.data_end + base)
+    length = b.data_end - b.data
+    fn = "virtnet_xdp_handler" if x.split else _function(c)
+    ran = {"rx_xdp_packets": 1}
+    if x.action == "pass":
+        return Verdict("pass", None, b, _counters(**ran))
+    if x.action in ("drop", "aborted"):
+        log.add(SRC, fn, f"{VERDICT[x.action]}: "
+                + ("trace_xdp_exception(); " if x.action == "aborted" else "")
+                + "goto err_xdp: xdp_drops++, drops++; the buffer's pages are put",
+                xdp_packets=1, xdp_drops=1, drops=1)
+        return Verdict("drop", None, b, _counters(**ran, rx_xdp_drops=1, rx_drops=1))
+    tx = x.action == "tx"
+    total = length + frags_size
+    counted = {"rx_xdp_tx": 1} if tx else {"rx_xdp_redirects": 1}
+    if not tx and total > x.fwd_limit:
+        log.add(FILTER_SRC, "xdp_do_redirect",
+                f"bpf_redirect() to this device: xdp_ok_fwd_dev() refuses {total} > mtu "
+                f"{c.mtu} + ETH_HLEN + VLAN_HLEN = {x.fwd_limit}: -EMSGSIZE", len=total,
+                limit=x.fwd_limit)
+        log.add(SRC, fn, "the redirect failed: XDP_DROP, xdp_drops++, drops++",
+                xdp_redirects=1, xdp_drops=1, drops=1)
+        return Verdict("redirect_failed", "EMSGSIZE", b,
+                       _counters(**ran, **counted, rx_xdp_drops=1, rx_drops=1))
+    headroom = b.data - b.hard_start - x.frame_struct  # xdp_frame->headroom
+    log.add(SRC, fn,
+            ("XDP_TX: xdp_tx++; xdp_convert_buff_to_frame() keeps the struct xdp_frame at "
+             "data_hard_start, then virtnet_xdp_xmit(dev, 1, &xdpf, 0)" if tx else
+             "XDP_REDIRECT: xdp_redirects++; xdp_do_redirect() converts the buffer to an "
+             "xdp_frame and queues it for this device (dev_xdp_enqueue); xdp_do_flush() at the "
+             "end of the NAPI poll hands it to virtnet_xdp_xmit()"),
+            xdp_packets=1, xdp_tx=int(tx), xdp_redirects=int(not tx), xdpf_headroom=headroom)
+    if headroom < c.hdr_len:
+        log.add(SRC, "__virtnet_xdp_xmit_one",
+                f"xdpf->headroom {headroom} < hdr_len {c.hdr_len}: -EOVERFLOW, no room to push the "
+                "virtio-net header; virtnet_xdp_xmit returns 0 sent, the frame is freed "
+                "(xdp_return_frame_rx_napi) and counted in the send queue's xdp_tx_drops, not "
+                "as an rx drop", headroom=headroom, hdr_len=c.hdr_len)
+        return Verdict("tx_failed", "EOVERFLOW", b,
+                       _counters(**ran, **counted, tx_xdp_tx=1, tx_xdp_tx_drops=1))
+    sent = c.hdr_len + total
+    log.add(SRC, "__virtnet_xdp_xmit_one",
+            f"push a zeroed {c.hdr_len}-byte virtio-net header in front of the frame "
+            f"(xdpf->data -= hdr_len, xdpf->len += hdr_len) and add it to the send queue: the "
+            f"device reads {sent} bytes; the send queue's xdp_tx++; once the device is done, "
+            "free_old_xmit counts tx_packets++ and tx_bytes += xdpf->len (header included)",
+            len=sent, xdp_tx=1)
+    return Verdict(x.action, None, b, _counters(**ran, **counted, tx_xdp_tx=1), sent,
+                   bytes(c.hdr_len).hex(), 1, sent)
+
+
+def _run(c: Config, frame: int, v: Verdict, *, copied: int = 0, nr_frags: int = 0,
+         frags_size: int = 0, refused: str | None = None) -> XdpRun:
+    """The XdpRun of one frame: rx_packets/rx_bytes are the queue's packets/bytes (counted for
+    every frame, XDP's included), rx_dropped its drops (rx_dropped in sysfs)."""
+    x, b = _x(c), v.buff
+    return XdpRun(
+        VERDICT[x.action], "native", _function(c), b.data - b.hard_start, b.data_end - b.data,
+        b.frame_sz, b.hard_end - b.data_end, result=v.result, errno=v.errno,
+        read_len=v.read_len, read_hdr=v.read_hdr, rx_packets=1, rx_bytes=frame,
+        rx_dropped=dict(v.counters).get("rx_drops", 0), tx_packets=v.tx_packets,
+        tx_bytes=v.tx_bytes, copied=copied, nr_frags=nr_frags, frags_size=frags_size,
+        ran=refused is None, refused=refused, driver=v.counters)
+
+
+def _narrate_buff(c: Config, b: Buff, log: StepLog, how: str,
+                  frags: int = 0) -> None:
+    x = _x(c)
+    log.add(SRC, "virtnet_build_xdp_buff_mrg" if c.mode == "mergeable" and x.multi_buf
+            else _function(c),
+            f"{how}: data_hard_start at +{b.hard_start}, data at +{b.data} ({b.data - b.hard_start} "
+            f"bytes of XDP headroom), frame_sz {b.frame_sz}, xdp_data_hard_end at +{b.hard_end} "
+            f"({b.hard_end - b.data_end} bytes of tailroom)"
+            + (f"; {frags} frag(s) in the buffer's skb_shared_info (XDP_FLAGS_HAS_FRAGS)" if frags
+               else "")
+            + f"; bpf_prog_run_xdp() returns {VERDICT[x.action]}, xdp_packets++",
+            because=_because(c, VIRTIO_XDP_MULTI_BUF) if frags else (),
+            data_hard_start=b.hard_start, data=b.data, data_end=b.data_end, frame_sz=b.frame_sz,
+            tailroom=b.hard_end - b.data_end, verdict=VERDICT[x.action])
+
+
+# --- small mode -------------------------------------------------------------------------------
+
+
+def narrate_small_posting(c: Config, frame: int, log: StepLog) -> Buffer:
+    """add_recvbuf_small's step with XDP, and the slot's map after the device wrote into it."""
+    x = _x(c)
+    slot = small_slot(c)
+    size = small_buflen(c, slot)
+    pad, hdr, sh = c.small_pad, c.hdr_len, c.shinfo_size
+    log.add(SRC, "add_recvbuf_small",
+            f"vi->xdp_enabled: post SKB_DATA_ALIGN(hdr_len + VIRTNET_RX_PAD + GOOD_PACKET_LEN + "
+            f"{x.headroom}) + shinfo = {x.small_slot}-byte slots from the rx "
+            f"{c.alloc.describe()}"
+            + (f" (twice {x.small_slot} exceeds PAGE_SIZE: page_pool_alloc_va gives each a whole "
+               f"page, {slot.len} bytes), ctx = the headroom and that truesize"
+               if c.alloc.page_pool else f", ctx = the headroom ({x.headroom})")
+            + f"; buffer {c.buffer_index} is at {c.alloc.label(slot.frag_index)} + "
+            f"{slot.offset}; the device may write {hdr + c.good_packet_len} bytes at "
+            f"+{pad + x.headroom}",
+            c.cite(VIRTIO_RX_PAGE_POOL),
+            bufsize=x.small_slot, alloc_len=slot.len, VIRTNET_RX_PAD=pad,
+            xdp_headroom=x.headroom, hdr_len=hdr, page_offset=slot.offset)
+    room = size - sh - pad - x.headroom - hdr
+    written = min(frame, c.good_packet_len)
+    return Buffer(size, c.alloc.label(slot.frag_index), slot.offset, hdr + written,
+                  regions(("headroom", pad, "VIRTNET_RX_PAD"),
+                          ("xdp headroom", x.headroom, "XDP_PACKET_HEADROOM"),
+                          ("vnet_hdr", hdr, ""), ("frame", written, ""),
+                          ("tailroom", room - written, ""),
+                          ("skb_shared_info", sh, "reserved at bufsize - shinfo")))
+
+
+def receive_small(c: Config, frame: int, buffer: Buffer, log: StepLog) -> Received:
+    """receive_small's XDP branch (receive_small_xdp 6.5+) on a slot posted with XDP headroom."""
+    x = _x(c)
+    slot = small_slot(c)
+    buflen = small_buflen(c, slot)
+    pad, hdr = c.small_pad, c.hdr_len
+    h = c.hdr
+    log.add(SRC, "receive_small",
+            "vi->xdp_enabled and rq->xdp_prog: " + ("receive_small_xdp()" if x.split else
+                                                     "the XDP branch"),
+            because=_because(c, VIRTIO_RECEIVE_XDP_SPLIT))
+    hard_start = pad + hdr
+    b = Buff(hard_start, hard_start + x.headroom, hard_start + x.headroom + frame, buflen,
+             hard_start + buflen - c.shinfo_size)
+    refused = _refusal(c, h, log)
+    if refused is not None:
+        v = Verdict("drop", None, b, _counters(rx_xdp_drops=1, rx_drops=1))
+        return Received(_run(c, frame, v, refused=refused), None, _hdr_seen(c, h), buffer,
+                        (buffer,))
+    _narrate_buff(c, b, log, f"xdp_init_buff(frame_sz = buflen {buflen}), "
+                  f"xdp_prepare_buff(buf + VIRTNET_RX_PAD + hdr_len, {x.headroom}, len)")
+    v = _verdict(c, b, 0, log)
+    b = v.buff
+    run = _run(c, frame, v)
+    if v.result != "pass":
+        return Received(run, None, _hdr_seen(c, h), buffer, (buffer,))
+    length = b.data_end - b.data
+    end = buflen - c.shinfo_size
+    if b.data_end > end:
+        # [calc] frame_sz counts from buf + VIRTNET_RX_PAD + hdr_len, skb->end from buf
+        raise UnsupportedError(
+            f"XDP_PASS of a frame the program grew to {length} bytes: build_skb(buf, "
+            f"{buflen}) puts skb->end at +{end} but data_end is at +{b.data_end}, so "
+            "skb_put() runs past the end and skb_over_panic() BUGs (read in the source, never "
+            f"run; small mode's safe growth is {end - b.data_end + (x.adjust_tail or 0)} bytes)")
+    log.add(SRC, "virtnet_build_skb" if x.split else "receive_small",
+            f"XDP_PASS: build_skb(buf, {buflen}) around the slot, skb_reserve({b.data}) "
+            f"(data - buf, the program's head change included), skb_put({length}); the vnet "
+            "header is not copied: skb->cb stays zeroed"
+            + ("; skb_mark_for_recycle(): the page goes back to the page_pool"
+               if c.alloc.page_pool else ""),
+            c.cite(VIRTIO_RX_PAGE_POOL), buflen=buflen, headroom=b.data, len=length)
+    plan = p2s.built(c, frag_size=buflen, reserve=b.data, frame=length,
+                     buffers=(slot,), used=(hdr + frame,))
+    return Received(run, plan, _hdr_seen(c, h), buffer, (buffer,))
+
+
+# --- mergeable mode ------------------------------------------------------------------------
+
+
+def _slots_for(c: Config, frame: int) -> tuple[tuple[PostedBuffer, ...], tuple[int, ...]]:
+    """The slots the device fills with hdr_len + frame bytes, and what it wrote into each."""
+    x = _x(c)
+    need = -(-(c.hdr_len + MAX_FRAME_LEN) // x.mrg_len) + 1
+    slots = mergeable_slots(c, need)
+    info = bufs.carved_info(tuple(PostedBuffer(s.frag_index, s.offset, _device_len(c, s))
+                                  for s in slots))
+    total = c.hdr_len + frame
+    count = bufs.num_buffers(info.prefix, total)
+    if count is None:  # cannot happen: need covers MAX_FRAME_LEN
+        raise InputError(f"{total} bytes do not fit the posted XDP buffers")
+    used = (*(b.len for b in info.buffers[:count - 1]), total - info.prefix[count - 1])
+    return slots[:count], used
+
+
+def _slot_map(c: Config, slot: PostedBuffer, used: int, first: bool) -> Buffer:
+    x = _x(c)
+    dev = _device_len(c, slot)
+    hdr = c.hdr_len if first else 0
+    parts: list[tuple[str, int, str]] = [("xdp headroom", x.headroom, "XDP_PACKET_HEADROOM")]
+    if first:
+        parts.append(("vnet_hdr", hdr, ""))
+    parts.append(("frame" if first else "frame (cont.)", used - hdr, ""))
+    parts.append(("tailroom", dev - used, ""))
+    parts.append(("skb_shared_info", x.mrg_room - x.headroom, "room for shinfo"))
+    return Buffer(slot.len, c.alloc.label(slot.frag_index), slot.offset, used,
+                  regions(*(p for p in parts if p[1] > 0)))
+
+
+def narrate_mergeable_posting(c: Config, frame: int, log: StepLog
+                              ) -> tuple[tuple[PostedBuffer, ...], tuple[int, ...],
+                                         tuple[Buffer, ...]]:
+    x = _x(c)
+    slots, used = _slots_for(c, frame)
+    first = slots[0]
+    log.add(SRC, "get_mergeable_buf_len",
+            f"room = SKB_DATA_ALIGN(headroom {x.headroom} + sizeof(struct skb_shared_info)) = "
+            f"{x.mrg_room}: the length is PAGE_SIZE - room = {x.mrg_len}, whatever the EWMA",
+            room=x.mrg_room, len=x.mrg_len)
+    log.add(SRC, "add_recvbuf_mergeable",
+            f"each buffer takes len + room = {x.mrg_len + x.mrg_room} bytes of the rx "
+            f"{c.alloc.describe()}"
+            + (" (a whole page each: twice that exceeds PAGE_SIZE)" if c.alloc.page_pool else "")
+            + f"; the device writes from +{x.headroom}; ctx truesize "
+            f"{_ctx_truesize(c, first)}"
+            + (" (len + room, 484beac2ffc1: no hole)" if x.multi_buf else " (len; a page's "
+               "hole would be added)")
+            + f"; buffer {c.buffer_index} is at {c.alloc.label(first.frag_index)} + "
+            f"{first.offset}; the frame takes {len(slots)} buffer(s)",
+            because=_because(c, VIRTIO_XDP_MULTI_BUF), len=x.mrg_len,
+            ctx_truesize=_ctx_truesize(c, first), num_buffers=len(slots))
+    maps = tuple(_slot_map(c, s, u, i == 0) for i, (s, u) in enumerate(zip(slots, used,
+                                                                            strict=True)))
+    return slots, used, maps
+
+
+def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
+                      used: tuple[int, ...], maps: tuple[Buffer, ...], log: StepLog) -> Received:
+    x = _x(c)
+    h = c.hdr
+    hdr = c.hdr_len
+    count = len(slots)
+    log.add(SRC, "receive_mergeable",
+            f"length check passes: len {used[0]} <= truesize - room; vi->xdp_enabled and "
+            "rq->xdp_prog: " + ("receive_mergeable_xdp()" if x.split else "the XDP branch"),
+            because=_because(c, VIRTIO_RECEIVE_XDP_SPLIT), len=used[0], num_buffers=count)
+    if x.multi_buf:
+        b = Buff(0, x.headroom + hdr, x.headroom + used[0], x.mrg_len + x.mrg_room,
+                 x.mrg_len + x.mrg_room - c.shinfo_size)
+    else:  # frame_sz PAGE_SIZE - hdr_len counted from buf + hdr_len
+        b = Buff(hdr, x.headroom + hdr, x.headroom + used[0], c.page_size - hdr,
+                 c.page_size - c.shinfo_size)
+    refused = _refusal(c, h, log)
+    if refused is None and count > 1 and not x.frags:
+        refused = _linearize(c, used, log)
+    if refused is None and count > x.max_buffers:
+        log.add(SRC, "virtnet_build_xdp_buff_mrg",
+                f"{count} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the program "
+                "does not run; xdp_drops++, drops++", because=_because(c, VIRTIO_XDP_MULTI_BUF),
+                num_buffers=count, xdp_drops=1, drops=1)
+        refused = "too_many_buffers"
+    if refused is not None:
+        v = Verdict("drop", None, b, _counters(rx_xdp_drops=1, rx_drops=1))
+        copied = used[0] if refused == "linearize" else 0
+        return Received(_run(c, frame, v, copied=copied, refused=refused), None,
+                        _hdr_seen(c, h), maps[0], maps)
+    frags = tuple(PlanFrag(i, s.offset + x.headroom, u, s.len)
+                  for i, (s, u) in enumerate(zip(slots[1:], used[1:], strict=True), 1))
+    frags_size = sum(f.size for f in frags)
+    frags_truesize = sum(_ctx_truesize(c, s) for s in slots[1:])
+    _narrate_buff(c, b, log,
+                  ("mergeable_xdp_get_buf(): in place (headroom >= 256"
+                   + (", a frags program)" if count > 1 else ", one buffer)")
+                   + f"; xdp_init_buff(frame_sz = ctx truesize {b.frame_sz}), xdp_prepare_buff("
+                   f"buf - {x.headroom}, {x.headroom} + hdr_len, len - hdr_len)") if x.multi_buf
+                  else (f"one buffer with headroom: xdp_init_buff(frame_sz = PAGE_SIZE - hdr_len "
+                        f"= {b.frame_sz}), xdp_prepare_buff(data - {x.headroom} + hdr_len, "
+                        f"{x.headroom}, len - hdr_len)"), len(frags))
+    v = _verdict(c, b, frags_size, log)
+    b = v.buff
+    run = _run(c, frame, v, nr_frags=len(frags), frags_size=frags_size)
+    if v.result != "pass":
+        return Received(run, None, _hdr_seen(c, h), maps[0], maps)
+    device = tuple(PostedBuffer(s.frag_index, s.offset + x.headroom, _device_len(c, s))
+                   for s in slots)
+    if x.multi_buf:
+        plan = _build_skb_from_xdp_buff(c, b, device, used, frags, frags_truesize, log)
+    else:
+        plan = _page_to_skb(c, b, device, used, log)
+    return Received(run, plan, _hdr_seen(c, h), maps[0], maps)
+
+
+def _linearize(c: Config, used: tuple[int, ...], log: StepLog) -> str | None:
+    """xdp_linearize_page(page_off = 256) for a non-frags program and a frame over several
+    buffers: one new page, the buffers copied after 256 bytes of headroom while
+    page_off + len + SKB_DATA_ALIGN(sizeof(shinfo)) fits PAGE_SIZE, else it gives up."""
+    x = _x(c)
+    page_off = x.headroom
+    sh = c.shinfo_size
+    for i, length in enumerate(used):
+        if page_off + length + sh > c.page_size:
+            log.add(SRC, "xdp_linearize_page",
+                    f"a frame over {len(used)} buffers and a program without frags: "
+                    + (f"alloc_page(GFP_ATOMIC), copy {page_off - x.headroom} bytes, then "
+                       if i else "")
+                    + f"buffer {i} ({length} bytes) does not fit: {page_off} + {length} + {sh} "
+                    f"> PAGE_SIZE; the page is freed, the frame dropped (xdp_drops++, drops++)"
+                    + ("; a program loaded with BPF_F_XDP_HAS_FRAGS would get it as a "
+                       "multi-buffer xdp_buff" if x.multi_buf else
+                       f"; {c.kernel} has no multi-buffer XDP (6.3)"),
+                    because=_because(c, VIRTIO_XDP_MULTI_BUF), page_off=page_off, len=length,
+                    xdp_drops=1, drops=1)
+            return "linearize"
+        page_off += length
+    # fresh XDP buffers hold PAGE_SIZE - room each: several of them never fit one page
+    raise UnsupportedError("xdp_linearize_page of buffers smaller than the XDP geometry "
+                           "(posted before the attach) is not modelled")
+
+
+def _build_skb_from_xdp_buff(c: Config, b: Buff, device: tuple[PostedBuffer, ...],
+                             used: tuple[int, ...], frags: tuple[PlanFrag, ...],
+                             frags_truesize: int, log: StepLog) -> Plan:
+    """6.3+ XDP_PASS: build_skb(data_hard_start, frame_sz), skb_reserve(data - hard_start),
+    __skb_put(data_end - data), then xdp_update_skb_shared_info for the frags."""
+    head = b.frame_sz
+    end = head - c.shinfo_size
+    length = b.data_end - b.data
+    frags_size = sum(f.size for f in frags)
+    truesize = head + c.sk_buff_aligned + frags_truesize
+    log.add(SRC, "build_skb_from_xdp_buff",
+            f"XDP_PASS: build_skb(data_hard_start, frame_sz {head}), skb_reserve({b.data}), "
+            f"__skb_put({length})"
+            + (f"; xdp_update_skb_shared_info: {len(frags)} frag(s), len += data_len = "
+               f"{frags_size}, truesize += {frags_truesize} (each buffer's ctx truesize)"
+               if frags else "")
+            + "; skb->cb (the vnet header) stays zeroed"
+            + ("; skb_mark_for_recycle(): the pages go back to the page_pool"
+               if c.alloc.page_pool else ""),
+            because=_because(c, VIRTIO_XDP_MULTI_BUF, VIRTIO_RX_PAGE_POOL), headroom=b.data,
+            len=length + frags_size,
+            data_len=frags_size, truesize=truesize, nr_frags=len(frags))
+    return Plan("build_skb", None, Build.XDP_BUFF, device[0].len, device, used, None, 0, False,
+                head, end, b.data, b.data_end, length + frags_size, frags_size, truesize, frags,
+                (), 0, len(frags))
+
+
+def _page_to_skb(c: Config, b: Buff, device: tuple[PostedBuffer, ...], used: tuple[int, ...],
+                 log: StepLog) -> Plan:
+    """≤ 6.2 XDP_PASS: page_to_skb(page, offset = data - hdr_len, len, PAGE_SIZE, hdr_valid
+    false, metasize, headroom = data - data_hard_start): with headroom, truesize is PAGE_SIZE
+    and buf = p - headroom is the slot start."""
+    headroom = b.data - b.hard_start
+    length = b.data_end - b.data
+    outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
+        c, c.page_size, c.mrg_hdr_len, length, headroom=headroom)
+    plan = Plan(outcome, None, why, device[0].len, device, used, tailroom, copy,  # type: ignore[arg-type]
+                False, head_size, end, data, tail, length, length - (tail - data), truesize, (),
+                (), 0, 0)
+    log.add(SRC, "receive_mergeable", "XDP_PASS: page_to_skb(page, data - hdr_len, len, "
+            f"PAGE_SIZE, hdr_valid false, metasize, headroom {headroom}): with headroom the "
+            "truesize is PAGE_SIZE and buf = p - headroom, the slot's start", headroom=headroom)
+    p2s.narrate(c, plan, log, length, c.page_size, c.mrg_hdr_len, headroom)
+    return plan
