@@ -95,7 +95,7 @@ XDP_RUN = _obj(
                           "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT),
                           "nr_frags": _NAT, "frags_size": _NAT}),
         "ran": _BOOL,
-        "refused": _nullable({"enum": ["gso_type", "needs_csum", "linearize",
+        "refused": _nullable({"enum": ["gso_type", "needs_csum", "linearize", "len_check",
                                        "too_many_buffers"]}),
         "result": {"enum": ["pass", "drop", "tx", "redirect", "redirect_failed", "tx_failed"]},
         "errno": _nullable(_STR),
@@ -685,8 +685,14 @@ LAB = _obj(
                                "message": _nullable(_STR), "warnings": _arr(_STR)}),
             "device": {"type": "object", "additionalProperties": _SCALAR},
         }),
+        "xdp": _obj({
+            "action": {"enum": ["pass", "drop", "aborted", "tx", "redirect"]},
+            "counters": _arr(_obj({"name": _STR, "predicted": _NAT,
+                                   "observed": _nullable(_NAT)})),
+            "transmitted": _obj({"predicted": _arr(_NAT), "observed": _nullable(_arr(_NAT))}),
+        }),
     },
-    optional=("xdp_attach",),
+    optional=("xdp_attach", "xdp"),
 )
 
 # name → (schema id printed in the document's "schema" key, or None, schema body)

@@ -187,3 +187,27 @@ def test_xdp_attach_at_the_mtu_boundary(image: Path) -> None:
     no = run_virtio(image, "mergeable", (60, 1000), mtu=refused, xdp_check=True).report
     assert no.xdp is not None and no.xdp.match, no.xdp
     assert (no.xdp.observed_errno, no.xdp.observed_message) == ("EINVAL", message)
+
+
+def _is_6_12(image: Path) -> bool:
+    return "6.12" in image.name
+
+
+def test_xdp_programs_in_the_guest(image: Path) -> None:
+    """A program that stays attached (vnetrx's probe, `lab virtio --xdp`): XDP_DROP in
+    mergeable mode (the program's drops, xdp_linearize_page's, and 6.1's check_mergeable_len
+    rx_length_errors), XDP_TX on the vhost-user backend (the bytes the guest transmits: a
+    zeroed 12-byte header + the frame), and on 6.12 multi-buffer XDP_PASS with frags."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed (the XDP probe is built with it)")
+    dropped = run_virtio(image, "mergeable", (60, 1000, 3508, 3509, 9014), xdp="drop").report
+    assert dropped.match, [(f.frame_len, f.predicted, f.observed) for f in dropped.frames]
+    got = {name: (p, o) for name, p, o in dropped.xdp_counters}
+    assert got["rx_xdp_drops"] == (5, 5)
+    sent = run_virtio(image, "mergeable-gso", (60, 1000, 3000), xdp="tx").report
+    assert sent.match and sent.transmitted == ((72, 1012, 3012), (72, 1012, 3012))
+    if _is_6_12(image):
+        frags = run_virtio(image, "mergeable", (1000, 9014, 63348, 63349), xdp="pass",
+                           xdp_frags=True).report
+        assert frags.match, [(f.frame_len, f.predicted, f.observed) for f in frags.frames]
+        assert [f.observed.get("nr_frags") for f in frags.frames][:3] == [0, 2, 17]

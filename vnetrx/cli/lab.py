@@ -100,6 +100,19 @@ def lab() -> None:
     "and compare the kernel's answer, errno and message, with `vnetrx xdp check` for the "
     "features it negotiated; the program is detached before the frames are sent.",
 )
+@click.option(
+    "--xdp",
+    type=click.Choice(["pass", "drop", "aborted", "tx", "redirect"]),
+    default=None,
+    metavar="ACTION",
+    help="Attach an XDP program in the guest before the device starts (the static probe of "
+    "--xdp-check) returning ACTION (pass, drop, aborted, tx, redirect: bpf_redirect to the "
+    "device itself) for every test frame (the sentinel passes), keep it for the frames, and "
+    "compare the skbs and the driver's XDP counters (ethtool -S) with `vnetrx trace --xdp`; "
+    "on a vhost-user mode also the bytes XDP_TX puts on the tx queue. Not in big modes.",
+)
+@click.option("--xdp-frags", is_flag=True,
+              help="With --xdp: load the program with BPF_F_XDP_HAS_FRAGS (multi-buffer, 6.3+).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
 def lab_virtio(
     image: Path | None,
@@ -114,6 +127,8 @@ def lab_virtio(
     serial_log: Path | None,
     offloads: bool,
     xdp_check: bool,
+    xdp: str | None,
+    xdp_frags: bool,
     as_json: bool,
 ) -> None:
     """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
@@ -151,6 +166,8 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode big-gso --len 4065,65505,65535
       vnetrx lab virtio --image IMG --mode small --json | jq '.frames[] | select(.match | not)'
       vnetrx lab virtio --image IMG --mode mergeable-gso --offloads
+      vnetrx lab virtio --image IMG --mode mergeable --xdp drop --len 60,1000,3508,3509
+      vnetrx lab virtio --image IMG --mode mergeable-gso --mtu 9000 --xdp pass --xdp-frags
     """
     from vnetrx.files import MiB, read_bounded
     from vnetrx.lab import run as lab_run
@@ -175,7 +192,7 @@ def lab_virtio(
     if offloads and lengths is not None:
         raise click.UsageError("--offloads sends its own frames: drop --len")
     frames = (
-        lab_run.default_lengths(mode)
+        lab_run.default_lengths(mode, xdp is not None)
         if lengths is None
         else parse_lengths(lengths, 1, lab_run.MAX_FRAME)
     )
@@ -194,6 +211,8 @@ def lab_virtio(
             offloads=offloads,
             on_stage=on_stage,
             xdp_check=xdp_check,
+            xdp=xdp,
+            xdp_frags=xdp_frags,
         )
     if serial_log is not None:
         serial_log.write_text(result.serial)
@@ -328,7 +347,7 @@ def _print_report(report: LabReport, result: LabRun | None) -> None:
         ok = report.counters_match
         console.print(
             Text(
-                f"rx_length_errors (short packets): predicted {predicted_short}, observed "
+                f"rx_length_errors: predicted {predicted_short}, observed "
                 f"{observed_short} {'✓' if ok else '✗'}",
                 style="green" if ok else "bold red",
             )
@@ -341,6 +360,17 @@ def _print_report(report: LabReport, result: LabRun | None) -> None:
         console.print(Text(f"XDP attach: predicted {said}, observed {seen} "
                            f"{'✓' if x.match else '✗'}",
                            style="green" if x.match else "bold red"))
+    for name, predicted, observed in report.xdp_counters:
+        ok = observed is not None and predicted == observed
+        console.print(Text(f"{name}: predicted {predicted}, observed "
+                           f"{'-' if observed is None else observed} {'✓' if ok else '✗'}",
+                           style="green" if ok else "bold red"))
+    sent, seen_tx = report.transmitted
+    if seen_tx is not None and (sent or seen_tx):
+        ok = sent == seen_tx
+        console.print(Text(f"transmitted by XDP (bytes per chain, header included): predicted "
+                           f"{list(sent)}, the backend took {list(seen_tx)} "
+                           f"{'✓' if ok else '✗'}", style="green" if ok else "bold red"))
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
     matched = sum(frame.match for frame in report.frames)

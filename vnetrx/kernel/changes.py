@@ -249,6 +249,22 @@ VIRTIO_XDP_MTU_FRAGS = Change(
     "sizeof(struct padded_vnet_hdr) (4064; 4080 before 5.18) for every program, also on detach",
     note="series merged as 40ea3ee2ced1 (v6.3); read @6.2.12 (old rule) and @6.6.150 (new)",
 )
+MERGEABLE_LEN_CHECK = Change(
+    key="mergeable_len_check",
+    subject="virtio-net: ensure the received length does not exceed allocated size",
+    commit="",
+    since=v("6.16"),
+    backports=(v("5.15.215"), v("6.1.144"), v("6.6.97"), v("6.12.117")),
+    summary="xdp_linearize_page checks every further buffer with check_mergeable_len(): len > "
+    "ctx truesize - room counts rx_length_errors and fails the copy. Up to 6.2 an XDP buffer's "
+    "ctx truesize is its length (3520) without the room (576), so any further buffer longer "
+    "than 2944 bytes is counted (measured: Debian 6.1.192)",
+    note="in Linux 6.16-rc5's shortlog (Bui Quang Minh, with 'use the check_mergeable_len "
+    "helper'); upstream id not pinned. Present @5.15.215, @6.1.166, @6.1.192, @6.6.150, "
+    "@6.12.117, @6.17.0; absent @6.12.15, @6.14. 6.1.144 and 6.6.97 are from a release "
+    "bisection in docs/kernel/xdp-source-notes.md, 5.15.215 and 6.12.117 only the releases read "
+    "(the first carriers there are earlier, not pinned)",
+)
 VIRTIO_XDP_MULTI_BUF = Change(
     key="virtio_xdp_multi_buf",
     subject="virtio-net: support multi-buffer xdp",
@@ -615,6 +631,7 @@ CHANGES: tuple[Change, ...] = (
     VIRTIO_XDP_SHARED_TX_QUEUES,
     VIRTIO_XDP_MTU_FRAGS,
     VIRTIO_XDP_MULTI_BUF,
+    MERGEABLE_LEN_CHECK,
     VIRTIO_RECEIVE_XDP_SPLIT,
     VIRTIO_XDP_NEEDS_CSUM_DROP,
     TUN_BUILD_SKB_OWNER,

@@ -75,12 +75,22 @@ class LabReport:
     # (rx_length_errors) and virtio_net_hdr_to_skb's refusals (rx_frame_errors)
     rx_length_errors: tuple[int, int | None] = (0, None)
     rx_frame_errors: tuple[int, int | None] = (0, None)
-    xdp: XdpCheck | None = None  # --xdp-check: the guest's XDP attach against the model
+    xdp: XdpCheck | None = None  # --xdp-check / --xdp: the guest's XDP attach against the model
+    xdp_action: str | None = None  # --xdp ACTION: the program that stayed attached
+    # --xdp: (counter, predicted, observed) for the driver's queue counters (xdp_probe.COUNTERS)
+    # and sysfs rx_dropped; observed None: not read
+    xdp_counters: tuple[tuple[str, int, int | None], ...] = ()
+    # --xdp on a vhost-user backend: the bytes of each chain the guest transmitted, predicted
+    # (XDP_TX / redirect: hdr_len + frame) and observed (None: not recorded)
+    transmitted: tuple[tuple[int, ...], tuple[int, ...] | None] = ((), None)
 
     @property
     def counters_match(self) -> bool:
-        return all(observed is None or predicted == observed
-                   for predicted, observed in (self.rx_length_errors, self.rx_frame_errors))
+        return (all(observed is None or predicted == observed
+                    for predicted, observed in (self.rx_length_errors, self.rx_frame_errors))
+                and all(observed is not None and predicted == observed
+                        for _, predicted, observed in self.xdp_counters)
+                and (self.transmitted[1] is None or self.transmitted[0] == self.transmitted[1]))
 
     @property
     def match(self) -> bool:
@@ -95,7 +105,7 @@ def base_mode(mode: str) -> str:
 
 def setup_for(
     mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int,
-    hdr: VnetHdr | None = None,
+    hdr: VnetHdr | None = None, xdp: str | None = None, xdp_frags: bool = False,
 ) -> VirtioRxSetup:
     """The model's input for one frame of the boot (see the module docstring). Guest GSO is
     negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
@@ -113,21 +123,27 @@ def setup_for(
         ring_size=RING_SIZE,
         buffer_index=buffer_index,
         hdr=hdr,
+        xdp=xdp,
+        xdp_frags=xdp_frags,
     )
 
 
 def predict(
     profile: KernelProfile, mode: str, lengths: Sequence[int], mtu: int, hdr_len: int,
-    hdrs: Sequence[VnetHdr | None] | None = None,
+    hdrs: Sequence[VnetHdr | None] | None = None, xdp: str | None = None,
+    xdp_frags: bool = False,
 ) -> list[tuple[int, Trace]]:
-    """(buffer index, trace) per frame, in arrival order; ``hdrs``: each frame's header."""
+    """(buffer index, trace) per frame, in arrival order; ``hdrs``: each frame's header;
+    ``xdp``: the action of a program attached before the device started (every buffer posted
+    with the XDP geometry)."""
     out: list[tuple[int, Trace]] = []
     index = 0
     for position, frame_len in enumerate(lengths):
         if index >= RING_SIZE:
             break
         hdr = None if hdrs is None else hdrs[position]
-        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index, hdr))
+        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index, hdr, xdp,
+                                                xdp_frags))
         out.append((index, trace))
         if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))
@@ -200,9 +216,12 @@ def match_events(lengths: Sequence[int], events: Sequence[RxEvent],
 
 
 def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: GuestLog,
-            hdrs: Sequence[VnetHdr | None] | None = None) -> LabReport:
+            hdrs: Sequence[VnetHdr | None] | None = None, xdp: str | None = None,
+            xdp_frags: bool = False, transmitted: Sequence[int] | None = None) -> LabReport:
     """Predictions for the negotiated features against the guest's events; ``hdrs``: the
-    virtio_net_hdr each frame was sent behind (--offloads: IPv4/IPv6 frames)."""
+    virtio_net_hdr each frame was sent behind (--offloads: IPv4/IPv6 frames); ``xdp``: the
+    action of the program the guest kept attached (--xdp), whose counters are compared too;
+    ``transmitted``: the chain lengths the vhost-user backend took from the guest's tx queue."""
     if len(set(lengths)) != len(lengths):
         raise InputError("frame lengths must be distinct (frames are matched by length)")
     try:
@@ -215,7 +234,8 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         notes.append(f"requested {mode} mode but the guest negotiated {negotiated_mode} mode")
     hdr_len = hdr_len_for(features)
     mtu_for_model = mtu if "MTU" in features else 1500
-    predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len, hdrs)
+    predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len, hdrs, xdp,
+                          xdp_frags)
     ethertypes = frozenset({TEST_ETHERTYPE} if hdrs is None else {ETH_P_IP, ETH_P_IPV6})
     events = match_events(lengths, log.events, ethertypes)
     frames = []
@@ -232,7 +252,13 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
             "no kprobe on napi_gro_receive: data, tail, end, mac_header not observed"
             + (f" (guest: {why})" if why else "")
         )
-    if base_mode(negotiated_mode) == "mergeable":
+    if base_mode(negotiated_mode) == "mergeable" and xdp is not None:
+        notes.append(
+            "mergeable with XDP: each frame predicted in the ring buffer it lands in (all "
+            "buffers posted at device start with the XDP geometry: 3520 bytes at +256 of a "
+            "4096-byte slot, whatever the EWMA)"
+        )
+    elif base_mode(negotiated_mode) == "mergeable":
         notes.append(
             "mergeable: each frame predicted in the ring buffer it lands in (all buffers posted "
             "at device start with EWMA 0; buffer 20 of each 32 KiB page absorbs the leftover)"
@@ -251,7 +277,8 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
     counted = {
         counter: (
             sum(trace.counter == counter and (counter != "rx_length_errors"
-                                              or trace.reason == "short_packet")
+                                              or trace.reason in ("short_packet",
+                                                                  "xdp_len_check"))
                 for _, trace in predictions),
             int(raw) if (raw := log.status.get(counter, "")).isdigit() else None,
         )
@@ -261,6 +288,21 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         if observed_count is not None and observed_count != predicted_count:
             notes.append(f"{counter}: predicted {predicted_count}, the guest counted "
                          f"{observed_count}")
+    xdp_counters: tuple[tuple[str, int, int | None], ...] = ()
+    sent: tuple[tuple[int, ...], tuple[int, ...] | None] = ((), None)
+    if xdp is not None:
+        if any(trace.reason == "xdp_attach_refused" for _, trace in predictions):
+            # the guest refused it too (--xdp-check's comparison says whether it agrees):
+            # the frames take the usual path
+            notes.append("the model refuses the XDP attach: frames predicted without a program")
+            predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len,
+                                  hdrs)
+            frames = [FrameResult(n, i, predicted_fields(t), f.observed,
+                                  _checks(predicted_fields(t), f.observed, log.kprobe))
+                      for n, (i, t), f in zip(lengths, predictions, frames, strict=True)]
+        xdp_counters, sent, xdp_notes = _xdp_totals(predictions, log, transmitted,
+                                                    unknown_ethertype=hdrs is None)
+        notes.extend(xdp_notes)
     return LabReport(
         kernel=profile.name,
         release=log.release,
@@ -274,7 +316,52 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
         notes=tuple(notes),
         rx_length_errors=counted["rx_length_errors"],
         rx_frame_errors=counted["rx_frame_errors"],
+        xdp_action=xdp,
+        xdp_counters=xdp_counters,
+        transmitted=sent,
     )
+
+
+def _xdp_totals(predictions: Sequence[tuple[int, Trace]], log: GuestLog,
+                transmitted: Sequence[int] | None, unknown_ethertype: bool
+                ) -> tuple[tuple[tuple[str, int, int | None], ...],
+                           tuple[tuple[int, ...], tuple[int, ...] | None], list[str]]:
+    """The queue counters the frames should move (each trace's ``driver_counters``) against
+    the guest's ethtool totals. The program passes the sentinel: every sentinel frame the stack
+    saw is one more xdp_packet. ``unknown_ethertype``: the frames carry the lab's EtherTypes,
+    so sysfs rx_dropped is the queue's drops plus every skb the stack got
+    (__netif_receive_skb_core: no handler → dev_core_stats_rx_dropped_inc)."""
+    from vnetrx.lab.initramfs import SENTINEL_ETHERTYPE
+    from vnetrx.lab.xdp_probe import COUNTERS, parse_stats
+
+    notes: list[str] = []
+    predicted = dict.fromkeys(COUNTERS, 0)
+    attached = any(trace.xdp is not None for _, trace in predictions)
+    for _, trace in predictions:
+        if trace.xdp is not None:
+            for name, value in trace.xdp.driver:
+                predicted[name] += value
+    sentinels = sum(event.protocol == SENTINEL_ETHERTYPE for event in log.events)
+    if attached:
+        predicted["rx_xdp_packets"] += sentinels
+    observed = parse_stats(log.status.get("xdp-stats", ""))
+    if observed is None:
+        notes.append("the guest's ethtool counters could not be read: "
+                     + (log.status.get("xdp-stats", "") or "no output"))
+    rows: list[tuple[str, int, int | None]] = [
+        (name, predicted[name], None if observed is None else observed.get(name))
+        for name in COUNTERS]
+    raw = log.status.get("rx_dropped", "")
+    if unknown_ethertype:
+        skbs = sum(trace.skb is not None for _, trace in predictions) + sentinels
+        rows.append(("rx_dropped", predicted["rx_drops"] + skbs,
+                     int(raw) if raw.isdigit() else None))
+    sent = tuple(trace.xdp.read_len for _, trace in predictions
+                 if trace.xdp is not None and trace.xdp.read_len is not None)
+    if attached:
+        notes.append(f"XDP: a program returning the action stayed attached; {sentinels} "
+                     "sentinel frame(s) passed through it (counted in rx_xdp_packets)")
+    return tuple(rows), (sent, None if transmitted is None else tuple(transmitted)), notes
 
 
 def report_to_dict(
@@ -315,6 +402,14 @@ def report_to_dict(
         ],
         "notes": list(report.notes),
         **({} if report.xdp is None else {"xdp_attach": xdp_to_dict(report.xdp)}),
+        **({} if report.xdp_action is None else {"xdp": {
+            "action": report.xdp_action,
+            "counters": [{"name": name, "predicted": predicted, "observed": observed}
+                         for name, predicted, observed in report.xdp_counters],
+            "transmitted": {"predicted": list(report.transmitted[0]),
+                            "observed": None if report.transmitted[1] is None
+                            else list(report.transmitted[1])},
+        }}),
     }
 
 

@@ -153,11 +153,18 @@ class Kprobe:
 
 
 def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60,
-                xdp_probe: bool = False) -> str:
-    """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe)."""
+                xdp_probe: bool = False, xdp_keep: str | None = None) -> str:
+    """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe);
+    ``xdp_keep``: the probe's ``keep ACTION FRAGS`` arguments, to attach a program that stays
+    for the frames (the sentinel passes), and print the driver's ethtool counters after them.
+    The attach comes before the link is up, so every buffer is posted with the XDP geometry."""
+    attach = "" if xdp_keep is None else f" {xdp_keep} 0x{SENTINEL_ETHERTYPE:04x}"
     probe = ("say xdp-cpus $(cat /sys/devices/system/cpu/online)\n"
-             "say xdp-attach $(/bin/xdpprobe $dev)\n"
-             "say xdp-dmesg $(dmesg | grep -i xdp | tr '\\n' '|')\n" if xdp_probe else "")
+             f"say xdp-attach $(/bin/xdpprobe $dev{attach})\n"
+             "say xdp-dmesg $(dmesg | grep -i xdp | tr '\\n' '|')\n"
+             if xdp_probe or xdp_keep is not None else "")
+    stats = ("say xdp-stats $(/bin/xdpprobe $dev stats | tr '\\n' ' ')\n"
+             if xdp_keep is not None else "")
     kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
     sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
     return f"""#!/bin/sh
@@ -220,7 +227,7 @@ say rx_packets $(cat /sys/class/net/$dev/statistics/rx_packets)
 say rx_dropped $(cat /sys/class/net/$dev/statistics/rx_dropped)
 say rx_length_errors $(cat /sys/class/net/$dev/statistics/rx_length_errors)
 say rx_frame_errors $(cat /sys/class/net/$dev/statistics/rx_frame_errors)
-say trace-begin
+{stats}say trace-begin
 grep -v '^#' $T/trace
 say trace-end
 finish
@@ -234,9 +241,11 @@ def build(
     kprobe: Kprobe | None,
     timeout_s: int = 60,
     xdp_probe: bytes | None = None,
+    xdp_keep: str | None = None,
 ) -> tuple[bytes, list[str]]:
     """The uncompressed newc archive and the module load order; ``xdp_probe``: the static
-    program /init runs to try an XDP attach (vnetrx.lab.xdp_probe)."""
+    program /init runs to try an XDP attach (vnetrx.lab.xdp_probe); ``xdp_keep``: its
+    ``keep ACTION FRAGS`` arguments (see ``init_script``)."""
     if not busybox.is_file():
         raise LabSetupError(
             f"busybox not found at {busybox}", hint="apt-get install busybox-static"
@@ -264,6 +273,6 @@ def build(
     entries += [cpio.regular(f"lib/modules/{name}.ko", cache[name]) for name in order]
     if xdp_probe is not None:
         entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
-    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None)
+    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep)
     entries.append(cpio.regular("init", script.encode(), 0o755))
     return cpio.archive(entries), order

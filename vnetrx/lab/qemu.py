@@ -176,6 +176,7 @@ class RunResult:
     returncode: int | None
     backend_log: tuple[str, ...] = ()  # vhost-user: the requests QEMU sent, in order
     backend_dropped: tuple[int, ...] = ()  # vhost-user: lengths dropped (larger than a chain)
+    backend_transmitted: tuple[int, ...] = ()  # vhost-user: bytes of each chain the guest sent
 
 
 def qemu_available() -> str | None:
@@ -309,6 +310,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
             proc.returncode,
             backend_log=tuple(backend.log) if backend is not None else (),
             backend_dropped=tuple(backend.dropped) if backend is not None else (),
+            backend_transmitted=tuple(backend.transmitted) if backend is not None else (),
         )
     except OSError as exc:
         raise GuestError(f"cannot run the guest: {exc}") from None

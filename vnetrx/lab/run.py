@@ -49,6 +49,16 @@ DEFAULT_LENGTHS = {
                 9014, 16352, 16353, 32736, 32737, 61408, 61409, 65504, 65505, 65535),
 }
 DEFAULT_LENGTHS["mergeable-gso"] = DEFAULT_LENGTHS["mergeable"]
+# With --xdp (docs/kernel/xdp-source-notes.md §A.3-§A.4): small mode's short packet, copy-size
+# edges and the 1518-byte buffer end; mergeable's 12 + 3508 = one 3520-byte XDP buffer and one
+# byte more (xdp_linearize_page drops it without frags), 9014 over three buffers, 18 × 3520 - 12
+# = 63348 (the most a multi-buffer xdp_buff takes) and one byte more, 65535.
+DEFAULT_XDP_LENGTHS = {
+    "small": (13, 14, 60, 128, 129, 1000, 1514, 1518, 1519),
+    "mergeable": (13, 14, 60, 128, 129, 1000, 1514, 3000, 3508, 3509, 9014, 20000, 63348, 63349,
+                  65535),
+}
+DEFAULT_XDP_LENGTHS["mergeable-gso"] = DEFAULT_XDP_LENGTHS["mergeable"]
 # fmt: on
 
 
@@ -137,8 +147,9 @@ def guest_version(status: dict[str, str], release: str) -> str:
     return match.group(1) if match else release
 
 
-def default_lengths(mode: str) -> tuple[int, ...]:
-    return DEFAULT_LENGTHS[mode]
+def default_lengths(mode: str, xdp: bool = False) -> tuple[int, ...]:
+    """The lengths a run sends without --len (``xdp``: a program stays attached)."""
+    return DEFAULT_XDP_LENGTHS.get(mode, DEFAULT_LENGTHS[mode]) if xdp else DEFAULT_LENGTHS[mode]
 
 
 @dataclass(frozen=True)
@@ -189,10 +200,14 @@ def run_virtio(
     offloads: bool = False,
     on_stage: Callable[[str], None] | None = None,
     xdp_check: bool = False,
+    xdp: str | None = None,
+    xdp_frags: bool = False,
 ) -> LabRun:
     """Boot, send, compare. ``offloads``: send ``offload_frames()`` (real TCP/UDP frames behind
     offload headers) instead of ``lengths``; needs a vhost-user mode. ``on_stage`` hears what
-    is happening ("booting Linux 6.1.0-57-amd64 under QEMU …"), for a progress line."""
+    is happening ("booting Linux 6.1.0-57-amd64 under QEMU …"), for a progress line.
+    ``xdp``: a program returning this action stays attached in the guest while the frames
+    arrive (``xdp_frags``: loaded with BPF_F_XDP_HAS_FRAGS)."""
     stage = on_stage or (lambda _text: None)
     hdrs: list[VnetHdr | None] | None = None
     payloads: list[bytes] | None = None
@@ -211,7 +226,12 @@ def run_virtio(
         raise LabSetupError(f"kernel image {image} not found")
     # Fail on lengths the model cannot place before paying for a boot.
     release = image_release(image)
-    predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs)
+    if xdp_frags and xdp is None:
+        raise InputError("--xdp-frags describes the program: give --xdp ACTION too")
+    if xdp is not None and base_mode(mode) == "big":
+        raise InputError(f"--xdp: big mode ({mode}) has no XDP hook, the program would never run",
+                         hint="use --mode small, mergeable or mergeable-gso")
+    predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs, xdp, xdp_frags)
     stage(f"building the initramfs for Linux {release}")
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
     offsets = None
@@ -224,13 +244,16 @@ def run_virtio(
         except VnetrxError as exc:  # the tracepoint alone still checks len/truesize/frags
             kprobe_note = f"no struct sk_buff offsets for the kprobe: {exc.message}"
     probe = None
-    if xdp_check:
-        from vnetrx.lab.xdp_probe import build_probe
+    keep = None
+    if xdp_check or xdp is not None:
+        from vnetrx.lab.xdp_probe import build_probe, keep_args
 
         stage("building the XDP probe")
         probe = build_probe()
+        keep = None if xdp is None else keep_args(xdp, xdp_frags)
     archive, order = initramfs.build(
-        find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s), xdp_probe=probe
+        find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s), xdp_probe=probe,
+        xdp_keep=keep,
     )
     boot = qemu.Boot(
         image,
@@ -252,14 +275,15 @@ def run_virtio(
     if not log.complete:
         raise qemu.GuestError("the guest powered off without dumping its trace")
     profile = lookup(guest_version(log.status, log.release or release))
-    report = compare(profile, mode, lengths, log, hdrs)
-    if xdp_check:
+    report = compare(profile, mode, lengths, log, hdrs, xdp, xdp_frags,
+                     result.backend_transmitted if boot.backend == "vhost-user" else None)
+    if xdp_check or xdp is not None:
         from vnetrx.lab.xdp_probe import check, cpus_of
 
         answer = log.status.get("xdp-attach", "")
         report = replace(report, xdp=check(
             profile, log.features, log.mtu, cpus_of(log.status.get("xdp-cpus", "0")), answer,
-            log.status.get("xdp-dmesg", "").strip("| ")))
+            log.status.get("xdp-dmesg", "").strip("| "), xdp_frags))
     if kprobe_note is not None:
         report = replace(report, notes=(*report.notes, kprobe_note))
     if result.backend_dropped:
@@ -272,7 +296,7 @@ def run_virtio(
                 f"(as QEMU does): {dropped} bytes",
             ),
         )
-    serial = serial_header(mode, host_mtu, lengths, offloads) + result.serial
+    serial = serial_header(mode, host_mtu, lengths, offloads, xdp, xdp_frags) + result.serial
     return LabRun(report, result.boot_s, result.total_s, serial, tuple(order))
 
 
@@ -280,17 +304,27 @@ HEADER = "# serial console of: vnetrx lab virtio"
 
 
 def serial_header(mode: str, mtu: int | None, lengths: tuple[int, ...],
-                  offloads: bool = False) -> str:
+                  offloads: bool = False, xdp: str | None = None, xdp_frags: bool = False) -> str:
     """The first line ``--serial-log`` writes, so that ``--from-log`` knows what was sent."""
     mtu_part = f" --mtu {mtu}" if mtu is not None else ""
+    program = ("" if xdp is None else f" --xdp {xdp}") + (" --xdp-frags" if xdp_frags else "")
     sent = " --offloads" if offloads else f" --len {','.join(map(str, lengths))}"
-    return f"{HEADER} --mode {mode}{mtu_part}{sent}\n"
+    return f"{HEADER} --mode {mode}{mtu_part}{program}{sent}\n"
 
 
 def lengths_from_header(text: str) -> tuple[int, ...] | None:
     first = text.split("\n", 1)[0]
     match = re.search(r"--len ([\d,]+)\s*$", first) if first.startswith(HEADER) else None
     return tuple(int(x) for x in match.group(1).split(",")) if match else None
+
+
+def xdp_from_header(text: str) -> tuple[str | None, bool]:
+    """The program a ``--serial-log`` says stayed attached: (action, frags)."""
+    first = text.split("\n", 1)[0]
+    if not first.startswith(HEADER):
+        return None, False
+    match = re.search(r" --xdp (\w+)", first)
+    return (match.group(1) if match else None), " --xdp-frags" in first
 
 
 def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
@@ -316,4 +350,14 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
     except ValueError as exc:
         raise InputError(f"the log's feature bits or MTU are unreadable: {exc}") from None
     check_request(mode, None, lengths)
-    return compare(lookup(guest_version(log.status, log.release)), mode, lengths, log, hdrs)
+    xdp, xdp_frags = xdp_from_header(text)
+    profile = lookup(guest_version(log.status, log.release))
+    report = compare(profile, mode, lengths, log, hdrs, xdp, xdp_frags)
+    if xdp is not None:
+        from vnetrx.lab.xdp_probe import check, cpus_of
+
+        report = replace(report, xdp=check(
+            profile, log.features, log.mtu, cpus_of(log.status.get("xdp-cpus", "0")),
+            log.status.get("xdp-attach", ""), log.status.get("xdp-dmesg", "").strip("| "),
+            xdp_frags))
+    return report

@@ -104,6 +104,7 @@ class VhostUserNet:
         self._born = time.monotonic()
         self.delivered = 0
         self.dropped: list[int] = []  # lengths of frames dropped (non-mergeable, too large)
+        self.transmitted: list[int] = []  # bytes of each chain the guest put on its tx queue
         self.error: BaseException | None = None
         self.mem = GuestMemory()
         self.rings = [Vring(RX_QUEUE), Vring(TX_QUEUE)]
@@ -198,7 +199,7 @@ class VhostUserNet:
     def _run_queues(self) -> None:
         rx, tx = self.rings
         if tx.ready() and self.mem.regions:
-            drain(self.mem, tx)
+            drain(self.mem, tx, self.transmitted)
         if not (rx.ready() and self.mem.regions):
             return
         while True:

@@ -254,12 +254,15 @@ def receive(
     return Rx.DELIVERED, len(chains)
 
 
-def drain(mem: GuestMemory, ring: Vring) -> int:
-    """Take every posted chain (the transmit queue), mark it used with 0 bytes written."""
+def drain(mem: GuestMemory, ring: Vring, lengths: list[int] | None = None) -> int:
+    """Take every posted chain (the transmit queue), mark it used with 0 bytes written;
+    ``lengths`` collects the bytes of each (the virtio-net header included)."""
     count = ring.pending(mem)
     for _ in range(count):
         head = ring.head(mem)
-        ring.chain(mem, head)  # validates it
+        segments = ring.chain(mem, head)  # validates it
+        if lengths is not None:
+            lengths.append(sum(seg.length for seg in segments if not seg.writable))
         ring.last_avail = (ring.last_avail + 1) & 0xFFFF
         ring.add_used(mem, head, 0)
     if count:

@@ -1,14 +1,17 @@
-"""``vnetrx lab virtio --xdp-check``: does the guest kernel let an XDP program attach to its
-virtio-net device, and with which error? A small static C program (data/xdpprobe.c: bpf(2)
-BPF_PROG_LOAD of ``r0 = XDP_PASS; exit``, RTM_SETLINK IFLA_XDP in driver mode, the extack
-text, then a detach so the frames that follow take the usual path) runs in the guest's /init;
-its answer is compared with vnetrx.paths.virtio_net.xdp_set for the features the guest
-negotiated. Building the probe needs gcc and a static libc (Debian: gcc, libc6-dev)."""
+"""``vnetrx lab virtio --xdp-check`` and ``--xdp ACTION``: XDP in the guest. A small static C
+program (data/xdpprobe.c) runs in the guest's /init. ``--xdp-check``: bpf(2) BPF_PROG_LOAD of
+``r0 = XDP_PASS; exit``, RTM_SETLINK IFLA_XDP in driver mode, the extack text, then a detach so
+the frames that follow take the usual path; its answer is compared with
+vnetrx.paths.virtio_net.xdp_set for the features the guest negotiated. ``--xdp ACTION``: a
+program returning ACTION for the test frames (the sentinel passes) stays attached while they
+arrive, and the driver's ethtool counters are read afterwards (``stats``). Building the probe
+needs gcc and a static libc (Debian: gcc, libc6-dev)."""
 
 from __future__ import annotations
 
 import errno as errno_mod
 import hashlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -21,6 +24,13 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.guest import GUEST_GSO
 from vnetrx.lab.initramfs import LabSetupError
 from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
+from vnetrx.paths.xdp import ACTIONS
+
+# The queue counters the lab compares, as ethtool -S totals name them on 6.11+ (per queue:
+# rx_queue_0_xdp_drops up to 6.10, rx0_xdp_drops from 6.11)
+COUNTERS = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_xdp_drops",
+            "tx_xdp_tx", "tx_xdp_tx_drops")
+_PER_QUEUE = re.compile(r"^(rx|tx)(?:_queue_)?(\d+)_(\w+)$")
 
 
 def source() -> bytes:
@@ -82,7 +92,7 @@ def parse_answer(line: str) -> tuple[str | None, str]:
 
 
 def check(k: KernelProfile, features: tuple[str, ...], mtu: int, cpus: int, answer: str,
-          warnings: str) -> XdpCheck:
+          warnings: str, frags: bool = False) -> XdpCheck:
     names = set(features)
     setup = XdpAttachSetup(
         mergeable="MRG_RXBUF" in names,
@@ -93,6 +103,7 @@ def check(k: KernelProfile, features: tuple[str, ...], mtu: int, cpus: int, answ
         mtu=mtu,
         queues=1,  # the lab's QEMU device has one queue pair (no MQ)
         cpus=cpus,
+        frags=frags,
     )
     observed, message = parse_answer(answer)
     return XdpCheck(observed, message, virtnet_xdp_set(k, setup), setup, warnings)
@@ -107,3 +118,31 @@ def cpus_of(online: str) -> int:
         low, _, high = part.partition("-")
         total += int(high or low) - int(low) + 1
     return max(total, 1)
+
+
+def keep_args(action: str, frags: bool) -> str:
+    """The probe's arguments for a program that stays attached: ``keep ACTION FRAGS``."""
+    return f"keep {ACTIONS[action]} {int(frags)}"
+
+
+def parse_stats(text: str) -> dict[str, int] | None:
+    """The probe's ``stats`` output, "name value" pairs on one line, as totals: the per-queue
+    counters summed into the 6.11+ total names (``rx_queue_0_xdp_drops`` and ``rx0_xdp_drops``
+    both count in ``rx_xdp_drops``; 6.11+'s own totals are then ignored, not counted twice).
+    None: the probe could not read them."""
+    words = text.split()
+    if not words or words[0] == "error" or len(words) % 2:
+        return None
+    pairs = [(words[i], words[i + 1]) for i in range(0, len(words), 2)]
+    if not all(value.isdigit() for _, value in pairs):
+        return None
+    queued: dict[str, int] = {}
+    totals: dict[str, int] = {}
+    for name, value in pairs:
+        match = _PER_QUEUE.match(name)
+        if match:
+            key = f"{match.group(1)}_{match.group(3)}"
+            queued[key] = queued.get(key, 0) + int(value)
+        else:
+            totals[name] = int(value)
+    return queued or totals

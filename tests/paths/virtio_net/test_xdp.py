@@ -301,3 +301,22 @@ def test_page_pool_mergeable_pages() -> None:
     t = run("7.3", frame_len=9014, mergeable=True, mtu=9000, xdp="pass", xdp_frags=True)
     assert t.skb is not None and t.skb.truesize == 12544
     assert [(f.page, f.offset) for f in t.skb.frags] == [("pool1", 256), ("pool2", 256)]
+
+
+@pytest.mark.parametrize(("kernel", "reason", "counter"), [
+    ("6.1.192", "xdp_len_check", "rx_length_errors"),  # measured in a Debian 6.1.192 guest
+    ("6.1.143", "xdp_linearize", "drops"),  # before the backport
+    ("6.12.117", "xdp_linearize", "drops"),  # 6.3+ ctx truesize 4096: 3520 <= 4096 - 576
+])
+def test_check_mergeable_len_on_a_full_second_buffer(kernel: str, reason: str,
+                                                     counter: str) -> None:
+    # 9014 + 12 = 3520 + 3520 + 1986; up to 6.2 the ctx truesize is 3520, so the second buffer
+    # fails len > truesize - room = 2944
+    t = run(kernel, frame_len=9014, mergeable=True, xdp="pass")
+    assert (t.outcome, t.reason, t.counter) == ("xdp_drop", reason, counter)
+    assert counters(t)["rx_xdp_drops"] == 1
+
+
+def test_check_mergeable_len_passes_a_one_byte_second_buffer() -> None:
+    t = run("6.1.192", frame_len=3509, mergeable=True, xdp="pass")
+    assert (t.reason, t.counter) == ("xdp_linearize", "drops")

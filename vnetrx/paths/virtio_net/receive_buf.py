@@ -311,7 +311,9 @@ def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
         r = xdp.receive_mergeable(c, frame, slots, used, maps, log)
     run = r.run
     if r.plan is None:
-        counter = "drops" if run.rx_dropped else None
+        # the dev->stats counter beyond the queue's: check_mergeable_len's rx_length_errors
+        counter = ("rx_length_errors" if run.refused == "len_check" else
+                   "drops" if run.rx_dropped else None)
         return RxResult(path, xdp.outcome_of(run), xdp.reason_of(run), r.buffer, r.buffers,
                         None, None, counter, xdp=run)
     d = deliver_with(c, r.plan, r.hdr)

@@ -17,6 +17,7 @@ from vnetrx.kernel.changes import (
     BIG_BUILD_SKB_GIVE_PAGES,
     BIG_PACKETS_MTU_SIZED,
     BIG_RECV_LEN_CHECK,
+    MERGEABLE_LEN_CHECK,
     PADDED_VNET_HDR_V1_HASH,
     PAGE_TO_SKB_BUILD_SKB,
     RQ_ALLOC_FRESH_PAGE_SHRINK,
@@ -212,6 +213,7 @@ class XdpConfig:
     needs_csum_drop: bool  # VIRTIO_XDP_NEEDS_CSUM_DROP (6.10, 6.6.36): and DATA_VALID kept
     split: bool  # VIRTIO_RECEIVE_XDP_SPLIT (6.5): receive_small_xdp / receive_mergeable_xdp
     max_buffers: int  # virtnet_build_xdp_buff_mrg: MAX_SKB_FRAGS + 1
+    len_check: bool  # MERGEABLE_LEN_CHECK: xdp_linearize_page's check_mergeable_len()
     fwd_limit: int  # xdp_ok_fwd_dev for a redirect to this device: mtu + ETH_HLEN + VLAN_HLEN
 
 
@@ -242,6 +244,7 @@ def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
         needs_csum_drop=k.has(VIRTIO_XDP_NEEDS_CSUM_DROP),
         split=k.has(VIRTIO_RECEIVE_XDP_SPLIT),
         max_buffers=k.build.max_skb_frags + 1,
+        len_check=k.has(MERGEABLE_LEN_CHECK),
         fwd_limit=fwd_limit(s.mtu),
     )
 

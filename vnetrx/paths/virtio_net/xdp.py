@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
+    MERGEABLE_LEN_CHECK,
     VIRTIO_RECEIVE_XDP_SPLIT,
     VIRTIO_RX_PAGE_POOL,
     VIRTIO_XDP_MULTI_BUF,
@@ -64,6 +65,7 @@ class XdpReason(Reason):
     GSO_TYPE = "xdp_gso_type"  # hdr->hdr.gso_type != 0: every version
     NEEDS_CSUM = "xdp_needs_csum"  # VIRTIO_NET_HDR_F_NEEDS_CSUM: 6.10, 6.6.36
     LINEARIZE = "xdp_linearize"  # xdp_linearize_page: the frame does not fit one page
+    LEN_CHECK = "xdp_len_check"  # xdp_linearize_page's check_mergeable_len: rx_length_errors
     TOO_MANY_BUFFERS = "xdp_too_many_buffers"  # > MAX_SKB_FRAGS + 1 buffers (6.3+ frags)
     REDIRECT_FAILED = "xdp_redirect_failed"  # xdp_do_redirect failed: XDP_DROP
     TX_FAILED = "xdp_tx_failed"  # the xdp_frame could not be sent (send queue's xdp_tx_drops)
@@ -71,7 +73,8 @@ class XdpReason(Reason):
 
 
 REFUSED = {"gso_type": XdpReason.GSO_TYPE, "needs_csum": XdpReason.NEEDS_CSUM,
-           "linearize": XdpReason.LINEARIZE, "too_many_buffers": XdpReason.TOO_MANY_BUFFERS}
+           "linearize": XdpReason.LINEARIZE, "len_check": XdpReason.LEN_CHECK,
+           "too_many_buffers": XdpReason.TOO_MANY_BUFFERS}
 
 
 def reason_of(run: XdpRun) -> XdpReason | None:
@@ -477,7 +480,7 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
                  c.page_size - c.shinfo_size)
     refused = _refusal(c, h, log)
     if refused is None and count > 1 and not x.frags:
-        refused = _linearize(c, used, log)
+        refused = _linearize(c, slots, used, log)
     if refused is None and count > x.max_buffers:
         log.add(SRC, "virtnet_build_xdp_buff_mrg",
                 f"{count} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the program "
@@ -486,7 +489,7 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
         refused = "too_many_buffers"
     if refused is not None:
         v = Verdict("drop", None, b, _counters(rx_xdp_drops=1, rx_drops=1))
-        copied = used[0] if refused == "linearize" else 0
+        copied = used[0] if refused in ("linearize", "len_check") else 0
         return Received(_run(c, frame, v, copied=copied, refused=refused), None,
                         _hdr_seen(c, h), maps[0], maps)
     frags = tuple(PlanFrag(i, s.offset + x.headroom, u, s.len)
@@ -515,14 +518,28 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
     return Received(run, plan, _hdr_seen(c, h), maps[0], maps)
 
 
-def _linearize(c: Config, used: tuple[int, ...], log: StepLog) -> str | None:
+def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...],
+               log: StepLog) -> str | None:
     """xdp_linearize_page(page_off = 256) for a non-frags program and a frame over several
     buffers: one new page, the buffers copied after 256 bytes of headroom while
-    page_off + len + SKB_DATA_ALIGN(sizeof(shinfo)) fits PAGE_SIZE, else it gives up."""
+    page_off + len + SKB_DATA_ALIGN(sizeof(shinfo)) fits PAGE_SIZE, else it gives up; with
+    MERGEABLE_LEN_CHECK each further buffer first passes check_mergeable_len()."""
     x = _x(c)
     page_off = x.headroom
     sh = c.shinfo_size
     for i, length in enumerate(used):
+        limit = _ctx_truesize(c, slots[i]) - x.mrg_room
+        if i and x.len_check and length > limit:
+            # ≤ 6.2 the ctx truesize of an XDP buffer leaves the room out, so the backported
+            # check refuses a full further buffer (measured on Debian 6.1.192)
+            log.add(SRC, "check_mergeable_len",
+                    f"buffer {i}: len {length} > ctx truesize {_ctx_truesize(c, slots[i])} - "
+                    f"room {x.mrg_room} = {limit}: \"rx error: len {length} exceeds truesize "
+                    f"{limit}\" (pr_debug), rx_length_errors++; xdp_linearize_page gives up, the "
+                    "frame is dropped (xdp_drops++, drops++)",
+                    because=_because(c, MERGEABLE_LEN_CHECK), len=length, limit=limit,
+                    rx_length_errors=1, xdp_drops=1, drops=1)
+            return "len_check"
         if page_off + length + sh > c.page_size:
             log.add(SRC, "xdp_linearize_page",
                     f"a frame over {len(used)} buffers and a program without frags: "
