@@ -206,10 +206,13 @@ def test_layout_check_matches_schema() -> None:
     check("layout-check", json.loads(result.stdout))
 
 
-@pytest.mark.parametrize(("extra", "name"), [([], "replay-row"), (["--detail"], "replay-frame")])
+@pytest.mark.parametrize(("extra", "name"), [
+    ([], "replay-row"), (["--detail"], "replay-frame"),
+    (["--xdp", "pass"], "replay-row"), (["--xdp", "tx", "--detail"], "replay-frame")])
 def test_replay_jsonl_lines_match_schema(extra: list[str], name: str) -> None:
     result = RUNNER.invoke(cli, ["replay", "--len", "60x11,9014,9018,10,1600", "--mergeable",
-                                 "--mtu", "9000", "--kernel", "6.1", "--jsonl", *extra])
+                                 "--mtu", "4000" if "--xdp" in extra else "9000", "--kernel",
+                                 "6.1", "--jsonl", *extra])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert len(lines) == 15

@@ -80,7 +80,7 @@ def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
             "function": x.function,
             "xdp_buff": {"headroom": x.headroom, "len": x.len, "frame_sz": x.frame_sz,
                          "tailroom": x.tailroom, "nr_frags": x.nr_frags,
-                         "frags_size": x.frags_size},
+                         "frags_size": x.frags_size, "meta_len": x.meta_len},
             "ran": x.ran,
             "refused": x.refused,
             "result": x.result,

@@ -101,6 +101,7 @@ class Skb(NamedTuple):
     gso_segs: int = 0
     hash: int = 0  # skb->hash
     l4_hash: bool = False
+    meta_len: int = 0  # skb_metadata_len(): XDP metadata kept in front of skb->data
 
     @property
     def headlen(self) -> int:
@@ -166,6 +167,8 @@ SKB_FIELDS: tuple[SkbField, ...] = (
              observed="tracepoint", text=(2, 6)),
     SkbField("l4_hash", "bool", "skb->l4_hash: the hash covers the L4 ports",
              observed="tracepoint", text=(2, 7)),
+    SkbField("meta_len", "nat", "skb_metadata_len(): XDP metadata in front of skb->data (an "
+             "XDP_PASS after bpf_xdp_adjust_meta)"),
 )
 
 # include/linux/skbuff.h (unchanged 5.12 .. 7.x)
@@ -222,6 +225,7 @@ class XdpRun:
     frags_size: int = 0  # their bytes (skb_shared_info.xdp_frags_size)
     ran: bool = True  # the program ran; False: the driver dropped the frame before it (refused)
     refused: str | None = None  # why the driver did not run it: "gso_type", "needs_csum", ...
+    meta_len: int = 0  # xdp.data - xdp.data_meta after the program
     # virtio-net's per-queue counters for this frame (struct virtnet_rq_stats / _sq_stats,
     # what ethtool -S prints): ("xdp_packets", 1), ...; empty on tun
     driver: tuple[tuple[str, int], ...] = ()

@@ -93,7 +93,7 @@ XDP_RUN = _obj(
         "function": _STR,
         "xdp_buff": _obj({"headroom": _nullable(_NAT), "len": _NAT,
                           "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT),
-                          "nr_frags": _NAT, "frags_size": _NAT}),
+                          "nr_frags": _NAT, "frags_size": _NAT, "meta_len": _NAT}),
         "ran": _BOOL,
         "refused": _nullable({"enum": ["gso_type", "needs_csum", "linearize", "len_check",
                                        "too_many_buffers"]}),
@@ -537,7 +537,7 @@ REPLAY_ROW = _obj(
         "poll": _nullable(_NAT),
         "buffers": _arr({"type": "array", "prefixItems": [_STR, _NAT, _NAT], "minItems": 3,
                          "maxItems": 3}),
-        "outcome": {"enum": ["build_skb", "copy", "drop"]},
+        "outcome": {"enum": ["build_skb", "copy", "drop", "xdp_drop", "xdp_tx", "xdp_redirect"]},
         "reason": _nullable(_STR),
         "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
         # the skb fields sweep rows carry (model.SKB_FIELDS): null on a drop

@@ -128,7 +128,7 @@ def test_xdp_tx_json_has_outcome_and_read_back(runner: CliRunner) -> None:
     assert doc["xdp_tx"] == {"len": 1010, "hdr": "00" * 10}
     assert doc["xdp"]["xdp_buff"] == {"headroom": 320, "len": 1000, "frame_sz": 1664,
                                       "tailroom": 24, "nr_frags": 0,
-                                      "frags_size": 0}
+                                      "frags_size": 0, "meta_len": 0}
     assert doc["input"]["xdp"] == "tx"
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import Count
+from vnetrx.cli.options import Count, xdp_program_options
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -100,19 +100,11 @@ def lab() -> None:
     "and compare the kernel's answer, errno and message, with `vnetrx xdp check` for the "
     "features it negotiated; the program is detached before the frames are sent.",
 )
-@click.option(
-    "--xdp",
-    type=click.Choice(["pass", "drop", "aborted", "tx", "redirect"]),
-    default=None,
-    metavar="ACTION",
-    help="Attach an XDP program in the guest before the device starts (the static probe of "
-    "--xdp-check) returning ACTION (pass, drop, aborted, tx, redirect: bpf_redirect to the "
-    "device itself) for every test frame (the sentinel passes), keep it for the frames, and "
-    "compare the skbs and the driver's XDP counters (ethtool -S) with `vnetrx trace --xdp`; "
-    "on a vhost-user mode also the bytes XDP_TX puts on the tx queue. Not in big modes.",
-)
-@click.option("--xdp-frags", is_flag=True,
-              help="With --xdp: load the program with BPF_F_XDP_HAS_FRAGS (multi-buffer, 6.3+).")
+@xdp_program_options(
+    "is attached in the guest before the device starts (the static probe of --xdp-check) for "
+    "every test frame (the sentinel passes) and kept for the frames; the skbs and the driver's "
+    "XDP counters (ethtool -S) are compared with `vnetrx trace --xdp`, on a vhost-user mode "
+    "also the bytes XDP_TX puts on the tx queue. Not in big modes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
 def lab_virtio(
     image: Path | None,
@@ -167,7 +159,7 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode small --json | jq '.frames[] | select(.match | not)'
       vnetrx lab virtio --image IMG --mode mergeable-gso --offloads
       vnetrx lab virtio --image IMG --mode mergeable --xdp drop --len 60,1000,3508,3509
-      vnetrx lab virtio --image IMG --mode mergeable-gso --mtu 9000 --xdp pass --xdp-frags
+      vnetrx lab virtio --image IMG --mode mergeable --xdp pass --xdp-frags    # 6.12: 17 frags
     """
     from vnetrx.files import MiB, read_bounded
     from vnetrx.lab import run as lab_run

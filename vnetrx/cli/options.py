@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,23 @@ def kernel_option(f: Any) -> Any:
         f"6.8.0-45-generic) or 'running'. Read release by release: {supported_names()}; other "
         "3.15-7.x versions come from the change table, with notes. Default: the newest.",
     )(f)
+
+
+def xdp_program_options(what: str) -> Callable[[Any], Any]:
+    """--xdp ACTION and --xdp-frags for a command whose program stays attached (``what``: where
+    it is attached and what the command then does)."""
+    from vnetrx.paths.xdp import ACTIONS
+
+    def decorate(f: Any) -> Any:
+        f = click.option("--xdp-frags", is_flag=True,
+                         help="With --xdp: the program is loaded with BPF_F_XDP_HAS_FRAGS "
+                         "(multi-buffer XDP, 6.3+).")(f)
+        return click.option(
+            "--xdp", type=click.Choice(list(ACTIONS)), default=None, metavar="ACTION",
+            help=f"An XDP program returning ACTION (pass, drop, aborted, tx, redirect: "
+            f"bpf_redirect to the device itself) {what}")(f)
+
+    return decorate
 
 
 def build_options(f: Any) -> Any:

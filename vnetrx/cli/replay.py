@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
+from vnetrx.cli.options import (
+    BuildChoice,
+    Count,
+    build_options,
+    kernel_option,
+    load_profile,
+    xdp_program_options,
+)
 from vnetrx.errors import InputError
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
@@ -89,6 +96,9 @@ PROGRESS_FROM = 20_000
     help="Batch sizes in order instead of --batch, e.g. 33,31 or 1x20,44 (what the guest's "
     "napi:napi_poll tracepoint reported as work); they must add up to the frame count.",
 )
+@xdp_program_options("is attached before virtnet_open, so every buffer is posted with the "
+                     "XDP geometry (see `vnetrx trace --xdp`); each frame then runs the full "
+                     "trace (about 1 ms a frame).")
 @kernel_option
 @build_options
 @click.option(
@@ -176,6 +186,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         raise click.UsageError("--batch and --polls exclude each other")
     if o["mss"] is not None and o["offload"] == "none":
         raise click.UsageError("--mss sets the gso_size --offload derives: give --offload too")
+    if o["xdp_frags"] and o["xdp"] is None:
+        raise click.UsageError("--xdp-frags describes the program: give --xdp ACTION too")
     derive = None
     if o["offload"] != "none":
         if lengths is not None:
@@ -203,6 +215,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         ring_size=o["ring_size"],
         batch=o["batch"],
         polls=polls,
+        xdp=o["xdp"],
+        xdp_frags=o["xdp_frags"],
     )
     source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])

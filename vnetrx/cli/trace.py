@@ -127,6 +127,10 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
               "(N < 0 grows the frame at the front, N > 0 cuts it).")
 @click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
               help="With --xdp: then bpf_xdp_adjust_tail(ctx, N) (N > 0 grows it).")
+@click.option("--xdp-meta", type=Count(0, 255, "bytes"), default=0, metavar="N",
+              help="With --xdp: then bpf_xdp_adjust_meta(ctx, -N), N bytes of metadata in front "
+              "of the frame (at most 32 before 6.8, 252 after; native tun XDP only from 6.15). "
+              "XDP_PASS keeps it: skb_metadata_len.")
 @click.option(
     "--frag-source",
     type=click.Choice(["task-frag", "per-queue", "full-page"]),
@@ -252,6 +256,7 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
         xdp_frags=o["xdp_frags"],
         xdp_adjust_head=o["xdp_adjust_head"],
         xdp_adjust_tail=o["xdp_adjust_tail"],
+        xdp_meta=o["xdp_meta"],
     )
 
 
@@ -274,4 +279,5 @@ def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
         xdp_adjust_tail=o["xdp_adjust_tail"],
         hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
+        xdp_meta=o["xdp_meta"],
     )

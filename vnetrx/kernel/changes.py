@@ -265,6 +265,25 @@ MERGEABLE_LEN_CHECK = Change(
     "bisection in docs/kernel/xdp-source-notes.md, 5.15.215 and 6.12.117 only the releases read "
     "(the first carriers there are earlier, not pinned)",
 )
+XDP_METADATA_252 = Change(
+    key="xdp_metadata_252",
+    subject="net, xdp: Allow metadata > 32",
+    commit="2ebe81c81435",
+    since=v("6.8"),
+    summary="bpf_xdp_adjust_meta() accepts up to 252 bytes of metadata (type_max of "
+    "skb_shared_info.meta_len, 4-byte aligned) instead of 32",
+    note="bpf-next Dec 2023; xdp_metalen_invalid read @6.6.150 (32) and @6.8, @6.12.117 (252)",
+)
+TUN_XDP_METADATA = Change(
+    key="tun_xdp_metadata",
+    subject="net: tun: Enable XDP metadata support",
+    commit="c2315ebb0588",
+    since=v("6.15"),
+    summary="tun_build_skb() prepares the xdp_buff with metadata support, so a native program "
+    "may call bpf_xdp_adjust_meta(), and (0ca23a4d64ce 'net: tun: Enable transfer of XDP "
+    "metadata to skb') XDP_PASS sets skb_metadata_len; before, the helper fails with -ENOTSUPP",
+    note="bpf-next Mar 2025; absent @6.14, present @6.17.0 and @6.18.9 (read)",
+)
 VIRTIO_XDP_MULTI_BUF = Change(
     key="virtio_xdp_multi_buf",
     subject="virtio-net: support multi-buffer xdp",
@@ -632,6 +651,8 @@ CHANGES: tuple[Change, ...] = (
     VIRTIO_XDP_MTU_FRAGS,
     VIRTIO_XDP_MULTI_BUF,
     MERGEABLE_LEN_CHECK,
+    XDP_METADATA_252,
+    TUN_XDP_METADATA,
     VIRTIO_RECEIVE_XDP_SPLIT,
     VIRTIO_XDP_NEEDS_CSUM_DROP,
     TUN_BUILD_SKB_OWNER,

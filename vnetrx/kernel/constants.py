@@ -24,6 +24,7 @@ from vnetrx.kernel.changes import (
     TUN_ALLOC_SKB_BIG_PAGED,
     TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
     UDP_MAX_SEGMENTS_128,
+    XDP_METADATA_252,
     Change,
 )
 from vnetrx.kernel.version import KernelVersion
@@ -82,6 +83,14 @@ XDP_FRAME_SIZE = Constant(
     note="40 with the flags member of the 5.18 multi-buffer XDP series; read: 32 in 5.15.0, 40 "
     "in 6.1.192, 6.12.117 and on 6.18.44 (pahole); the exact first release of 40 is inferred",
 )
+XDP_METALEN_MAX = Constant(
+    "the largest metadata xdp_metalen_invalid() allows",
+    "include/net/xdp.h",
+    32,
+    since=((XDP_METADATA_252, 252),),
+    note="(metalen & 3) || metalen > 32, then !IS_ALIGNED(metalen, 4) || metalen > "
+    "type_max(skb_shared_info.meta_len) (255)",
+)
 NAPI_POLL_WEIGHT = Constant(
     "NAPI_POLL_WEIGHT",
     "include/linux/netdevice.h",
@@ -123,6 +132,7 @@ CONSTANTS: tuple[Constant, ...] = (
     SKB_FRAG_PAGE_BYTES,
     XDP_PACKET_HEADROOM,
     XDP_FRAME_SIZE,
+    XDP_METALEN_MAX,
     NAPI_POLL_WEIGHT,
     PAGE_ALLOC_COSTLY_ORDER,
     TUN_BUILD_XDP_HEADROOM,

@@ -28,14 +28,28 @@ class Adjusted(NamedTuple):
     data: int
     data_end: int
     tail_errno: str | None = None  # bpf_xdp_adjust_tail's error, when it refused
+    meta_len: int = 0  # data - data_meta: the metadata in front of data
+
+
+class Meta(NamedTuple):
+    """What bpf_xdp_adjust_meta(ctx, -len) may do here."""
+
+    len: int  # the metadata the program asks for (0: it does not call the helper)
+    max: int  # xdp_metalen_invalid's limit (32; 252 from 6.8)
+    supported: bool  # xdp_prepare_buff(..., meta_valid = true)
+
+
+NO_META = Meta(0, 32, True)
 
 
 def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: int,
-                hard_end: int, log: StepLog, *, frags: bool = False) -> Adjusted:
-    """The program's bpf_xdp_adjust_head(ctx, head) then bpf_xdp_adjust_tail(ctx, tail). A
-    refused call changes nothing and the program goes on. Offsets are from data_hard_start
-    (``frame_struct``: sizeof(struct xdp_frame), which adjust_head keeps free at the top of the
-    headroom); ``frags``: the buffer has XDP_FLAGS_HAS_FRAGS (multi-buffer)."""
+                hard_end: int, log: StepLog, *, frags: bool = False,
+                meta: Meta = NO_META) -> Adjusted:
+    """The program's bpf_xdp_adjust_head(ctx, head), bpf_xdp_adjust_meta(ctx, -meta.len), then
+    bpf_xdp_adjust_tail(ctx, tail). A refused call changes nothing and the program goes on.
+    Offsets are from data_hard_start (``frame_struct``: sizeof(struct xdp_frame), which the
+    helpers keep free at the top of the headroom); ``frags``: the buffer has
+    XDP_FLAGS_HAS_FRAGS (multi-buffer)."""
     if head:
         new = data + head
         low, high = frame_struct, data_end - ETH_HLEN
@@ -47,6 +61,9 @@ def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: in
                 offset=head, data=new if ok else data, low=low, high=high)
         if ok:
             data = new
+    meta_len = 0
+    if meta.len:
+        meta_len = _adjust_meta(frame_struct, meta, data, log)
     errno = None
     if tail and frags and tail > 0:
         # bpf_xdp_frags_increase_tail: rxq->frag_size is 0 for virtio-net and tun
@@ -69,7 +86,31 @@ def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: in
             data_end = new_end
         else:
             errno = "EINVAL"
-    return Adjusted(data, data_end, errno)
+    return Adjusted(data, data_end, errno, meta_len)
+
+
+def _adjust_meta(frame_struct: int, meta: Meta, data: int, log: StepLog) -> int:
+    """bpf_xdp_adjust_meta(ctx, -len): the metadata length it leaves (0 when refused)."""
+    start = data - meta.len
+    if not meta.supported:
+        log.add(FILTER_SRC, "bpf_xdp_adjust_meta",
+                "-ENOTSUPP (524): this xdp_buff was prepared without metadata support "
+                "(xdp_data_meta_unsupported); nothing changes", offset=-meta.len)
+        return 0
+    if start < frame_struct:
+        why = (f"-EINVAL: data_meta would be {start}, below data_hard_start + sizeof(struct "
+               f"xdp_frame) = {frame_struct}")
+    elif meta.len % 4 or meta.len > meta.max:
+        why = (f"-EACCES: xdp_metalen_invalid({meta.len}): not a multiple of 4 or more than "
+               f"{meta.max}")
+    else:
+        log.add(FILTER_SRC, "bpf_xdp_adjust_meta",
+                f"data_meta {data} -> {start}: {meta.len} bytes of metadata in front of data",
+                offset=-meta.len, data_meta=start, max=meta.max)
+        return meta.len
+    log.add(FILTER_SRC, "bpf_xdp_adjust_meta", why + "; nothing changes", offset=-meta.len,
+            max=meta.max)
+    return 0
 
 
 def fwd_limit(mtu: int) -> int:

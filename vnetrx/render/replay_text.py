@@ -67,7 +67,8 @@ def _header(r: Ring) -> Text:
     line.append(
         f"virtnet_open: try_fill_recv posts {len(first)} buffers of {r.initial_fill.buf_len} "
         f"bytes"
-        + (f" (EWMA 0 → min_buf_len {r.min_buf_len})" if c.mergeable else "")
+        + (" (an XDP program is attached: len + room, whatever the EWMA)" if c.xdp and c.mergeable
+           else f" (EWMA 0 → min_buf_len {r.min_buf_len})" if c.mergeable else "")
         + f" on {page_label(k, c, pages[0])}..{page_label(k, c, pages[-1])}",
     )
     return line

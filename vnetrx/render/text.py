@@ -222,6 +222,8 @@ def _summary(trace: Trace) -> Text:
     if trace.xdp is not None:
         text.append(f" · {trace.xdp.mode} XDP_PASS"
                     + (f" (copied {trace.xdp.copied} bytes first)" if trace.xdp.copied else ""))
+    if trace.skb.meta_len:
+        text.append(f" · {trace.skb.meta_len} bytes of XDP metadata")
     return text
 
 

@@ -194,6 +194,12 @@ def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
             else f"the device writes {cfg.batch} frame(s) before each poll (--batch)"
         ),
     ]
+    if cfg.xdp is not None:
+        notes.append(
+            f"an XDP program returning {cfg.xdp} was attached before virtnet_open, so every "
+            "buffer has the XDP geometry; each frame is decided by its full trace "
+            "(vnetrx trace --xdp), and the EWMA, which does not size XDP buffers, is not "
+            "followed")
     alloc = ring_config(k, cfg).alloc
     if alloc.page_pool:
         notes.append(

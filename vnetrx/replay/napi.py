@@ -45,7 +45,7 @@ from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan
 from vnetrx.paths.virtio_net.receive_buf import Delivery, deliver_with
 from vnetrx.paths.virtio_net_hdr import VnetHdr
-from vnetrx.replay.refill import Viewer, ring_config, try_fill_recv
+from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
 from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState, RingView
 
 SRC = "drivers/net/virtio_net.c"
@@ -71,9 +71,9 @@ def buffers_needed(
         if frame_len > ring_config(k, cfg).good_packet_len:
             return 0
         return 1 if posted else None
-    need, covered = cfg.hdr_len + frame_len, 0
+    need, covered, room = cfg.hdr_len + frame_len, 0, buffer_room(k, cfg)
     for count, p in enumerate(posted, 1):
-        covered += p.buf.len
+        covered += p.buf.len - room
         if covered >= need:
             return count
     return None
@@ -110,6 +110,13 @@ class _Run:
         index, frame_len, hdr = arrival
         c, state = self.c, self.state
         buffers = tuple(p.buf for p in shown)
+        if c.xdp is not None:
+            # the XDP path has no plan layer: every frame is traced (about 1 ms each); the
+            # EWMA, which does not size XDP buffers, is left as it is
+            state.num_free += len(used)
+            traced = self._trace(arrival, used, poll, shown, state.ewma)
+            return _Decided(arrival, used, poll, None, None, state.ewma,
+                            traced if self.want_trace(index) else None, traced)
         if self.cfg.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
                                   hdr is not None)
@@ -126,7 +133,11 @@ class _Run:
     def record(self, x: _Decided, refill: Fill | None = None) -> FrameRecord:
         """The record of a decided frame, with the ring as it is now."""
         index, frame_len, _hdr = x.arrival
+        if x.traced is not None:
+            return self._record_traced(x, x.traced, refill)
         d, p, mergeable_ = x.delivery, x.plan, self.cfg.mergeable
+        assert d is not None
+        assert p is not None
         skb = d.skb
         return FrameRecord(
             index,
@@ -146,6 +157,17 @@ class _Run:
             self.view(self.state),
             x.trace,
         )
+
+    def _record_traced(self, x: _Decided, t: Trace, refill: Fill | None) -> FrameRecord:
+        """The record of a frame the engine traced (XDP): its outcome, skb and costs."""
+        index, frame_len, _hdr = x.arrival
+        mergeable_ = self.cfg.mergeable
+        return FrameRecord(
+            index, frame_len, x.poll, x.used, t.outcome, t.reason, t.counter, t.skb,
+            None if t.cost is None else t.cost.allocations,
+            None if t.cost is None else t.cost.bytes_copied, 0,
+            x.ewma_before if mergeable_ else None, self.state.ewma if mergeable_ else None,
+            refill, self.view(self.state), x.trace)
 
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
@@ -276,10 +298,11 @@ class _Decided(NamedTuple):
     arrival: Arrival
     used: tuple[Posted, ...]
     poll: int | None
-    plan: Plan
-    delivery: Delivery
+    plan: Plan | None  # None: decided by a full trace (``traced``)
+    delivery: Delivery | None
     ewma_before: int
-    trace: Trace | None
+    trace: Trace | None  # the narrated trace the user asked for
+    traced: Trace | None = None  # XDP: the trace that decided the frame
 
 
 def feed(

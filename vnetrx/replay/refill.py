@@ -38,24 +38,43 @@ def min_buf_len(k: KernelProfile, cfg: RingConfig) -> int:
 
 
 def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
-    """The length add_recvbuf_* asks for: get_mergeable_buf_len(ewma) or the small bufsize."""
+    """The length add_recvbuf_* asks for: get_mergeable_buf_len(ewma) or the small bufsize;
+    with an XDP program the slot: len + room (PAGE_SIZE) or the small slot with headroom."""
     c = ring_config(k, cfg)
+    if c.xdp is not None:
+        return c.xdp.mrg_len + c.xdp.mrg_room if cfg.mergeable else c.xdp.small_slot
     if cfg.mergeable:
         return bufs.get_mergeable_buf_len(c.mrg_hdr_len, ewma, c.min_buf_len, c.page_size,
                                           c.l1_cache_bytes)
     return c.small_bufsize
 
 
+def buffer_room(k: KernelProfile, cfg: RingConfig) -> int:
+    """Bytes of a posted mergeable slot the device may not write: room with XDP, else 0."""
+    c = ring_config(k, cfg)
+    return c.xdp.mrg_room if c.xdp is not None and cfg.mergeable else 0
+
+
+def sysfs_buffer_size(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
+    """mergeable_rx_buffer_size: get_mergeable_buf_len with the current EWMA and room (with
+    XDP: PAGE_SIZE - room, 3520)."""
+    c = ring_config(k, cfg)
+    return c.xdp.mrg_len if c.xdp is not None else buffer_len(k, cfg, ewma)
+
+
 def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str) -> Fill:
     """try_fill_recv: post buffers ``while (rq->vq->num_free)``, one per free descriptor, every
     one sized with the EWMA as it is now (get_mergeable_buf_len reads it per buffer, and nothing
     updates it during the fill). Changes ``state``; returns what it posted."""
-    alloc = ring_config(k, cfg).alloc
+    c = ring_config(k, cfg)
+    alloc = c.alloc
     length = buffer_len(k, cfg, state.ewma)
+    # 484beac2ffc1 (6.3): an XDP buffer never absorbs the page's hole
+    hole = cfg.mergeable and not (c.xdp is not None and c.xdp.multi_buf)
     count = state.num_free  # buffers used but not yet processed are not free yet
     cursor, seq, new = state.alloc, state.next_seq, []
     for _ in range(count):
-        buf, cursor = bufs.carve(alloc, cursor, length, cfg.mergeable)
+        buf, cursor = bufs.carve(alloc, cursor, length, hole)
         new.append(Posted(seq, buf, state.fills))
         seq += 1
     fill = Fill(when, state.polls, state.ewma, length, tuple(new))
@@ -95,7 +114,7 @@ class Viewer:
         self.mergeable = cfg.mergeable
         self.label = c.alloc.label
         self.allocator = "page_pool" if c.alloc.page_pool else "page_frag"
-        self.buf_len = cache(lambda ewma: buffer_len(k, cfg, ewma))
+        self.buf_len = cache(lambda ewma: sysfs_buffer_size(k, cfg, ewma))
 
     def __call__(self, state: RingState) -> RingView:
         cursor, posted = state.alloc, state.posted

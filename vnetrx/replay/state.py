@@ -33,6 +33,10 @@ class RingConfig:
     # they must add up to the frame count. Empty: ``batch`` every time.
     polls: tuple[int, ...] = ()
     budget: int = NAPI_POLL_WEIGHT.default  # virtio_net's napi_weight module parameter
+    # An XDP program attached before virtnet_open, returning this action (every buffer is
+    # posted with the XDP geometry); None: no program
+    xdp: str | None = None
+    xdp_frags: bool = False  # loaded with BPF_F_XDP_HAS_FRAGS (6.3+)
 
     def setup(self) -> VirtioRxSetup:
         """The receive path's view of this ring (what sizes and carves its buffers)."""
@@ -43,6 +47,8 @@ class RingConfig:
             mtu=self.mtu,
             hdr_len=self.hdr_len,
             ring_size=self.ring_size,
+            xdp=self.xdp,
+            xdp_frags=self.xdp_frags,
         )
 
     @property

@@ -190,3 +190,14 @@ def test_tun_xdp_set_never_refuses_and_names_the_build_limit(release: str, limit
     assert "no MTU, offload or queue check" in check
     how = dict(effects)["build_skb limit"]
     assert how.startswith(f"{limit} bytes") and words in how
+
+
+@pytest.mark.parametrize(("kernel", "native"), [("6.14", 0), ("6.18", 32)])
+def test_metadata_on_tun(kernel: str, native: int) -> None:
+    # native XDP in tun_build_skb supports metadata from 6.15 (c2315ebb0588, 0ca23a4d64ce):
+    # before, bpf_xdp_adjust_meta fails with -ENOTSUPP; generic XDP always supports it
+    k = lookup(kernel)
+    t = tap(1000, k, xdp="pass", xdp_meta=32)
+    assert t.skb is not None and t.skb.meta_len == native
+    g = tap(9000, k, xdp="pass", xdp_meta=32)
+    assert run(g).mode == "generic" and g.skb is not None and g.skb.meta_len == 32

@@ -320,3 +320,35 @@ def test_check_mergeable_len_on_a_full_second_buffer(kernel: str, reason: str,
 def test_check_mergeable_len_passes_a_one_byte_second_buffer() -> None:
     t = run("6.1.192", frame_len=3509, mergeable=True, xdp="pass")
     assert (t.reason, t.counter) == ("xdp_linearize", "drops")
+
+
+# --- bpf_xdp_adjust_meta ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kernel", "meta", "kept"), [
+    ("6.1", 32, 32), ("6.1", 36, 0),  # xdp_metalen_invalid: > 32 up to 6.7
+    ("6.8", 36, 36),  # 252 from 6.8 (2ebe81c81435)
+    ("6.12", 216, 216), ("6.12", 220, 0),  # room: 256 of headroom - sizeof(struct xdp_frame)
+    ("6.12", 30, 0),  # not a multiple of 4
+])
+def test_metadata_limits(kernel: str, meta: int, kept: int) -> None:
+    t = run(kernel, frame_len=1000, xdp="pass", xdp_meta=meta)
+    assert t.skb is not None and t.skb.meta_len == kept and xdp(t).meta_len == kept
+    assert t.skb.data == 332 + 14  # the metadata sits in the headroom, data does not move
+
+
+def test_metadata_below_the_xdp_frame_is_refused() -> None:
+    # data at hard_start + 256; after pushing the head by 216, 40 bytes (sizeof(struct
+    # xdp_frame)) remain: no room for metadata
+    t = run("6.12", frame_len=1000, xdp="pass", xdp_adjust_head=-216, xdp_meta=4)
+    assert t.skb is not None and t.skb.meta_len == 0
+
+
+@pytest.mark.parametrize(("frame", "outcome", "copied"), [(96, "copy", 128), (97, "build_skb", 0)])
+def test_metadata_counts_in_page_to_skbs_copy_test(frame: int, outcome: str, copied: int) -> None:
+    # ≤ 6.2 page_to_skb gets len + metasize: 96 + 32 = 128 <= GOOD_COPY_LEN is copied, metadata
+    # included; then __skb_pull(metasize)
+    t = run("6.1", frame_len=frame, mergeable=True, xdp="pass", xdp_meta=32)
+    assert t.outcome == outcome and t.skb is not None and t.skb.meta_len == 32
+    assert t.cost is not None and t.cost.bytes_copied == copied
+    assert t.skb.len == frame - 14

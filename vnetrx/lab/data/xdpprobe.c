@@ -93,6 +93,25 @@ static int load(struct bpf_insn *insns, unsigned int count, unsigned int flags) 
 
 #define INSN(c, d, s_, o, i) { .code = (c), .dst_reg = (d), .src_reg = (s_), .off = (o), .imm = (i) }
 
+/* Load the program, attach it in driver mode and print the kernel's answer; ``detach``: take
+ * it off again when it attached. */
+static int attach(int ifindex, struct bpf_insn *insns, unsigned int count, unsigned int flags,
+		  int detach) {
+	int prog = load(insns, count, flags);
+	if (prog < 0) {
+		printf("load %d\n", errno);
+		return 1;
+	}
+	char msg[512];
+	int rc = setlink(ifindex, prog, msg, sizeof(msg));
+	printf("rc %d %s\n", rc, msg);
+	if (rc == 0 && detach) {
+		char ignored[512];
+		setlink(ifindex, -1, ignored, sizeof(ignored));
+	}
+	return 0;
+}
+
 static int keep(int ifindex, int action, int frags, int etype) {
 	/* EtherType as the little-endian u16 load at data + 12 sees it */
 	int sentinel = ((etype & 0xff) << 8) | ((etype >> 8) & 0xff);
@@ -113,15 +132,8 @@ static int keep(int ifindex, int action, int frags, int etype) {
 	};
 	if (action == XDP_REDIRECT) /* r0 = bpf_redirect(ifindex, 0) instead */
 		insns[9] = (struct bpf_insn)INSN(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_redirect);
-	int prog = load(insns, sizeof(insns) / sizeof(insns[0]), frags ? BPF_F_XDP_HAS_FRAGS : 0);
-	if (prog < 0) {
-		printf("load %d\n", errno);
-		return 1;
-	}
-	char msg[512];
-	int rc = setlink(ifindex, prog, msg, sizeof(msg));
-	printf("rc %d %s\n", rc, msg);
-	return 0;
+	return attach(ifindex, insns, sizeof(insns) / sizeof(insns[0]),
+		      frags ? BPF_F_XDP_HAS_FRAGS : 0, 0);
 }
 
 static int stats(const char *dev) {
@@ -177,18 +189,6 @@ int main(int argc, char **argv) {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = XDP_PASS },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	int prog = load(insns, 2, 0);
-	if (prog < 0) {
-		printf("load %d\n", errno);
-		return 1;
-	}
-	char msg[512];
-	int rc = setlink(ifindex, prog, msg, sizeof(msg));
-	printf("rc %d %s\n", rc, msg);
-	if (rc == 0) {
-		char ignored[512];
-		setlink(ifindex, -1, ignored, sizeof(ignored)); /* detach: the frames then take the
-								   driver's usual path */
-	}
-	return 0;
+	/* detached again: the frames then take the driver's usual path */
+	return attach(ifindex, insns, 2, 0, 1);
 }

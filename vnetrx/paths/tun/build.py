@@ -129,6 +129,8 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
         pad, length = run.headroom or pad, run.len
     skb = build_skb(k, buflen, "current->task_frag page fragment")
     skb = skb_put(skb_reserve(skb, pad), length)
+    if run is not None and run.meta_len:  # 6.15+ (0ca23a4d64ce): skb_metadata_set(metasize)
+        skb = skb.but(meta_len=run.meta_len)
     owner = k.has(TUN_BUILD_SKB_OWNER)
     log.add(
         SKBUFF_SRC,

@@ -65,9 +65,11 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         hdr = hdr + bytes(size - len(hdr))
     if s.xdp is not None and s.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
-    if (s.xdp_adjust_head or s.xdp_adjust_tail) and s.xdp is None:
-        raise InputError("--xdp-adjust-head/--xdp-adjust-tail are what an XDP program does: "
-                         "give --xdp ACTION too")
+    if (s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta) and s.xdp is None:
+        raise InputError("--xdp-adjust-head/--xdp-adjust-tail/--xdp-meta are what an XDP "
+                         "program does: give --xdp ACTION too")
+    if not 0 <= s.xdp_meta <= 255:
+        raise InputError(f"--xdp-meta {s.xdp_meta} out of range (valid: 0..255)")
     for value in (s.xdp_adjust_head, s.xdp_adjust_tail):
         if not -MAX_FRAME_LEN <= value <= MAX_FRAME_LEN:
             raise InputError(f"XDP adjustment {value} out of range (valid: -{MAX_FRAME_LEN}.."
@@ -80,7 +82,7 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         )
     return TapSetup(
         s.frame_len, s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
-        s.xdp_adjust_tail, hdr, s.frag_source
+        s.xdp_adjust_tail, hdr, s.frag_source, s.xdp_meta
     )
 
 

@@ -31,6 +31,8 @@ class TapSetup:
     xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N) (> 0: grow)
     hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
+    # the program calls bpf_xdp_adjust_meta(ctx, -N) after adjust_head: N bytes of metadata
+    xdp_meta: int = 0
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,17 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 
-from vnetrx.kernel.changes import GENERIC_XDP_MULTI_BUF, TUN_XDP, TUN_XDP_ACT_STATS
+from vnetrx.kernel.changes import (
+    GENERIC_XDP_MULTI_BUF,
+    TUN_XDP,
+    TUN_XDP_ACT_STATS,
+    TUN_XDP_METADATA,
+)
 from vnetrx.kernel.constants import (
     ETH_HLEN,
     TUN_BUILD_XDP_HEADROOM,
     XDP_FRAME_SIZE,
+    XDP_METALEN_MAX,
     XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile, align
@@ -49,12 +55,15 @@ def xdp_frame_size(k: KernelProfile) -> int:
 
 
 def run_helpers(k: KernelProfile, s: TapSetup, data: int, data_end: int, hard_end: int,
-                log: StepLog) -> tuple[int, int]:
+                log: StepLog, *, generic: bool = False) -> tuple[int, int, int]:
     """The program's helper calls (paths/xdp.py) on tun's linear buffer; returns the new
-    (data, data_end), offsets from data_hard_start."""
+    (data, data_end, metadata length), offsets from data_hard_start. Metadata: generic XDP
+    always supports it; native XDP in tun_build_skb from 6.15 (TUN_XDP_METADATA)."""
+    meta = helpers.Meta(s.xdp_meta, k.value(XDP_METALEN_MAX),
+                        generic or k.has(TUN_XDP_METADATA))
     done = helpers.run_helpers(xdp_frame_size(k), s.xdp_adjust_head, s.xdp_adjust_tail, data,
-                               data_end, hard_end, log)
-    return done.data, done.data_end
+                               data_end, hard_end, log, meta=meta)
+    return done.data, done.data_end, done.meta_len
 
 
 def outcome_of(run: XdpRun) -> str:
@@ -89,12 +98,12 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
     )
     stats = k.has(TUN_XDP_ACT_STATS)
     frame_len = length
-    data, data_end = run_helpers(k, s, pad, pad + length, buflen - shinfo, log)
+    data, data_end, meta = run_helpers(k, s, pad, pad + length, buflen - shinfo, log)
     pad, length = data, data_end - data  # what the verdict, and an skb, start from
     tailroom = buflen - shinfo - data_end
     base = XdpRun(VERDICT[s.xdp], "native", "tun_build_skb", pad, length, buflen, tailroom,
                   result="pass", errno=None, read_len=None, read_hdr=None, rx_packets=0,
-                  rx_bytes=0, rx_dropped=0, tx_packets=0, tx_bytes=0)
+                  rx_bytes=0, rx_dropped=0, tx_packets=0, tx_bytes=0, meta_len=meta)
     if s.xdp == "pass":
         log.add(SRC, "tun_xdp_act", "XDP_PASS: nothing to do; tun_build_skb() builds the skb "
                 "around the same buffer with pad = data - data_hard_start", verdict="XDP_PASS")
@@ -226,7 +235,8 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
         verdict=VERDICT[s.xdp],
     )
     copied = out.len + mac_len if expand else 0
-    xdata, xend = run_helpers(k, s, out.data - mac_len, out.tail, out.end, log)
+    xdata, xend, meta = run_helpers(k, s, out.data - mac_len, out.tail, out.end, log,
+                                    generic=True)
     moved = xdata - (out.data - mac_len)
     stretched = xend - out.tail
     if moved or stretched:
@@ -243,8 +253,10 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
     base = XdpRun(VERDICT[s.xdp], "generic", "do_xdp_generic", xdata, length,
                   frame_sz, out.end - out.tail, result="pass", errno=None, read_len=None,
                   read_hdr=None, rx_packets=0, rx_bytes=0, rx_dropped=0, tx_packets=0,
-                  tx_bytes=0, copied=copied)
+                  tx_bytes=0, copied=copied, meta_len=meta)
     if s.xdp == "pass":
+        if meta:  # netif_receive_generic_xdp: skb_metadata_set(skb, metalen)
+            out = out.but(meta_len=meta)
         return replace(base, rx_packets=1, rx_bytes=s.frame_len, rx_dropped=None), out
     if s.xdp in ("drop", "aborted") or (s.xdp == "redirect" and length > redirect_limit()):
         failed = s.xdp == "redirect"

@@ -316,11 +316,15 @@ def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
                    "drops" if run.rx_dropped else None)
         return RxResult(path, xdp.outcome_of(run), xdp.reason_of(run), r.buffer, r.buffers,
                         None, None, counter, xdp=run)
+    if run.meta_len:
+        log.add(SRC, run.function, f"skb_metadata_set(skb, {run.meta_len}): the metadata stays "
+                "in front of skb->data (skb_metadata_len)", meta_len=run.meta_len)
     d = deliver_with(c, r.plan, r.hdr)
     _narrate_receive_done(c, d, log, r.hdr)
     assert d.skb is not None, d  # a zeroed header is never refused
-    _narrate_eth_type_trans(d.skb, log)
-    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, d.skb, cost(r.plan), None,
+    skb = d.skb._replace(meta_len=run.meta_len) if run.meta_len else d.skb
+    _narrate_eth_type_trans(skb, log)
+    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, skb, cost(r.plan), None,
                     d.offload, xdp=run)
 
 

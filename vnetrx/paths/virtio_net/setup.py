@@ -38,6 +38,7 @@ from vnetrx.kernel.constants import (
     IP_MAX_MTU,
     SKB_FRAG_PAGE_BYTES,
     XDP_FRAME_SIZE,
+    XDP_METALEN_MAX,
     XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile
@@ -48,7 +49,7 @@ from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer, RxAllocator
 from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
-from vnetrx.paths.xdp import ACTIONS, fwd_limit
+from vnetrx.paths.xdp import ACTIONS, Meta, fwd_limit
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
@@ -80,6 +81,7 @@ class VirtioRxSetup:
     xdp_frags: bool = False  # the program was loaded with BPF_F_XDP_HAS_FRAGS (6.3+)
     xdp_adjust_head: int = 0  # the program calls bpf_xdp_adjust_head(ctx, N) first
     xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N)
+    xdp_meta: int = 0  # and bpf_xdp_adjust_meta(ctx, -N): N bytes of metadata before the frame
 
 
 def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
@@ -134,9 +136,9 @@ def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
     """The XDP options: a known verdict, the helpers only with a program, and the kernels whose
     XDP receive path was read (5.15.215, 6.1.192, 6.2.12, 6.6.150, 6.12.117, 6.18.9, 7.1.5)."""
     if s.xdp is None:
-        if s.xdp_frags or s.xdp_adjust_head or s.xdp_adjust_tail:
-            raise InputError("--xdp-frags/--xdp-adjust-head/--xdp-adjust-tail describe the XDP "
-                             "program: give --xdp ACTION too")
+        if s.xdp_frags or s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta:
+            raise InputError("--xdp-frags/--xdp-adjust-head/--xdp-adjust-tail/--xdp-meta "
+                             "describe the XDP program: give --xdp ACTION too")
         return
     if s.xdp not in ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(ACTIONS)})")
@@ -151,6 +153,8 @@ def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
                         ("--xdp-adjust-tail", s.xdp_adjust_tail)):
         if not -65535 <= value <= 65535:
             raise InputError(f"{name} {value} out of range (valid: -65535..65535)")
+    if not 0 <= s.xdp_meta <= 255:
+        raise InputError(f"--xdp-meta {s.xdp_meta} out of range (valid: 0..255)")
 
 
 def _page_frag_bytes(k: KernelProfile) -> int:
@@ -214,6 +218,7 @@ class XdpConfig:
     split: bool  # VIRTIO_RECEIVE_XDP_SPLIT (6.5): receive_small_xdp / receive_mergeable_xdp
     max_buffers: int  # virtnet_build_xdp_buff_mrg: MAX_SKB_FRAGS + 1
     len_check: bool  # MERGEABLE_LEN_CHECK: xdp_linearize_page's check_mergeable_len()
+    meta: Meta  # bpf_xdp_adjust_meta: what the program asks, the limit; virtio supports it
     fwd_limit: int  # xdp_ok_fwd_dev for a redirect to this device: mtu + ETH_HLEN + VLAN_HLEN
 
 
@@ -245,6 +250,7 @@ def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
         split=k.has(VIRTIO_RECEIVE_XDP_SPLIT),
         max_buffers=k.build.max_skb_frags + 1,
         len_check=k.has(MERGEABLE_LEN_CHECK),
+        meta=Meta(s.xdp_meta, k.value(XDP_METALEN_MAX), True),
         fwd_limit=fwd_limit(s.mtu),
     )
 

@@ -10,7 +10,8 @@ Read @5.15.215, @6.1.192, @6.2.12, @6.6.150, @6.12.117, @6.18.9 and, for the pag
 sources is docs/kernel/xdp-source-notes.md §A.2-§A.5 and §A.6. Big mode has no XDP hook (receive_big, every
 version): receive_buf.py says so and takes the ordinary path.
 
-Modelled: buffers posted after the attach (the ring refilled with the XDP geometry); a
+Modelled: buffers posted after the attach (the ring refilled with the XDP geometry; a ring
+model, vnetrx replay, hands over the slots it posted as ``Config.given``); a
 ``redirect`` program calls bpf_redirect() to the device itself, so the frame leaves through
 virtnet_xdp_xmit like XDP_TX (a cpumap or another device is not modelled); the send queue has
 room. Buffers posted before the attach (headroom 0: xdp_linearize_page copies every frame) are
@@ -104,6 +105,7 @@ class Verdict(NamedTuple):
     read_hdr: str | None = None
     tx_packets: int = 0
     tx_bytes: int = 0
+    meta_len: int = 0  # data - data_meta after the program
 
 
 class Received(NamedTuple):
@@ -142,6 +144,8 @@ def small_slot(c: Config) -> PostedBuffer:
     page, ctx = the headroom (and, with the page_pool, the allocation: page_pool_alloc_va gives
     a length whose double exceeds PAGE_SIZE a whole page)."""
     x = _x(c)
+    if c.given:  # a ring model's (vnetrx replay)
+        return c.given[0]
     return next(islice(bufs.carve_fresh(c.alloc, x.small_slot, False), c.buffer_index, None))
 
 
@@ -156,6 +160,8 @@ def mergeable_slots(c: Config, count: int) -> tuple[PostedBuffer, ...]:
     PAGE_SIZE. Up to 6.2 a slot that leaves less than that in the page absorbs the hole (never on
     a fresh 32 KiB page); 6.3+ (484beac2ffc1) skips the hole instead."""
     x = _x(c)
+    if c.given:  # the slots a ring model posted (vnetrx replay)
+        return c.given[:count]
     slot = x.mrg_len + x.mrg_room
     carve = bufs.carve_fresh(c.alloc, slot, not x.multi_buf)
     return tuple(islice(carve, c.buffer_index, c.buffer_index + count))
@@ -242,19 +248,22 @@ def _verdict(c: Config, b: Buff, frags_size: int, log: StepLog) -> Verdict:
     x = _x(c)
     base = b.hard_start  # the helpers count from data_hard_start
     done = run_helpers(x.frame_struct, x.adjust_head, x.adjust_tail, b.data - base,
-                       b.data_end - base, b.hard_end - base, log, frags=frags_size > 0)
+                       b.data_end - base, b.hard_end - base, log, frags=frags_size > 0,
+                       meta=x.meta)
     b = b._replace(data=done.data + base, data_end=done.data_end + base)
+    meta = done.meta_len
     length = b.data_end - b.data
     fn = "virtnet_xdp_handler" if x.split else _function(c)
     ran = {"rx_xdp_packets": 1}
     if x.action == "pass":
-        return Verdict("pass", None, b, _counters(**ran))
+        return Verdict("pass", None, b, _counters(**ran), meta_len=meta)
     if x.action in ("drop", "aborted"):
         log.add(SRC, fn, f"{VERDICT[x.action]}: "
                 + ("trace_xdp_exception(); " if x.action == "aborted" else "")
                 + "goto err_xdp: xdp_drops++, drops++; the buffer's pages are put",
                 xdp_packets=1, xdp_drops=1, drops=1)
-        return Verdict("drop", None, b, _counters(**ran, rx_xdp_drops=1, rx_drops=1))
+        return Verdict("drop", None, b, _counters(**ran, rx_xdp_drops=1, rx_drops=1),
+                       meta_len=meta)
     tx = x.action == "tx"
     total = length + frags_size
     counted = {"rx_xdp_tx": 1} if tx else {"rx_xdp_redirects": 1}
@@ -266,7 +275,7 @@ def _verdict(c: Config, b: Buff, frags_size: int, log: StepLog) -> Verdict:
         log.add(SRC, fn, "the redirect failed: XDP_DROP, xdp_drops++, drops++",
                 xdp_redirects=1, xdp_drops=1, drops=1)
         return Verdict("redirect_failed", "EMSGSIZE", b,
-                       _counters(**ran, **counted, rx_xdp_drops=1, rx_drops=1))
+                       _counters(**ran, **counted, rx_xdp_drops=1, rx_drops=1), meta_len=meta)
     headroom = b.data - b.hard_start - x.frame_struct  # xdp_frame->headroom
     log.add(SRC, fn,
             ("XDP_TX: xdp_tx++; xdp_convert_buff_to_frame() keeps the struct xdp_frame at "
@@ -282,7 +291,8 @@ def _verdict(c: Config, b: Buff, frags_size: int, log: StepLog) -> Verdict:
                 "(xdp_return_frame_rx_napi) and counted in the send queue's xdp_tx_drops, not "
                 "as an rx drop", headroom=headroom, hdr_len=c.hdr_len)
         return Verdict("tx_failed", "EOVERFLOW", b,
-                       _counters(**ran, **counted, tx_xdp_tx=1, tx_xdp_tx_drops=1))
+                       _counters(**ran, **counted, tx_xdp_tx=1, tx_xdp_tx_drops=1),
+                       meta_len=meta)
     sent = c.hdr_len + total
     log.add(SRC, "__virtnet_xdp_xmit_one",
             f"push a zeroed {c.hdr_len}-byte virtio-net header in front of the frame "
@@ -291,7 +301,7 @@ def _verdict(c: Config, b: Buff, frags_size: int, log: StepLog) -> Verdict:
             "free_old_xmit counts tx_packets++ and tx_bytes += xdpf->len (header included)",
             len=sent, xdp_tx=1)
     return Verdict(x.action, None, b, _counters(**ran, **counted, tx_xdp_tx=1), sent,
-                   bytes(c.hdr_len).hex(), 1, sent)
+                   bytes(c.hdr_len).hex(), 1, sent, meta)
 
 
 def _run(c: Config, frame: int, v: Verdict, *, copied: int = 0, nr_frags: int = 0,
@@ -305,7 +315,7 @@ def _run(c: Config, frame: int, v: Verdict, *, copied: int = 0, nr_frags: int = 
         read_len=v.read_len, read_hdr=v.read_hdr, rx_packets=1, rx_bytes=frame,
         rx_dropped=dict(v.counters).get("rx_drops", 0), tx_packets=v.tx_packets,
         tx_bytes=v.tx_bytes, copied=copied, nr_frags=nr_frags, frags_size=frags_size,
-        ran=refused is None, refused=refused, driver=v.counters)
+        ran=refused is None, refused=refused, driver=v.counters, meta_len=v.meta_len)
 
 
 def _narrate_buff(c: Config, b: Buff, log: StepLog, how: str,
@@ -514,7 +524,7 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
     if x.multi_buf:
         plan = _build_skb_from_xdp_buff(c, b, device, used, frags, frags_truesize, log)
     else:
-        plan = _page_to_skb(c, b, device, used, log)
+        plan = _page_to_skb(c, b, device, used, v.meta_len, log)
     return Received(run, plan, _hdr_seen(c, h), maps[0], maps)
 
 
@@ -587,19 +597,25 @@ def _build_skb_from_xdp_buff(c: Config, b: Buff, device: tuple[PostedBuffer, ...
 
 
 def _page_to_skb(c: Config, b: Buff, device: tuple[PostedBuffer, ...], used: tuple[int, ...],
-                 log: StepLog) -> Plan:
+                 meta_len: int, log: StepLog) -> Plan:
     """≤ 6.2 XDP_PASS: page_to_skb(page, offset = data - hdr_len, len, PAGE_SIZE, hdr_valid
     false, metasize, headroom = data - data_hard_start): with headroom, truesize is PAGE_SIZE
     and buf = p - headroom is the slot start."""
-    headroom = b.data - b.hard_start
+    meta = meta_len
+    headroom = b.data - b.hard_start - meta
     length = b.data_end - b.data
+    # the metadata travels in front of the frame (offset and len include it) and is pulled
+    # off again after the skb is made: __skb_pull(metasize), skb_metadata_set(metasize)
     outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
-        c, c.page_size, c.mrg_hdr_len, length, headroom=headroom)
+        c, c.page_size, c.mrg_hdr_len, length + meta, headroom=headroom)
     plan = Plan(outcome, None, why, device[0].len, device, used, tailroom, copy,  # type: ignore[arg-type]
-                False, head_size, end, data, tail, length, length - (tail - data), truesize, (),
-                (), 0, 0)
-    log.add(SRC, "receive_mergeable", "XDP_PASS: page_to_skb(page, data - hdr_len, len, "
-            f"PAGE_SIZE, hdr_valid false, metasize, headroom {headroom}): with headroom the "
-            "truesize is PAGE_SIZE and buf = p - headroom, the slot's start", headroom=headroom)
-    p2s.narrate(c, plan, log, length, c.page_size, c.mrg_hdr_len, headroom)
+                False, head_size, end, data + meta, tail, length, length + meta - (tail - data),
+                truesize, (), (), 0, 0)
+    log.add(SRC, "receive_mergeable", "XDP_PASS: page_to_skb(page, data - hdr_len - metasize, "
+            f"len + metasize, PAGE_SIZE, hdr_valid false, metasize {meta}, headroom "
+            f"{headroom}): with headroom the truesize is PAGE_SIZE and buf = p - headroom, the "
+            "slot's start" + ("; the metadata is pulled off again (__skb_pull, "
+                              "skb_metadata_set)" if meta else ""), headroom=headroom,
+            metasize=meta)
+    p2s.narrate(c, plan, log, length + meta, c.page_size, c.mrg_hdr_len, headroom)
     return plan
