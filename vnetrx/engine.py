@@ -32,7 +32,8 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
         ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
         ("xdp", s.xdp),
         *((("xdp_frags", s.xdp_frags), ("xdp_adjust_head", s.xdp_adjust_head),
-           ("xdp_adjust_tail", s.xdp_adjust_tail), ("xdp_meta", s.xdp_meta))
+           ("xdp_adjust_tail", s.xdp_adjust_tail), ("xdp_meta", s.xdp_meta),
+           ("xdp_posted_before", s.xdp_posted_before))
           if s.xdp is not None else ()),
     )
     return _finish(

@@ -204,6 +204,12 @@ def test_xdp_programs_in_the_guest(image: Path) -> None:
     assert dropped.match, [(f.frame_len, f.predicted, f.observed) for f in dropped.frames]
     got = {name: (p, o) for name, p, o in dropped.xdp_counters}
     assert got["rx_xdp_drops"] == (5, 5)
+    small = run_virtio(image, "small", (60, 1000, 1514), xdp="drop").report
+    assert small.match and {n: p for n, p, _ in small.xdp_counters}["rx_xdp_drops"] == 3
+    # attached after the device is up: the ring virtnet_open posted (no XDP headroom) is
+    # copied page by page; 3000 spans two 1536-byte buffers and still fits one page
+    late = run_virtio(image, "mergeable", (60, 3000, 3509), xdp="pass", xdp_late=True).report
+    assert late.match, [(f.frame_len, f.predicted, f.observed) for f in late.frames]
     sent = run_virtio(image, "mergeable-gso", (60, 1000, 3000), xdp="tx").report
     assert sent.match and sent.transmitted == ((72, 1012, 3012), (72, 1012, 3012))
     if _is_6_12(image):

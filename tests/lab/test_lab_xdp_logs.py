@@ -91,5 +91,18 @@ def test_init_script_attaches_before_link_up_and_reads_counters() -> None:
 
 def test_serial_header_carries_the_program() -> None:
     header = serial_header("mergeable", None, (60, 1000), xdp="tx", xdp_frags=True)
-    assert xdp_from_header(header) == ("tx", True)
-    assert xdp_from_header(serial_header("small", None, (60,))) == (None, False)
+    assert xdp_from_header(header) == ("tx", True, False)
+    assert xdp_from_header(serial_header("small", None, (60,))) == (None, False, False)
+    late = serial_header("small", None, (60,), xdp="pass", xdp_late=True)
+    assert xdp_from_header(late) == ("pass", False, True)
+
+
+def test_attached_late_old_buffers_are_copied() -> None:
+    # 6.1, EWMA-0 ring of 1536-byte buffers: 3000 + 12 over two is linearised (4352); 3509 + 12
+    # over three does not fit one page after 256 of headroom (3328 + 449 + 320 > 4096)
+    r = report("mergeable-pass-late-6.1.0-57-amd64.log")
+    assert frame(r, 3000)["truesize"] == 4352 and frame(r, 3509)["outcome"] == "drop"
+    assert frame(r, 60)["outcome"] == "copy"  # ≤ 6.2: page_to_skb copies it again
+    # 6.12 with frags: only the first old buffer is copied, the rest stay frags (1536 each)
+    f = report("mergeable-pass-frags-late-6.12.117+deb12-amd64.log")
+    assert (frame(f, 9014)["nr_frags"], frame(f, 9014)["truesize"]) == (5, 4352 + 4 * 1536 + 2048)

@@ -105,6 +105,10 @@ def lab() -> None:
     "every test frame (the sentinel passes) and kept for the frames; the skbs and the driver's "
     "XDP counters (ethtool -S) are compared with `vnetrx trace --xdp`, on a vhost-user mode "
     "also the bytes XDP_TX puts on the tx queue. Not in big modes.")
+@click.option("--xdp-late", is_flag=True,
+              help="With --xdp: attach the program after the device is up, so the frames meet "
+              "the ring virtnet_open posted (no XDP headroom) and are copied into fresh pages "
+              "(xdp_linearize_page): the first ring after an attach.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
 def lab_virtio(
     image: Path | None,
@@ -121,6 +125,7 @@ def lab_virtio(
     xdp_check: bool,
     xdp: str | None,
     xdp_frags: bool,
+    xdp_late: bool,
     as_json: bool,
 ) -> None:
     """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
@@ -205,6 +210,7 @@ def lab_virtio(
             xdp_check=xdp_check,
             xdp=xdp,
             xdp_frags=xdp_frags,
+            xdp_late=xdp_late,
         )
     if serial_log is not None:
         serial_log.write_text(result.serial)

@@ -20,7 +20,7 @@ from vnetrx.paths.tun import XDP_ACTIONS, TapSetup
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 
 _VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index",
-                "xdp_frags")
+                "xdp_frags", "xdp_posted_before")
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
@@ -127,6 +127,10 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
               "(N < 0 grows the frame at the front, N > 0 cuts it).")
 @click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
               help="With --xdp: then bpf_xdp_adjust_tail(ctx, N) (N > 0 grows it).")
+@click.option("--xdp-posted-before", is_flag=True,
+              help="virtio, with --xdp: the frame lands in buffers posted before the program "
+              "was attached (no XDP headroom; the rings are not reset on attach), which the XDP "
+              "path copies into a fresh page (xdp_linearize_page).")
 @click.option("--xdp-meta", type=Count(0, 255, "bytes"), default=0, metavar="N",
               help="With --xdp: then bpf_xdp_adjust_meta(ctx, -N), N bytes of metadata in front "
               "of the frame (at most 32 before 6.8, 252 after; native tun XDP only from 6.15). "
@@ -257,6 +261,7 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
         xdp_adjust_head=o["xdp_adjust_head"],
         xdp_adjust_tail=o["xdp_adjust_tail"],
         xdp_meta=o["xdp_meta"],
+        xdp_posted_before=o["xdp_posted_before"],
     )
 
 

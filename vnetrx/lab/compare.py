@@ -106,6 +106,7 @@ def base_mode(mode: str) -> str:
 def setup_for(
     mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int,
     hdr: VnetHdr | None = None, xdp: str | None = None, xdp_frags: bool = False,
+    xdp_late: bool = False,
 ) -> VirtioRxSetup:
     """The model's input for one frame of the boot (see the module docstring). Guest GSO is
     negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
@@ -125,17 +126,19 @@ def setup_for(
         hdr=hdr,
         xdp=xdp,
         xdp_frags=xdp_frags,
+        xdp_posted_before=xdp_late,
     )
 
 
 def predict(
     profile: KernelProfile, mode: str, lengths: Sequence[int], mtu: int, hdr_len: int,
     hdrs: Sequence[VnetHdr | None] | None = None, xdp: str | None = None,
-    xdp_frags: bool = False,
+    xdp_frags: bool = False, xdp_late: bool = False,
 ) -> list[tuple[int, Trace]]:
     """(buffer index, trace) per frame, in arrival order; ``hdrs``: each frame's header;
     ``xdp``: the action of a program attached before the device started (every buffer posted
-    with the XDP geometry)."""
+    with the XDP geometry; ``xdp_late``: attached after it, so the frames meet the ring
+    virtnet_open posted, without XDP headroom)."""
     out: list[tuple[int, Trace]] = []
     index = 0
     for position, frame_len in enumerate(lengths):
@@ -143,7 +146,7 @@ def predict(
             break
         hdr = None if hdrs is None else hdrs[position]
         trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index, hdr, xdp,
-                                                xdp_frags))
+                                                xdp_frags, xdp_late))
         out.append((index, trace))
         if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))
@@ -217,7 +220,8 @@ def match_events(lengths: Sequence[int], events: Sequence[RxEvent],
 
 def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: GuestLog,
             hdrs: Sequence[VnetHdr | None] | None = None, xdp: str | None = None,
-            xdp_frags: bool = False, transmitted: Sequence[int] | None = None) -> LabReport:
+            xdp_frags: bool = False, transmitted: Sequence[int] | None = None,
+            xdp_late: bool = False) -> LabReport:
     """Predictions for the negotiated features against the guest's events; ``hdrs``: the
     virtio_net_hdr each frame was sent behind (--offloads: IPv4/IPv6 frames); ``xdp``: the
     action of the program the guest kept attached (--xdp), whose counters are compared too;
@@ -235,7 +239,7 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
     hdr_len = hdr_len_for(features)
     mtu_for_model = mtu if "MTU" in features else 1500
     predictions = predict(profile, negotiated_mode, lengths, mtu_for_model, hdr_len, hdrs, xdp,
-                          xdp_frags)
+                          xdp_frags, xdp_late)
     ethertypes = frozenset({TEST_ETHERTYPE} if hdrs is None else {ETH_P_IP, ETH_P_IPV6})
     events = match_events(lengths, log.events, ethertypes)
     frames = []
@@ -252,7 +256,12 @@ def compare(profile: KernelProfile, mode: str, lengths: Sequence[int], log: Gues
             "no kprobe on napi_gro_receive: data, tail, end, mac_header not observed"
             + (f" (guest: {why})" if why else "")
         )
-    if base_mode(negotiated_mode) == "mergeable" and xdp is not None:
+    if base_mode(negotiated_mode) == "mergeable" and xdp is not None and xdp_late:
+        notes.append(
+            "mergeable, XDP attached after the device started: each frame predicted in the "
+            "buffer of the ring virtnet_open posted (EWMA 0, no XDP headroom) it lands in, "
+            "copied into a fresh page by xdp_linearize_page")
+    elif base_mode(negotiated_mode) == "mergeable" and xdp is not None:
         notes.append(
             "mergeable with XDP: each frame predicted in the ring buffer it lands in (all "
             "buffers posted at device start with the XDP geometry: 3520 bytes at +256 of a "

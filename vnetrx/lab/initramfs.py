@@ -153,11 +153,13 @@ class Kprobe:
 
 
 def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60,
-                xdp_probe: bool = False, xdp_keep: str | None = None) -> str:
+                xdp_probe: bool = False, xdp_keep: str | None = None,
+                xdp_late: bool = False) -> str:
     """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe);
     ``xdp_keep``: the probe's ``keep ACTION FRAGS`` arguments, to attach a program that stays
     for the frames (the sentinel passes), and print the driver's ethtool counters after them.
-    The attach comes before the link is up, so every buffer is posted with the XDP geometry."""
+    The attach comes before the link is up, so every buffer is posted with the XDP geometry;
+    ``xdp_late``: after it, so the ring posted at virtnet_open (no XDP headroom) stays."""
     attach = "" if xdp_keep is None else f" {xdp_keep} 0x{SENTINEL_ETHERTYPE:04x}"
     probe = ("say xdp-cpus $(cat /sys/devices/system/cpu/online)\n"
              f"say xdp-attach $(/bin/xdpprobe $dev{attach})\n"
@@ -165,6 +167,7 @@ def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: 
              if xdp_probe or xdp_keep is not None else "")
     stats = ("say xdp-stats $(/bin/xdpprobe $dev stats | tr '\\n' ' ')\n"
              if xdp_keep is not None else "")
+    early, late = ("", probe) if xdp_late else (probe, "")
     kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
     sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
     return f"""#!/bin/sh
@@ -212,8 +215,8 @@ if [ -n "$KP" ]; then
     say kprobe off $(tail -n 2 $T/error_log 2>/dev/null | tr '\\n' ' ')
   fi
 fi
-{probe}ip link set $dev up || say error link up
-say mergeable_rx_buffer_size $(cat /sys/class/net/$dev/queues/rx-0/virtio_net/mergeable_rx_buffer_size 2>/dev/null)
+{early}ip link set $dev up || say error link up
+{late}say mergeable_rx_buffer_size $(cat /sys/class/net/$dev/queues/rx-0/virtio_net/mergeable_rx_buffer_size 2>/dev/null)
 echo 1 > $T/tracing_on
 say ready
 i=0
@@ -242,6 +245,7 @@ def build(
     timeout_s: int = 60,
     xdp_probe: bytes | None = None,
     xdp_keep: str | None = None,
+    xdp_late: bool = False,
 ) -> tuple[bytes, list[str]]:
     """The uncompressed newc archive and the module load order; ``xdp_probe``: the static
     program /init runs to try an XDP attach (vnetrx.lab.xdp_probe); ``xdp_keep``: its
@@ -273,6 +277,7 @@ def build(
     entries += [cpio.regular(f"lib/modules/{name}.ko", cache[name]) for name in order]
     if xdp_probe is not None:
         entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
-    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep)
+    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep,
+                         xdp_late)
     entries.append(cpio.regular("init", script.encode(), 0o755))
     return cpio.archive(entries), order

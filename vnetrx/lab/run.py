@@ -202,12 +202,14 @@ def run_virtio(
     xdp_check: bool = False,
     xdp: str | None = None,
     xdp_frags: bool = False,
+    xdp_late: bool = False,
 ) -> LabRun:
     """Boot, send, compare. ``offloads``: send ``offload_frames()`` (real TCP/UDP frames behind
     offload headers) instead of ``lengths``; needs a vhost-user mode. ``on_stage`` hears what
     is happening ("booting Linux 6.1.0-57-amd64 under QEMU …"), for a progress line.
     ``xdp``: a program returning this action stays attached in the guest while the frames
-    arrive (``xdp_frags``: loaded with BPF_F_XDP_HAS_FRAGS)."""
+    arrive (``xdp_frags``: loaded with BPF_F_XDP_HAS_FRAGS; ``xdp_late``: attached after the
+    device started, so the frames meet buffers posted without XDP headroom)."""
     stage = on_stage or (lambda _text: None)
     hdrs: list[VnetHdr | None] | None = None
     payloads: list[bytes] | None = None
@@ -226,12 +228,13 @@ def run_virtio(
         raise LabSetupError(f"kernel image {image} not found")
     # Fail on lengths the model cannot place before paying for a boot.
     release = image_release(image)
-    if xdp_frags and xdp is None:
-        raise InputError("--xdp-frags describes the program: give --xdp ACTION too")
+    if (xdp_frags or xdp_late) and xdp is None:
+        raise InputError("--xdp-frags/--xdp-late describe the program: give --xdp ACTION too")
     if xdp is not None and base_mode(mode) == "big":
         raise InputError(f"--xdp: big mode ({mode}) has no XDP hook, the program would never run",
                          hint="use --mode small, mergeable or mergeable-gso")
-    predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs, xdp, xdp_frags)
+    predict(lookup(release), mode, lengths, host_mtu or 1500, 12, hdrs, xdp, xdp_frags,
+            xdp_late)
     stage(f"building the initramfs for Linux {release}")
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
     offsets = None
@@ -253,7 +256,7 @@ def run_virtio(
         keep = None if xdp is None else keep_args(xdp, xdp_frags)
     archive, order = initramfs.build(
         find_busybox(), tree, qemu.GUEST_MAC, offsets, timeout_s=int(timeout_s), xdp_probe=probe,
-        xdp_keep=keep,
+        xdp_keep=keep, xdp_late=xdp_late,
     )
     boot = qemu.Boot(
         image,
@@ -276,7 +279,8 @@ def run_virtio(
         raise qemu.GuestError("the guest powered off without dumping its trace")
     profile = lookup(guest_version(log.status, log.release or release))
     report = compare(profile, mode, lengths, log, hdrs, xdp, xdp_frags,
-                     result.backend_transmitted if boot.backend == "vhost-user" else None)
+                     result.backend_transmitted if boot.backend == "vhost-user" else None,
+                     xdp_late)
     if xdp_check or xdp is not None:
         from vnetrx.lab.xdp_probe import check, cpus_of
 
@@ -296,7 +300,8 @@ def run_virtio(
                 f"(as QEMU does): {dropped} bytes",
             ),
         )
-    serial = serial_header(mode, host_mtu, lengths, offloads, xdp, xdp_frags) + result.serial
+    serial = serial_header(mode, host_mtu, lengths, offloads, xdp, xdp_frags, xdp_late) + \
+        result.serial
     return LabRun(report, result.boot_s, result.total_s, serial, tuple(order))
 
 
@@ -304,10 +309,12 @@ HEADER = "# serial console of: vnetrx lab virtio"
 
 
 def serial_header(mode: str, mtu: int | None, lengths: tuple[int, ...],
-                  offloads: bool = False, xdp: str | None = None, xdp_frags: bool = False) -> str:
+                  offloads: bool = False, xdp: str | None = None, xdp_frags: bool = False,
+                  xdp_late: bool = False) -> str:
     """The first line ``--serial-log`` writes, so that ``--from-log`` knows what was sent."""
     mtu_part = f" --mtu {mtu}" if mtu is not None else ""
-    program = ("" if xdp is None else f" --xdp {xdp}") + (" --xdp-frags" if xdp_frags else "")
+    program = (("" if xdp is None else f" --xdp {xdp}") + (" --xdp-frags" if xdp_frags else "")
+               + (" --xdp-late" if xdp_late else ""))
     sent = " --offloads" if offloads else f" --len {','.join(map(str, lengths))}"
     return f"{HEADER} --mode {mode}{mtu_part}{program}{sent}\n"
 
@@ -318,13 +325,13 @@ def lengths_from_header(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in match.group(1).split(",")) if match else None
 
 
-def xdp_from_header(text: str) -> tuple[str | None, bool]:
-    """The program a ``--serial-log`` says stayed attached: (action, frags)."""
+def xdp_from_header(text: str) -> tuple[str | None, bool, bool]:
+    """The program a ``--serial-log`` says stayed attached: (action, frags, late)."""
     first = text.split("\n", 1)[0]
     if not first.startswith(HEADER):
-        return None, False
+        return None, False, False
     match = re.search(r" --xdp (\w+)", first)
-    return (match.group(1) if match else None), " --xdp-frags" in first
+    return (match.group(1) if match else None), " --xdp-frags" in first, " --xdp-late" in first
 
 
 def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
@@ -350,9 +357,9 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
     except ValueError as exc:
         raise InputError(f"the log's feature bits or MTU are unreadable: {exc}") from None
     check_request(mode, None, lengths)
-    xdp, xdp_frags = xdp_from_header(text)
+    xdp, xdp_frags, xdp_late = xdp_from_header(text)
     profile = lookup(guest_version(log.status, log.release))
-    report = compare(profile, mode, lengths, log, hdrs, xdp, xdp_frags)
+    report = compare(profile, mode, lengths, log, hdrs, xdp, xdp_frags, xdp_late=xdp_late)
     if xdp is not None:
         from vnetrx.lab.xdp_probe import check, cpus_of
 

@@ -352,3 +352,41 @@ def test_metadata_counts_in_page_to_skbs_copy_test(frame: int, outcome: str, cop
     assert t.outcome == outcome and t.skb is not None and t.skb.meta_len == 32
     assert t.cost is not None and t.cost.bytes_copied == copied
     assert t.skb.len == frame - 14
+
+
+# --- buffers posted before the attach (the rings are not reset: xdp_linearize_page) ----------
+
+
+@pytest.mark.parametrize("kernel", ["6.1", "6.12", "7.3"])
+def test_old_small_buffer_is_copied_to_a_fresh_page(kernel: str) -> None:
+    # ctx headroom 0 < 256: alloc_page, copy hdr_len + len to +320; buflen is the formula
+    # (2176, also with 7.x's page_pool), so truesize 2432 whatever the page
+    t = run(kernel, frame_len=1000, xdp="pass", xdp_posted_before=True)
+    assert t.skb is not None and t.cost is not None
+    assert (t.skb.truesize, t.skb.data, t.skb.head_size) == (2432, 346, 2176)
+    assert (t.cost.allocations, t.cost.bytes_copied, xdp(t).copied) == (2, 1012, 1012)
+    assert "xdp_linearize_page" in t.skb.head
+
+
+@pytest.mark.parametrize(("kernel", "frame", "outcome", "linearized", "copied"), [
+    ("6.1", 3000, "build_skb", 3012, 3012),  # hdr_len + 3000 <= 3520: fits one page
+    ("6.12", 3000, "build_skb", 3012, 3012),
+    ("6.1", 60, "copy", 72, 72 + 60),  # ≤ 6.2: page_to_skb then copies a short frame again
+    ("6.12", 60, "build_skb", 72, 72),  # 6.3+: build_skb_from_xdp_buff never copies
+    ("6.12", 3509, "xdp_drop", 0, None),  # 256 + 3521 + 320 > 4096: no page is allocated
+])
+def test_old_mergeable_buffers_are_linearised(kernel: str, frame: int, outcome: str,
+                                              linearized: int, copied: int | None) -> None:
+    t = run(kernel, frame_len=frame, mergeable=True, xdp="pass", xdp_posted_before=True)
+    assert (t.outcome, xdp(t).copied) == (outcome, linearized)
+    if copied is not None:
+        assert t.skb is not None and t.cost is not None
+        assert t.cost.bytes_copied == copied
+        assert t.skb.truesize == (4352 if outcome == "build_skb" else 1280)
+
+
+def test_old_buffers_in_the_ewma_0_ring_6_1() -> None:
+    # the lab's ring: 1536-byte buffers (EWMA 0); 3000 + 12 spans two, both copied
+    t = run("6.1", frame_len=3000, mergeable=True, ewma=0, xdp="pass", xdp_posted_before=True)
+    assert len(t.buffers) == 2 and t.skb is not None and t.skb.truesize == 4352
+    assert t.reason is None and xdp(t).copied == 3012

@@ -39,6 +39,7 @@ from vnetrx.paths.virtio_net_hdr import (
 
 SRC = "drivers/net/virtio_net.c"
 TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
+LINEARIZED_HEAD = "a page from xdp_linearize_page (build_skb)"
 
 
 class RxResult(NamedTuple):
@@ -323,8 +324,13 @@ def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
     _narrate_receive_done(c, d, log, r.hdr)
     assert d.skb is not None, d  # a zeroed header is never refused
     skb = d.skb._replace(meta_len=run.meta_len) if run.meta_len else d.skb
+    spent = cost(r.plan)
+    if run.copied:  # xdp_linearize_page's (or the frags copy's) page and memcpy
+        if r.plan.outcome == "build_skb":
+            skb = skb._replace(head=LINEARIZED_HEAD)
+        spent = Cost(spent.allocations + 1, spent.bytes_copied + run.copied, spent.frags)
     _narrate_eth_type_trans(skb, log)
-    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, skb, cost(r.plan), None,
+    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, skb, spent, None,
                     d.offload, xdp=run)
 
 

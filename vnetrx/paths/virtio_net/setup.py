@@ -82,6 +82,9 @@ class VirtioRxSetup:
     xdp_adjust_head: int = 0  # the program calls bpf_xdp_adjust_head(ctx, N) first
     xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N)
     xdp_meta: int = 0  # and bpf_xdp_adjust_meta(ctx, -N): N bytes of metadata before the frame
+    # the frame lands in a buffer posted before the program was attached (headroom 0: the first
+    # ring after an attach), which the XDP path copies into a fresh page (xdp_linearize_page)
+    xdp_posted_before: bool = False
 
 
 def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
@@ -136,9 +139,11 @@ def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
     """The XDP options: a known verdict, the helpers only with a program, and the kernels whose
     XDP receive path was read (5.15.215, 6.1.192, 6.2.12, 6.6.150, 6.12.117, 6.18.9, 7.1.5)."""
     if s.xdp is None:
-        if s.xdp_frags or s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta:
-            raise InputError("--xdp-frags/--xdp-adjust-head/--xdp-adjust-tail/--xdp-meta "
-                             "describe the XDP program: give --xdp ACTION too")
+        if (s.xdp_frags or s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta
+                or s.xdp_posted_before):
+            raise InputError("--xdp-frags/--xdp-adjust-head/--xdp-adjust-tail/--xdp-meta/"
+                             "--xdp-posted-before describe the XDP program: give --xdp ACTION "
+                             "too")
         return
     if s.xdp not in ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(ACTIONS)})")
@@ -219,6 +224,7 @@ class XdpConfig:
     max_buffers: int  # virtnet_build_xdp_buff_mrg: MAX_SKB_FRAGS + 1
     len_check: bool  # MERGEABLE_LEN_CHECK: xdp_linearize_page's check_mergeable_len()
     meta: Meta  # bpf_xdp_adjust_meta: what the program asks, the limit; virtio supports it
+    posted_before: bool  # the buffer has the pre-attach geometry (ctx headroom 0)
     fwd_limit: int  # xdp_ok_fwd_dev for a redirect to this device: mtu + ETH_HLEN + VLAN_HLEN
 
 
@@ -251,6 +257,7 @@ def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
         max_buffers=k.build.max_skb_frags + 1,
         len_check=k.has(MERGEABLE_LEN_CHECK),
         meta=Meta(s.xdp_meta, k.value(XDP_METALEN_MAX), True),
+        posted_before=s.xdp_posted_before,
         fwd_limit=fwd_limit(s.mtu),
     )
 

@@ -338,8 +338,16 @@ def _narrate_buff(c: Config, b: Buff, log: StepLog, how: str,
 
 
 def narrate_small_posting(c: Config, frame: int, log: StepLog) -> Buffer:
-    """add_recvbuf_small's step with XDP, and the slot's map after the device wrote into it."""
+    """add_recvbuf_small's step with XDP, and the slot's map after the device wrote into it
+    (a buffer posted before the attach: small.py's, without XDP headroom)."""
     x = _x(c)
+    if x.posted_before:
+        from vnetrx.paths.virtio_net import small
+
+        log.note("the frame lands in a buffer posted before the program was attached (ctx "
+                 "headroom 0): the rings are not reset on attach, so the first ring after it "
+                 "is copied into fresh pages")
+        return small.narrate_posting(c, small.plan_small(c, frame), frame, log)
     slot = small_slot(c)
     size = small_buflen(c, slot)
     pad, hdr, sh = c.small_pad, c.hdr_len, c.shinfo_size
@@ -369,8 +377,10 @@ def narrate_small_posting(c: Config, frame: int, log: StepLog) -> Buffer:
 def receive_small(c: Config, frame: int, buffer: Buffer, log: StepLog) -> Received:
     """receive_small's XDP branch (receive_small_xdp 6.5+) on a slot posted with XDP headroom."""
     x = _x(c)
-    slot = small_slot(c)
-    buflen = small_buflen(c, slot)
+    slot = c.small_posted if x.posted_before else small_slot(c)
+    assert slot is not None
+    # an old buffer is copied into a fresh page, whose buflen is the formula (7.x too)
+    buflen = x.small_slot if x.posted_before else small_buflen(c, slot)
     pad, hdr = c.small_pad, c.hdr_len
     h = c.hdr
     log.add(SRC, "receive_small",
@@ -385,11 +395,20 @@ def receive_small(c: Config, frame: int, buffer: Buffer, log: StepLog) -> Receiv
         v = Verdict("drop", None, b, _counters(rx_xdp_drops=1, rx_drops=1))
         return Received(_run(c, frame, v, refused=refused), None, _hdr_seen(c, h), buffer,
                         (buffer,))
+    copied = 0
+    if x.posted_before:
+        copied = hdr + frame
+        log.add(SRC, "xdp_linearize_page",
+                f"ctx headroom 0 < virtnet_get_headroom() {x.headroom}: the buffer was posted "
+                f"before the attach; alloc_page(GFP_ATOMIC), copy hdr_len + len = {copied} bytes "
+                f"to page + VIRTNET_RX_PAD + {x.headroom} = +{pad + x.headroom}, put the old "
+                f"buffer; buflen = SKB_DATA_ALIGN(GOOD_PACKET_LEN + headroom) + shinfo = {buflen}",
+                page_off=pad + x.headroom, len=copied, buflen=buflen)
     _narrate_buff(c, b, log, f"xdp_init_buff(frame_sz = buflen {buflen}), "
                   f"xdp_prepare_buff(buf + VIRTNET_RX_PAD + hdr_len, {x.headroom}, len)")
     v = _verdict(c, b, 0, log)
     b = v.buff
-    run = _run(c, frame, v)
+    run = _run(c, frame, v, copied=copied)
     if v.result != "pass":
         return Received(run, None, _hdr_seen(c, h), buffer, (buffer,))
     length = b.data_end - b.data
@@ -449,6 +468,22 @@ def narrate_mergeable_posting(c: Config, frame: int, log: StepLog
                               ) -> tuple[tuple[PostedBuffer, ...], tuple[int, ...],
                                          tuple[Buffer, ...]]:
     x = _x(c)
+    if x.posted_before:  # mergeable.py's buffers, sized by the EWMA, headroom 0
+        from vnetrx.paths.virtio_net import mergeable
+
+        log.note("the frame lands in buffers posted before the program was attached (ctx "
+                 "headroom 0, sized by the EWMA): the rings are not reset on attach, so the "
+                 "first ring after it is copied into fresh pages")
+        p = mergeable.plan_mergeable(c, frame)
+        mergeable.narrate_posting(c, p, frame, log)
+        old = tuple(PostedBuffer(b.frag_index, b.offset, b.len) for b in p.buffers)
+        maps = tuple(Buffer(b.len, c.alloc.label(b.frag_index), b.offset, u,
+                            regions(*((("vnet_hdr", c.hdr_len, ""),) if i == 0 else ()),
+                                    ("frame" if i == 0 else "frame (cont.)",
+                                     u - (c.hdr_len if i == 0 else 0), ""),
+                                    *((("unused", b.len - u, ""),) if b.len > u else ())))
+                     for i, (b, u) in enumerate(zip(old, p.used, strict=True)))
+        return old, p.used, maps
     slots, used = _slots_for(c, frame)
     first = slots[0]
     log.add(SRC, "get_mergeable_buf_len",
@@ -489,8 +524,24 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
         b = Buff(hdr, x.headroom + hdr, x.headroom + used[0], c.page_size - hdr,
                  c.page_size - c.shinfo_size)
     refused = _refusal(c, h, log)
-    if refused is None and count > 1 and not x.frags:
-        refused = _linearize(c, slots, used, log)
+    copied = 0
+    first_only = x.posted_before and x.frags  # 6.3+ frags: only the first buffer is copied
+    if refused is None and x.posted_before and first_only:
+        if used[0] + x.mrg_room > c.page_size:
+            log.add(SRC, "mergeable_xdp_get_buf",
+                    f"an old first buffer of {used[0]} bytes and a frags program: {used[0]} + "
+                    f"{x.mrg_room} > PAGE_SIZE, no room to copy it; dropped", len=used[0])
+            refused = "linearize"
+        else:
+            copied = used[0]
+            log.add(SRC, "mergeable_xdp_get_buf",
+                    f"ctx headroom 0 < {x.headroom} and a frags program: alloc_page(GFP_ATOMIC), "
+                    f"copy the first buffer ({copied} bytes) to +{x.headroom}; the others stay "
+                    "where they are as frags (their own ctx truesize)", len=copied)
+    elif refused is None and (count > 1 or x.posted_before) and not x.frags:
+        refused, copied = _linearize(c, slots, used, log)
+        if refused is None:  # an old buffer (or chain) now in one fresh page
+            count = 1
     if refused is None and count > x.max_buffers:
         log.add(SRC, "virtnet_build_xdp_buff_mrg",
                 f"{count} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the program "
@@ -499,13 +550,18 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
         refused = "too_many_buffers"
     if refused is not None:
         v = Verdict("drop", None, b, _counters(rx_xdp_drops=1, rx_drops=1))
-        copied = used[0] if refused in ("linearize", "len_check") else 0
         return Received(_run(c, frame, v, copied=copied, refused=refused), None,
                         _hdr_seen(c, h), maps[0], maps)
-    frags = tuple(PlanFrag(i, s.offset + x.headroom, u, s.len)
-                  for i, (s, u) in enumerate(zip(slots[1:], used[1:], strict=True), 1))
+    if x.posted_before:  # old buffers: no room, ctx truesize = the length; frags start at +0
+        frags = tuple(PlanFrag(i, s.offset, u, s.len)
+                      for i, (s, u) in enumerate(zip(slots[1:count], used[1:count],
+                                                     strict=True), 1))
+        frags_truesize = sum(s.len for s in slots[1:count])
+    else:
+        frags = tuple(PlanFrag(i, s.offset + x.headroom, u, s.len)
+                      for i, (s, u) in enumerate(zip(slots[1:], used[1:], strict=True), 1))
+        frags_truesize = sum(_ctx_truesize(c, s) for s in slots[1:])
     frags_size = sum(f.size for f in frags)
-    frags_truesize = sum(_ctx_truesize(c, s) for s in slots[1:])
     _narrate_buff(c, b, log,
                   ("mergeable_xdp_get_buf(): in place (headroom >= 256"
                    + (", a frags program)" if count > 1 else ", one buffer)")
@@ -514,13 +570,16 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
                   else (f"one buffer with headroom: xdp_init_buff(frame_sz = PAGE_SIZE - hdr_len "
                         f"= {b.frame_sz}), xdp_prepare_buff(data - {x.headroom} + hdr_len, "
                         f"{x.headroom}, len - hdr_len)"), len(frags))
+    if x.posted_before:  # the copy is the xdp_buff's first buffer: all of it, hdr_len first
+        b = b._replace(data_end=b.data + (sum(used) if count == 1 else used[0]) - hdr)
     v = _verdict(c, b, frags_size, log)
     b = v.buff
-    run = _run(c, frame, v, nr_frags=len(frags), frags_size=frags_size)
+    run = _run(c, frame, v, copied=copied, nr_frags=len(frags), frags_size=frags_size)
     if v.result != "pass":
         return Received(run, None, _hdr_seen(c, h), maps[0], maps)
-    device = tuple(PostedBuffer(s.frag_index, s.offset + x.headroom, _device_len(c, s))
-                   for s in slots)
+    device = (slots if x.posted_before else
+              tuple(PostedBuffer(s.frag_index, s.offset + x.headroom, _device_len(c, s))
+                    for s in slots))
     if x.multi_buf:
         plan = _build_skb_from_xdp_buff(c, b, device, used, frags, frags_truesize, log)
     else:
@@ -529,16 +588,19 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
 
 
 def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...],
-               log: StepLog) -> str | None:
+               log: StepLog) -> tuple[str | None, int]:
     """xdp_linearize_page(page_off = 256) for a non-frags program and a frame over several
     buffers: one new page, the buffers copied after 256 bytes of headroom while
     page_off + len + SKB_DATA_ALIGN(sizeof(shinfo)) fits PAGE_SIZE, else it gives up; with
-    MERGEABLE_LEN_CHECK each further buffer first passes check_mergeable_len()."""
+    MERGEABLE_LEN_CHECK each further buffer first passes check_mergeable_len(). Returns the
+    refusal (None: linearised) and the bytes copied into the new page (0 when the first
+    buffer already fails the pre-check: no page is allocated)."""
     x = _x(c)
     page_off = x.headroom
     sh = c.shinfo_size
     for i, length in enumerate(used):
-        limit = _ctx_truesize(c, slots[i]) - x.mrg_room
+        # check_mergeable_len: room from the buffer's own ctx headroom (0 for an old buffer)
+        limit = (slots[i].len if x.posted_before else _ctx_truesize(c, slots[i]) - x.mrg_room)
         if i and x.len_check and length > limit:
             # ≤ 6.2 the ctx truesize of an XDP buffer leaves the room out, so the backported
             # check refuses a full further buffer (measured on Debian 6.1.192)
@@ -549,10 +611,10 @@ def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...]
                     "frame is dropped (xdp_drops++, drops++)",
                     because=_because(c, MERGEABLE_LEN_CHECK), len=length, limit=limit,
                     rx_length_errors=1, xdp_drops=1, drops=1)
-            return "len_check"
+            return "len_check", page_off - x.headroom
         if page_off + length + sh > c.page_size:
             log.add(SRC, "xdp_linearize_page",
-                    f"a frame over {len(used)} buffers and a program without frags: "
+                    f"{len(used)} buffer(s) to copy into one page for a program without frags: "
                     + (f"alloc_page(GFP_ATOMIC), copy {page_off - x.headroom} bytes, then "
                        if i else "")
                     + f"buffer {i} ({length} bytes) does not fit: {page_off} + {length} + {sh} "
@@ -562,11 +624,17 @@ def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...]
                        f"; {c.kernel} has no multi-buffer XDP (6.3)"),
                     because=_because(c, VIRTIO_XDP_MULTI_BUF), page_off=page_off, len=length,
                     xdp_drops=1, drops=1)
-            return "linearize"
+            return "linearize", page_off - x.headroom
         page_off += length
-    # fresh XDP buffers hold PAGE_SIZE - room each: several of them never fit one page
-    raise UnsupportedError("xdp_linearize_page of buffers smaller than the XDP geometry "
-                           "(posted before the attach) is not modelled")
+    if not x.posted_before:  # fresh XDP buffers hold PAGE_SIZE - room: several never fit
+        raise UnsupportedError("xdp_linearize_page of several XDP-sized buffers that fit one "
+                               "page: not reachable with buffers posted after the attach")
+    log.add(SRC, "xdp_linearize_page",
+            f"ctx headroom 0 < {x.headroom}: the buffer(s) were posted before the attach; "
+            f"alloc_page(GFP_ATOMIC), copy {len(used)} buffer(s), {sum(used)} bytes, to "
+            f"+{x.headroom} of the new page (frame_sz PAGE_SIZE); the old buffers are put",
+            because=_because(c, MERGEABLE_LEN_CHECK), page_off=page_off, len=sum(used))
+    return None, sum(used)
 
 
 def _build_skb_from_xdp_buff(c: Config, b: Buff, device: tuple[PostedBuffer, ...],
