@@ -21,9 +21,9 @@ from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.skbuff import eth_type_trans_of
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import big, mergeable, small, xdp
+from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
-from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, Reason, dropped
 from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
     CHECKSUM_UNNECESSARY,
@@ -47,7 +47,7 @@ class RxResult(NamedTuple):
 
     path: str
     outcome: str
-    reason: Drop | xdp.XdpReason | None
+    reason: Reason | None  # a Drop, or (XDP) an xdp.XdpReason
     buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in
     buffers: tuple[Buffer, ...]
     skb: Skb | None
@@ -268,6 +268,8 @@ def _narrate_attach_refusal(c: Config, log: StepLog) -> bool:
 
 
 def _attach_refused(c: Config) -> RxResult:
+    from vnetrx.paths.virtio_net import xdp
+
     assert c.xdp is not None
     a = c.xdp.attach
     return RxResult(_path(c), "error", xdp.XdpReason.ATTACH_REFUSED, None, (), None, None,
@@ -276,6 +278,8 @@ def _attach_refused(c: Config) -> RxResult:
 
 def _narrate_attach_big(c: Config, log: StepLog) -> bool:
     """Big mode: the program is accepted and never runs."""
+    from vnetrx.paths.virtio_net import xdp
+
     if not _narrate_attach_refusal(c, log):
         return False
     xdp.narrate_attach(c, log)
@@ -288,6 +292,8 @@ def _narrate_attach_big(c: Config, log: StepLog) -> bool:
 def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
     """Small or mergeable mode with a program attached (paths/virtio_net/xdp.py), then the rest
     of receive_buf for an skb XDP_PASS built."""
+    from vnetrx.paths.virtio_net import xdp
+
     if not _narrate_attach_refusal(c, log):
         return _attach_refused(c)
     xdp.narrate_attach(c, log)

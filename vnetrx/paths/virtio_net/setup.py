@@ -4,29 +4,28 @@
 
 This is the one place on the virtio receive path that asks the profile which changes a kernel
 carries (``KernelProfile.has``) and reads its constants (``KernelProfile.value``); the plan and
-the narration read the answers from ``Config``. Facts: docs/kernel/virtio-net-rx.md §3-§5.
+the narration read the answers from ``Config`` (an attached XDP program's: xdp_config.py,
+loaded only when there is one). Facts: docs/kernel/virtio-net-rx.md §3-§5.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
     BIG_BUILD_SKB_GIVE_PAGES,
     BIG_PACKETS_MTU_SIZED,
     BIG_RECV_LEN_CHECK,
-    MERGEABLE_LEN_CHECK,
     PADDED_VNET_HDR_V1_HASH,
     PAGE_TO_SKB_BUILD_SKB,
     RQ_ALLOC_FRESH_PAGE_SHRINK,
     RX_PREMAPPED_BY_DEFAULT,
     SMALL_USED_LEN_CHECK,
-    VIRTIO_RECEIVE_XDP_SPLIT,
     VIRTIO_RX_PAGE_POOL,
     VIRTIO_XDP_MULTI_BUF,
-    VIRTIO_XDP_NEEDS_CSUM_DROP,
     VNET_HDR_UDP_TUNNEL,
     Change,
 )
@@ -37,9 +36,6 @@ from vnetrx.kernel.constants import (
     GOOD_PACKET_LEN,
     IP_MAX_MTU,
     SKB_FRAG_PAGE_BYTES,
-    XDP_FRAME_SIZE,
-    XDP_METALEN_MAX,
-    XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.virtio_net import padded_vnet_hdr, virtio_net_hdr_mrg_rxbuf, virtnet_rq_dma
@@ -47,9 +43,10 @@ from vnetrx.paths.skbuff import Head, kmalloc_reserve, napi_alloc_head, shinfo_s
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer, RxAllocator
-from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
-from vnetrx.paths.xdp import ACTIONS, Meta, fwd_limit
+
+if TYPE_CHECKING:
+    from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
@@ -145,6 +142,8 @@ def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
                              "--xdp-posted-before describe the XDP program: give --xdp ACTION "
                              "too")
         return
+    from vnetrx.paths.xdp import ACTIONS
+
     if s.xdp not in ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(ACTIONS)})")
     if not k.has(PAGE_TO_SKB_BUILD_SKB):
@@ -200,65 +199,6 @@ def min_buf_len(k: KernelProfile, hdr_len: int, guest_gso: bool, mtu: int, ring_
     packet_len = IP_MAX_MTU if _big_packets(guest_gso, mtu) else max_mtu
     return bufs.mergeable_min_buf_len(
         mergeable_hdr_len(k, hdr_len), packet_len, ring_size, k.value(GOOD_PACKET_LEN)
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class XdpConfig:
-    """An attached program and what this kernel's driver does with it (paths/virtio_net/xdp.py
-    reads these; docs/kernel/xdp-source-notes.md §A)."""
-
-    action: str  # the verdict the program returns (ACTIONS)
-    frags: bool  # loaded with BPF_F_XDP_HAS_FRAGS, on a kernel with multi-buffer XDP (6.3+)
-    adjust_head: int
-    adjust_tail: int
-    attach: XdpAttach  # virtnet_xdp_set's answer
-    headroom: int  # virtnet_get_headroom(): XDP_PACKET_HEADROOM (VIRTIO_XDP_HEADROOM ≤ 6.8)
-    frame_struct: int  # sizeof(struct xdp_frame)
-    small_slot: int  # add_recvbuf_small: SKB_DATA_ALIGN(hdr + PAD + 1518 + 256) + shinfo
-    mrg_room: int  # add_recvbuf_mergeable: SKB_DATA_ALIGN(headroom + sizeof(shinfo))
-    mrg_len: int  # get_mergeable_buf_len with room: PAGE_SIZE - room
-    multi_buf: bool  # VIRTIO_XDP_MULTI_BUF (6.3): ctx truesize len + room, no hole, frags
-    needs_csum_drop: bool  # VIRTIO_XDP_NEEDS_CSUM_DROP (6.10, 6.6.36): and DATA_VALID kept
-    split: bool  # VIRTIO_RECEIVE_XDP_SPLIT (6.5): receive_small_xdp / receive_mergeable_xdp
-    max_buffers: int  # virtnet_build_xdp_buff_mrg: MAX_SKB_FRAGS + 1
-    len_check: bool  # MERGEABLE_LEN_CHECK: xdp_linearize_page's check_mergeable_len()
-    meta: Meta  # bpf_xdp_adjust_meta: what the program asks, the limit; virtio supports it
-    posted_before: bool  # the buffer has the pre-attach geometry (ctx headroom 0)
-    fwd_limit: int  # xdp_ok_fwd_dev for a redirect to this device: mtu + ETH_HLEN + VLAN_HLEN
-
-
-def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
-               good_packet_len: int) -> XdpConfig | None:
-    """What attaching ``s.xdp`` means on ``k`` (None: no program)."""
-    if s.xdp is None:
-        return None
-    attach = virtnet_xdp_set(k, XdpAttachSetup(mergeable=s.mergeable, guest_gso=s.guest_gso,
-                                               mtu=s.mtu, frags=s.xdp_frags, hdr_len=hdr))
-    headroom = k.value(XDP_PACKET_HEADROOM)
-    sh = shinfo_size(k)
-    # add_recvbuf_mergeable's tailroom is sizeof(struct skb_shared_info), not aligned: the same
-    # 320 bytes on every profiled build (a multiple of SMP_CACHE_BYTES)
-    room = k.skb_data_align(headroom + sh)
-    return XdpConfig(
-        action=s.xdp,
-        frags=s.xdp_frags,
-        adjust_head=s.xdp_adjust_head,
-        adjust_tail=s.xdp_adjust_tail,
-        attach=attach,
-        headroom=headroom,
-        frame_struct=k.value(XDP_FRAME_SIZE),
-        small_slot=k.skb_data_align(hdr + small_pad + good_packet_len + headroom) + sh,
-        mrg_room=room,
-        mrg_len=k.build.page_size - room,
-        multi_buf=k.has(VIRTIO_XDP_MULTI_BUF),
-        needs_csum_drop=k.has(VIRTIO_XDP_NEEDS_CSUM_DROP),
-        split=k.has(VIRTIO_RECEIVE_XDP_SPLIT),
-        max_buffers=k.build.max_skb_frags + 1,
-        len_check=k.has(MERGEABLE_LEN_CHECK),
-        meta=Meta(s.xdp_meta, k.value(XDP_METALEN_MAX), True),
-        posted_before=s.xdp_posted_before,
-        fwd_limit=fwd_limit(s.mtu),
     )
 
 
@@ -406,8 +346,16 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         # modelled, the hash is left 0.
         rx_hash=hdr == 20,
         profile=k,
-        xdp=xdp_config(k, s, hdr, small_pad, good_packet_len),
+        xdp=None if s.xdp is None else _xdp_config(k, s, hdr, small_pad, good_packet_len),
     )
+
+
+def _xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
+                good_packet_len: int) -> XdpConfig:
+    """An attached program's facts (xdp_config.py, imported only when there is one)."""
+    from vnetrx.paths.virtio_net.xdp_config import xdp_config
+
+    return xdp_config(k, s, hdr, small_pad, good_packet_len)
 
 
 def narrate_probe(c: Config, log: StepLog) -> None:

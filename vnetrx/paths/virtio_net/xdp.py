@@ -40,7 +40,8 @@ from vnetrx.paths.virtio_net import page_to_skb as p2s
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.paths.virtio_net.page_to_skb import Build
 from vnetrx.paths.virtio_net.plan import Plan, PlanFrag, Reason
-from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config, XdpConfig
+from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config
+from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 from vnetrx.paths.virtio_net_hdr import DATA_VALID, VnetHdr
 from vnetrx.paths.xdp import FILTER_SRC, VERDICT, run_helpers
 
