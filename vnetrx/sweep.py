@@ -132,17 +132,32 @@ _SKB_PART = ", ".join(f'"{name}": {{{i}}}' for i, name in enumerate(ROW_SKB_FIEL
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in ROW_SKB_FIELDS)
 
 
+# a row with an skb, formatted in one call: frame_len, kernel (JSON), outcome, the row fields,
+# buffers, allocations, bytes_copied, frags
+_SKB_ROW = (
+    '{{"schema": "' + ROW_SCHEMA + '", "frame_len": {0}, "kernel": {1}, "outcome": "{2}", '
+    '"reason": null, '
+    + ", ".join(f'"{name}": {{{i + 3}}}' for i, name in enumerate(ROW_SKB_FIELDS))
+    + ', "buffers": {' + str(len(ROW_SKB_FIELDS) + 3) + '}, "cost": {{"allocations": {'
+    + str(len(ROW_SKB_FIELDS) + 4) + '}, "bytes_copied": {' + str(len(ROW_SKB_FIELDS) + 5)
+    + '}, "frags": {' + str(len(ROW_SKB_FIELDS) + 6) + '}}}}}'
+).format
+_KERNEL_JSON: dict[str, str] = {}
+
+
 def row_line(row: Row) -> str:
-    """``json.dumps(row_to_dict(row))``, written out directly."""
+    """``json.dumps(row_to_dict(row))``, written out directly (the row fields are plain ints)."""
     skb = row.skb
-    reason = "null" if row.reason is None else json.dumps(str(row.reason))
-    head = (f'{{"schema": "{ROW_SCHEMA}", "frame_len": {row.frame_len}, '
-            f'"kernel": {json.dumps(row.kernel)}, "outcome": "{row.outcome}", "reason": {reason}, ')
+    kernel = _KERNEL_JSON.get(row.kernel)
+    if kernel is None:
+        kernel = _KERNEL_JSON[row.kernel] = json.dumps(row.kernel)
     if skb is None:
-        return f'{head}{_NO_SKB_PART}, "buffers": {row.buffers}, "cost": null}}'
-    fields = _SKB_PART.format(*(int(v) for v in _row_skb(skb)))
-    return (f'{head}{fields}, "buffers": {row.buffers}, "cost": {{"allocations": '
-            f'{row.allocations}, "bytes_copied": {row.bytes_copied}, "frags": {skb.nr_frags}}}}}')
+        reason = "null" if row.reason is None else json.dumps(str(row.reason))
+        return (f'{{"schema": "{ROW_SCHEMA}", "frame_len": {row.frame_len}, "kernel": {kernel}, '
+                f'"outcome": "{row.outcome}", "reason": {reason}, {_NO_SKB_PART}, '
+                f'"buffers": {row.buffers}, "cost": null}}')
+    return _SKB_ROW(row.frame_len, kernel, row.outcome, *_row_skb(skb), row.buffers,
+                    row.allocations, row.bytes_copied, skb.nr_frags)
 
 
 def row_to_dict(row: Row) -> dict[str, Any]:
