@@ -106,3 +106,14 @@ def test_attached_late_old_buffers_are_copied() -> None:
     # 6.12 with frags: only the first old buffer is copied, the rest stay frags (1536 each)
     f = report("mergeable-pass-frags-late-6.12.117+deb12-amd64.log")
     assert (frame(f, 9014)["nr_frags"], frame(f, 9014)["truesize"]) == (5, 4352 + 4 * 1536 + 2048)
+
+
+@pytest.mark.parametrize(("log", "dropped"), [
+    ("mergeable-gso-offloads-pass-6.1.0-57-amd64.log", 17),  # the GSO frames
+    ("mergeable-gso-offloads-pass-6.12.117+deb12-amd64.log", 22),  # and NEEDS_CSUM (6.10+)
+])
+def test_real_tcp_udp_frames_with_offload_headers(log: str, dropped: int) -> None:
+    # --offloads: TCP/UDP frames behind NEEDS_CSUM / DATA_VALID / TSO / UFO / USO headers;
+    # XDP drops GSO headers in every version, NEEDS_CSUM from 6.10 (703eec1b2422)
+    r = report(log)
+    assert counters(r)["rx_xdp_drops"] == (dropped, dropped)

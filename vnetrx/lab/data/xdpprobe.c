@@ -136,6 +136,16 @@ static int keep(int ifindex, int action, int frags, int etype) {
 		      frags ? BPF_F_XDP_HAS_FRAGS : 0, 0);
 }
 
+/* One SIOCETHTOOL request; prints "error ERRNO" and returns -1 when it fails. */
+static int ethtool(int s, struct ifreq *ifr, void *request) {
+	ifr->ifr_data = request;
+	if (s < 0 || ioctl(s, SIOCETHTOOL, ifr) < 0) {
+		printf("error %d\n", errno);
+		return -1;
+	}
+	return 0;
+}
+
 static int stats(const char *dev) {
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
 	struct ifreq ifr;
@@ -145,9 +155,10 @@ static int stats(const char *dev) {
 	memset(&sset, 0, sizeof(sset));
 	sset.info.cmd = ETHTOOL_GSSET_INFO;
 	sset.info.sset_mask = 1ULL << ETH_SS_STATS;
-	ifr.ifr_data = (void *)&sset;
-	if (s < 0 || ioctl(s, SIOCETHTOOL, &ifr) < 0 || !sset.info.sset_mask) {
-		printf("error %d\n", errno);
+	if (ethtool(s, &ifr, &sset) < 0)
+		return 1;
+	if (!sset.info.sset_mask) { /* the driver has no ETH_SS_STATS strings */
+		printf("error %d\n", EOPNOTSUPP);
 		return 1;
 	}
 	__u32 n = sset.count;
@@ -156,18 +167,10 @@ static int stats(const char *dev) {
 	names->cmd = ETHTOOL_GSTRINGS;
 	names->string_set = ETH_SS_STATS;
 	names->len = n;
-	ifr.ifr_data = (void *)names;
-	if (ioctl(s, SIOCETHTOOL, &ifr) < 0) {
-		printf("error %d\n", errno);
-		return 1;
-	}
 	values->cmd = ETHTOOL_GSTATS;
 	values->n_stats = n;
-	ifr.ifr_data = (void *)values;
-	if (ioctl(s, SIOCETHTOOL, &ifr) < 0) {
-		printf("error %d\n", errno);
+	if (ethtool(s, &ifr, names) < 0 || ethtool(s, &ifr, values) < 0)
 		return 1;
-	}
 	for (__u32 i = 0; i < n; i++)
 		printf("%.*s %llu\n", ETH_GSTRING_LEN, (char *)names->data + i * ETH_GSTRING_LEN,
 		       (unsigned long long)values->data[i]);

@@ -133,10 +133,6 @@ def _function(c: Config) -> str:
     return "receive_mergeable_xdp" if x.split else "receive_mergeable"
 
 
-def _because(c: Config, *changes: Change) -> tuple[Change, ...]:
-    return c.cite(*changes)
-
-
 # --- the buffers posted with a program attached -------------------------------------------
 
 
@@ -182,7 +178,8 @@ def _ctx_truesize(c: Config, slot: PostedBuffer) -> int:
 # --- the shared parts ----------------------------------------------------------------------
 
 
-def _narrate_attach(c: Config, log: StepLog) -> None:
+def narrate_attach(c: Config, log: StepLog) -> None:
+    """virtnet_xdp_set's step for any mode (receive_buf calls it first)."""
     x = _x(c)
     a = x.attach
     log.add(SRC, "virtnet_xdp_set",
@@ -197,15 +194,9 @@ def _narrate_attach(c: Config, log: StepLog) -> None:
                  "here is taken as the device wrote it")
 
 
-def narrate_attach(c: Config, log: StepLog) -> None:
-    """virtnet_xdp_set's step for any mode (receive_buf.receive calls it first)."""
-    _narrate_attach(c, log)
-
-
 def _refuse(c: Config, why: str, text: str, log: StepLog, because: tuple[Change, ...] = ()
             ) -> tuple[str, str]:
-    log.add(SRC, _function(c) if c.mode == "small" or why != "gso_type" or _x(c).split
-            else "receive_mergeable",
+    log.add(SRC, _function(c),
             f"{text}: goto err_xdp, the program does not run; xdp_drops++, drops++, the "
             "buffer's page reference is put", because=because, xdp_drops=1, drops=1)
     return why, text
@@ -221,7 +212,7 @@ def _refusal(c: Config, h: VnetHdr | None, log: StepLog) -> str | None:
         return "gso_type"
     if h is not None and h.flags & NEEDS_CSUM and x.needs_csum_drop:
         _refuse(c, "needs_csum", "VIRTIO_NET_HDR_F_NEEDS_CSUM: \"Partially checksummed "
-                "packets must be dropped\"", log, _because(c, VIRTIO_XDP_NEEDS_CSUM_DROP))
+                "packets must be dropped\"", log, c.cite(VIRTIO_XDP_NEEDS_CSUM_DROP))
         return "needs_csum"
     return None
 
@@ -330,7 +321,7 @@ def _narrate_buff(c: Config, b: Buff, log: StepLog, how: str,
             + (f"; {frags} frag(s) in the buffer's skb_shared_info (XDP_FLAGS_HAS_FRAGS)" if frags
                else "")
             + f"; bpf_prog_run_xdp() returns {VERDICT[x.action]}, xdp_packets++",
-            because=_because(c, VIRTIO_XDP_MULTI_BUF) if frags else (),
+            because=c.cite(VIRTIO_XDP_MULTI_BUF) if frags else (),
             data_hard_start=b.hard_start, data=b.data, data_end=b.data_end, frame_sz=b.frame_sz,
             tailroom=b.hard_end - b.data_end, verdict=VERDICT[x.action])
 
@@ -387,7 +378,7 @@ def receive_small(c: Config, frame: int, buffer: Buffer, log: StepLog) -> Receiv
     log.add(SRC, "receive_small",
             "vi->xdp_enabled and rq->xdp_prog: " + ("receive_small_xdp()" if x.split else
                                                      "the XDP branch"),
-            because=_because(c, VIRTIO_RECEIVE_XDP_SPLIT))
+            because=c.cite(VIRTIO_RECEIVE_XDP_SPLIT))
     hard_start = pad + hdr
     b = Buff(hard_start, hard_start + x.headroom, hard_start + x.headroom + frame, buflen,
              hard_start + buflen - c.shinfo_size)
@@ -501,7 +492,7 @@ def narrate_mergeable_posting(c: Config, frame: int, log: StepLog
                "hole would be added)")
             + f"; buffer {c.buffer_index} is at {c.alloc.label(first.frag_index)} + "
             f"{first.offset}; the frame takes {len(slots)} buffer(s)",
-            because=_because(c, VIRTIO_XDP_MULTI_BUF), len=x.mrg_len,
+            because=c.cite(VIRTIO_XDP_MULTI_BUF), len=x.mrg_len,
             ctx_truesize=_ctx_truesize(c, first), num_buffers=len(slots))
     maps = tuple(_slot_map(c, s, u, i == 0) for i, (s, u) in enumerate(zip(slots, used,
                                                                             strict=True)))
@@ -517,7 +508,7 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
     log.add(SRC, "receive_mergeable",
             f"length check passes: len {used[0]} <= truesize - room; vi->xdp_enabled and "
             "rq->xdp_prog: " + ("receive_mergeable_xdp()" if x.split else "the XDP branch"),
-            because=_because(c, VIRTIO_RECEIVE_XDP_SPLIT), len=used[0], num_buffers=count)
+            because=c.cite(VIRTIO_RECEIVE_XDP_SPLIT), len=used[0], num_buffers=count)
     if x.multi_buf:
         b = Buff(0, x.headroom + hdr, x.headroom + used[0], x.mrg_len + x.mrg_room,
                  x.mrg_len + x.mrg_room - c.shinfo_size)
@@ -546,7 +537,7 @@ def receive_mergeable(c: Config, frame: int, slots: tuple[PostedBuffer, ...],
     if refused is None and count > x.max_buffers:
         log.add(SRC, "virtnet_build_xdp_buff_mrg",
                 f"{count} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the program "
-                "does not run; xdp_drops++, drops++", because=_because(c, VIRTIO_XDP_MULTI_BUF),
+                "does not run; xdp_drops++, drops++", because=c.cite(VIRTIO_XDP_MULTI_BUF),
                 num_buffers=count, xdp_drops=1, drops=1)
         refused = "too_many_buffers"
     if refused is not None:
@@ -610,7 +601,7 @@ def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...]
                     f"room {x.mrg_room} = {limit}: \"rx error: len {length} exceeds truesize "
                     f"{limit}\" (pr_debug), rx_length_errors++; xdp_linearize_page gives up, the "
                     "frame is dropped (xdp_drops++, drops++)",
-                    because=_because(c, MERGEABLE_LEN_CHECK), len=length, limit=limit,
+                    because=c.cite(MERGEABLE_LEN_CHECK), len=length, limit=limit,
                     rx_length_errors=1, xdp_drops=1, drops=1)
             return "len_check", page_off - x.headroom
         if page_off + length + sh > c.page_size:
@@ -623,7 +614,7 @@ def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...]
                     + ("; a program loaded with BPF_F_XDP_HAS_FRAGS would get it as a "
                        "multi-buffer xdp_buff" if x.multi_buf else
                        f"; {c.kernel} has no multi-buffer XDP (6.3)"),
-                    because=_because(c, VIRTIO_XDP_MULTI_BUF), page_off=page_off, len=length,
+                    because=c.cite(VIRTIO_XDP_MULTI_BUF), page_off=page_off, len=length,
                     xdp_drops=1, drops=1)
             return "linearize", page_off - x.headroom
         page_off += length
@@ -634,7 +625,7 @@ def _linearize(c: Config, slots: tuple[PostedBuffer, ...], used: tuple[int, ...]
             f"ctx headroom 0 < {x.headroom}: the buffer(s) were posted before the attach; "
             f"alloc_page(GFP_ATOMIC), copy {len(used)} buffer(s), {sum(used)} bytes, to "
             f"+{x.headroom} of the new page (frame_sz PAGE_SIZE); the old buffers are put",
-            because=_because(c, MERGEABLE_LEN_CHECK), page_off=page_off, len=sum(used))
+            because=c.cite(MERGEABLE_LEN_CHECK), page_off=page_off, len=sum(used))
     return None, sum(used)
 
 
@@ -657,7 +648,7 @@ def _build_skb_from_xdp_buff(c: Config, b: Buff, device: tuple[PostedBuffer, ...
             + "; skb->cb (the vnet header) stays zeroed"
             + ("; skb_mark_for_recycle(): the pages go back to the page_pool"
                if c.alloc.page_pool else ""),
-            because=_because(c, VIRTIO_XDP_MULTI_BUF, VIRTIO_RX_PAGE_POOL), headroom=b.data,
+            because=c.cite(VIRTIO_XDP_MULTI_BUF, VIRTIO_RX_PAGE_POOL), headroom=b.data,
             len=length + frags_size,
             data_len=frags_size, truesize=truesize, nr_frags=len(frags))
     return Plan("build_skb", None, Build.XDP_BUFF, device[0].len, device, used, None, 0, False,
