@@ -83,9 +83,9 @@ def test_vnet_hdr_bytes_round_trip_and_match_the_layouts() -> None:
 
     h = VnetHdr(1, 1, 54, 1448, 34, 16, 3, 0x12345678, 2)
     assert VnetHdr.from_bytes(h.to_bytes(20)) == h
-    mrg = virtio_net_hdr_mrg_rxbuf()._struct.parse(h.to_bytes(12))
+    mrg = virtio_net_hdr_mrg_rxbuf().struct().parse(h.to_bytes(12))
     assert (mrg.hdr.gso_size, mrg.hdr.csum_start, mrg.num_buffers) == (1448, 34, 3)
-    v1 = virtio_net_hdr_v1_hash()._struct.parse(h.to_bytes(20))
+    v1 = virtio_net_hdr_v1_hash().struct().parse(h.to_bytes(20))
     assert (v1.hash_value_lo, v1.hash_value_hi, v1.hash_report) == (0x5678, 0x1234, 2)
     assert len(h.to_bytes(24)) == 24
 

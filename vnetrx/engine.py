@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
 from vnetrx.model import Buffer, Cost, Refusal, Skb, Trace, Value, XdpRun
-from vnetrx.paths import tun, virtio_net
+from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
+
+if TYPE_CHECKING:
+    from vnetrx.paths.tun import TapSetup
 
 TRACE_SCHEMA = "vnetrx.trace/1"
 
@@ -54,8 +59,11 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
     )
 
 
-def trace_tap(k: KernelProfile, setup: tun.TapSetup) -> Trace:
+def trace_tap(k: KernelProfile, setup: TapSetup) -> Trace:
     """Walk one write(2) to a tun/tap fd through tun_get_user on kernel ``k``."""
+    # imported here: a virtio trace does not load the tap path (start-up time, issue 15)
+    from vnetrx.paths import tun
+
     require_path(k, "tap")
     s = tun.check_tap_setup(k, setup)
     log = StepLog(k)

@@ -84,3 +84,26 @@ def test_truncated_input_is_a_layout_error(layout: Layout) -> None:
 def test_unknown_member_is_a_layout_error() -> None:
     with pytest.raises(LayoutError, match="no member"):
         virtio_net_hdr().build({"num_buffers": 1})
+
+
+@pytest.mark.parametrize("layout", ALL, ids=lambda x: x.name)
+def test_construct_agrees_with_the_derived_geometry(layout: Layout) -> None:
+    # The sizes come from the member list without Construct (so the receive path does not import
+    # it); Construct's own sizeof() of the same members must say the same, member by member.
+    struct = layout.struct()
+    assert struct.sizeof() == layout.size
+    offset, construct_fields = 0, {}
+    for sub in struct.subcons:
+        if not sub.name.startswith("_"):
+            construct_fields[sub.name] = (offset, sub.sizeof())
+        offset += sub.sizeof()
+    assert construct_fields == {f.name: (f.offset, f.size) for f in layout.fields}
+
+
+def test_leaves_expand_nested_structs_but_not_arrays() -> None:
+    leaves = {f.name: (f.offset, f.size) for f in virtio_net_hdr_v1_hash_tunnel().leaves()}
+    assert leaves["hash_hdr.hdr.num_buffers"] == (10, 2)
+    assert leaves["hash_hdr.hash_report"] == (16, 2)
+    assert leaves["inner_nh_offset"] == (22, 2)
+    assert {f.name: (f.offset, f.size) for f in skb_shared_info().leaves()}["frags"] == (48, 272)
+

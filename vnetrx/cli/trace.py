@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,8 +16,11 @@ from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Trace
-from vnetrx.paths.tun import XDP_ACTIONS, TapSetup
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
+
+if TYPE_CHECKING:
+    from vnetrx.paths.tun import TapSetup
 
 _VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index",
                 "xdp_frags", "xdp_posted_before")
@@ -271,6 +274,8 @@ def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any])
 
 def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
     """The TapSetup that trace's options ``o`` describe."""
+    from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
+
     frame = frame_input(frame_len, o)
     return TapSetup(
         frame_len=frame.frame_len,

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from construct import Array, Bytes, Int8ul, Int16ul, Int32ul, Int64ul, Struct
-
-from vnetrx.layouts.base import Layout
+from vnetrx.layouts.base import Layout, Member, array, chars, u8, u16, u32, u64
 
 SKBUFF_H = "include/linux/skbuff.h"
 
@@ -19,18 +17,18 @@ SKBUFF_H = "include/linux/skbuff.h"
 def skb_frag(netmem: bool = True) -> Layout:
     """skb_frag_t: {page|netmem, len, offset} (6.12+) or struct bio_vec {bv_page, bv_len, bv_offset}."""
     if netmem:
-        struct = Struct(
-            "netmem" / Int64ul * "netmem_ref: the page (or net_iov) holding the bytes",
-            "len" / Int32ul * "unsigned int: bytes in this fragment",
-            "offset" / Int32ul * "unsigned int: where they start in the page",
+        members = (
+            u64("netmem", "netmem_ref: the page (or net_iov) holding the bytes"),
+            u32("len", "unsigned int: bytes in this fragment"),
+            u32("offset", "unsigned int: where they start in the page"),
         )
-        return Layout.of("skb_frag", struct, source=SKBUFF_H)
-    struct = Struct(
-        "bv_page" / Int64ul * "struct page *",
-        "bv_len" / Int32ul * "unsigned int",
-        "bv_offset" / Int32ul * "unsigned int",
+        return Layout.of("skb_frag", members, source=SKBUFF_H)
+    members = (
+        u64("bv_page", "struct page *"),
+        u32("bv_len", "unsigned int"),
+        u32("bv_offset", "unsigned int"),
     )
-    return Layout.of("bio_vec", struct, source="include/linux/bvec.h")
+    return Layout.of("bio_vec", members, source="include/linux/bvec.h")
 
 
 @cache
@@ -43,35 +41,33 @@ def skb_shared_info(
     xdp_frags_truesize share a union with destructor_arg at 40, and 36 is a hole.
     """
     frag = skb_frag(netmem)
-    tail: tuple[object, ...]
+    tail: tuple[Member, ...]
     if xdp_frags_union:
         tail = (
-            "_hole" / Bytes(4) * "4-byte hole",
-            "xdp_frags_size" / Int32ul * "u32: in a union with destructor_arg",
-            "xdp_frags_truesize" / Int32ul * "u32: in a union with destructor_arg",
+            chars("_hole", 4, "4-byte hole"),
+            u32("xdp_frags_size", "u32: in a union with destructor_arg"),
+            u32("xdp_frags_truesize", "u32: in a union with destructor_arg"),
         )
     else:
         tail = (
-            "xdp_frags_size" / Int32ul * "unsigned int",
-            "destructor_arg" / Int64ul * "void *",
+            u32("xdp_frags_size", "unsigned int"),
+            u64("destructor_arg", "void *"),
         )
-    struct = Struct(
-        "flags" / Int8ul * "__u8",
-        "meta_len" / Int8ul * "__u8: XDP metadata length",
-        "nr_frags" / Int8ul * "__u8",
-        "tx_flags" / Int8ul * "__u8",
-        "gso_size" / Int16ul * "unsigned short",
-        "gso_segs" / Int16ul * "unsigned short",
-        "frag_list" / Int64ul * "struct sk_buff *",
+    members = (
+        u8("flags", "__u8"),
+        u8("meta_len", "__u8: XDP metadata length"),
+        u8("nr_frags", "__u8"),
+        u8("tx_flags", "__u8"),
+        u16("gso_size", "unsigned short"),
+        u16("gso_segs", "unsigned short"),
+        u64("frag_list", "struct sk_buff *"),
         # 6.8+ (xsk TX metadata) puts it in a union with struct xsk_tx_metadata_compl xsk_meta
-        "hwtstamps" / Int64ul * "struct skb_shared_hwtstamps: in a union with xsk_meta where "
-        "the kernel has xsk_tx_metadata_compl",
-        "gso_type" / Int32ul * "unsigned int",
-        "tskey" / Int32ul * "u32",
-        "dataref" / Int32ul * "atomic_t",
+        u64("hwtstamps", "struct skb_shared_hwtstamps: in a union with xsk_meta where "
+            "the kernel has xsk_tx_metadata_compl"),
+        u32("gso_type", "unsigned int"),
+        u32("tskey", "u32"),
+        u32("dataref", "atomic_t"),
         *tail,
-        "frags"
-        / Array(max_skb_frags, frag._struct)
-        * f"skb_frag_t[{max_skb_frags}]: MAX_SKB_FRAGS",
+        array("frags", max_skb_frags, frag, f"skb_frag_t[{max_skb_frags}]: MAX_SKB_FRAGS"),
     )
-    return Layout.of("skb_shared_info", struct, source=SKBUFF_H)
+    return Layout.of("skb_shared_info", members, source=SKBUFF_H)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from construct import Bytes, Int8ul, Int16ul, Int32ul, Int64ul, Struct
-
-from vnetrx.layouts.base import Layout
+from vnetrx.layouts.base import Layout, Member, chars, nested, u8, u16, u32, u64
 
 UAPI = "include/uapi/linux/virtio_net.h"
 
@@ -20,48 +18,48 @@ VIRTIO_NET_HDR_F = {1: "NEEDS_CSUM", 2: "DATA_VALID", 4: "RSC_INFO", 8: "UDP_TUN
 VIRTIO_NET_HDR_GSO = {0: "NONE", 1: "TCPV4", 3: "UDP", 4: "TCPV6", 5: "UDP_L4", 0x80: "ECN"}
 
 _HDR_MEMBERS = (
-    "flags" / Int8ul * "__u8: VIRTIO_NET_HDR_F_* bits",
-    "gso_type" / Int8ul * "__u8: VIRTIO_NET_HDR_GSO_* (| ECN 0x80)",
-    "hdr_len" / Int16ul * "__virtio16: Ethernet + IP + TCP/UDP header length",
-    "gso_size" / Int16ul * "__virtio16: bytes to append to hdr_len per segment",
-    "csum_start" / Int16ul * "__virtio16: position to start checksumming from",
-    "csum_offset" / Int16ul * "__virtio16: offset after csum_start to place the checksum",
+    u8("flags", "__u8: VIRTIO_NET_HDR_F_* bits"),
+    u8("gso_type", "__u8: VIRTIO_NET_HDR_GSO_* (| ECN 0x80)"),
+    u16("hdr_len", "__virtio16: Ethernet + IP + TCP/UDP header length"),
+    u16("gso_size", "__virtio16: bytes to append to hdr_len per segment"),
+    u16("csum_start", "__virtio16: position to start checksumming from"),
+    u16("csum_offset", "__virtio16: offset after csum_start to place the checksum"),
 )
-_NUM_BUFFERS = "num_buffers" / Int16ul * "__virtio16: number of merged rx buffers"
+_NUM_BUFFERS = u16("num_buffers", "__virtio16: number of merged rx buffers")
 
 
 @cache
 def virtio_net_hdr() -> Layout:
-    return Layout.of("virtio_net_hdr", Struct(*_HDR_MEMBERS), source=UAPI)
+    return Layout.of("virtio_net_hdr", _HDR_MEMBERS, source=UAPI)
 
 
 @cache
 def virtio_net_hdr_mrg_rxbuf() -> Layout:
     """struct virtio_net_hdr_mrg_rxbuf { struct virtio_net_hdr hdr; __virtio16 num_buffers; }"""
-    struct = Struct("hdr" / Struct(*_HDR_MEMBERS) * "struct virtio_net_hdr", _NUM_BUFFERS)
-    return Layout.of("virtio_net_hdr_mrg_rxbuf", struct, source=UAPI)
+    members = (nested("hdr", virtio_net_hdr(), "struct virtio_net_hdr"), _NUM_BUFFERS)
+    return Layout.of("virtio_net_hdr_mrg_rxbuf", members, source=UAPI)
 
 
 @cache
 def virtio_net_hdr_v1() -> Layout:
-    return Layout.of("virtio_net_hdr_v1", Struct(*_HDR_MEMBERS, _NUM_BUFFERS), source=UAPI)
+    return Layout.of("virtio_net_hdr_v1", (*_HDR_MEMBERS, _NUM_BUFFERS), source=UAPI)
 
 
-def _hash_members(split_hash_value: bool) -> tuple[object, ...]:
+def _hash_members(split_hash_value: bool) -> tuple[Member, ...]:
     # 6.18 split the le32 hash_value into two le16 halves so that the struct's alignment is 2
     # ("virtio_net: fix alignment for virtio_net_hdr_v1_hash"); the size stays 20.
     value = (
         (
-            "hash_value_lo" / Int16ul * "__le16: RSS hash, low half",
-            "hash_value_hi" / Int16ul * "__le16: RSS hash, high half",
+            u16("hash_value_lo", "__le16: RSS hash, low half"),
+            u16("hash_value_hi", "__le16: RSS hash, high half"),
         )
         if split_hash_value
-        else ("hash_value" / Int32ul * "__le32: RSS hash value",)
+        else (u32("hash_value", "__le32: RSS hash value"),)
     )
     return (
         *value,
-        "hash_report" / Int16ul * "__le16: VIRTIO_NET_HASH_REPORT_*",
-        "padding" / Int16ul * "__le16",
+        u16("hash_report", "__le16: VIRTIO_NET_HASH_REPORT_*"),
+        u16("padding", "__le16"),
     )
 
 
@@ -69,18 +67,18 @@ def _hash_members(split_hash_value: bool) -> tuple[object, ...]:
 def virtio_net_hdr_v1_hash(split_hash_value: bool = True) -> Layout:
     """struct virtio_net_hdr_v1_hash { struct virtio_net_hdr_v1 hdr; hash…; hash_report; padding; }"""
     v1 = virtio_net_hdr_v1()
-    members = ("hdr" / v1._struct * "struct virtio_net_hdr_v1", *_hash_members(split_hash_value))
-    return Layout.of("virtio_net_hdr_v1_hash", Struct(*members), source=UAPI)
+    members = (nested("hdr", v1, "struct virtio_net_hdr_v1"), *_hash_members(split_hash_value))
+    return Layout.of("virtio_net_hdr_v1_hash", members, source=UAPI)
 
 
 @cache
 def virtio_net_hdr_v1_hash_tunnel() -> Layout:
     members = (
-        "hash_hdr" / virtio_net_hdr_v1_hash()._struct * "struct virtio_net_hdr_v1_hash",
-        "outer_th_offset" / Int16ul * "__le16: outer transport header offset",
-        "inner_nh_offset" / Int16ul * "__le16: inner network header offset",
+        nested("hash_hdr", virtio_net_hdr_v1_hash(), "struct virtio_net_hdr_v1_hash"),
+        u16("outer_th_offset", "__le16: outer transport header offset"),
+        u16("inner_nh_offset", "__le16: inner network header offset"),
     )
-    return Layout.of("virtio_net_hdr_v1_hash_tunnel", Struct(*members), source=UAPI)
+    return Layout.of("virtio_net_hdr_v1_hash_tunnel", members, source=UAPI)
 
 
 @cache
@@ -91,11 +89,11 @@ def padded_vnet_hdr(v1_hash: bool) -> Layout:
     to use v1 with hash", c1ddc42da2b2): virtio_net_hdr_v1_hash + padding[12] = 32 bytes.
     """
     inner = virtio_net_hdr_v1_hash(False) if v1_hash else virtio_net_hdr_mrg_rxbuf()
-    struct = Struct(
-        "hdr" / inner._struct * f"struct {inner.name}: the header the device writes",
-        "padding" / Bytes(16 - inner.size % 16) * "char[]: keeps the frame 16-byte aligned",
+    members = (
+        nested("hdr", inner, f"struct {inner.name}: the header the device writes"),
+        chars("padding", 16 - inner.size % 16, "char[]: keeps the frame 16-byte aligned"),
     )
-    return Layout.of("padded_vnet_hdr", struct, source="drivers/net/virtio_net.c")
+    return Layout.of("padded_vnet_hdr", members, source="drivers/net/virtio_net.c")
 
 
 def rx_header_for(hdr_len: int) -> Layout:
@@ -115,10 +113,10 @@ HDR_LENS: tuple[int, ...] = (10, 12, 20, 24)
 @cache
 def virtnet_rq_dma() -> Layout:
     """struct virtnet_rq_dma (drivers/net/virtio_net.c @6.6+): heads every premapped rx page."""
-    struct = Struct(
-        "addr" / Int64ul * "dma_addr_t",
-        "ref" / Int32ul * "u32",
-        "len" / Int16ul * "u16",
-        "need_sync" / Int16ul * "u16",
+    members = (
+        u64("addr", "dma_addr_t"),
+        u32("ref", "u32"),
+        u16("len", "u16"),
+        u16("need_sync", "u16"),
     )
-    return Layout.of("virtnet_rq_dma", struct, source="drivers/net/virtio_net.c")
+    return Layout.of("virtnet_rq_dma", members, source="drivers/net/virtio_net.c")
