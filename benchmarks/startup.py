@@ -1,55 +1,82 @@
-"""Start-up cost of `vnetrx trace --len 1000 --mergeable --json` against `python -c pass`.
+"""Start-up cost of `vnetrx trace --len 1000 --mergeable --json`, side by side with pahole.
 
-Run: python benchmarks/startup.py [--runs N]
-Prints the median wall time of each over N runs, and the modules `-X importtime` attributes
-the most time to, so a regression (e.g. rich imported on the JSON path) is easy to see.
+Run: python benchmarks/startup.py [--runs N] [--vnetrx PATH]
+Runs, interleaved N times (so that a busy moment hits all of them alike):
+
+  pahole -C skb_shared_info /sys/kernel/btf/vmlinux     (the reference; skipped if absent)
+  vnetrx trace --len 1000 --mergeable --json            (the installed script, or --vnetrx)
+  python -c pass                                         (the interpreter's own start)
+
+and prints each one's median and minimum whole-process CPU time (user + system, from wait4),
+the ratio of the medians (issue 15's goal: vnetrx's CPU time no more than pahole's), and the
+modules `-X importtime` attributes the most time to, so a regression (e.g. rich or construct
+imported on the JSON path) is easy to see.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
-import time
+from pathlib import Path
 
-TRACE = [sys.executable, "-m", "vnetrx", "trace", "--len", "1000", "--mergeable", "--json"]
-BASELINE = [sys.executable, "-c", "pass"]
-
-
-def median_ms(cmd: list[str], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+ARGS = ["trace", "--len", "1000", "--mergeable", "--json"]
+BTF = "/sys/kernel/btf/vmlinux"
 
 
-def top_imports(limit: int) -> list[tuple[int, str]]:
-    proc = subprocess.run([TRACE[0], "-X", "importtime", *TRACE[1:]], capture_output=True,
-                          text=True, check=True)
+def cpu_ms(cmd: list[str]) -> float:
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed")
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def top_imports(cmd: list[str], limit: int) -> list[tuple[int, str]]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vnetrx", *cmd],
+                          capture_output=True, text=True, check=True)
     rows = []
     for line in proc.stderr.splitlines():
         parts = line.split("|")
         if len(parts) == 3 and parts[1].strip().isdigit():
-            rows.append((int(parts[1]), parts[2].rstrip()))
+            rows.append((int(parts[1]), parts[2].strip()))
     return sorted(rows, reverse=True)[:limit]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=20)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=41)
+    parser.add_argument("--vnetrx", help="the vnetrx script to time (default: next to python)")
     args = parser.parse_args()
-    base = median_ms(BASELINE, args.runs)
-    trace = median_ms(TRACE, args.runs)
-    print(f"python -c pass                          {base:7.1f} ms (median of {args.runs})")
-    print(f"vnetrx trace --len 1000 --mergeable --json {trace:7.1f} ms  (+{trace - base:.1f} ms)")
-    print("slowest imports (cumulative µs):")
-    for micros, name in top_imports(8):
-        print(f"  {micros:8d}  {name.strip()}")
-    loaded_rich = any("rich" in name.split(".")[0] for _, name in top_imports(10_000))
-    print("rich imported on the JSON path:", "YES (regression)" if loaded_rich else "no")
+    script = args.vnetrx or str(Path(sys.executable).with_name("vnetrx"))
+    commands = {"vnetrx trace --len 1000 --mergeable --json": [script, *ARGS],
+                "python -c pass": [sys.executable, "-c", "pass"]}
+    if shutil.which("pahole") and Path(BTF).exists():
+        commands = {"pahole -C skb_shared_info": ["pahole", "-C", "skb_shared_info", BTF],
+                    **commands}
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(args.runs):
+        for name, cmd in commands.items():
+            samples[name].append(cpu_ms(cmd))
+    print(f"whole-process CPU time (user + system), {args.runs} interleaved runs:")
+    for name, values in samples.items():
+        print(f"  {name:46s} median {statistics.median(values):6.1f} ms   "
+              f"min {min(values):6.1f} ms")
+    if "pahole -C skb_shared_info" in samples:
+        ratio = (statistics.median(samples["vnetrx trace --len 1000 --mergeable --json"])
+                 / statistics.median(samples["pahole -C skb_shared_info"]))
+        print(f"vnetrx / pahole (medians): {ratio:.2f} (goal: at most 1.00)")
+    imports = top_imports(ARGS, 10_000)
+    print("slowest imports (cumulative µs, one run, -X importtime):")
+    for micros, name in imports[:8]:
+        print(f"  {micros:8d}  {name}")
+    loaded = {name.split(".")[0] for _, name in imports}
+    for heavy in ("rich", "construct"):
+        print(f"{heavy} imported on the JSON path:", "YES (regression)" if heavy in loaded else "no")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple, Union
 
 from vnetrx.kernel.profile import KernelProfile
@@ -21,8 +20,7 @@ class Refusal(NamedTuple):
     because: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One decision or action of a kernel function, with the values that decided it."""
 
     function: str  # the kernel function, verbatim ("page_to_skb")
@@ -34,8 +32,7 @@ class Step:
     because: tuple[str, ...] = ()  # Change.key values that chose this branch
 
 
-@dataclass(frozen=True)
-class Region:
+class Region(NamedTuple):
     """A byte range of a buffer: offsets relative to the buffer's first byte."""
 
     name: str  # "vnet_hdr", "frame", "tailroom", "skb_shared_info", ...
@@ -44,8 +41,7 @@ class Region:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Buffer:
+class Buffer(NamedTuple):
     """One posted rx buffer (or page) and how its bytes are used."""
 
     size: int  # bytes of the allocation (mergeable: ctx truesize; small: bufsize; big: a page)
@@ -55,8 +51,7 @@ class Buffer:
     regions: tuple[Region, ...] = ()
 
 
-@dataclass(frozen=True)
-class Frag:
+class Frag(NamedTuple):
     """skb_shinfo(skb)->frags[i]: ``offset`` is inside the backing page, as skb_frag_off() sees it."""
 
     page: str
@@ -65,8 +60,7 @@ class Frag:
     truesize: int  # what skb_add_rx_frag()/skb_coalesce_rx_frag() added to skb->truesize
 
 
-@dataclass(frozen=True)
-class FragListSkb:
+class FragListSkb(NamedTuple):
     """An skb chained on skb_shinfo(head)->frag_list (receive_mergeable past MAX_SKB_FRAGS)."""
 
     len: int
@@ -193,8 +187,7 @@ class Cost(NamedTuple):
 XDP_OUTCOMES = ("xdp_drop", "xdp_tx", "xdp_redirect")  # a Trace's outcome when XDP kept the frame
 
 
-@dataclass(frozen=True)
-class XdpRun:
+class XdpRun(NamedTuple):
     """What an attached XDP program saw and what its verdict did (tun: tun_build_skb's native
     XDP or do_xdp_generic on a built skb; virtio-net: receive_small's / receive_mergeable's XDP
     branch). Counters are the device's deltas for this frame and, for a frame the program
@@ -231,8 +224,7 @@ class XdpRun:
     driver: tuple[tuple[str, int], ...] = ()
 
 
-@dataclass(frozen=True)
-class Trace:
+class Trace(NamedTuple):
     """Everything one run of a path produced. Renderers consume only this."""
 
     schema: str

@@ -11,7 +11,7 @@ DATA_VALID, and a GSO type and size with hdr_len covering the headers. Pure: no 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.constants import ETH_HLEN
@@ -47,8 +47,7 @@ _IP6_SRC = bytes.fromhex("20010db8000000000000000000000001")
 _IP6_DST = bytes.fromhex("20010db8000000000000000000000002")
 
 
-@dataclass(frozen=True)
-class Headers:
+class Headers(NamedTuple):
     """Where a frame's headers are: what csum_start and hdr_len are computed from."""
 
     l4: str | None  # "tcp4" | "tcp6" | "udp4" | "udp6"; None: not an IP frame vnetrx knows

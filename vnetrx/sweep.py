@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
@@ -65,9 +64,9 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     """The virtio receive path for every length, from plans (setup.frame_len is ignored); with
     an XDP program, from the full engine (the plans model the path without one)."""
     if setup.xdp is not None:
-        yield from _traced_rows(k, (replace(setup, frame_len=n) for n in lengths), trace_virtio)
+        yield from _traced_rows(k, (setup._replace(frame_len=n) for n in lengths), trace_virtio)
         return
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, replace(setup, frame_len=1)))
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup._replace(frame_len=1)))
     name, plan, deliver, plain = k.name, virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
     detail = c.hdr is not None
@@ -87,7 +86,7 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
     """The tap write path for every length (the full engine: slower than virtio_rows)."""
-    yield from _traced_rows(k, (replace(setup, frame_len=n) for n in lengths), trace_tap)
+    yield from _traced_rows(k, (setup._replace(frame_len=n) for n in lengths), trace_tap)
 
 
 S = TypeVar("S")

@@ -1,5 +1,6 @@
 """The process entry (vnetrx/main.py): `vnetrx layout NAME --btf PATH` without click prints
-exactly what the click command prints; everything else, and every error, goes to click."""
+exactly what the click command prints; everything else, and every error, goes to click; the
+process ends without the interpreter's teardown only when that loses nothing."""
 
 from __future__ import annotations
 
@@ -129,3 +130,42 @@ def test_cache_keeps_one_generation_per_file(tmp_path: Path, monkeypatch: pytest
     assert btf_rows(str(first), "pair").size == 12
     cache = sorted(p.name for p in (tmp_path / "cache" / "vnetrx").iterdir())
     assert len(cache) == 4, cache  # a.btf: one .idx and one .rows; b.btf: the same
+
+
+# vnetrx.main.main with something registered for the interpreter's exit: the normal exit runs
+_WITH_EXIT_WORK = """
+import atexit, sys, threading, time
+{setup}
+sys.argv = ['vnetrx'] + sys.argv[1:]
+from vnetrx.main import main
+main()
+"""
+
+
+def _entry(setup: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    code = _WITH_EXIT_WORK.format(setup=setup)
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          check=False)
+
+
+def test_output_is_whole_and_the_exit_status_kept_without_teardown() -> None:
+    rows = _entry("", "sweep", "--len", "1-20000", "--mergeable", "--jsonl")
+    assert rows.returncode == 0 and rows.stderr == ""
+    lines = rows.stdout.splitlines()
+    assert len(lines) == 20000 and json.loads(lines[-1])["frame_len"] == 20000
+    bad = _entry("", "trace", "--len", "0", "--json")
+    assert bad.returncode == 2 and json.loads(bad.stdout)["exit_code"] == 2
+
+
+def test_exit_handlers_still_run() -> None:
+    run = _entry("atexit.register(lambda: print('handler ran', file=sys.stderr))",
+                 "trace", "--len", "1000", "--json")
+    assert run.returncode == 0 and run.stderr == "handler ran\n"
+    assert json.loads(run.stdout)["skb"]["truesize"] > 0
+
+
+def test_other_threads_are_waited_for() -> None:
+    setup = ("threading.Thread(target=lambda: (time.sleep(0.3), "
+             "print('thread done', file=sys.stderr))).start()")
+    run = _entry(setup, "trace", "--len", "1000", "--json")
+    assert run.returncode == 0 and run.stderr == "thread done\n"

@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -494,7 +493,7 @@ def test_gso_modes() -> None:
     assert big.guest_gso and not big.mergeable and big.ewma is None
     merge = setup_for("mergeable-gso", 1000, 1500, 12, 3)
     assert merge.mergeable and merge.guest_gso and merge.ewma == 0
-    assert merge == replace(setup_for("mergeable", 1000, 1500, 12, 3), guest_gso=True)
+    assert merge == setup_for("mergeable", 1000, 1500, 12, 3)._replace(guest_gso=True)
     gso = ("VERSION_1", "GUEST_CSUM", "GUEST_TSO4", "GUEST_TSO6")
     assert lab_mode_for(gso, 1500) == "big-gso"
     assert lab_mode_for((*gso, "MRG_RXBUF"), 1500) == "mergeable-gso"

@@ -17,6 +17,7 @@ import click
 
 from vnetrx import __version__
 from vnetrx.errors import VnetrxError
+from vnetrx.main import modules_loaded
 
 
 def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str]) -> None:
@@ -58,6 +59,7 @@ class VnetrxGroup(click.Group):
         module = COMMANDS.get(cmd_name)
         if cmd_name not in self.commands and module and importlib.util.find_spec(module):
             importlib.import_module(module)
+            modules_loaded()
         return super().get_command(ctx, cmd_name)
 
     def main(

@@ -4,8 +4,7 @@ offload header, given as bytes (``--hdr``) or built from ``--csum`` / ``--gso``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -84,8 +83,7 @@ def frame_options(f: Any) -> Any:
     return f
 
 
-@dataclass(frozen=True)
-class FrameInput:
+class FrameInput(NamedTuple):
     """The frame and header the options describe."""
 
     frame_len: int

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -124,8 +123,7 @@ def build_options(f: Any) -> Any:
     return f
 
 
-@dataclass(frozen=True)
-class BuildChoice:
+class BuildChoice(NamedTuple):
     arch: str = DEFAULT_ARCH
     page_size: str = "4k"
     cache_line: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
 from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
@@ -17,8 +17,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class BuildConfig:
+class BuildConfig(NamedTuple):
     """What the architecture and ``.config`` fix. Defaults: x86_64, 4 KiB pages, Debian config."""
 
     arch: str = DEFAULT_ARCH

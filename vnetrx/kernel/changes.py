@@ -8,13 +8,12 @@ docs/kernel/tun-tap.md, docs/kernel/tx-headroom.md and docs/kernel/offloads.md; 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.kernel.version import KernelVersion, v
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One upstream commit (or series) and the kernels that carry it."""
 
     key: str  # stable id: appears in JSON ``because`` and in ``vnetrx kernels --changes``

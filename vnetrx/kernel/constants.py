@@ -17,8 +17,7 @@ Sources: docs/kernel/skbuff.md §2, docs/kernel/virtio-net-rx.md §3-§5, docs/k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
+from typing import NamedTuple, Union
 
 from vnetrx.kernel.changes import (
     TUN_ALLOC_SKB_BIG_PAGED,
@@ -40,8 +39,7 @@ U16_MAX = 0xFFFF
 Since = Union[Change, KernelVersion]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 
 
-@dataclass(frozen=True)
-class Constant:
+class Constant(NamedTuple):
     """One of the kernel's numbers, with the value it has in each modelled release."""
 
     name: str  # as the kernel spells it

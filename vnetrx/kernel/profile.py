@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.changes import CHANGES, MAX_SKB_FRAGS_CONFIGURABLE, Change
@@ -34,8 +34,14 @@ class KernelProfile:
         object.__setattr__(self, "_values", values)  # value() is then a dict lookup
         if self.build.max_skb_frags == 0:  # resolve "the kernel's default" once, here
             object.__setattr__(
-                self, "build", replace(self.build, max_skb_frags=self.default_max_skb_frags())
+                self, "build", self.build._replace(max_skb_frags=self.default_max_skb_frags())
             )
+        # a profile keys every per-kernel cache (ring_config, layouts, ...): hash it once
+        object.__setattr__(self, "_hash", hash((self.version, self.build, self.source,
+                                                self.notes)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
 
     def default_max_skb_frags(self) -> int:
         """MAX_SKB_FRAGS when .config does not say: include/linux/skbuff.h."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.errors import UnknownProfileError, UnsupportedError
 from vnetrx.kernel.build import BuildConfig
@@ -11,8 +11,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(NamedTuple):
     """One supported release series and the point release a bare ``X.Y`` means."""
 
     major: int

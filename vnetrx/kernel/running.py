@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from vnetrx.errors import VnetrxError
@@ -54,7 +53,7 @@ def running_profile(root: str = "") -> KernelProfile:
     proc_version = _read(root + "/proc/version") or ""
     match = _DEBIAN_POINT.search(proc_version)
     if not parsed.point_known and match:
-        parsed = replace(parse_release(match.group(1)), text=release, local="")
+        parsed = parse_release(match.group(1))._replace(text=release, local="")
         read.append(f"point release {match.group(1)} (/proc/version)")
     build = BuildConfig(
         page_size=os.sysconf("SC_PAGE_SIZE"),
@@ -64,22 +63,22 @@ def running_profile(root: str = "") -> KernelProfile:
     read.append(f"PAGE_SIZE {build.page_size} (sysconf)")
     line = _read(root + "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
     if line and line.strip().isdigit():
-        build = replace(build, l1_cache_bytes=int(line))
+        build = build._replace(l1_cache_bytes=int(line))
         read.append(f"L1 line {int(line)} (sysfs coherency_line_size)")
     small = _read(root + "/sys/kernel/slab/skbuff_small_head/object_size")
     if small and small.strip().isdigit():
-        build = replace(build, small_head_observed=int(small))
+        build = build._replace(small_head_observed=int(small))
         read.append(f"skbuff_small_head object {int(small)} (/sys/kernel/slab)")
     config, config_path = (
         _kconfig(release) if not root else (_read(root + "/proc/config"), "config")
     )
     if config:
         max_header = max_header_from_kconfig(config)
-        build = replace(build, max_header=max_header)
+        build = build._replace(max_header=max_header)
         read.append(f"MAX_HEADER {max_header} ({config_path})")
         frags = re.search(r"^CONFIG_MAX_SKB_FRAGS=(\d+)", config, re.M)
         if frags:
-            build = replace(build, max_skb_frags=int(frags.group(1)))
+            build = build._replace(max_skb_frags=int(frags.group(1)))
             read.append(f"CONFIG_MAX_SKB_FRAGS={frags.group(1)} ({config_path})")
     build = _btf_sizes(root + "/sys/kernel/btf/vmlinux", build, read)
     return profile_for(parsed, build, source="running: " + "; ".join(read))
@@ -109,12 +108,12 @@ def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
         read.append(f"BTF unreadable ({exc}): sizeof(sk_buff) assumed 224")
         return build
     read.append(f"sizeof(sk_buff) {sk_buff}, sizeof(skb_shared_info) {shinfo} ({path})")
-    build = replace(build, sk_buff_size=sk_buff)
+    build = build._replace(sk_buff_size=sk_buff)
     if max_skb_frags:
         if build.max_skb_frags and build.max_skb_frags != max_skb_frags:
             read.append(f"config says MAX_SKB_FRAGS {build.max_skb_frags}, BTF {max_skb_frags}")
         read.append(f"MAX_SKB_FRAGS {max_skb_frags} (BTF: skb_shared_info.frags)")
-        build = replace(build, max_skb_frags=max_skb_frags)
+        build = build._replace(max_skb_frags=max_skb_frags)
     return build
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.errors import UnknownProfileError
 
@@ -15,8 +15,7 @@ _RELEASE = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(.{0,200})$")
 _DEBIAN_ABI = re.compile(r"^-\d+[.\-_+~a-zA-Z0-9]*$")
 
 
-@dataclass(frozen=True, order=True)
-class KernelVersion:
+class KernelVersion(NamedTuple):
     """An upstream version. ``patch`` is None when only the series is known (``6.1``)."""
 
     major: int
@@ -36,8 +35,7 @@ class KernelVersion:
         return base if self.patch is None else f"{base}.{self.patch}"
 
 
-@dataclass(frozen=True)
-class ParsedRelease:
+class ParsedRelease(NamedTuple):
     """What a version or release string said, and what it left open."""
 
     version: KernelVersion

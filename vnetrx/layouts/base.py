@@ -68,8 +68,7 @@ def _span(member: Member) -> int:
     return member.size * (member.elements if member.elements is not None else 1)
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One C member: name verbatim, byte offset and size derived from the member list."""
 
     name: str

@@ -108,8 +108,8 @@ class Observer:
         )
 
     def _virtio(self, frame_len: int, **change: object) -> Trace:
-        base = replace(self._base(), frame_len=frame_len, hdr=self._hdr)
-        setup = replace(base, **change)  # type: ignore[arg-type]
+        base = self._base()._replace(frame_len=frame_len, hdr=self._hdr)
+        setup = base._replace(**change)  # type: ignore[arg-type]
         return trace_virtio(self.k, setup)
 
     def candidates(self, frame_len: int, hdr: VnetHdr | None = None) -> Iterator[_Candidate]:

@@ -97,31 +97,31 @@ def offload_cases(base: WriteCase) -> list[WriteCase]:
                 for size in (1448, 64000):  # below and above most payloads
                     h = offload_header(headers, "partial", (gso_type, size))
                     add(length, l4, h, options)
-                    add(length, l4, replace(h, hdr_len=0), options)
-                    add(length, l4, replace(h, hdr_len=min(h.hdr_len + 200, 0xFFFF)), options)
+                    add(length, l4, h._replace(hdr_len=0), options)
+                    add(length, l4, h._replace(hdr_len=min(h.hdr_len + 200, 0xFFFF)), options)
                     add(length, l4, h, options, blocking=not base.blocking)
     tcp4 = headers_of("tcp4")
     good = offload_header(tcp4, "partial", (GSO_TYPES["tcpv4"], 1448))
     refused = (
-        replace(good, gso_type=7),  # unknown gso_type
-        replace(good, gso_type=0x80),  # the ECN bit alone
-        replace(good, gso_size=0),
-        replace(good, gso_size=0xFFFF),  # GSO_BY_FRAGS
-        replace(good, csum_offset=6),  # TCP GSO with UDP's check offset
-        replace(good, csum_start=10, csum_offset=6, gso_type=0, gso_size=0),  # inside the IP
-        replace(good, csum_start=2990),  # past the frame
-        replace(good, flags=0),  # TCP GSO without NEEDS_CSUM (refused in some stable windows)
-        replace(good, hdr_len=3001),  # hdr_len beyond the frame
-        replace(good, gso_type=GSO_TYPES["udp_l4"], csum_offset=6, flags=0),  # USO, no csum
-        replace(good, gso_type=GSO_TYPES["udp_l4"], csum_offset=6, gso_size=10),  # > segments
-        replace(good, gso_type=GSO_TYPES["udp_l4"] | 0x80, csum_offset=6),  # USO with ECN
+        good._replace(gso_type=7),  # unknown gso_type
+        good._replace(gso_type=0x80),  # the ECN bit alone
+        good._replace(gso_size=0),
+        good._replace(gso_size=0xFFFF),  # GSO_BY_FRAGS
+        good._replace(csum_offset=6),  # TCP GSO with UDP's check offset
+        good._replace(csum_start=10, csum_offset=6, gso_type=0, gso_size=0),  # inside the IP
+        good._replace(csum_start=2990),  # past the frame
+        good._replace(flags=0),  # TCP GSO without NEEDS_CSUM (refused in some stable windows)
+        good._replace(hdr_len=3001),  # hdr_len beyond the frame
+        good._replace(gso_type=GSO_TYPES["udp_l4"], csum_offset=6, flags=0),  # USO, no csum
+        good._replace(gso_type=GSO_TYPES["udp_l4"], csum_offset=6, gso_size=10),  # > segments
+        good._replace(gso_type=GSO_TYPES["udp_l4"] | 0x80, csum_offset=6),  # USO with ECN
     )
     for h in refused:
         add(3000, "tcp4", h)
     # accepted, but decided by rules that differ between releases: a TCP gso_size below
     # TCP_MIN_GSO_SIZE (raised to 8 by c27c449d455a), remainders "net: missing check virtio"
     # refused, UFO's "too small" test without the UDP header (cf9acc90c80e)
-    tiny = replace(good, gso_size=1)
+    tiny = good._replace(gso_size=1)
     for length in (59, 62, 63, 100):
         add(length, "tcp4", tiny)
     for length in (2 * 1448, 2 * 1448 + 54, 2 * 1448 + 55, 1447):

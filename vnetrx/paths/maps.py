@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from vnetrx.model import Buffer, Region
 
 
@@ -34,4 +32,4 @@ def mark_pulled(buffer: Buffer, pulled: int) -> Buffer:
             pulled -= take
             continue
         out.append(region)
-    return replace(buffer, regions=tuple(out))
+    return buffer._replace(regions=tuple(out))

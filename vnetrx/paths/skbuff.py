@@ -6,9 +6,8 @@ Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from vnetrx.errors import SimulationError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -77,8 +76,7 @@ def kmalloc_size_roundup(k: KernelProfile, size: int) -> int:
     return pages
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     """Where a new linear area came from, how big it is, and what it costs."""
 
     label: str
@@ -165,7 +163,7 @@ def skb_add_rx_frag(skb: Skb, frag: Frag) -> Skb:
 
 def skb_coalesce_rx_frag(skb: Skb, size: int, truesize: int) -> Skb:
     last = skb.frags[-1]
-    grown = replace(last, size=last.size + size, truesize=last.truesize + truesize)
+    grown = last._replace(size=last.size + size, truesize=last.truesize + truesize)
     return skb.but(
         len=skb.len + size,
         data_len=skb.data_len + size,
@@ -281,7 +279,7 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
             left -= first.size
             frags.pop(0)
         else:
-            frags[0] = replace(first, offset=first.offset + left, size=first.size - left)
+            frags[0] = first._replace(offset=first.offset + left, size=first.size - left)
             left = 0
     if left:
         raise UnsupportedError(

@@ -17,7 +17,6 @@ read @5.12.9, @5.15.x/@6.1.x/@6.6.x stable by stable, @6.1.192, @6.12.117, @6.18
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
 
@@ -75,8 +74,7 @@ _SKB_GSO_NAMES = (
 )
 
 
-@dataclass(frozen=True)
-class VnetHdr:
+class VnetHdr(NamedTuple):
     """struct virtio_net_hdr's six members, as numbers (__virtio16: little-endian with
     VIRTIO_F_VERSION_1, native for legacy devices: little-endian on every profiled arch); and,
     on the receive side, what follows: num_buffers (12-byte header) and the hash report."""
@@ -123,8 +121,7 @@ class VnetHdr:
 NO_HDR = VnetHdr(0, GSO_NONE, 0, 0, 0, 0)
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One test the kernel makes, where it makes it, and how it came out. ``test`` says what
     the kernel requires (or, for a decision that refuses nothing, what it decides); a check that
     is not ``ok`` refused the header."""
@@ -145,8 +142,7 @@ class Check:
         return Refusal(self.function, self.source, self.test, self.reason, self.because)
 
 
-@dataclass(frozen=True)
-class HdrRules:
+class HdrRules(NamedTuple):
     """What one kernel's virtio_net_hdr_to_skb accepts, and how (docs/kernel/offloads.md §8).
     ``because`` holds the change keys a check cites."""
 

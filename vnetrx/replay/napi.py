@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from typing import NamedTuple
 
 from vnetrx.engine import trace_virtio
@@ -71,7 +70,13 @@ def buffers_needed(
         if frame_len > ring_config(k, cfg).good_packet_len:
             return 0
         return 1 if posted else None
-    need, covered, room = cfg.hdr_len + frame_len, 0, buffer_room(k, cfg)
+    return _mergeable_buffers(posted, cfg.hdr_len + frame_len, buffer_room(k, cfg))
+
+
+def _mergeable_buffers(posted: deque[Posted] | tuple[Posted, ...], need: int, room: int
+                       ) -> int | None:
+    """How many of the oldest posted buffers (each ``room`` bytes short) hold ``need`` bytes."""
+    covered = 0
     for count, p in enumerate(posted, 1):
         covered += p.buf.len - room
         if covered >= need:
@@ -101,6 +106,7 @@ class _Run:
         viewer = Viewer(k, cfg)
         self.view: Callable[[RingState], RingView | None] = viewer if rings else _no_view
         self.good_packet_len = self.c.good_packet_len
+        self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
@@ -172,8 +178,7 @@ class _Run:
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
         _index, frame_len, hdr = arrival
-        setup = replace(
-            self.cfg.setup(),
+        setup = self.cfg.setup()._replace(
             frame_len=frame_len,
             ewma=ewma if self.cfg.mergeable else None,
             buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
@@ -181,7 +186,7 @@ class _Run:
             hdr=hdr,
         )
         trace = trace_virtio(self.k, setup)
-        return replace(trace, steps=self._ring_steps(frame_len, used, poll) + trace.steps)
+        return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
     def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None
                     ) -> tuple[Step, ...]:
@@ -247,7 +252,7 @@ class _Run:
                     num_free=free,
                     threshold=threshold,
                 )
-            last = last._replace(trace=replace(last.trace, steps=last.trace.steps
+            last = last._replace(trace=last.trace._replace(steps=last.trace.steps
                                                + tuple(log.steps)))
         return self.record(last, fill)
 
@@ -272,7 +277,7 @@ class _Run:
         while arriving:
             arrival = arriving[0]
             if cfg.mergeable:
-                count = buffers_needed(self.k, cfg, state.posted, arrival[1])
+                count = _mergeable_buffers(state.posted, cfg.hdr_len + arrival[1], self.room)
             elif not state.posted:
                 count = None
             else:

@@ -57,8 +57,7 @@ class RingConfig:
         return min(self.budget, self.ring_size) // 2
 
 
-@dataclass(frozen=True)
-class Posted:
+class Posted(NamedTuple):
     """One buffer in the avail ring."""
 
     seq: int  # posting order since virtnet_open (0 = first buffer of the initial fill)
@@ -66,8 +65,7 @@ class Posted:
     fill: int = 0  # the try_fill_recv run that posted it (0 = virtnet_open's)
 
 
-@dataclass(frozen=True)
-class Fill:
+class Fill(NamedTuple):
     """One try_fill_recv() run."""
 
     when: str  # "virtnet_open" or "virtnet_receive"

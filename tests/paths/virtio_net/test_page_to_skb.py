@@ -161,7 +161,6 @@ def test_5_12_always_copies(length: int) -> None:
 def test_net_ip_align_never_builds() -> None:
     """"restrict build_skb() use to some arches": page_to_skb tests !NET_IP_ALIGN first. No
     profiled arch has NET_IP_ALIGN 2, so the rule is checked on the setup directly."""
-    from dataclasses import replace
 
     from vnetrx.paths import virtio_net
     from vnetrx.paths.virtio_net.page_to_skb import Build, build_or_copy
@@ -170,6 +169,6 @@ def test_net_ip_align_never_builds() -> None:
     c = virtio_net.config(k, virtio_net.check_virtio_setup(
         k, virtio_net.VirtioRxSetup(frame_len=1000, mergeable=True)))
     assert build_or_copy(c, 1000, 1536, 12) == (Build.BUILD, 524)
-    assert build_or_copy(replace(c, net_ip_align=2), 1000, 1536, 12)[0] is Build.NET_IP_ALIGN
+    assert build_or_copy(c._replace(net_ip_align=2), 1000, 1536, 12)[0] is Build.NET_IP_ALIGN
     assert build_or_copy(c, 128, 1536, 12)[0] is Build.SHORT
     assert build_or_copy(c, 1205, 1536, 12) == (Build.NO_TAILROOM, 319)

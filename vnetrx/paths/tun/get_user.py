@@ -11,8 +11,6 @@ This module checks the request and walks tun_get_user's stages; the vnet header 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import TUN_XDP
 from vnetrx.kernel.constants import ETH_HLEN, INT_MAX
@@ -116,7 +114,7 @@ def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
         result = tun_alloc_skb(k, s, s.frame_len, hdr_len, align, linear_max, noblock, log)
         generic_why = "tun_alloc_skb built this skb"
     if result.xdp is not None and result.skb is None:  # native XDP consumed the frame
-        return replace(result, write_return=total)
+        return result._replace(write_return=total)
     if result.skb is None:
         return result
     # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)

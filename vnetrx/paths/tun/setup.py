@@ -3,7 +3,7 @@ the result (``TapResult``) and tun.c's constants. Used by get_user, vnet_hdr, bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
@@ -16,8 +16,7 @@ __all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapResult", "TapSetup", 
            "tun_rx_pad"]
 
 
-@dataclass(frozen=True)
-class TapSetup:
+class TapSetup(NamedTuple):
     """One write(2) to a tun/tap fd opened with IFF_NO_PI. ``None`` fields get kernel defaults."""
 
     frame_len: int  # bytes after the virtio-net header (Ethernet header included on TAP)
@@ -35,8 +34,7 @@ class TapSetup:
     xdp_meta: int = 0
 
 
-@dataclass(frozen=True)
-class TapResult:
+class TapResult(NamedTuple):
     path: str
     outcome: str  # "build_skb" | "alloc_skb" | "error"
     reason: str | None

@@ -10,7 +10,7 @@ stays CHECKSUM_NONE unless NEEDS_CSUM makes it CHECKSUM_PARTIAL (docs/kernel/off
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import TUN_VNET_HDR_GET, VNET_HDR_UDP_TUNNEL
@@ -111,8 +111,7 @@ def front_checks(
     return hdr_len, tuple(checks), None
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """What write(2) of this header and frame returns, and every check on the way."""
 
     modelled: bool  # False: the kernel's checks for this case were not read (see ``reason``)

@@ -17,7 +17,6 @@ target's transmit path is not modelled.
 from __future__ import annotations
 
 import struct
-from dataclasses import replace
 
 from vnetrx.kernel.changes import (
     GENERIC_XDP_MULTI_BUF,
@@ -107,7 +106,7 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
     if s.xdp == "pass":
         log.add(SRC, "tun_xdp_act", "XDP_PASS: nothing to do; tun_build_skb() builds the skb "
                 "around the same buffer with pad = data - data_hard_start", verdict="XDP_PASS")
-        return replace(base, result="pass", errno=None, read_len=None,
+        return base._replace(result="pass", errno=None, read_len=None,
                       read_hdr=None, rx_packets=1, rx_bytes=frame_len, rx_dropped=None,
                       tx_packets=0, tx_bytes=0)
     if s.xdp in ("drop", "aborted"):
@@ -118,7 +117,7 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
                 + "); the page fragment is not advanced, so the next write reuses its bytes; "
                 "tun_build_skb returns NULL and write() returns the whole length",
                 rx_dropped=1)
-        return replace(base, result="drop", errno=None, read_len=None,
+        return base._replace(result="drop", errno=None, read_len=None,
                       read_hdr=None, rx_packets=0, rx_bytes=0, rx_dropped=1, tx_packets=0,
                       tx_bytes=0)
     because = (TUN_XDP_ACT_STATS,) if stats else ()
@@ -132,7 +131,7 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
                                            "no counter moves (before 5744ba05e7c4); ")
                 + "the page reference taken for it is put back; write() returns the whole "
                 "length", because=because, rx_dropped=1 if stats else 0)
-        return replace(base, result="redirect_failed", errno="EMSGSIZE",
+        return base._replace(result="redirect_failed", errno="EMSGSIZE",
                       read_len=None, read_hdr=None, rx_packets=0, rx_bytes=0,
                       rx_dropped=1 if stats else 0, tx_packets=0, tx_bytes=0)
     read_len, read_hdr = _read_of_xdp_frame(s, length)
@@ -159,7 +158,7 @@ def native(k: KernelProfile, s: TapSetup, buflen: int, pad: int, length: int,
     log.note("XDP_TX/REDIRECT read-back: up to 6.14 tun_put_user_xdp skips the vnet header "
              "bytes past the first 10 (the reader's memory keeps what it held); 6.17+ zeroes "
              "them. vnetrx's reader zero-fills, so both read as zeros")
-    return replace(base, result=s.xdp, errno=None, read_len=read_len,
+    return base._replace(result=s.xdp, errno=None, read_len=read_len,
                   read_hdr=read_hdr, rx_packets=1 if stats else 0,
                   rx_bytes=length if stats else 0, rx_dropped=0, tx_packets=1,
                   tx_bytes=read_len)
@@ -257,7 +256,7 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
     if s.xdp == "pass":
         if meta:  # netif_receive_generic_xdp: skb_metadata_set(skb, metalen)
             out = out.but(meta_len=meta)
-        return replace(base, rx_packets=1, rx_bytes=s.frame_len, rx_dropped=None), out
+        return base._replace(rx_packets=1, rx_bytes=s.frame_len, rx_dropped=None), out
     if s.xdp in ("drop", "aborted") or (s.xdp == "redirect" and length > redirect_limit()):
         failed = s.xdp == "redirect"
         log.add(DEV_SRC, "do_xdp_generic",
@@ -265,7 +264,7 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
                  f"{redirect_limit()} (-EMSGSIZE); " if failed else f"{VERDICT[s.xdp]}: ")
                 + "kfree_skb(); no tun counter moves and tun_get_user returns the whole "
                 "length before its rx stats", rx_dropped=0)
-        return replace(base, result="redirect_failed" if failed else "drop",
+        return base._replace(result="redirect_failed" if failed else "drop",
                        errno="EMSGSIZE" if failed else None), None
     size = _vnet_hdr_bytes(s)
     read_hdr = _hdr_from_skb(out, size, mac_len) if s.vnet_hdr else None
@@ -278,7 +277,7 @@ def generic(k: KernelProfile, s: TapSetup, skb: Skb, why: str,
             "virtio_net_hdr_from_skb(), then the frame; tx_packets++, tx_bytes += skb->len "
             "(the vnet header not counted, unlike an xdp_frame)",
             read_len=size + length, tx_bytes=length)
-    return replace(base, result=s.xdp, read_len=size + length, read_hdr=read_hdr,
+    return base._replace(result=s.xdp, read_len=size + length, read_hdr=read_hdr,
                    tx_packets=1, tx_bytes=length), None
 
 

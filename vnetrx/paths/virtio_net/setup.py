@@ -10,9 +10,8 @@ loaded only when there is one). Facts: docs/kernel/virtio-net-rx.md §3-§5.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -52,8 +51,7 @@ MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
 
 
-@dataclass(frozen=True)
-class VirtioRxSetup:
+class VirtioRxSetup(NamedTuple):
     """What the device negotiated and what arrives. ``None`` fields are filled in by
     ``check_virtio_setup``."""
 
@@ -129,7 +127,7 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
             "posts page chains from rq->pages"
         )
     _check_xdp(k, s)
-    return replace(s, hdr_len=hdr_len)
+    return s._replace(hdr_len=hdr_len)
 
 
 def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
@@ -202,8 +200,7 @@ def min_buf_len(k: KernelProfile, hdr_len: int, guest_gso: bool, mtu: int, ring_
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
+class Config(NamedTuple):
     """Everything about one kernel + setup that does not depend on the frame length."""
 
     kernel: str  # the profile's name, for the narration
@@ -254,8 +251,9 @@ class Config:
     rx_hash: bool  # receive_buf copies the hash report into skb->hash (HASH_REPORT, RXHASH)
     profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
     xdp: XdpConfig | None  # an attached XDP program (None: none)
-    # a memo, not state: buf_len → enough buffers from a fresh page (-1: the given ones)
-    carved: dict[int, Carved] = field(default_factory=dict, compare=False, repr=False)
+    # a memo, not state: buf_len → enough buffers from a fresh page (-1: the given ones);
+    # config() gives each Config its own
+    carved: dict[int, Carved]
 
     def cite(self, *changes: Change) -> tuple[Change, ...]:
         """The ``changes`` this kernel carries, in the order given: a step's ``because``. For
@@ -347,6 +345,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         rx_hash=hdr == 20,
         profile=k,
         xdp=None if s.xdp is None else _xdp_config(k, s, hdr, small_pad, good_packet_len),
+        carved={},
     )
 
 
