@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -193,21 +193,17 @@ def test_cleanup_after_setup_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_nothing_left(mounts)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_cleanup_after_signal(signum: int) -> None:
-    mounts = tracefs_mounts()
-    cmd = [sys.executable, "-m", "vnetrx", "verify", "tap", "--len", "14-65535:2"]
+def interrupt_when(cmd: list[str], ready: Callable[[int], bool], signum: int,
+                   what: str) -> tuple[int, str]:
+    """Start ``cmd``, wait (at most 90 s) until ``ready(pid)``, let it run 0.3 s more, send
+    ``signum``; its exit status and stderr (killed, whatever happens, before returning)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if any(n.startswith(f"vnetrx-{proc.pid}x") for n in our_instances(True)) and children_of(
-                    proc.pid):
-                break
+        while not ready(proc.pid):
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, f"{what} within 90 s"
             time.sleep(0.05)
-        else:
-            pytest.fail("verify tap did not start writing within 90 s")
         time.sleep(0.3)  # let it write a few frames
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
@@ -215,7 +211,20 @@ def test_cleanup_after_signal(signum: int) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_cleanup_after_signal(signum: int) -> None:
+    mounts = tracefs_mounts()
+    cmd = [sys.executable, "-m", "vnetrx", "verify", "tap", "--len", "14-65535:2"]
+
+    def writing(pid: int) -> bool:
+        return any(n.startswith(f"vnetrx-{pid}x") for n in our_instances(True)) and bool(
+            children_of(pid))
+
+    code, err = interrupt_when(cmd, writing, signum, "verify tap did not start writing")
+    assert code == 130, err
     assert "interrupted" in err
     assert processes_running(cmd) == []
     assert_nothing_left(mounts)
@@ -298,26 +307,14 @@ def test_verify_xdp_gso_frames_skip_native_xdp() -> None:
 
 
 def test_xdp_program_gone_after_sigterm() -> None:
+    from vnetrx.live import bpf
+
     mounts = tracefs_mounts()
     cmd = [sys.executable, "-m", "vnetrx", "verify", "tap", "--xdp", "tx", "--len",
            "14-65535:2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    from vnetrx.live import bpf
-
-    try:
-        deadline = time.monotonic() + 90
-        while not bpf.loaded_vnetrx_programs():
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "no program was attached within 90 s"
-            time.sleep(0.05)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, err = interrupt_when(cmd, lambda _pid: bool(bpf.loaded_vnetrx_programs()),
+                               signal.SIGTERM, "no program was attached")
+    assert code == 130, err
     assert vnetrx_programs_gone(), "the XDP program outlived the run"
     assert_nothing_left(mounts)
 

@@ -190,13 +190,27 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     """replay --jsonl writes each row directly; it must be json.dumps of row_to_dict."""
     import json
 
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.render.replay_json import row_line, row_to_dict
     from vnetrx.replay.refill import ring_config
 
-    for kernel, cfg in (("6.12", RingConfig(mergeable=True, mtu=9000)),
-                        ("7.3", RingConfig(mergeable=False, ring_size=16))):
+    lengths = [10, 60, 1514, 1519, 9000, 3000] * 12
+    bad_gso = VnetHdr(0, 1, 0, 0, 0, 0)  # TCPV4 without a size: dropped after receive_buf
+    partial = VnetHdr(1, 0, 0, 0, 34, 16)  # NEEDS_CSUM: ip_summed CHECKSUM_PARTIAL
+    hdrs = [None, bad_gso, partial] * 24
+    outcomes = set()
+    for kernel, cfg, with_hdrs in (("6.12", RingConfig(mergeable=True, mtu=9000), False),
+                                   ("6.12", RingConfig(mergeable=True, mtu=9000), True),
+                                   ("7.3", RingConfig(mergeable=False, ring_size=16), False),
+                                   ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass"),
+                                    False),
+                                   ("6.1", RingConfig(mergeable=False, xdp="drop"), False)):
         k = lookup(kernel)
-        run = replay(k, cfg, [10, 60, 1514, 1519, 9000, 3000] * 12)
+        run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
         label = ring_config(k, cfg).alloc.label
         for f in run.frames:
+            outcomes.add((f.outcome, f.reason))
             assert row_line(label, f) == json.dumps(row_to_dict(run, f))
+    # the cases the writer tells apart: received, dropped by the device, by the driver, by XDP
+    assert {o for o, _ in outcomes} >= {"build_skb", "copy", "drop", "xdp_drop"}
+    assert any(r is not None for _, r in outcomes)
