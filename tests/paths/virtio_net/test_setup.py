@@ -34,3 +34,19 @@ def test_arm64_64k_pages_before_6_4() -> None:
 
 def test_arm64_64k_pages_from_6_4_have_17_frags() -> None:
     assert lookup("6.6", build_config("arm64", 65536)).build.max_skb_frags == 17
+
+
+def test_what_a_config_memoised_never_makes_it_differ() -> None:
+    """Config.carved is a memo: a config that has carved buffers for a length still equals
+    one of the same setup that has not, and each config has its own memo."""
+    from vnetrx.paths import virtio_net
+    from vnetrx.paths.virtio_net.mergeable import plan_mergeable
+
+    k = lookup("6.12")
+    setup = virtio_net.VirtioRxSetup(frame_len=1000, mergeable=True)
+    used = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+    fresh = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+    plan_mergeable(used, 1000)
+    assert len(used.carved) == 1 and len(fresh.carved) == 0
+    assert used == fresh
+    assert used._replace(mtu=9000) != fresh  # the settings still count

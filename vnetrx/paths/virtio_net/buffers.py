@@ -130,6 +130,26 @@ class Carved(NamedTuple):
     run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
 
 
+class CarvedMemo(dict[int, Carved]):
+    """buf_len → enough ``Carved`` buffers from a fresh page (-1: the ones a ring handed over):
+    a memo, not state. Every memo equals every other and they hash alike, so a ``Config``'s
+    equality and hash are those of its settings, whatever it has memoised so far."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CarvedMemo)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, CarvedMemo)
+
+    def __hash__(self) -> int:  # type: ignore[override]  # equal memos hash alike (dict has none)
+        return 0
+
+    def __repr__(self) -> str:
+        return f"CarvedMemo({len(self)} lengths)"
+
+
 def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:
     prefix, run = [0], [0]
     for i, buf in enumerate(buffers):
