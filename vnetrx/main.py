@@ -119,6 +119,7 @@ def exit_without_teardown(code: object) -> None:
 
     if code is not None and not isinstance(code, int):
         return
+    # atexit._ncallbacks: CPython's count of registered handlers (no public API says it)
     if atexit._ncallbacks() or threading.active_count() > 1:
         return
     try:

@@ -14,6 +14,7 @@ the kernel's own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, NamedTuple
 
 from vnetrx.errors import LayoutError
@@ -88,7 +89,6 @@ class Layout:
     size: int
     source: str  # the header that defines it, with the version read
     members: tuple[Member, ...] = field(repr=False, compare=False, hash=False)
-    _codec: list[Any] = field(repr=False, compare=False, hash=False, default_factory=list)
 
     @classmethod
     def of(cls, name: str, members: tuple[Member, ...], *, source: str) -> Layout:
@@ -113,9 +113,7 @@ class Layout:
 
     def struct(self) -> Any:
         """The Construct ``Struct`` of these members (built, and Construct imported, once)."""
-        if not self._codec:
-            self._codec.append(_construct_struct(self.members))
-        return self._codec[0]
+        return _construct_struct(self.members)
 
     def parse(self, data: bytes) -> dict[str, Any]:
         """Decode ``data`` (exactly ``size`` bytes or more; extra bytes are ignored)."""
@@ -147,6 +145,7 @@ class Layout:
         return data
 
 
+@cache
 def _construct_struct(members: tuple[Member, ...]) -> Any:
     import construct
 

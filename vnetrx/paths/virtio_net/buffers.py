@@ -132,8 +132,8 @@ class Carved(NamedTuple):
 
 class CarvedMemo(dict[int, Carved]):
     """buf_len → enough ``Carved`` buffers from a fresh page (-1: the ones a ring handed over):
-    a memo, not state. Every memo equals every other and they hash alike, so a ``Config``'s
-    equality and hash are those of its settings, whatever it has memoised so far."""
+    a memo, not state. Every memo equals every other, so two ``Config``s are equal when their
+    settings are, whatever each has memoised so far."""
 
     __slots__ = ()
 
@@ -142,9 +142,6 @@ class CarvedMemo(dict[int, Carved]):
 
     def __ne__(self, other: object) -> bool:
         return not isinstance(other, CarvedMemo)
-
-    def __hash__(self) -> int:  # type: ignore[override]  # equal memos hash alike (dict has none)
-        return 0
 
     def __repr__(self) -> str:
         return f"CarvedMemo({len(self)} lengths)"
