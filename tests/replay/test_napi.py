@@ -3,6 +3,8 @@ timing as virtnet_receive does it (@6.1.192, @6.12.117), batches and stalls."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.registry import lookup
 from vnetrx.replay import RingConfig, feed, open_ring, replay, view
-from vnetrx.replay.napi import every_frame
+from vnetrx.replay.napi import every_frame, no_frame
 
 MERGEABLE = RingConfig(mergeable=True)
 SMALL = RingConfig(mergeable=False)
@@ -137,37 +139,54 @@ def test_polls_give_the_batches_in_order() -> None:
         replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)
 
 
-@pytest.mark.parametrize(("kernel", "cfg"), [
-    ("5.12", RingConfig(mergeable=True, mtu=9000)),
-    ("6.1", RingConfig(mergeable=True, mtu=9000, batch=8)),
-    ("6.12", RingConfig(mergeable=True, guest_gso=True, ring_size=64)),
-    ("6.12.0", RingConfig(mergeable=True, mtu=1500)),
-    ("6.18", RingConfig(mergeable=True, mtu=9000, hdr_len=20)),
-    ("7.3", RingConfig(mergeable=True, mtu=9000, batch=3)),
-    ("6.1", RingConfig(mergeable=False)),
-    ("7.3", RingConfig(mergeable=False, ring_size=16)),
+@pytest.mark.parametrize(("kernel", "cfg", "with_hdrs"), [
+    ("5.12", RingConfig(mergeable=True, mtu=9000), False),
+    ("6.1", RingConfig(mergeable=True, mtu=9000, batch=8), False),
+    ("6.1", RingConfig(mergeable=True, mtu=9000, batch=8), True),
+    ("6.12", RingConfig(mergeable=True, guest_gso=True, ring_size=64), False),
+    ("6.12", RingConfig(mergeable=True, guest_gso=True, ring_size=64), True),
+    ("6.12.0", RingConfig(mergeable=True, mtu=1500), False),
+    ("6.18", RingConfig(mergeable=True, mtu=9000, hdr_len=20), True),
+    ("7.3", RingConfig(mergeable=True, mtu=9000, batch=3), False),
+    ("6.1", RingConfig(mergeable=False), False),
+    ("7.3", RingConfig(mergeable=False, ring_size=16), False),
+    ("7.3", RingConfig(mergeable=False, ring_size=16), True),
 ])
-def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig) -> None:
-    """Each record comes from the plan layer; its narrated trace is made separately, by the
-    engine, on the same buffers. Two computations of one skb: over 1500 mixed frames (short
-    packets, small-mode drops, jumbo frames, 64 KiB frames on a guest-GSO ring) they agree."""
+def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_hdrs: bool
+                                             ) -> None:
+    """Each record comes from the plan layer (one decision per geometry, reused); its narrated
+    trace is made separately, by the engine, on the same buffers. Two computations of one skb:
+    over 1500 mixed frames (short packets, small-mode drops, jumbo frames, 64 KiB frames on a
+    guest-GSO ring; with headers: CHECKSUM_PARTIAL, TCPv4 GSO, a GSO header without a size)
+    they agree."""
     import random
 
-    rng = random.Random(f"{kernel}{cfg}")
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+    rng = random.Random(f"{kernel}{cfg}{with_hdrs}")
     top = 1600 if not cfg.mergeable else 9014 if cfg.mtu == 9000 else 65535
     frames = [rng.choice([10, 60, 1514, 1518, 1519, rng.randint(1, top)]) for _ in range(1500)]
-    run = replay(lookup(kernel), cfg, frames)
+    partial = VnetHdr(1, 0, 0, 0, 34, 16)  # NEEDS_CSUM, TCP after a 20-byte IPv4 header
+    gso = VnetHdr(1, 1, 66, 1448, 34, 16)  # TCPV4, MSS 1448
+    bad_gso = VnetHdr(0, 1, 0, 0, 0, 0)  # TCPV4 without a size: receive_buf drops it
+    hdrs = [rng.choice([None, partial, partial, gso, bad_gso]) for _ in frames]
+    run = replay(lookup(kernel), cfg, frames, hdrs if with_hdrs else None)
+    seen = set()
     for f in run.frames:
         t = f.trace
         assert t is not None
         assert (f.outcome, f.reason, f.counter) == (t.outcome, t.reason, t.counter), f.index
+        seen.add((f.reason, None if f.skb is None else (f.skb.ip_summed, f.skb.gso_size)))
         if t.skb is None:
             assert f.skb is None
             continue
         assert f.skb is not None and t.cost is not None
-        assert f.skb._replace(frags=(), frag_list=()) == t.skb._replace(frags=(), frag_list=())
+        assert f.skb.frags == () and f.skb.frag_list == ()  # where they are: the trace's
+        assert f.skb == t.skb._replace(frags=(), frag_list=()), f.index
         assert (f.allocations, f.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
         assert f.frag_list == len(t.skb.frag_list)
+    if with_hdrs:  # the headers made what they should: CHECKSUM_PARTIAL (3), GSO, the drop
+        assert {(None, (3, 0)), (None, (3, 1448)), ("bad_gso", None)} <= seen, seen
 
 
 def test_records_stream_one_poll_at_a_time() -> None:
@@ -214,3 +233,33 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     # the cases the writer tells apart: received, dropped by the device, by the driver, by XDP
     assert {o for o, _ in outcomes} >= {"build_skb", "copy", "drop", "xdp_drop"}
     assert any(r is not None for _, r in outcomes)
+
+
+def test_header_less_frames_are_planned_once_per_geometry(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A frame without a header is decided by its length and its buffers' lengths (and
+    contiguity) alone, so the plan layer runs once per such geometry; the 1500-frame comparison
+    above checks the reused decisions against the engine's traces."""
+    from vnetrx.replay import napi
+
+    planned: list[tuple[int, int]] = []
+    plan_on = napi.mergeable.plan_on
+
+    def counting(c: Any, frame: int, buf_len: int, *rest: Any) -> Any:
+        planned.append((frame, buf_len))
+        return plan_on(c, frame, buf_len, *rest)
+
+    monkeypatch.setattr(napi.mergeable, "plan_on", counting)
+    run = replay(lookup("6.12"), RingConfig(mergeable=True), [60] * 100 + [1514] * 100,
+                 want_trace=no_frame)
+    geometries = {(f.frame_len, f.buffers[0].buf.len) for f in run.frames}
+    # 1536-byte buffers (ALIGN(12 + GOOD_PACKET_LEN 1518, 64)), and the last of each 32 KiB
+    # page, which absorbs the hole: 2048
+    assert geometries == {(60, 1536), (60, 2048), (1514, 1536), (1514, 2048)}
+    assert sorted(planned) == sorted(geometries)
+    # the same geometry, the same record fields (but for where the buffers are)
+    by_geometry = {}
+    for f in run.frames:
+        seen = by_geometry.setdefault((f.frame_len, f.buffers[0].buf.len), f)
+        assert (f.outcome, f.skb, f.allocations, f.bytes_copied) == (
+            seen.outcome, seen.skb, seen.allocations, seen.bytes_copied)

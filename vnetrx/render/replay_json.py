@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
@@ -143,29 +144,36 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 
 
 # row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
-# the dict: a replay writes one per frame)
-_SKB_PART = ", ".join(f'"{name}": {{{i}}}' for i, name in enumerate(_ROW_SKB))
+# the dict: a replay writes one per frame); %d prints an int-valued field as json.dumps does
+_SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
-
-
-def _j(value: object) -> str:
-    return "null" if value is None else json.dumps(value) if isinstance(value, str) else str(value)
+_skb_values = attrgetter(*_ROW_SKB)
+_ROW_LINE = (
+    '{"schema": "' + ROW_SCHEMA + '", "index": %d, "frame_len": %d, "poll": %s, '
+    '"buffers": [%s], "outcome": "%s", "reason": %s, "counter": %s, %s, "allocations": %s, '
+    '"bytes_copied": %s, "frag_list": %d, "ewma": %s, "refill": %s}'
+)
 
 
 def row_line(label: Callable[[int], str], f: FrameRecord) -> str:
     """``json.dumps(row_to_dict(...))`` of one frame, written out directly."""
     skb = f.skb
-    buffers = ", ".join(f'["{label(p.buf.frag_index)}", {p.buf.offset}, {p.buf.len}]'
-                        for p in f.buffers)
-    skb_part = _NO_SKB_PART if skb is None else _SKB_PART.format(
-        *(int(getattr(skb, name)) for name in _ROW_SKB))
-    return (
-        f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
-        f'"poll": {_j(f.poll)}, "buffers": [{buffers}], "outcome": "{f.outcome}", '
-        f'"reason": {_j(f.reason)}, "counter": {_j(f.counter)}, {skb_part}, '
-        f'"allocations": {_j(f.allocations)}, "bytes_copied": {_j(f.bytes_copied)}, '
-        f'"frag_list": {f.frag_list}, "ewma": {_j(f.ewma_after)}, '
-        f'"refill": {_j(None if f.refill is None else len(f.refill.buffers))}}}'
+    buffers = ", ".join([f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
+                         for b in [p.buf for p in f.buffers]])
+    return _ROW_LINE % (
+        f.index,
+        f.frame_len,
+        "null" if f.poll is None else f.poll,
+        buffers,
+        f.outcome,
+        "null" if f.reason is None else json.dumps(f.reason),
+        "null" if f.counter is None else json.dumps(f.counter),
+        _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb),
+        "null" if f.allocations is None else f.allocations,
+        "null" if f.bytes_copied is None else f.bytes_copied,
+        f.frag_list,
+        "null" if f.ewma_after is None else f.ewma_after,
+        "null" if f.refill is None else len(f.refill.buffers),
     )
 
 

@@ -16,7 +16,7 @@ has been used *and* its skb freed); the order-0 fallback of the page_frag; OOM d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vnetrx.errors import InputError, UnsupportedError
@@ -123,23 +123,12 @@ class Stream:
         self.kernel, self.config = k, cfg
         self.min_buf_len = min_buf_len(k, cfg) if cfg.mergeable else None
         self.state, self.initial_fill = open_ring(k, cfg)
-        self.records = feed(k, cfg, self.state, _checked(frames), want_trace=want_trace,
+        self.records = feed(k, cfg, self.state, frames, want_trace=want_trace,
                             rings=rings)
         self.notes = replay_notes(k, cfg)
 
     def final(self) -> RingView:
         return view(self.kernel, self.config, self.state)
-
-
-def _checked(frames: Iterable[int | tuple[int, VnetHdr | None]]
-             ) -> Iterator[int | tuple[int, VnetHdr | None]]:
-    for index, item in enumerate(frames):
-        length = item if isinstance(item, int) else item[0]
-        if not 1 <= length <= MAX_FRAME_LEN:
-            raise InputError(
-                f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
-            )
-        yield item
 
 
 def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:

@@ -22,7 +22,9 @@ a refill: real 6.1.192 and 6.12.117 guests matched frame for frame over 64 jumbo
 buffers) with the grouping they actually had (tests/replay/test_replay.py, tests/data/replay/).
 
 Each frame is decided by the receive path's plan layer on the buffers it used (what sweeps use:
-a few comparisons per frame); the narrated trace, with the ring's own steps ahead of it and the
+a few comparisons per frame), once per geometry: a decision reads the frame's length, its header
+and the lengths and contiguity of its buffers, never where they are, so frames alike in those
+share it (``Decision``, kept in a bounded dict); the narrated trace, with the ring's own steps ahead of it and the
 refill check after the last frame of a poll, is made only for the frames asked for. Records
 come out in frame order as soon as their poll is done, so a replay streams in constant memory.
 """
@@ -37,12 +39,12 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Step, Trace
+from vnetrx.model import Skb, Step, Trace
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import mergeable, small
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
-from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan
-from vnetrx.paths.virtio_net.receive_buf import Delivery, deliver_with
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop
+from vnetrx.paths.virtio_net.receive_buf import deliver_with
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
 from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState, RingView
@@ -104,9 +106,13 @@ class _Run:
         self.k, self.cfg, self.state, self.want_trace = k, cfg, state, want_trace
         self.c = ring_config(k, cfg)
         viewer = Viewer(k, cfg)
-        self.view: Callable[[RingState], RingView | None] = viewer if rings else _no_view
+        self.view: Callable[[RingState], RingView] | None = viewer if rings else None
+        # resolved once: a replay asks these per frame
+        self.traces = want_trace is not no_frame
+        self.refill_threshold = cfg.refill_threshold
         self.good_packet_len = self.c.good_packet_len
         self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
+        self.decisions: dict[tuple[VnetHdr | None, tuple[int, ...]], Decision] = {}
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
@@ -115,41 +121,51 @@ class _Run:
         small frame would have had), from the plan layer; the narrated trace when wanted."""
         index, frame_len, hdr = arrival
         c, state = self.c, self.state
-        buffers = tuple(p.buf for p in shown)
         if c.xdp is not None:
             # the XDP path has no plan layer: every frame is traced (about 1 ms each); the
             # EWMA, which does not size XDP buffers, is left as it is
             state.num_free += len(used)
-            traced = self._trace(arrival, used, poll, shown, state.ewma)
-            return _Decided(arrival, used, poll, None, None, state.ewma,
-                            traced if self.want_trace(index) else None, traced)
+            t = self._trace(arrival, used, poll, shown, state.ewma)
+            decision = Decision(
+                t.outcome, t.reason, t.counter, t.skb,
+                None if t.cost is None else t.cost.allocations,
+                None if t.cost is None else t.cost.bytes_copied, 0, False)
+            return _Decided(arrival, used, poll, decision, state.ewma,
+                            t if self.want_trace(index) else None)
+        # nothing in a decision depends on where the buffers are, only on the frame's length,
+        # its header and the buffers' lengths and contiguity: each such geometry is planned once
+        key = (hdr, _geometry(frame_len, shown))
+        known = self.decisions.get(key)
+        if known is None:
+            if len(self.decisions) >= DECISIONS_KEPT:
+                self.decisions.clear()  # a bound on memory, not a cache policy
+            known = self.decisions[key] = self._decision(frame_len, hdr, shown)
+        decision = known
+        before = state.ewma
+        if decision.moves_ewma:
+            state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
+        state.num_free += len(used)
+        trace = (self._trace(arrival, used, poll, shown, before)
+                 if self.traces and self.want_trace(index) else None)
+        return _Decided(arrival, used, poll, decision, before, trace)
+
+    def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+                  ) -> Decision:
+        """The plan layer's receive_*() on these buffers, then the rest of receive_buf."""
+        c = self.c
+        buffers = tuple(p.buf for p in shown)
         if self.cfg.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
                                   hdr is not None)
         else:
             p = small.plan_on(c, frame_len, buffers[0])
         d = deliver_with(c, p, hdr)
-        before = state.ewma
-        if self.cfg.mergeable and (d.skb is not None or d.reason in RECEIVE_BUF_DROPS):
-            state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
-        state.num_free += len(used)
-        trace = self._trace(arrival, used, poll, shown, before) if self.want_trace(index) else None
-        return _Decided(arrival, used, poll, p, d, before, trace)
-
-    def record(self, x: _Decided, refill: Fill | None = None) -> FrameRecord:
-        """The record of a decided frame, with the ring as it is now."""
-        index, frame_len, _hdr = x.arrival
-        if x.traced is not None:
-            return self._record_traced(x, x.traced, refill)
-        d, p, mergeable_ = x.delivery, x.plan, self.cfg.mergeable
-        assert d is not None
-        assert p is not None
         skb = d.skb
-        return FrameRecord(
-            index,
-            frame_len,
-            x.poll,
-            x.used,
+        if skb is not None and (skb.frags or skb.frag_list):
+            # where each frag is (page, offset) is this frame's alone: the record keeps the
+            # skb's fields, the narrated trace its frags
+            skb = skb._replace(frags=(), frag_list=())
+        return Decision(
             "drop" if skb is None else p.outcome,
             None if d.reason is None else str(d.reason),
             None if d.reason is None else COUNTER[d.reason],
@@ -157,23 +173,32 @@ class _Run:
             None if skb is None else p.allocations,
             None if skb is None else p.copy,
             p.frag_list_skbs,
+            # receive_mergeable adds every skb it built, receive_buf's own drops included
+            self.cfg.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
+        )
+
+    def record(self, x: _Decided, refill: Fill | None = None) -> FrameRecord:
+        """The record of a decided frame, with the ring as it is now."""
+        index, frame_len, _hdr = x.arrival
+        d, mergeable_ = x.decision, self.cfg.mergeable
+        return FrameRecord(
+            index,
+            frame_len,
+            x.poll,
+            x.used,
+            d.outcome,
+            d.reason,
+            d.counter,
+            d.skb,
+            d.allocations,
+            d.bytes_copied,
+            d.frag_list,
             x.ewma_before if mergeable_ else None,
             self.state.ewma if mergeable_ else None,
             refill,
-            self.view(self.state),
+            None if self.view is None else self.view(self.state),
             x.trace,
         )
-
-    def _record_traced(self, x: _Decided, t: Trace, refill: Fill | None) -> FrameRecord:
-        """The record of a frame the engine traced (XDP): its outcome, skb and costs."""
-        index, frame_len, _hdr = x.arrival
-        mergeable_ = self.cfg.mergeable
-        return FrameRecord(
-            index, frame_len, x.poll, x.used, t.outcome, t.reason, t.counter, t.skb,
-            None if t.cost is None else t.cost.allocations,
-            None if t.cost is None else t.cost.bytes_copied, 0,
-            x.ewma_before if mergeable_ else None, self.state.ewma if mergeable_ else None,
-            refill, self.view(self.state), x.trace)
 
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
@@ -223,7 +248,7 @@ class _Run:
         """virtnet_receive, after its loop: refill only past min(budget, ring size) / 2 free;
         the poll's last frame's record, with the refill and the ring after it."""
         state, cfg = self.state, self.cfg
-        threshold, free = cfg.refill_threshold, state.num_free
+        threshold, free = self.refill_threshold, state.num_free
         fill = None
         if free > threshold:
             fill = try_fill_recv(self.k, cfg, state, "virtnet_receive")
@@ -261,11 +286,12 @@ class _Run:
         self.state.polls += 1
         poll = self.state.polls
         out = []
-        count = min(self.cfg.budget, len(used))
-        for n in range(count):
-            arrival, taken = used.popleft()
-            decided = self.decide(arrival, taken, poll, taken)
-            out.append(self.record(decided) if n + 1 < count else self.refill_check(decided))
+        decide, record, take = self.decide, self.record, used.popleft
+        for _ in range(min(self.cfg.budget, len(used)) - 1):
+            arrival, taken = take()
+            out.append(record(decide(arrival, taken, poll, taken)))
+        arrival, taken = take()
+        out.append(self.refill_check(decide(arrival, taken, poll, taken)))
         return out
 
     def device_writes(self, arriving: deque[Arrival],
@@ -293,8 +319,39 @@ class _Run:
         return dropped
 
 
-def _no_view(state: RingState) -> None:  # noqa: ARG001
-    return None
+class Decision(NamedTuple):
+    """What receive_buf made of a frame, as its record shows it: nothing that depends on where
+    the buffers are (the skb without its frags' pages and offsets)."""
+
+    outcome: str  # "build_skb" | "copy" | "drop"
+    reason: str | None
+    counter: str | None
+    skb: Skb | None
+    allocations: int | None  # None on a drop
+    bytes_copied: int | None
+    frag_list: int
+    moves_ewma: bool  # ewma_pkt_len_add ran (mergeable: an skb was built)
+
+
+# decisions by header and geometry: a mixed capture needs a few thousand; the bound only keeps
+# memory flat whatever a capture holds
+DECISIONS_KEPT = 1 << 16
+
+
+def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> tuple[int, ...]:
+    """The frame's length, each buffer's length and whether it follows the one before in the
+    same page (skb_coalesce_rx_frag merges those): all a header-less decision reads."""
+    if len(shown) == 1:
+        return (frame_len, shown[0].buf.len)
+    key = [frame_len]
+    prev = None
+    for p in shown:
+        b = p.buf
+        key.append(b.len)
+        if prev is not None:
+            key.append(prev.frag_index == b.frag_index and prev.offset + prev.len == b.offset)
+        prev = b
+    return tuple(key)
 
 
 class _Decided(NamedTuple):
@@ -303,11 +360,9 @@ class _Decided(NamedTuple):
     arrival: Arrival
     used: tuple[Posted, ...]
     poll: int | None
-    plan: Plan | None  # None: decided by a full trace (``traced``)
-    delivery: Delivery | None
+    decision: Decision
     ewma_before: int
     trace: Trace | None  # the narrated trace the user asked for
-    traced: Trace | None = None  # XDP: the trace that decided the frame
 
 
 def feed(
@@ -341,6 +396,11 @@ def feed(
         arriving: deque[Arrival] = deque()
         for item in source:
             length, hdr = (item, None) if isinstance(item, int) else item
+            if not 1 <= length <= MAX_FRAME_LEN:
+                raise InputError(
+                    f"frame {index - first_index}: length {length} out of range "
+                    f"(valid: 1..{MAX_FRAME_LEN})"
+                )
             arriving.append((index, length, hdr))
             index += 1
             if len(arriving) == size:
@@ -359,7 +419,14 @@ def feed(
                     break
                 raise _stall(cfg, state, arriving[0][0], arriving[0][1])
             for record in run.poll(used):
-                pending[record.index] = record
+                if record.index != next_out:  # a frame the device dropped is still ahead
+                    pending[record.index] = record
+                    continue
+                yield record
+                next_out += 1
+                while next_out in pending:
+                    yield pending.pop(next_out)
+                    next_out += 1
             while next_out in pending:
                 yield pending.pop(next_out)
                 next_out += 1

@@ -72,14 +72,12 @@ def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str
     # 484beac2ffc1 (6.3): an XDP buffer never absorbs the page's hole
     hole = cfg.mergeable and not (c.xdp is not None and c.xdp.multi_buf)
     count = state.num_free  # buffers used but not yet processed are not free yet
-    cursor, seq, new = state.alloc, state.next_seq, []
-    for _ in range(count):
-        buf, cursor = bufs.carve(alloc, cursor, length, hole)
-        new.append(Posted(seq, buf, state.fills))
-        seq += 1
-    fill = Fill(when, state.polls, state.ewma, length, tuple(new))
+    carved, cursor = bufs.carve_many(alloc, state.alloc, length, hole, count)
+    seq, fills = state.next_seq, state.fills
+    fill = Fill(when, state.polls, state.ewma, length,
+                tuple([Posted(seq + i, buf, fills) for i, buf in enumerate(carved)]))
     state.post(fill.buffers)
-    state.alloc, state.next_seq, state.num_free = cursor, seq, 0
+    state.alloc, state.next_seq, state.num_free = cursor, seq + count, 0
     state.fills += 1
     return fill
 

@@ -98,13 +98,15 @@ class RingState:
 
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""
-        taken = tuple(self.posted.popleft() for _ in range(count))
+        posted, lens = self.posted, self.lens
+        taken = (posted.popleft(),) if count == 1 else tuple([posted.popleft()
+                                                              for _ in range(count)])
         for p in taken:
-            left = self.lens[p.buf.len] - 1
+            left = lens[p.buf.len] - 1
             if left:
-                self.lens[p.buf.len] = left
+                lens[p.buf.len] = left
             else:
-                del self.lens[p.buf.len]
+                del lens[p.buf.len]
         return taken
 
 
@@ -138,7 +140,7 @@ class FrameRecord:
     outcome: str  # "build_skb" | "copy" | "drop"
     reason: str | None  # why it was dropped
     counter: str | None  # the device counter the drop moved
-    skb: Skb | None  # as napi_gro_receive sees it
+    skb: Skb | None  # as napi_gro_receive sees it; its frags (pages, offsets) are in ``trace``
     allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
     bytes_copied: int | None
     frag_list: int  # skbs chained on the head's frag_list

@@ -62,35 +62,54 @@ def carve(
     a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool
 ) -> tuple[PostedBuffer, PageCursor]:
     """One add_recvbuf_mergeable (``mergeable``) or add_recvbuf_small: the buffer and the cursor
-    after it. Assumes every high-order allocation succeeds (no order-0 fallback) and that a page
-    is never reused from offset 0 (skb_page_frag_refill's page_ref_count == 1 case)."""
+    after it (``carve_many`` of one)."""
+    (buf,), cursor = carve_many(a, cursor, length, mergeable, 1)
+    return buf, cursor
+
+
+def carve_many(
+    a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool, count: int
+) -> tuple[list[PostedBuffer], PageCursor]:
+    """``count`` add_recvbuf_mergeable (``mergeable``) or add_recvbuf_small calls in a row, every
+    one asking for ``length`` (what try_fill_recv does): the buffers and the cursor after them.
+    Assumes every high-order allocation succeeds (no order-0 fallback) and that a page is never
+    reused from offset 0 (skb_page_frag_refill's page_ref_count == 1 case)."""
     if a.page_pool:
-        return _carve_page_pool(a, cursor, length)
-    return _carve_page_frag(a, cursor, length, mergeable)
+        out = []
+        for _ in range(count):
+            buf, cursor = _carve_page_pool(a, cursor, length)
+            out.append(buf)
+        return out, cursor
+    return _carve_page_frag(a, cursor, length, mergeable, count)
 
 
 def _carve_page_frag(
-    a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool
-) -> tuple[PostedBuffer, PageCursor]:
+    a: RxAllocator, cursor: PageCursor, length: int, mergeable: bool, count: int
+) -> tuple[list[PostedBuffer], PageCursor]:
     """skb_page_frag_refill(len): keep the page while offset + len <= size, else a new one at
     offset 0. Mergeable (6aacd1484468): on a fresh page, len + sizeof(struct virtnet_rq_dma) >
     size shrinks len by that size. virtnet_rq_alloc: a premapped page (6.13+) starts with the
     dma header, so the first buffer is at offset 16. Mergeable: a buffer after which another
-    of the same length would not fit absorbs the rest of the page ("hole")."""
-    if cursor.page < 0 or cursor.offset + length > cursor.size:
-        cursor = PageCursor(cursor.pages, 0, a.page_bytes, cursor.pages + 1)
-    offset = cursor.offset
-    if mergeable and offset == 0 and a.shrink_fresh and length + a.shrink_fresh > cursor.size:
-        length -= a.shrink_fresh
-    if offset == 0:
-        offset = a.dma_header
-    start, offset = offset, offset + length
-    if mergeable:
-        hole = cursor.size - offset
-        if hole < length:
-            length, offset = length + hole, cursor.size
-    return PostedBuffer(cursor.page, start, length), PageCursor(cursor.page, offset, cursor.size,
-                                                                  cursor.pages)
+    of the same length would not fit absorbs the rest of the page ("hole"). The cursor's fields
+    are kept in locals: a refill carves up to a ring's worth in one call."""
+    page, offset, size, pages = cursor
+    shrink, dma_header, page_bytes = a.shrink_fresh, a.dma_header, a.page_bytes
+    out = []
+    for _ in range(count):
+        want = length
+        if page < 0 or offset + want > size:
+            page, offset, size, pages = pages, 0, page_bytes, pages + 1
+        if mergeable and offset == 0 and shrink and want + shrink > size:
+            want -= shrink
+        if offset == 0:
+            offset = dma_header
+        start, offset = offset, offset + want
+        if mergeable:
+            hole = size - offset
+            if hole < want:
+                want, offset = want + hole, size
+        out.append(PostedBuffer(page, start, want))
+    return out, PageCursor(page, offset, size, pages)
 
 
 def _carve_page_pool(
