@@ -218,11 +218,14 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     partial = VnetHdr(1, 0, 0, 0, 34, 16)  # NEEDS_CSUM: ip_summed CHECKSUM_PARTIAL
     hdrs = [None, bad_gso, partial] * 24
     outcomes = set()
+    framed = 0  # records whose trace lists frags
     for kernel, cfg, with_hdrs in (("6.12", RingConfig(mergeable=True, mtu=9000), False),
                                    ("6.12", RingConfig(mergeable=True, mtu=9000), True),
                                    ("7.3", RingConfig(mergeable=False, ring_size=16), False),
                                    ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass"),
                                     False),
+                                   ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass",
+                                                       xdp_frags=True), False),
                                    ("6.1", RingConfig(mergeable=False, xdp="drop"), False)):
         k = lookup(kernel)
         run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
@@ -230,6 +233,10 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
         for f in run.frames:
             outcomes.add((f.outcome, f.reason))
             assert row_line(label, f) == json.dumps(row_to_dict(run, f))
+            # a record's skb never says where its frags are (XDP's neither): the trace does
+            assert f.skb is None or (f.skb.frags, f.skb.frag_list) == ((), ())
+            framed += f.trace is not None and f.trace.skb is not None and bool(f.trace.skb.frags)
+    assert framed  # (XDP multi-buffer frames among them)
     # the cases the writer tells apart: received, dropped by the device, by the driver, by XDP
     assert {o for o, _ in outcomes} >= {"build_skb", "copy", "drop", "xdp_drop"}
     assert any(r is not None for _, r in outcomes)

@@ -127,7 +127,7 @@ class _Run:
             state.num_free += len(used)
             t = self._trace(arrival, used, poll, shown, state.ewma)
             decision = Decision(
-                t.outcome, t.reason, t.counter, t.skb,
+                t.outcome, t.reason, t.counter, _without_frags(t.skb),
                 None if t.cost is None else t.cost.allocations,
                 None if t.cost is None else t.cost.bytes_copied, 0, False)
             return _Decided(arrival, used, poll, decision, state.ewma,
@@ -160,11 +160,7 @@ class _Run:
         else:
             p = small.plan_on(c, frame_len, buffers[0])
         d = deliver_with(c, p, hdr)
-        skb = d.skb
-        if skb is not None and (skb.frags or skb.frag_list):
-            # where each frag is (page, offset) is this frame's alone: the record keeps the
-            # skb's fields, the narrated trace its frags
-            skb = skb._replace(frags=(), frag_list=())
+        skb = _without_frags(d.skb)
         return Decision(
             "drop" if skb is None else p.outcome,
             None if d.reason is None else str(d.reason),
@@ -337,6 +333,14 @@ class Decision(NamedTuple):
 # each; the bound keeps memory flat whatever a capture holds (65,536 held ~45 MB more on the
 # 1,000,000-frame benchmark)
 DECISIONS_KEPT = 4096
+
+
+def _without_frags(skb: Skb | None) -> Skb | None:
+    """The skb as a record keeps it: where each frag is (page, offset) is one frame's alone
+    (a decision is shared by frames alike in geometry); the narrated trace lists them."""
+    if skb is None or not (skb.frags or skb.frag_list):
+        return skb
+    return skb._replace(frags=(), frag_list=())
 
 
 def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> tuple[int, ...]:
