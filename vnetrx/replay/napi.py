@@ -47,7 +47,7 @@ from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
-from vnetrx.replay.state import Fill, FrameRecord, Posted, RingConfig, RingState, RingView
+from vnetrx.replay.state import FrameRecord, Posted, RingConfig, RingState, RingView
 
 SRC = "drivers/net/virtio_net.c"
 # drops after receive_mergeable returned the skb (receive_buf's own checks): the EWMA moved
@@ -116,9 +116,10 @@ class _Run:
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
-               shown: tuple[Posted, ...]) -> _Decided:
+               shown: tuple[Posted, ...]) -> FrameRecord:
         """receive_buf on the buffers the frame used (``shown``: the buffer a device-dropped
-        small frame would have had), from the plan layer; the narrated trace when wanted."""
+        small frame would have had), from the plan layer; the narrated trace when wanted. The
+        record's ring (and, for a poll's last frame, its refill) is filled in by the caller."""
         index, frame_len, hdr = arrival
         c, state = self.c, self.state
         if c.xdp is not None:
@@ -130,8 +131,8 @@ class _Run:
                 t.outcome, t.reason, t.counter, _without_frags(t.skb),
                 None if t.cost is None else t.cost.allocations,
                 None if t.cost is None else t.cost.bytes_copied, 0, False)
-            return _Decided(arrival, used, poll, decision, state.ewma,
-                            t if self.want_trace(index) else None)
+            return self._record(arrival, used, poll, decision, state.ewma,
+                                t if self.want_trace(index) else None)
         # nothing in a decision depends on where the buffers are, only on the frame's length,
         # its header and the buffers' lengths and contiguity: each such geometry is planned once
         key = (hdr, _geometry(frame_len, shown))
@@ -147,7 +148,7 @@ class _Run:
         state.num_free += len(used)
         trace = (self._trace(arrival, used, poll, shown, before)
                  if self.traces and self.want_trace(index) else None)
-        return _Decided(arrival, used, poll, decision, before, trace)
+        return self._record(arrival, used, poll, decision, before, trace)
 
     def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                   ) -> Decision:
@@ -173,15 +174,15 @@ class _Run:
             self.cfg.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
-    def record(self, x: _Decided, refill: Fill | None = None) -> FrameRecord:
-        """The record of a decided frame, with the ring as it is now."""
-        index, frame_len, _hdr = x.arrival
-        d, mergeable_ = x.decision, self.cfg.mergeable
+    def _record(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
+                d: Decision, ewma_before: int, trace: Trace | None) -> FrameRecord:
+        index, frame_len, _hdr = arrival
+        mergeable_ = self.cfg.mergeable
         return FrameRecord(
             index,
             frame_len,
-            x.poll,
-            x.used,
+            poll,
+            used,
             d.outcome,
             d.reason,
             d.counter,
@@ -189,11 +190,11 @@ class _Run:
             d.allocations,
             d.bytes_copied,
             d.frag_list,
-            x.ewma_before if mergeable_ else None,
+            ewma_before if mergeable_ else None,
             self.state.ewma if mergeable_ else None,
-            refill,
-            None if self.view is None else self.view(self.state),
-            x.trace,
+            None,
+            None,
+            trace,
         )
 
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
@@ -240,9 +241,9 @@ class _Run:
         return tuple(log.steps)
 
     # --- a NAPI poll ------------------------------------------------------------------------
-    def refill_check(self, last: _Decided) -> FrameRecord:
+    def refill_check(self, last: FrameRecord) -> None:
         """virtnet_receive, after its loop: refill only past min(budget, ring size) / 2 free;
-        the poll's last frame's record, with the refill and the ring after it."""
+        the poll's last frame's record gets the refill and the ring after it."""
         state, cfg = self.state, self.cfg
         threshold, free = self.refill_threshold, state.num_free
         fill = None
@@ -273,21 +274,25 @@ class _Run:
                     num_free=free,
                     threshold=threshold,
                 )
-            last = last._replace(trace=last.trace._replace(steps=last.trace.steps
-                                               + tuple(log.steps)))
-        return self.record(last, fill)
+            last.trace = last.trace._replace(steps=last.trace.steps + tuple(log.steps))
+        last.refill = fill
+        if self.view is not None:
+            last.ring = self.view(state)
 
     def poll(self, used: deque[tuple[Arrival, tuple[Posted, ...]]]) -> list[FrameRecord]:
         """virtnet_poll → virtnet_receive: up to ``budget`` used buffers, then the refill."""
         self.state.polls += 1
         poll = self.state.polls
         out = []
-        decide, record, take = self.decide, self.record, used.popleft
-        for _ in range(min(self.cfg.budget, len(used)) - 1):
+        decide, take, view, state = self.decide, used.popleft, self.view, self.state
+        count = min(self.cfg.budget, len(used))
+        for n in range(1, count + 1):
             arrival, taken = take()
-            out.append(record(decide(arrival, taken, poll, taken)))
-        arrival, taken = take()
-        out.append(self.refill_check(decide(arrival, taken, poll, taken)))
+            record = decide(arrival, taken, poll, taken)
+            if view is not None and n < count:  # the last one's ring is after the refill
+                record.ring = view(state)
+            out.append(record)
+        self.refill_check(out[-1])
         return out
 
     def device_writes(self, arriving: deque[Arrival],
@@ -308,8 +313,10 @@ class _Run:
                 break
             arriving.popleft()
             if count == 0:  # small mode, too long: QEMU drops it and uses no buffer
-                decided = self.decide(arrival, (), None, (state.posted[0],))
-                dropped.append(self.record(decided))
+                record = self.decide(arrival, (), None, (state.posted[0],))
+                if self.view is not None:
+                    record.ring = self.view(state)
+                dropped.append(record)
                 continue
             used.append((arrival, state.take(count)))
         return dropped
@@ -359,17 +366,6 @@ def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> tuple[int, ...]:
     return tuple(key)
 
 
-class _Decided(NamedTuple):
-    """A frame received, before its record is made (the poll's last waits for the refill)."""
-
-    arrival: Arrival
-    used: tuple[Posted, ...]
-    poll: int | None
-    decision: Decision
-    ewma_before: int
-    trace: Trace | None  # the narrated trace the user asked for
-
-
 def feed(
     k: KernelProfile,
     cfg: RingConfig,
@@ -392,13 +388,15 @@ def feed(
     source = iter(frames)
     index = first_index
     sizes = iter(cfg.polls) if cfg.polls else None
+    # both are empty again when a batch is done
+    arriving: deque[Arrival] = deque()
+    used: deque[tuple[Arrival, tuple[Posted, ...]]] = deque()
     while True:
         size = cfg.batch if sizes is None else next(sizes, None)
         if size is None:  # every batch --polls gives is done: the frames must be too
             if next(source, None) is not None:
                 raise InputError(_polls_message(cfg, index - first_index + 1, more=True))
             break
-        arriving: deque[Arrival] = deque()
         for item in source:
             length, hdr = (item, None) if isinstance(item, int) else item
             if not 1 <= length <= MAX_FRAME_LEN:
@@ -415,7 +413,6 @@ def feed(
             raise InputError(_polls_message(cfg, index - first_index, more=False))
         if not got:
             break
-        used: deque[tuple[Arrival, tuple[Posted, ...]]] = deque()
         while arriving or used:
             for record in run.device_writes(arriving, used):
                 pending[record.index] = record
