@@ -151,6 +151,12 @@ def test_polls_give_the_batches_in_order() -> None:
     ("6.1", RingConfig(mergeable=False), False),
     ("7.3", RingConfig(mergeable=False, ring_size=16), False),
     ("7.3", RingConfig(mergeable=False, ring_size=16), True),
+    # XDP: the frame's trace decides (no plan layer), once per geometry too
+    ("6.1", RingConfig(mergeable=False, xdp="drop"), False),
+    ("6.1", RingConfig(mergeable=True, xdp="tx"), False),
+    ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass", xdp_frags=True), False),
+    ("6.12", RingConfig(mergeable=False, xdp="pass"), True),
+    ("7.3", RingConfig(mergeable=True, xdp="pass"), True),
 ])
 def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_hdrs: bool
                                              ) -> None:
@@ -185,8 +191,11 @@ def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_
         assert f.skb == t.skb._replace(frags=(), frag_list=()), f.index
         assert (f.allocations, f.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
         assert f.frag_list == len(t.skb.frag_list)
-    if with_hdrs:  # the headers made what they should: CHECKSUM_PARTIAL (3), GSO, the drop
+    if with_hdrs and cfg.xdp is None:  # what the headers make: CHECKSUM_PARTIAL (3), GSO, a drop
         assert {(None, (3, 0)), (None, (3, 1448)), ("bad_gso", None)} <= seen, seen
+    if with_hdrs and cfg.xdp is not None:  # XDP refuses GSO and (6.10+) NEEDS_CSUM frames
+        refused = {getattr(reason, "value", reason) for reason, _ in seen}
+        assert {"xdp_gso_type", "xdp_needs_csum"} <= refused, seen
 
 
 def test_records_stream_one_poll_at_a_time() -> None:

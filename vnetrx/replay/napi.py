@@ -22,11 +22,12 @@ a refill: real 6.1.192 and 6.12.117 guests matched frame for frame over 64 jumbo
 buffers) with the grouping they actually had (tests/replay/test_replay.py, tests/data/replay/).
 
 Each frame is decided by the receive path's plan layer on the buffers it used (what sweeps use:
-a few comparisons per frame), once per geometry: a decision reads the frame's length, its header
-and the lengths and contiguity of its buffers, never where they are, so frames alike in those
-share it (``Decision``, kept in a bounded dict); the narrated trace, with the ring's own steps ahead of it and the
-refill check after the last frame of a poll, is made only for the frames asked for. Records
-come out in frame order as soon as their poll is done, so a replay streams in constant memory.
+a few comparisons per frame; with XDP, which has no plan layer, by the frame's trace), once per
+geometry: a decision reads the frame's length, its header and the lengths and contiguity of
+its buffers, never where they are, so frames alike in those share it (``Decision``, kept in a
+bounded dict). The narrated trace, with the ring's own steps ahead of it and the refill check
+after the last frame of a poll, is made only for the frames asked for. Records come out in
+frame order as soon as their poll is done, so a replay streams in constant memory.
 """
 
 from __future__ import annotations
@@ -121,33 +122,30 @@ class _Run:
         small frame would have had), from the plan layer; the narrated trace when wanted. The
         record's ring (and, for a poll's last frame, its refill) is filled in by the caller."""
         index, frame_len, hdr = arrival
-        c, state = self.c, self.state
-        if c.xdp is not None:
-            # the XDP path has no plan layer: every frame is traced (about 1 ms each); the
-            # EWMA, which does not size XDP buffers, is left as it is
-            state.num_free += len(used)
-            t = self._trace(arrival, used, poll, shown, state.ewma)
-            decision = Decision(
-                t.outcome, t.reason, t.counter, _without_frags(t.skb),
-                None if t.cost is None else t.cost.allocations,
-                None if t.cost is None else t.cost.bytes_copied, 0, False)
-            return self._record(arrival, used, poll, decision, state.ewma,
-                                t if self.want_trace(index) else None)
+        state = self.state
+        state.num_free += len(used)
+        before = state.ewma
         # nothing in a decision depends on where the buffers are, only on the frame's length,
-        # its header and the buffers' lengths and contiguity: each such geometry is planned once
+        # its header and the buffers' lengths and contiguity: each such geometry is decided once
         key = (hdr, _geometry(frame_len, shown))
-        known = self.decisions.get(key)
-        if known is None:
+        decision = self.decisions.get(key)
+        trace = None
+        if decision is None:
             if len(self.decisions) >= DECISIONS_KEPT:
                 self.decisions.clear()  # a bound on memory, not a cache policy
-            known = self.decisions[key] = self._decision(frame_len, hdr, shown)
-        decision = known
-        before = state.ewma
+            if self.c.xdp is not None:
+                # the XDP path has no plan layer: the frame's trace (about 1 ms) decides
+                trace = self._trace(arrival, used, poll, shown, before)
+                decision = _traced_decision(trace)
+            else:
+                decision = self._decision(frame_len, hdr, shown)
+            self.decisions[key] = decision
         if decision.moves_ewma:
             state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
-        state.num_free += len(used)
-        trace = (self._trace(arrival, used, poll, shown, before)
-                 if self.traces and self.want_trace(index) else None)
+        if not (self.traces and self.want_trace(index)):
+            trace = None
+        elif trace is None:
+            trace = self._trace(arrival, used, poll, shown, before)
         return self._record(arrival, used, poll, decision, before, trace)
 
     def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
@@ -340,6 +338,14 @@ class Decision(NamedTuple):
 # each; the bound keeps memory flat whatever a capture holds (65,536 held ~45 MB more on the
 # 1,000,000-frame benchmark)
 DECISIONS_KEPT = 4096
+
+
+def _traced_decision(t: Trace) -> Decision:
+    """An XDP frame's decision, from its trace (the XDP path has no plan layer). The EWMA,
+    which does not size XDP buffers, is left as it is."""
+    return Decision(t.outcome, t.reason, t.counter, _without_frags(t.skb),
+                    None if t.cost is None else t.cost.allocations,
+                    None if t.cost is None else t.cost.bytes_copied, 0, False)
 
 
 def _without_frags(skb: Skb | None) -> Skb | None:
