@@ -239,9 +239,11 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
         k = lookup(kernel)
         run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
         label = ring_config(k, cfg).alloc.label
+        parts: dict[int, Any] = {}  # what write_rows keeps: each decision's part, written once
         for f in run.frames:
             outcomes.add((f.outcome, f.reason))
             assert row_line(label, f) == json.dumps(row_to_dict(run, f))
+            assert row_line(label, f, parts) == json.dumps(row_to_dict(run, f))
             # a record's skb never says where its frags are (XDP's neither): the trace does
             assert f.skb is None or (f.skb.frags, f.skb.frag_list) == ((), ())
             framed += f.trace is not None and f.trace.skb is not None and bool(f.trace.skb.frags)

@@ -22,7 +22,7 @@ from vnetrx.model import SKB_FIELDS
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
-from vnetrx.replay.state import Ring
+from vnetrx.replay.state import Decision, Ring
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
 
@@ -150,14 +150,41 @@ _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 _skb_values = attrgetter(*_ROW_SKB)
 _ROW_LINE = (
     '{"schema": "' + ROW_SCHEMA + '", "index": %d, "frame_len": %d, "poll": %s, '
-    '"buffers": [%s], "outcome": "%s", "reason": %s, "counter": %s, %s, "allocations": %s, '
-    '"bytes_copied": %s, "frag_list": %d, "ewma": %s, "refill": %s}'
+    '"buffers": [%s], %s, "ewma": %s, "refill": %s}'
 )
+_DECISION_PART = ('"outcome": "%s", "reason": %s, "counter": %s, %s, "allocations": %s, '
+                  '"bytes_copied": %s, "frag_list": %d')
+PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
-def row_line(label: Callable[[int], str], f: FrameRecord) -> str:
-    """``json.dumps(row_to_dict(...))`` of one frame, written out directly."""
-    skb = f.skb
+def decision_part(d: Decision) -> str:
+    """The row's fields from the frame's decision: outcome to frag_list."""
+    skb = d.skb
+    return _DECISION_PART % (
+        d.outcome,
+        "null" if d.reason is None else json.dumps(d.reason),
+        "null" if d.counter is None else json.dumps(d.counter),
+        _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb),
+        "null" if d.allocations is None else d.allocations,
+        "null" if d.bytes_copied is None else d.bytes_copied,
+        d.frag_list,
+    )
+
+
+def row_line(label: Callable[[int], str], f: FrameRecord,
+             parts: dict[int, tuple[Decision, str]] | None = None) -> str:
+    """``json.dumps(row_to_dict(...))`` of one frame, written out directly. ``parts``: the
+    decision parts already written, by decision (frames alike in geometry share one)."""
+    d = f.decision
+    if parts is None:
+        middle = decision_part(d)
+    else:
+        known = parts.get(id(d))
+        if known is None or known[0] is not d:  # (the entry holds d: its id is not reused)
+            if len(parts) >= PARTS_KEPT:
+                parts.clear()
+            known = parts[id(d)] = (d, decision_part(d))
+        middle = known[1]
     buffers = ", ".join([f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
                          for b in [p.buf for p in f.buffers]])
     return _ROW_LINE % (
@@ -165,13 +192,7 @@ def row_line(label: Callable[[int], str], f: FrameRecord) -> str:
         f.frame_len,
         "null" if f.poll is None else f.poll,
         buffers,
-        f.outcome,
-        "null" if f.reason is None else json.dumps(f.reason),
-        "null" if f.counter is None else json.dumps(f.counter),
-        _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb),
-        "null" if f.allocations is None else f.allocations,
-        "null" if f.bytes_copied is None else f.bytes_copied,
-        f.frag_list,
+        middle,
         "null" if f.ewma_after is None else f.ewma_after,
         "null" if f.refill is None else len(f.refill.buffers),
     )
@@ -187,8 +208,9 @@ def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:
         return
     label = ring_config(s.kernel, s.config).alloc.label
     lines: list[str] = []
+    parts: dict[int, tuple[Decision, str]] = {}
     for f in s.records:
-        lines.append(row_line(label, f))
+        lines.append(row_line(label, f, parts))
         if len(lines) == 256:  # a few writes, whole lines only
             write("\n".join(lines) + "\n")
             lines = []

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
 
 from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
@@ -48,7 +47,7 @@ from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
-from vnetrx.replay.state import FrameRecord, Posted, RingConfig, RingState, RingView
+from vnetrx.replay.state import Decision, FrameRecord, Posted, RingConfig, RingState, RingView
 
 SRC = "drivers/net/virtio_net.c"
 # drops after receive_mergeable returned the skb (receive_buf's own checks): the EWMA moved
@@ -182,13 +181,7 @@ class _Run:
             frame_len,
             poll,
             used,
-            d.outcome,
-            d.reason,
-            d.counter,
-            d.skb,
-            d.allocations,
-            d.bytes_copied,
-            d.frag_list,
+            d,
             ewma_before if mergeable_ else None,
             self.state.ewma if mergeable_ else None,
             None,
@@ -319,20 +312,6 @@ class _Run:
                 continue
             used.append((arrival, state.take(count)))
         return dropped
-
-
-class Decision(NamedTuple):
-    """What receive_buf made of a frame, as its record shows it: nothing that depends on where
-    the buffers are (the skb without its frags' pages and offsets)."""
-
-    outcome: str  # "build_skb" | "copy" | "drop"
-    reason: str | None
-    counter: str | None
-    skb: Skb | None
-    allocations: int | None  # None on a drop
-    bytes_copied: int | None
-    frag_list: int
-    moves_ewma: bool  # ewma_pkt_len_add ran (mergeable: an skb was built)
 
 
 # decisions by header and geometry: the frames of a flow share a few, random lengths need one

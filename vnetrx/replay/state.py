@@ -127,28 +127,67 @@ class RingView(NamedTuple):
     fills: int
 
 
+class Decision(NamedTuple):
+    """What receive_buf made of a frame: nothing that depends on where its buffers are (the
+    skb without its frags' pages and offsets), so frames alike in length, header and buffer
+    lengths share one (vnetrx/replay/napi.py decides each such geometry once)."""
+
+    outcome: str  # "build_skb" | "copy" | "drop"
+    reason: str | None  # why it was dropped
+    counter: str | None  # the device counter the drop moved
+    skb: Skb | None  # as napi_gro_receive sees it; its frags (pages, offsets) are in a trace
+    allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
+    bytes_copied: int | None
+    frag_list: int  # skbs chained on the head's frag_list
+    moves_ewma: bool  # ewma_pkt_len_add ran (mergeable: an skb was built)
+
+
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a replay per frame
 class FrameRecord:
-    """One frame of a replay, from the plan layer; ``trace`` (the narrated trace, with the ring
-    steps) only for the frames asked for; ``ring`` unless the replay was asked not to keep it
-    (the compact rows and the totals do not show it)."""
+    """One frame of a replay: the buffers it used, its ``decision`` (shared with the frames
+    alike in geometry), ``trace`` (the narrated trace, with the ring steps) only for the frames
+    asked for; ``ring`` unless the replay was asked not to keep it (the compact rows and the
+    totals do not show it)."""
 
     index: int
     frame_len: int
     poll: int | None  # the NAPI poll that received it (None: the device dropped it)
     buffers: tuple[Posted, ...]  # the posted buffers the device filled (num_buffers of them)
-    outcome: str  # "build_skb" | "copy" | "drop"
-    reason: str | None  # why it was dropped
-    counter: str | None  # the device counter the drop moved
-    skb: Skb | None  # as napi_gro_receive sees it; its frags (pages, offsets) are in ``trace``
-    allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
-    bytes_copied: int | None
-    frag_list: int  # skbs chained on the head's frag_list
+    decision: Decision
     ewma_before: int | None
     ewma_after: int | None
     refill: Fill | None  # the refill that ended this frame's poll, if any
     ring: RingView | None  # after this frame and that refill
     trace: Trace | None = None
+
+    # the decision's fields, read through the record
+    @property
+    def outcome(self) -> str:
+        return self.decision.outcome
+
+    @property
+    def reason(self) -> str | None:
+        return self.decision.reason
+
+    @property
+    def counter(self) -> str | None:
+        return self.decision.counter
+
+    @property
+    def skb(self) -> Skb | None:
+        return self.decision.skb
+
+    @property
+    def allocations(self) -> int | None:
+        return self.decision.allocations
+
+    @property
+    def bytes_copied(self) -> int | None:
+        return self.decision.bytes_copied
+
+    @property
+    def frag_list(self) -> int:
+        return self.decision.frag_list
 
 
 @dataclass(frozen=True)

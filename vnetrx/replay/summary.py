@@ -38,10 +38,11 @@ class Totals:
                 self.pages += 1
                 self._last_page = p.buf.frag_index
         # a small-mode frame longer than a buffer never reaches the driver (QEMU drops it)
-        reason = (f.reason or "drop") if f.buffers else "device_too_long"
-        self.add_frames(f.frame_len, f.outcome, reason, f.counter if f.buffers else None,
-                        None if f.skb is None else f.skb.truesize, f.allocations,
-                        f.bytes_copied, len(f.buffers), f.frag_list)
+        d = f.decision
+        reason = (d.reason or "drop") if f.buffers else "device_too_long"
+        self.add_frames(f.frame_len, d.outcome, reason, d.counter if f.buffers else None,
+                        None if d.skb is None else d.skb.truesize, d.allocations,
+                        d.bytes_copied, len(f.buffers), d.frag_list)
 
     def add_frames(self, frame_len: int, outcome: str, reason: str | None, counter: str | None,
                    truesize: int | None, allocations: int | None, bytes_copied: int | None,
