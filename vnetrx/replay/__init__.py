@@ -36,6 +36,7 @@ from vnetrx.replay.refill import (
     view,
 )
 from vnetrx.replay.state import (
+    Decision,
     Fill,
     FrameRecord,
     Posted,
@@ -49,6 +50,7 @@ __all__ = [
     "MAX_FRAMES",
     "MAX_RING_SIZE",
     "SRC",
+    "Decision",
     "Fill",
     "FrameRecord",
     "Posted",
