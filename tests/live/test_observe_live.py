@@ -23,7 +23,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests import ROOT
-from tests.live.others import of_a_live_run
+from tests.live.others import instance_names, of_a_live_run
 from vnetrx.live import tap as live_tap
 from vnetrx.schemas import schema
 
@@ -104,25 +104,9 @@ def tracefs_mounts() -> list[str]:
 
 
 def stale_instances() -> list[str]:
-    """vnetrx-* instances under any tracefs mount (none is mounted: nothing can be listed, and
-    tracefs instances outlive mounts, so mount one briefly)."""
-    import ctypes
-    import tempfile
-
-    mounts = tracefs_mounts()
-    if mounts:
-        root = Path(mounts[0].split()[1])
-        return sorted(p.name for p in (root / "instances").glob("vnetrx-*")
-                      if not of_a_live_run(p.name))
-    point = tempfile.mkdtemp(prefix="vnetrx-test-tracefs-")
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.mount(b"nodev", point.encode(), b"tracefs", 0, None) == 0
-    try:
-        return sorted(p.name for p in (Path(point) / "instances").glob("vnetrx-*")
-                      if not of_a_live_run(p.name))
-    finally:
-        libc.umount2(point.encode(), 2)
-        os.rmdir(point)
+    """vnetrx-* instances of no live run, under any tracefs mount (or none)."""
+    return [name for name in instance_names()
+            if name.startswith("vnetrx-") and not of_a_live_run(name)]
 
 
 def run_helper(mode: str, writes: list[dict[str, Any]], *extra: str) -> dict[str, Any]:

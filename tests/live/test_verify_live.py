@@ -6,21 +6,19 @@ These run on the CI machine (root). They skip, with the reason, only where a req
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.live.others import of_a_live_run
+from tests.live.others import instance_names, of_a_live_run
 from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.running import running_profile
@@ -44,30 +42,10 @@ def tracefs_mounts() -> list[str]:
                   and not of_a_live_run(os.path.basename(line.split()[1])))
 
 
-@contextlib.contextmanager
-def tracefs() -> Iterator[Path]:
-    """Some tracefs mount point (a temporary one of our own when none exists)."""
-    mounts = tracefs_mounts()
-    if mounts:
-        yield Path(mounts[0].split()[1])
-        return
-    point = tempfile.mkdtemp(prefix="vnetrx-test-tracefs-")
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.mount(b"nodev", point.encode(), b"tracefs", 0, None) == 0
-    try:
-        yield Path(point)
-    finally:
-        libc.umount2(point.encode(), 2)
-        os.rmdir(point)
-
-
 def our_instances(live_too: bool = False) -> list[str]:
     """vnetrx instances left behind (``live_too``: also those of runs still going)."""
-    with tracefs() as root:
-        return sorted(
-            p.name for p in (root / "instances").iterdir() if p.name.startswith("vnetrx-")
-            and (live_too or not of_a_live_run(p.name))
-        )
+    return [name for name in instance_names()
+            if name.startswith("vnetrx-") and (live_too or not of_a_live_run(name))]
 
 
 def children_of(pid: int) -> list[int]:
