@@ -9,6 +9,8 @@ build_skb head): headroom 64, data at the Ethernet header.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Frag, Skb
@@ -217,3 +219,37 @@ def test_the_pulls_move_bytes_from_frags_into_the_head() -> None:
     assert result.skb is not None
     assert (result.skb.headlen, result.pulled, result.expanded) == (54, 40, False)
     assert result.skb.truesize == 2816
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kernel=st.sampled_from(["5.15.166", "5.15.167", "6.1.47", "6.1.107", "6.6.29", "6.6.44",
+                            "6.6.52", "6.12", "6.18", "7.3"]),
+    flags=st.sampled_from([0, NEEDS_CSUM, DATA_VALID]),
+    gso_type=st.sampled_from([0, GSO_TCPV4, 4, GSO_UDP, GSO_UDP_L4, 0x80, 0x81, 7]),
+    hdr_len=st.integers(0, 200),
+    gso_size=st.sampled_from([0, 1, 7, 8, 100, 1448, 1472, 0xFFFF]),
+    csum_start=st.sampled_from([0, 14, 20, 34, 54, 0xFFF0]),
+    csum_offset=st.sampled_from([0, 6, 16, 18]),
+    frame_len=st.integers(1, 65535),
+    linear=st.integers(1, 128),
+)
+def test_deciding_without_words_decides_the_same(
+    kernel: str, flags: int, gso_type: int, hdr_len: int, gso_size: int, csum_start: int,
+    csum_offset: int, frame_len: int, linear: int,
+) -> None:
+    """``narrate=False`` (sweeps, replay decisions) leaves out the checks' words and nothing
+    else: the same skb, the same refusal-or-not, as the narrated run."""
+    k = lookup(kernel)
+    h = VnetHdr(flags, gso_type, hdr_len, gso_size, csum_start, csum_offset)
+    head = min(linear, frame_len)
+    rest = frame_len - head
+    skb = Skb("test", HEADROOM + head + 320, HEADROOM, HEADROOM + head, HEADROOM + head,
+              frame_len, rest, 4096, 1 if rest else 0,
+              frags=(Frag("page", 0, rest, 4096),) if rest else ())
+    told = virtio_net_hdr_to_skb(k, hdr_rules(k), skb, h, owned=False)
+    quiet = virtio_net_hdr_to_skb(k, hdr_rules(k), skb, h, owned=False, narrate=False)
+    assert quiet.skb == told.skb
+    assert (quiet.pulled, quiet.expanded) == (told.pulled, told.expanded)
+    assert quiet.checks == () and quiet.failed is None
+    assert told.checks and (told.failed is None) == (told.skb is not None)

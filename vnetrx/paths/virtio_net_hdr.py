@@ -17,6 +17,7 @@ read @5.12.9, @5.15.x/@6.1.x/@6.6.x stable by stable, @6.1.192, @6.12.117, @6.18
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
@@ -182,33 +183,44 @@ def gso_type_names(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
 
 
-class _Walk:
-    """The checks, in order, as the kernel makes them."""
+Text = Callable[[], str]  # a check's words, made only when the checks are narrated
 
-    def __init__(self, k: KernelProfile) -> None:
-        self.k = k
+
+class _Walk:
+    """The checks, in order, as the kernel makes them; ``narrate`` False (a sweep, a replay's
+    decision): only whether each passed, none of the words."""
+
+    def __init__(self, k: KernelProfile, narrate: bool) -> None:
+        self.k, self.narrate = k, narrate
         self.checks: list[Check] = []
 
-    def add(self, source: str, function: str, test: str, ok: bool, detail: str,
-            because: tuple[str, ...] = (), refusal: str = "") -> bool:
-        self.checks.append(Check(f"{source}:{function} @ {self.k.name}", function, test, ok,
-                                 detail, because, "" if ok else refusal))
+    def add(self, source: str, function: str, test: str | Text, ok: bool, detail: Text,
+            because: tuple[str, ...] = (), refusal: Text | None = None) -> bool:
+        if self.narrate:
+            self.checks.append(Check(
+                f"{source}:{function} @ {self.k.name}", function,
+                test if isinstance(test, str) else test(), ok, detail(), because,
+                "" if ok or refusal is None else refusal()))
         return ok
 
 
 def virtio_net_hdr_to_skb(
-    k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool, tunnel: bool = False
+    k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool, tunnel: bool = False,
+    narrate: bool = True,
 ) -> HdrResult:
     """virtio_net_hdr_to_skb(skb, hdr, little_endian) on ``skb`` (data at the Ethernet header).
     ``owned``: the skb is charged to a socket (tun), so growing its head leaves truesize.
-    ``tunnel``: UDP-tunnel GSO was negotiated (a 24-byte header; 6.17+ only)."""
-    w = _Walk(k)
+    ``tunnel``: UDP-tunnel GSO was negotiated (a 24-byte header; 6.17+ only). ``narrate``
+    False: the same decisions without the checks' words (``checks`` empty, ``failed`` None),
+    for deciders that show none of them (sweeps, a replay's decisions)."""
+    w = _Walk(k, narrate)
     fn = "virtio_net_hdr_to_skb"
     start_len = skb.headlen
     expanded = False
 
     def refuse() -> HdrResult:
-        return HdrResult(None, tuple(w.checks), w.checks[-1], 0, expanded)
+        return HdrResult(None, tuple(w.checks), w.checks[-1] if w.checks else None, 0,
+                         expanded)
 
     def pull(length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
         nonlocal skb, expanded
@@ -216,14 +228,15 @@ def virtio_net_hdr_to_skb(
         pulled = pskb_may_pull(k, skb, length, owned)
         if pulled is None:
             w.add(VIRTIO_NET_H, fn, test, False,
-                  f"{length} bytes needed, skb->len is {skb.len}: pskb_may_pull fails", because,
-                  f"{what} = {length} bytes needed, the frame has {skb.len} "
+                  lambda: f"{length} bytes needed, skb->len is {skb.len}: pskb_may_pull fails",
+                  because,
+                  lambda: f"{what} = {length} bytes needed, the frame has {skb.len} "
                   "(pskb_may_pull fails)")
             return False
         grew = pulled.head_size != before.head_size or pulled.head != before.head
         moved = pulled.headlen - before.headlen
         w.add(VIRTIO_NET_H, fn, test, True,
-              f"{length} ≤ skb->len {skb.len}; "
+              lambda: f"{length} ≤ skb->len {skb.len}; "
               + (f"{moved} byte(s) pulled from the frags into the linear area"
                  + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew else "")
                  if moved else f"the first {length} bytes are already linear"),
@@ -242,10 +255,11 @@ def virtio_net_hdr_to_skb(
             )
         w.add(VIRTIO_NET_H, "virtio_net_hdr_tnl_to_skb",
               "a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", False,
-              f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
+              lambda: f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
               "GUEST_UDP_TUNNEL_GSO (virtio) / a 24-byte vnet_hdr_sz (tun) is off",
               r.cite("tunnel"),
-              f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO negotiated")
+              lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
+              "negotiated")
         return refuse()
     # --- 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len ---------------
     nh_min_len, thlen, skb_gso = IPHDR_LEN, 0, 0
@@ -257,14 +271,16 @@ def virtio_net_hdr_to_skb(
         if r.udp_l4:
             known[GSO_UDP_L4] = (SKB_GSO_UDP_L4, UDPHDR_LEN)
         ok = base in known
-        detail = (
-            f"gso_type {h.gso_type:#04x} & ~ECN = {base} → {gso_type_names(known[base][0])[0]}"
-            if ok
-            else f"gso_type {h.gso_type:#04x} & ~ECN = {base}"
-            + (" (the ECN bit alone, without a GSO type)" if base == 0 else "")
-            + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
-            + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else "")
-        )
+
+        def detail() -> str:
+            if ok:
+                return (f"gso_type {h.gso_type:#04x} & ~ECN = {base} → "
+                        f"{gso_type_names(known[base][0])[0]}")
+            return (f"gso_type {h.gso_type:#04x} & ~ECN = {base}"
+                    + (" (the ECN bit alone, without a GSO type)" if base == 0 else "")
+                    + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
+                    + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else ""))
+
         if not w.add(VIRTIO_NET_H, fn, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
                      detail, r.cite("udp_l4") if base == GSO_UDP_L4 else (), detail):
             return refuse()
@@ -274,8 +290,8 @@ def virtio_net_hdr_to_skb(
         if ecn:
             skb_gso |= SKB_GSO_TCP_ECN
         if not w.add(VIRTIO_NET_H, fn, "a GSO type needs gso_size != 0",
-                     h.gso_size != 0, f"gso_size {h.gso_size}", (),
-                     f"gso_type {h.gso_type:#04x} with gso_size 0"):
+                     h.gso_size != 0, lambda: f"gso_size {h.gso_size}", (),
+                     lambda: f"gso_type {h.gso_type:#04x} with gso_size 0"):
             return refuse()
     # skb_reset_mac_header(skb): mac_header = data
     skb = skb._replace(mac_header=skb.data)
@@ -291,9 +307,9 @@ def virtio_net_hdr_to_skb(
                 VIRTIO_NET_H, fn,
                 "NEEDS_CSUM with gso_size: skb->len / gso_size >= 1, gso_size > needed and the "
                 "remainder 0 or > needed (\"net: missing check virtio\")", ok,
-                f"skb->len {skb.len} = {segs} × {h.gso_size} + {rem}; needed {needed}",
+                lambda: f"skb->len {skb.len} = {segs} × {h.gso_size} + {rem}; needed {needed}",
                 r.cite("missing_check"),
-                f"skb->len {skb.len} = {segs} × gso_size {h.gso_size} + {rem}: "
+                lambda: f"skb->len {skb.len} = {segs} × gso_size {h.gso_size} + {rem}: "
                 + ("shorter than one segment" if not segs else
                    f"gso_size not above the {needed} header bytes" if h.gso_size <= needed else
                    f"a last segment of {rem} bytes, not above the {needed} header bytes")
@@ -309,10 +325,10 @@ def virtio_net_hdr_to_skb(
         if not w.add(
             SKBUFF_C, "skb_partial_csum_set",
             "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen", ok,
-            f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
+            lambda: f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
             f"{start + off + 2} vs headlen {skb.headlen}"
             + ("" if ok else " (\"bad partial csum\" is logged)"), r.cite("partial_csum_strict"),
-            f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
+            lambda: f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
             f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
             "\"bad partial csum\" is logged)"):
             return refuse()
@@ -320,9 +336,9 @@ def virtio_net_hdr_to_skb(
         transport = start  # skb_transport_offset: transport_header = csum_start
         if r.transport_floor and not w.add(
             VIRTIO_NET_H, fn, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
-            transport >= nh_min_len, f"csum_start {start} vs nh_min_len {nh_min_len}",
+            transport >= nh_min_len, lambda: f"csum_start {start} vs nh_min_len {nh_min_len}",
             r.cite("transport_floor"),
-            f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a network "
+            lambda: f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a network "
             "header before the transport header)"):
             return refuse()
         p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + thlen
@@ -345,20 +361,22 @@ def virtio_net_hdr_to_skb(
         elif skb_gso == SKB_GSO_UDP_L4 or (skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP_L4):
             if r.udp_l4_checks:
                 limit = h.gso_size * r.udp_max_segments
-                rules = (
+                udp = skb
+                rules: tuple[tuple[str, bool, Text, Text], ...] = (
                     ("UDP_L4 needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
-                     f"flags {h.flags:#x}", "GSO_UDP_L4 without NEEDS_CSUM"),
+                     lambda: f"flags {h.flags:#x}", lambda: "GSO_UDP_L4 without NEEDS_CSUM"),
                     ("UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
-                     skb.csum_offset == UDP_CSUM_OFFSET, f"csum_offset {skb.csum_offset}",
-                     f"GSO_UDP_L4 with csum_offset {skb.csum_offset}, not 6 (udphdr.check)"),
+                     udp.csum_offset == UDP_CSUM_OFFSET, lambda: f"csum_offset {udp.csum_offset}",
+                     lambda: f"GSO_UDP_L4 with csum_offset {udp.csum_offset}, not 6 "
+                     "(udphdr.check)"),
                     ("UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
-                     skb.len - p_off <= limit,
-                     f"{skb.len} - {p_off} = {skb.len - p_off} vs {h.gso_size} * "
+                     udp.len - p_off <= limit,
+                     lambda: f"{udp.len} - {p_off} = {udp.len - p_off} vs {h.gso_size} * "
                      f"{r.udp_max_segments} = {limit}",
-                     f"GSO_UDP_L4 payload {skb.len - p_off} > gso_size {h.gso_size} × "
+                     lambda: f"GSO_UDP_L4 payload {udp.len - p_off} > gso_size {h.gso_size} × "
                      f"UDP_MAX_SEGMENTS {r.udp_max_segments} = {limit}"),
-                    ("UDP_L4 without the ECN bit", not ecn, f"gso_type {h.gso_type:#04x}",
-                     "GSO_UDP_L4 with the ECN bit"),
+                    ("UDP_L4 without the ECN bit", not ecn, lambda: f"gso_type {h.gso_type:#04x}",
+                     lambda: "GSO_UDP_L4 with the ECN bit"),
                 )
                 for test, ok, detail, refusal in rules:
                     if not w.add(VIRTIO_NET_H, fn, test, ok, detail, r.cite("udp_l4_checks"),
@@ -372,27 +390,27 @@ def virtio_net_hdr_to_skb(
                     VIRTIO_NET_H, fn,
                     "TCP GSO: csum_offset == offsetof(struct tcphdr, check) (16)"
                     + (" when CHECKSUM_PARTIAL" if r.tcp_csum_offset == "partial" else ""),
-                    offset == TCP_CSUM_OFFSET, f"csum_offset {offset}",
+                    offset == TCP_CSUM_OFFSET, lambda: f"csum_offset {offset}",
                     r.cite("tcp_csum_offset"),
-                    f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
+                    lambda: f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
                     + ("" if skb.ip_summed == CHECKSUM_PARTIAL else
                        ": this kernel tests it even without NEEDS_CSUM")):
                     return refuse()
             if r.tcp_min_gso_size and gso_size < r.tcp_min_gso_size:
                 w.add(VIRTIO_NET_H, fn, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)", True,
-                      f"gso_size {gso_size} raised to {r.tcp_min_gso_size}",
+                      lambda: f"gso_size {gso_size} raised to {r.tcp_min_gso_size}",
                       r.cite("tcp_min_gso_size"))
                 gso_size = r.tcp_min_gso_size
         if r.gso_by_frags and not w.add(
             VIRTIO_NET_H, fn, "gso_size != GSO_BY_FRAGS (0xffff)",
-            gso_size != GSO_BY_FRAGS, f"gso_size {gso_size}", r.cite("gso_by_frags"),
-            "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel"):
+            gso_size != GSO_BY_FRAGS, lambda: f"gso_size {gso_size}", r.cite("gso_by_frags"),
+            lambda: "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel"):
             return refuse()
         big = skb.len - nh_off > gso_size
         mask = skb_gso | SKB_GSO_DODGY
         w.add(VIRTIO_NET_H, fn, "the GSO fields are set only if skb->len - nh_off > gso_size "
               "(\"too small packets are not really GSO ones\")", True,
-              f"{skb.len} - {nh_off} = {skb.len - nh_off} "
+              lambda: f"{skb.len} - {nh_off} = {skb.len - nh_off} "
               + (f"> {gso_size}: gso_size {gso_size}, gso_type {mask:#x} "
                  f"({'|'.join(gso_type_names(mask))}), gso_segs 0"
                  if big else f"≤ {gso_size}: too small to be GSO, left as one packet"),
@@ -402,7 +420,7 @@ def virtio_net_hdr_to_skb(
                                gso_type_names=gso_type_names(mask), gso_segs=0)
     elif not h.flags & NEEDS_CSUM:
         w.add(VIRTIO_NET_H, fn, "no NEEDS_CSUM, GSO_NONE", True,
-              f"nothing to set; ip_summed stays {skb.ip_summed} ({skb.ip_summed_name})")
+              lambda: f"nothing to set; ip_summed stays {skb.ip_summed} ({skb.ip_summed_name})")
     return HdrResult(skb, tuple(w.checks), None, skb.headlen - start_len, expanded)
 
 

@@ -89,18 +89,19 @@ def planner(c: Config) -> Callable[[Config, int, bool], Plan]:
     return mergeable.plan_mergeable
 
 
-def deliver(c: Config, p: Plan) -> Delivery:
+def deliver(c: Config, p: Plan, narrate: bool = True) -> Delivery:
     """The skb receive_*() built, through the rest of receive_buf with the header the device
     wrote (``c.hdr``): see ``deliver_with``."""
-    return deliver_with(c, p, c.hdr)
+    return deliver_with(c, p, c.hdr, narrate)
 
 
-def deliver_with(c: Config, p: Plan, h: VnetHdr | None) -> Delivery:
+def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) -> Delivery:
     """The skb receive_*() built, through the rest of receive_buf: the hash report, DATA_VALID,
     virtio_net_hdr_to_skb with the header ``h`` (a ring model gives each frame its own), then
     eth_type_trans. What napi_gro_receive and its tracepoint see. Without a header (None:
     flags 0, GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays
-    CHECKSUM_NONE."""
+    CHECKSUM_NONE. ``narrate`` False: ``offload`` keeps virtio_net_hdr_to_skb's result without
+    the checks' words (sweeps and replays show none)."""
     if p.outcome == "drop":
         return Delivery(None, p.reason, None)
     if h is None:
@@ -117,7 +118,7 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None) -> Delivery:
         skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
     result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
-                                   tunnel=c.hdr_len == 24)
+                                   tunnel=c.hdr_len == 24, narrate=narrate)
     if result.skb is None:
         return Delivery(None, Drop.BAD_GSO, result)
     s = result.skb
