@@ -194,13 +194,12 @@ class _Walk:
         self.k, self.narrate = k, narrate
         self.checks: list[Check] = []
 
-    def add(self, source: str, function: str, test: str | Text, ok: bool, detail: Text,
+    def add(self, source: str, function: str, test: str, ok: bool, detail: Text,
             because: tuple[str, ...] = (), refusal: Text | None = None) -> bool:
         if self.narrate:
-            self.checks.append(Check(
-                f"{source}:{function} @ {self.k.name}", function,
-                test if isinstance(test, str) else test(), ok, detail(), because,
-                "" if ok or refusal is None else refusal()))
+            self.checks.append(Check(f"{source}:{function} @ {self.k.name}", function, test, ok,
+                                     detail(), because,
+                                     "" if ok or refusal is None else refusal()))
         return ok
 
 
