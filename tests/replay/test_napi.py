@@ -181,16 +181,17 @@ def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_
     for f in run.frames:
         t = f.trace
         assert t is not None
-        assert (f.outcome, f.reason, f.counter) == (t.outcome, t.reason, t.counter), f.index
-        seen.add((f.reason, None if f.skb is None else (f.skb.ip_summed, f.skb.gso_size)))
+        d = f.decision
+        assert (d.outcome, d.reason, d.counter) == (t.outcome, t.reason, t.counter), f.index
+        seen.add((d.reason, None if d.skb is None else (d.skb.ip_summed, d.skb.gso_size)))
         if t.skb is None:
-            assert f.skb is None
+            assert d.skb is None
             continue
-        assert f.skb is not None and t.cost is not None
-        assert f.skb.frags == () and f.skb.frag_list == ()  # where they are: the trace's
-        assert f.skb == t.skb._replace(frags=(), frag_list=()), f.index
-        assert (f.allocations, f.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
-        assert f.frag_list == len(t.skb.frag_list)
+        assert d.skb is not None and t.cost is not None
+        assert d.skb.frags == () and d.skb.frag_list == ()  # where they are: the trace's
+        assert d.skb == t.skb._replace(frags=(), frag_list=()), f.index
+        assert (d.allocations, d.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
+        assert d.frag_list == len(t.skb.frag_list)
     if with_hdrs and cfg.xdp is None:  # what the headers make: CHECKSUM_PARTIAL (3), GSO, a drop
         assert {(None, (3, 0)), (None, (3, 1448)), ("bad_gso", None)} <= seen, seen
     if with_hdrs and cfg.xdp is not None:  # XDP refuses GSO and (6.10+) NEEDS_CSUM frames
@@ -241,11 +242,12 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
         label = ring_config(k, cfg).alloc.label
         parts: dict[int, Any] = {}  # what write_rows keeps: each decision's part, written once
         for f in run.frames:
-            outcomes.add((f.outcome, f.reason))
+            outcomes.add((f.decision.outcome, f.decision.reason))
             assert row_line(label, f) == json.dumps(row_to_dict(run, f))
             assert row_line(label, f, parts) == json.dumps(row_to_dict(run, f))
             # a record's skb never says where its frags are (XDP's neither): the trace does
-            assert f.skb is None or (f.skb.frags, f.skb.frag_list) == ((), ())
+            skb = f.decision.skb
+            assert skb is None or (skb.frags, skb.frag_list) == ((), ())
             framed += f.trace is not None and f.trace.skb is not None and bool(f.trace.skb.frags)
     assert framed  # (XDP multi-buffer frames among them)
     # the cases the writer tells apart: received, dropped by the device, by the driver, by XDP
@@ -279,5 +281,7 @@ def test_header_less_frames_are_planned_once_per_geometry(monkeypatch: pytest.Mo
     by_geometry = {}
     for f in run.frames:
         seen = by_geometry.setdefault((f.frame_len, f.buffers[0].buf.len), f)
-        assert (f.outcome, f.skb, f.allocations, f.bytes_copied) == (
-            seen.outcome, seen.skb, seen.allocations, seen.bytes_copied)
+        assert (f.decision.outcome, f.decision.skb, f.decision.allocations,
+                f.decision.bytes_copied) == (seen.decision.outcome, seen.decision.skb,
+                                             seen.decision.allocations,
+                                             seen.decision.bytes_copied)

@@ -20,8 +20,8 @@ LAB = Path(__file__).parent.parent / "data" / "lab_xdp"
 def test_mergeable_slots_and_outcomes_6_12() -> None:
     r = replay(lookup("6.12"), RingConfig(mergeable=True, xdp="pass"),
                (60, 1000, 3508, 3509, 9014, 1514))
-    rows = [(f.outcome, f.reason, len(f.buffers), f.buffers[0].buf.offset,
-             None if f.skb is None else f.skb.truesize) for f in r.frames]
+    rows = [(f.decision.outcome, f.decision.reason, len(f.buffers), f.buffers[0].buf.offset,
+             None if f.decision.skb is None else f.decision.skb.truesize) for f in r.frames]
     assert rows == [
         ("build_skb", None, 1, 0, 4352),
         ("build_skb", None, 1, 4096, 4352),
@@ -35,7 +35,7 @@ def test_mergeable_slots_and_outcomes_6_12() -> None:
 
 def test_small_slots() -> None:
     r = replay(lookup("6.12"), RingConfig(mergeable=False, xdp="drop"), (60, 1000))
-    assert [(f.outcome, f.buffers[0].buf.len, f.buffers[0].buf.offset) for f in r.frames] == [
+    assert [(f.decision.outcome, f.buffers[0].buf.len, f.buffers[0].buf.offset) for f in r.frames] == [
         ("xdp_drop", 2176, 0), ("xdp_drop", 2176, 2176)]
 
 
@@ -49,10 +49,11 @@ def test_replay_reproduces_a_real_guest() -> None:
     for frame, record in zip(report.frames, r.frames, strict=True):
         seen = frame.observed
         if seen["outcome"] == "drop":
-            assert record.skb is None, frame.frame_len
+            assert record.decision.skb is None, frame.frame_len
             continue
-        assert record.skb is not None, frame.frame_len
-        got = (record.skb.len, record.skb.data_len, record.skb.truesize, record.skb.nr_frags)
+        assert record.decision.skb is not None, frame.frame_len
+        skb = record.decision.skb
+        got = (skb.len, skb.data_len, skb.truesize, skb.nr_frags)
         assert got == (seen["len"], seen["data_len"], seen["truesize"], seen["nr_frags"])
 
 

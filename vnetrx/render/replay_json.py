@@ -123,21 +123,22 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
     """One compact row: the frame, the buffers it used (page, offset, len), what it became (the
     sweep row's skb fields), the cost, the EWMA after it and the refill its poll ended with."""
     label = ring_config(s.kernel, s.config).alloc.label
-    skb = f.skb
+    d = f.decision
+    skb = d.skb
     out: dict[str, Any] = {
         "schema": ROW_SCHEMA,
         "index": f.index,
         "frame_len": f.frame_len,
         "poll": f.poll,
         "buffers": [[label(p.buf.frag_index), p.buf.offset, p.buf.len] for p in f.buffers],
-        "outcome": f.outcome,
-        "reason": f.reason,
-        "counter": f.counter,
+        "outcome": d.outcome,
+        "reason": d.reason,
+        "counter": d.counter,
     }
     out.update(_NO_SKB if skb is None else {name: getattr(skb, name) for name in _ROW_SKB})
-    out["allocations"] = f.allocations
-    out["bytes_copied"] = f.bytes_copied
-    out["frag_list"] = f.frag_list
+    out["allocations"] = d.allocations
+    out["bytes_copied"] = d.bytes_copied
+    out["frag_list"] = d.frag_list
     out["ewma"] = f.ewma_after
     out["refill"] = None if f.refill is None else len(f.refill.buffers)
     return out

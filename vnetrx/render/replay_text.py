@@ -41,9 +41,10 @@ def _sizes(buffers: tuple[Posted, ...]) -> str:
 
 
 def _outcome(f: FrameRecord) -> Text:
-    if f.skb is None:
-        return Text(f"drop: {f.reason}", style="bold red")
-    return Text(f.outcome, style="bold green" if f.outcome == "build_skb" else "bold blue")
+    d = f.decision
+    if d.skb is None:
+        return Text(f"drop: {d.reason}", style="bold red")
+    return Text(d.outcome, style="bold green" if d.outcome == "build_skb" else "bold blue")
 
 
 def _fill_text(fill: Fill) -> str:
@@ -110,8 +111,8 @@ def _table(r: Ring, frames: Iterable[FrameRecord]) -> Text:
                 ),
                 (_sizes(f.buffers) or "(none used)", ""),
                 (outcome.plain, str(outcome.style)),
-                ("-" if f.skb is None else str(f.skb.truesize), ""),
-                ("-" if f.skb is None else str(f.skb.nr_frags), ""),
+                ("-" if f.decision.skb is None else str(f.decision.skb.truesize), ""),
+                ("-" if f.decision.skb is None else str(f.decision.skb.nr_frags), ""),
                 ("-" if f.ewma_after is None else str(f.ewma_after), ""),
                 (str((f.ring and f.ring.mergeable_rx_buffer_size) or "-"), ""),
                 ("" if f.refill is None else _fill_text(f.refill), "yellow"),

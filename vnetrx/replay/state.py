@@ -160,35 +160,6 @@ class FrameRecord:
     ring: RingView | None  # after this frame and that refill
     trace: Trace | None = None
 
-    # the decision's fields, read through the record
-    @property
-    def outcome(self) -> str:
-        return self.decision.outcome
-
-    @property
-    def reason(self) -> str | None:
-        return self.decision.reason
-
-    @property
-    def counter(self) -> str | None:
-        return self.decision.counter
-
-    @property
-    def skb(self) -> Skb | None:
-        return self.decision.skb
-
-    @property
-    def allocations(self) -> int | None:
-        return self.decision.allocations
-
-    @property
-    def bytes_copied(self) -> int | None:
-        return self.decision.bytes_copied
-
-    @property
-    def frag_list(self) -> int:
-        return self.decision.frag_list
-
 
 @dataclass(frozen=True)
 class Replay:
