@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import Union
 
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.records import NamedTuple
 
 Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 

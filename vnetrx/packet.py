@@ -11,7 +11,6 @@ DATA_VALID, and a GSO type and size with hdr_len covering the headers. Pure: no 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.constants import ETH_HLEN
@@ -32,6 +31,7 @@ from vnetrx.paths.virtio_net_hdr import (
     UDPHDR_LEN,
     VnetHdr,
 )
+from vnetrx.records import NamedTuple
 
 L4_CHOICES = ("tcp4", "tcp6", "udp4", "udp6")
 CSUM_CHOICES = ("partial", "valid", "none")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.kernel.profile import KernelProfile
@@ -18,6 +18,7 @@ from vnetrx.model import SKB_FIELDS, Cost, Skb, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb
+from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"

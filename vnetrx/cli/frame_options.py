@@ -4,7 +4,7 @@ offload header, given as bytes (``--hdr``) or built from ``--csum`` / ``--gso``.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import click
 
@@ -25,6 +25,7 @@ from vnetrx.packet import (
     read_frame,
 )
 from vnetrx.paths.virtio_net_hdr import VnetHdr
+from vnetrx.records import NamedTuple
 
 HDR_HELP = (
     "The virtio_net_hdr before the frame, as hex (flags u8, gso_type u8, hdr_len le16, gso_size "

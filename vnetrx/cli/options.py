@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import click
 
@@ -18,6 +18,7 @@ from vnetrx.kernel.build import (
 from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import lookup, newest, supported_names
+from vnetrx.records import NamedTuple
 
 
 class Count(click.ParamType):  # type: ignore[type-arg]

@@ -8,9 +8,8 @@ docs/kernel/tun-tap.md, docs/kernel/tx-headroom.md and docs/kernel/offloads.md; 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.kernel.version import KernelVersion, v
+from vnetrx.records import NamedTuple
 
 
 class Change(NamedTuple):

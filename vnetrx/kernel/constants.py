@@ -17,7 +17,7 @@ Sources: docs/kernel/skbuff.md §2, docs/kernel/virtio-net-rx.md §3-§5, docs/k
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import Union
 
 from vnetrx.kernel.changes import (
     TUN_ALLOC_SKB_BIG_PAGED,
@@ -27,6 +27,7 @@ from vnetrx.kernel.changes import (
     Change,
 )
 from vnetrx.kernel.version import KernelVersion
+from vnetrx.records import NamedTuple
 
 # --- protocol facts ---------------------------------------------------------------------
 ETH_HLEN = 14  # include/uapi/linux/if_ether.h

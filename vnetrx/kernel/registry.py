@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.errors import UnknownProfileError, UnsupportedError
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.changes import CHANGES
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
+from vnetrx.records import NamedTuple
 
 
 class Series(NamedTuple):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from vnetrx.errors import UnknownProfileError
+from vnetrx.records import NamedTuple
 
 _RELEASE = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(.{0,200})$")
 # Debian, Ubuntu and RHEL name their kernels by ABI, not by upstream point release:

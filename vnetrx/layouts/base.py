@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from vnetrx.errors import LayoutError
+from vnetrx.records import NamedTuple
 
 # Construct's little-endian integer for each scalar size (``__virtio16`` is little-endian on every
 # profiled platform: see layouts/virtio_net.py).

@@ -7,7 +7,7 @@ Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from vnetrx.errors import SimulationError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -20,6 +20,7 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
 from vnetrx.model import Frag, FragListSkb, Skb
+from vnetrx.records import NamedTuple
 
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.

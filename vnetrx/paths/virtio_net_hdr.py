@@ -19,7 +19,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from functools import cache
-from typing import NamedTuple
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import (
@@ -43,6 +42,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Refusal, Skb
 from vnetrx.paths.skbuff import pskb_may_pull
 from vnetrx.paths.steps import StepLog
+from vnetrx.records import NamedTuple
 
 VIRTIO_NET_H = "include/linux/virtio_net.h"
 SKBUFF_C = "net/core/skbuff.c"

@@ -11,10 +11,9 @@ bpf_xdp_adjust_tail (6.1+) is modelled only where virtio-net reaches it.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
 from vnetrx.paths.steps import StepLog
+from vnetrx.records import NamedTuple
 
 FILTER_SRC = "net/core/filter.c"
 # include/uapi/linux/bpf.h: enum xdp_action

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 from vnetrx.errors import InputError
+from vnetrx.records import NamedTuple
 
 LINKTYPE_ETHERNET = 1
 PCAP_MAGICS = {

@@ -18,10 +18,11 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from vnetrx.errors import InputError
 from vnetrx.files import open_input
+from vnetrx.records import NamedTuple
 from vnetrx.replay.capture import is_capture, read_capture
 
 if TYPE_CHECKING:

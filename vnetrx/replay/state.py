@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from vnetrx.kernel.constants import NAPI_POLL_WEIGHT
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Skb, Trace
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer
 from vnetrx.paths.virtio_net.setup import VirtioRxSetup
+from vnetrx.records import NamedTuple
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,10 @@ the result (``TapResult``) and tun.c's constants. Used by get_user, vnet_hdr, bu
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Refusal, Skb, XdpRun
+from vnetrx.records import NamedTuple
 
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"

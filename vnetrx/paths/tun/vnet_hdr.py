@@ -10,8 +10,6 @@ stays CHECKSUM_NONE unless NEEDS_CSUM makes it CHECKSUM_PARTIAL (docs/kernel/off
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import TUN_VNET_HDR_GET, VNET_HDR_UDP_TUNNEL
 from vnetrx.kernel.constants import ETH_HLEN, U16_MAX
@@ -30,6 +28,7 @@ from vnetrx.paths.virtio_net_hdr import (
     narrate_checks,
     virtio_net_hdr_to_skb,
 )
+from vnetrx.records import NamedTuple
 
 TUN_C = "drivers/net/tun.c"
 

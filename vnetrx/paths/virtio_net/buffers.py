@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
+from vnetrx.records import NamedTuple
 
 
 class PostedBuffer(NamedTuple):

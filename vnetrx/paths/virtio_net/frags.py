@@ -8,13 +8,12 @@ Facts: docs/kernel/virtio-net-rx.md §9.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from vnetrx.model import Buffer
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer
 from vnetrx.paths.virtio_net.plan import Append, Plan, PlanFrag
 from vnetrx.paths.virtio_net.setup import Config
+from vnetrx.records import NamedTuple
 
 SRC = "drivers/net/virtio_net.c"
 

@@ -6,9 +6,10 @@ reasons: the drops are here, page_to_skb's build-or-copy reasons in page_to_skb.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
+from vnetrx.records import NamedTuple
 
 
 class Reason(str, Enum):

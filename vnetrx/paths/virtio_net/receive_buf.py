@@ -11,7 +11,6 @@ Facts: docs/kernel/virtio-net-rx.md §4, docs/kernel/offloads.md §4.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
@@ -36,6 +35,7 @@ from vnetrx.paths.virtio_net_hdr import (
     narrate_checks,
     virtio_net_hdr_to_skb,
 )
+from vnetrx.records import NamedTuple
 
 SRC = "drivers/net/virtio_net.c"
 TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)

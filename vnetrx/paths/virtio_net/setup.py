@@ -11,7 +11,7 @@ loaded only when there is one). Facts: docs/kernel/virtio-net-rx.md §3-§5.
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -43,6 +43,7 @@ from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net.buffers import CarvedMemo, PostedBuffer, RxAllocator
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
+from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net.xdp_config import XdpConfig

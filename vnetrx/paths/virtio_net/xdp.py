@@ -21,7 +21,6 @@ not modelled.
 from __future__ import annotations
 
 from itertools import islice
-from typing import NamedTuple
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -44,6 +43,7 @@ from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config
 from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 from vnetrx.paths.virtio_net_hdr import DATA_VALID, VnetHdr
 from vnetrx.paths.xdp import FILTER_SRC, VERDICT, run_helpers
+from vnetrx.records import NamedTuple
 
 SRC = "drivers/net/virtio_net.c"
 NEEDS_CSUM = 1  # VIRTIO_NET_HDR_F_NEEDS_CSUM
