@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import struct
+from typing import Any
 
 import pytest
 
 from vnetrx.errors import InputError
-from vnetrx.replay.capture import read_capture
+from vnetrx.replay.capture import MAX_CAPLEN, read_capture
 
 
 def pcap(frames: list[tuple[int, int]], order: str = "<", link: int = 1, nano: bool = False
@@ -59,11 +60,47 @@ def test_records_spanning_reads() -> None:
     assert sum(1 for _ in read_capture(io.BytesIO(data), "f")) == 200
 
 
+class Trickle(io.RawIOBase):
+    """A pipe that holds at most ``step`` bytes at a time (a live `tcpdump -U -w -`)."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.pos, self.step = data, 0, step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        chunk = self.data[self.pos:self.pos + min(self.step, len(b))]
+        b[:len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+
+@pytest.mark.parametrize("reader", ["file", "trickle", "buffered trickle"])
+def test_frames_keep_their_bytes(reader: str) -> None:
+    """Every frame's bytes are its own, also after later reads have reused the read buffer;
+    records of up to libpcap's 262144 bytes, and reads that end anywhere in a record."""
+    sizes = [60, 9014, 1514, MAX_CAPLEN, 66, *[MAX_CAPLEN - 1] * 5, 1, 200]
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for i, size in enumerate(sizes):
+        out += struct.pack("<IIII", 0, 0, size, size) + bytes([i + 1]) * size
+    stream: Any = {"file": io.BytesIO(out), "trickle": Trickle(out, 997),
+                   "buffered trickle": io.BufferedReader(Trickle(out, 4093))}[reader]
+    frames = list(read_capture(stream, "f"))  # all read before any is looked at
+    assert [f.length for f in frames] == sizes
+    for i, (frame, size) in enumerate(zip(frames, sizes, strict=True)):
+        assert frame.data == bytes([i + 1]) * size
+    lengths = [f.length for f in read_capture(io.BytesIO(out), "f", data=False)]
+    assert lengths == sizes
+
+
 @pytest.mark.parametrize(("data", "message"), [
     (pcap([(60, 60)], link=113), "link type 113, not Ethernet"),
     (pcapng(link=113), "link type 113, not Ethernet"),
     (pcap([(60, 60)])[:-10], "it ends inside record 0"),
     (pcap([(60, 60)])[:20], "it ends inside the file header"),
+    (pcap([(60, 60), (MAX_CAPLEN + 1, MAX_CAPLEN + 1)]),  # tcpdump: "invalid packet capture
+     "record 1 holds 262145 captured bytes, more than a pcap record can"),  # length 262145"
     (pcapng()[:-6], "it ends inside a block"),
 ])
 def test_broken_captures(data: bytes, message: str) -> None:

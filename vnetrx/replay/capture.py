@@ -64,33 +64,47 @@ def _ethernet(name: str, link: int) -> None:
 
 
 CHUNK = 1 << 20  # bytes read at a time
+# libpcap's MAXIMUM_SNAPLEN: tcpdump 4.99.3 (libpcap 1.10.3) reads a record of 262144 captured
+# bytes and refuses one of 262145 ("invalid packet capture length"); so does vnetrx, which
+# also keeps every record within one read buffer
+MAX_CAPLEN = 262144
 
 
 def _pcap(stream: BinaryIO, name: str, order: str, data: bool) -> Iterator[Frame]:
-    """Records parsed out of large reads (one read per record costs more than the rest)."""
+    """Records parsed out of large reads into one buffer, reused: a read per record, or a new
+    1 MiB bytes object per read (each a fresh allocation the kernel faults in), cost more than
+    the parsing (~1 us a frame of mixed lengths)."""
     header = _read(stream, 20, name, "the file header")
     _major, _minor, _zone, _sigfigs, _snaplen, link = struct.unpack(order + "HHiIII", header)
     _ethernet(name, link & 0x0FFFFFFF)  # the top bits may carry FCS flags
     unpack = struct.Struct(order + "8xII").unpack_from
-    # read1 returns what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as it
+    # readinto1 takes what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as it
     # arrives rather than in 1 MiB steps (and a signal ends it at the next frame)
-    read = getattr(stream, "read1", stream.read)
-    buf, pos, index = b"", 0, 0
+    # (every binary stream has readinto; typing.BinaryIO does not declare it)
+    readinto = getattr(stream, "readinto1", None) or stream.readinto  # type: ignore[attr-defined]
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    end = pos = index = 0
     while True:
-        if len(buf) - pos < 16 or len(buf) - pos < 16 + unpack(buf, pos)[0]:
-            more = read(CHUNK)
-            if not more:
-                if pos < len(buf):
-                    raise InputError(f"{name}: unreadable capture (it ends inside record "
-                                     f"{index})")
-                return
-            buf, pos = buf[pos:] + more, 0
-            continue
-        caplen, length = unpack(buf, pos)
-        start = pos + 16
-        pos = start + caplen
-        yield Frame(length, buf[start:pos] if data else b"")
-        index += 1
+        if end - pos >= 16:
+            caplen, length = unpack(buf, pos)
+            if caplen > MAX_CAPLEN:
+                raise InputError(f"{name}: record {index} holds {caplen} captured bytes, more "
+                                 f"than a pcap record can ({MAX_CAPLEN})")
+            start = pos + 16
+            if start + caplen <= end:
+                pos = start + caplen
+                yield Frame(length, bytes(view[start:pos]) if data else b"")
+                index += 1
+                continue
+        rest = end - pos
+        buf[:rest] = buf[pos:end]  # the record begun so far, to the front
+        got = readinto(view[rest:])
+        if not got:
+            if rest:
+                raise InputError(f"{name}: unreadable capture (it ends inside record {index})")
+            return
+        end, pos = rest + got, 0
 
 
 def _pcapng(stream: BinaryIO, name: str) -> Iterator[Frame]:
