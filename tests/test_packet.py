@@ -141,3 +141,23 @@ def test_capture_headers() -> None:
     assert capture_header(tcp, 9014, 1500, None, "auto-valid") == VnetHdr(
         DATA_VALID, GSO_TCPV4, 66, 1448, 0, 0)
     assert capture_header(transport_of(bytes(60)), 60, 1500, None, "auto") is None
+
+
+@pytest.mark.parametrize("mode", ["auto", "auto-valid"])
+def test_capture_deriver_gives_each_frame_capture_header(mode: str) -> None:
+    """The replay's deriver: for every frame, capture_header of where its headers are; frames
+    alike in those and in being over the MTU or not share one header (the MTU boundary ± 1)."""
+    from vnetrx.packet import capture_deriver, capture_header, transport_of
+
+    mtu = 1500
+    derive = capture_deriver(mode, mtu, None)
+    frames = [build_frame(9014, "tcp4", 12), build_frame(9014, "tcp6", 12),
+              *(build_frame(9014, l4) for l4 in ("tcp4", "tcp6", "udp4", "udp6")), bytes(60)]
+    for frame in frames:
+        h = transport_of(frame)
+        for length in (60, h.network + mtu - 1, h.network + mtu, h.network + mtu + 1, 9014):
+            assert derive(length, frame) == capture_header(h, length, mtu, None, mode)
+    tcp = build_frame(9014, "tcp4")
+    assert derive(1514, tcp) is derive(1000, tcp)  # the same header object, made once
+    assert derive(1515, tcp) is not derive(1514, tcp)
+    assert derive(1515, tcp).gso_size == mtu - 20 - 20  # type: ignore[union-attr]

@@ -11,6 +11,7 @@ DATA_VALID, and a GSO type and size with hdr_len covering the headers. Pure: no 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.constants import ETH_HLEN
@@ -182,6 +183,31 @@ def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
             return VnetHdr(DATA_VALID, GSO_NONE, 0, 0, 0, 0)
         return VnetHdr(DATA_VALID, gso[0], h.end, gso[1], 0, 0)
     return offload_header(h, "partial", gso)
+
+
+# capture_deriver's bound on the headers it keeps (a bound on memory: a capture's flows share a
+# handful; frames whose headers all differ are each derived again past it)
+HEADERS_KEPT = 4096
+
+
+def capture_deriver(mode: str, mtu: int, mss: int | None
+                    ) -> Callable[[int, bytes], VnetHdr | None]:
+    """``derive(length, captured bytes)``: ``capture_header`` for each frame of a replayed
+    capture. The header reads only where the frame's headers are and whether the frame is longer
+    than the MTU, so each such pair is made once and shared by the frames that have it."""
+    made: dict[tuple[Headers, bool], VnetHdr | None] = {}
+
+    def derive(length: int, data: bytes) -> VnetHdr | None:
+        h = transport_of(data)
+        key = (h, length - h.network > mtu)  # capture_header's one use of the length
+        if key in made:
+            return made[key]
+        if len(made) >= HEADERS_KEPT:
+            made.clear()
+        hdr = made[key] = capture_header(h, length, mtu, mss, mode)
+        return hdr
+
+    return derive
 
 
 def read_frame(path: str) -> bytes:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,6 @@ from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_li
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
-    from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -193,7 +192,9 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if lengths is not None:
             raise click.UsageError("--offload derives headers from a capture's bytes: use "
                                    "--from FILE")
-        derive = _deriver(o["offload"], o["mtu"], o["mss"])
+        from vnetrx.packet import capture_deriver
+
+        derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive))
     known = len(frames.items) if isinstance(frames.items, tuple) else None
@@ -279,15 +280,6 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
     return totals.frames
-
-
-def _deriver(mode: str, mtu: int, mss: int | None) -> Callable[[int, bytes], VnetHdr | None]:
-    from vnetrx.packet import capture_header, transport_of
-
-    def derive(length: int, data: bytes) -> VnetHdr | None:
-        return capture_header(transport_of(data), length, mtu, mss, mode)
-
-    return derive
 
 
 def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
