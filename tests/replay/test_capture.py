@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from vnetrx.errors import InputError
-from vnetrx.replay.capture import MAX_CAPLEN, read_capture
+from vnetrx.replay.capture import MAX_CAPLEN, MAX_PCAPNG_BLOCK, read_capture
 
 
 def pcap(frames: list[tuple[int, int]], order: str = "<", link: int = 1, nano: bool = False
@@ -94,6 +94,40 @@ def test_frames_keep_their_bytes(reader: str) -> None:
     assert lengths == sizes
 
 
+def pcapng_of(sizes: list[int], order: str = "<", extra: bytes = b"") -> bytes:
+    """A pcapng whose Enhanced Packet Block i holds ``sizes[i]`` bytes of i + 1; ``extra``
+    (blocks) after the Interface Description Block."""
+    shb = block(order, 0x0A0D0D0A, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+    idb = block(order, 1, struct.pack(order + "HHI", 1, 0, 0))
+    epbs = b"".join(block(order, 6, struct.pack(order + "IIIII", 0, 0, 0, size, size)
+                          + bytes([i + 1]) * size) for i, size in enumerate(sizes))
+    return shb + idb + extra + epbs
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("reader", ["file", "trickle"])
+def test_pcapng_frames_keep_their_bytes(order: str, reader: str) -> None:
+    """As for pcap: every frame's bytes its own, reads ending anywhere in a block, and a block
+    (here a 2 MiB one vnetrx skips) larger than the 1 MiB read buffer."""
+    sizes = [60, 9014, MAX_CAPLEN, 1, 1514]
+    data = pcapng_of(sizes, order, extra=block(order, 0x0BAD, bytes(2 << 20)))
+    stream: Any = io.BytesIO(data) if reader == "file" else Trickle(data, 1021)
+    frames = list(read_capture(stream, "f"))
+    assert [f.length for f in frames] == sizes
+    for i, (frame, size) in enumerate(zip(frames, sizes, strict=True)):
+        assert frame.data == bytes([i + 1]) * size
+
+
+def test_pcapng_blocks_up_to_libpcaps_maximum() -> None:
+    """tcpdump 4.99.3 reads a 16 MiB block and refuses a larger one ("pcapng block size
+    20971532 > maximum 16777216"); the next size a block can have is 16 MiB + 4."""
+    fits = pcapng_of([60], extra=block("<", 0x0BAD, bytes(MAX_PCAPNG_BLOCK - 12)))
+    assert [f.length for f in read_capture(io.BytesIO(fits), "f")] == [60]
+    over = pcapng_of([60], extra=block("<", 0x0BAD, bytes(MAX_PCAPNG_BLOCK - 8)))
+    with pytest.raises(InputError, match="a block of 16777220 bytes, more than a pcapng block"):
+        list(read_capture(io.BytesIO(over), "f"))
+
+
 @pytest.mark.parametrize(("data", "message"), [
     (pcap([(60, 60)], link=113), "link type 113, not Ethernet"),
     (pcapng(link=113), "link type 113, not Ethernet"),
@@ -101,6 +135,7 @@ def test_frames_keep_their_bytes(reader: str) -> None:
     (pcap([(60, 60)])[:20], "it ends inside the file header"),
     (pcap([(60, 60), (MAX_CAPLEN + 1, MAX_CAPLEN + 1)]),  # tcpdump: "invalid packet capture
      "record 1 holds 262145 captured bytes, more than a pcap record can"),  # length 262145"
+    (pcapng_of([60, MAX_CAPLEN + 1]), "packet 1 holds 262145 captured bytes"),
     (pcapng()[:-6], "it ends inside a block"),
 ])
 def test_broken_captures(data: bytes, message: str) -> None:

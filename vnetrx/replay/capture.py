@@ -40,20 +40,59 @@ def is_capture(head: bytes) -> bool:
 def read_capture(stream: BinaryIO, name: str, data: bool = True) -> Iterator[Frame]:
     """The frames of a pcap or pcapng capture, in order, as they are read (``data`` False:
     their lengths only, the bytes left out)."""
-    magic = _read(stream, 4, name, "the file header")
+    reads = _Reads(stream)
+    if not reads.fill(4):
+        raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
+    magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS:
-        yield from _pcap(stream, name, PCAP_MAGICS[magic], data)
+        yield from _pcap(reads, name, PCAP_MAGICS[magic], data)
     elif magic == PCAPNG_SHB:
-        yield from _pcapng(stream, name)
+        yield from _pcapng(reads, name, data)
     else:
         raise InputError(f"{name} is not a pcap or pcapng capture")
 
 
-def _read(stream: BinaryIO, size: int, name: str, what: str) -> bytes:
-    data = stream.read(size)
-    if len(data) != size:
-        raise InputError(f"{name}: unreadable capture (it ends inside {what})")
-    return data
+CHUNK = 1 << 20  # bytes read at a time
+# libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
+# capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
+# the same, which also bounds its read buffer
+MAX_CAPLEN = 262144
+MAX_PCAPNG_BLOCK = 16 << 20
+
+
+class _Reads:
+    """A capture read in large steps into one buffer, reused: a read per record, or a new
+    1 MiB bytes object per read (a fresh allocation the kernel faults in), costs more than the
+    parsing (~1 us a frame of mixed lengths). ``buf[pos:end]``: read but not yet parsed."""
+
+    __slots__ = ("buf", "end", "pos", "readinto", "view")
+
+    def __init__(self, stream: BinaryIO) -> None:
+        # readinto1 takes what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as
+        # it arrives rather than in 1 MiB steps (and a signal ends it at the next frame). Every
+        # binary stream has readinto; typing.BinaryIO does not declare it.
+        self.readinto = getattr(stream, "readinto1", None) or stream.readinto  # type: ignore[attr-defined]
+        self.buf = bytearray(CHUNK)
+        self.view = memoryview(self.buf)
+        self.pos = self.end = 0
+
+    def fill(self, need: int) -> bool:
+        """At least ``need`` unparsed bytes (the buffer grows for a record larger than it);
+        False when the capture ends first."""
+        while self.end - self.pos < need:
+            rest = self.end - self.pos
+            if need > len(self.buf):
+                self.view.release()
+                self.buf = self.buf[self.pos:self.end] + bytearray(need - rest)
+                self.view = memoryview(self.buf)
+            else:
+                self.buf[:rest] = self.buf[self.pos:self.end]  # what is begun, to the front
+            self.pos, self.end = 0, rest
+            got = self.readinto(self.view[rest:])
+            if not got:
+                return False
+            self.end = rest + got
+        return True
 
 
 def _ethernet(name: str, link: int) -> None:
@@ -63,87 +102,81 @@ def _ethernet(name: str, link: int) -> None:
         )
 
 
-CHUNK = 1 << 20  # bytes read at a time
-# libpcap's MAXIMUM_SNAPLEN: tcpdump 4.99.3 (libpcap 1.10.3) reads a record of 262144 captured
-# bytes and refuses one of 262145 ("invalid packet capture length"); so does vnetrx, which
-# also keeps every record within one read buffer
-MAX_CAPLEN = 262144
-
-
-def _pcap(stream: BinaryIO, name: str, order: str, data: bool) -> Iterator[Frame]:
-    """Records parsed out of large reads into one buffer, reused: a read per record, or a new
-    1 MiB bytes object per read (each a fresh allocation the kernel faults in), cost more than
-    the parsing (~1 us a frame of mixed lengths)."""
-    header = _read(stream, 20, name, "the file header")
-    _major, _minor, _zone, _sigfigs, _snaplen, link = struct.unpack(order + "HHiIII", header)
+def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
+    if not reads.fill(24):
+        raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
+    link = struct.unpack_from(order + "I", reads.buf, reads.pos + 20)[0]
     _ethernet(name, link & 0x0FFFFFFF)  # the top bits may carry FCS flags
+    reads.pos += 24
     unpack = struct.Struct(order + "8xII").unpack_from
-    # readinto1 takes what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as it
-    # arrives rather than in 1 MiB steps (and a signal ends it at the next frame)
-    # (every binary stream has readinto; typing.BinaryIO does not declare it)
-    readinto = getattr(stream, "readinto1", None) or stream.readinto  # type: ignore[attr-defined]
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    end = pos = index = 0
+    index = 0
     while True:
-        if end - pos >= 16:
+        # the records wholly read, parsed with the buffer's fields in locals
+        buf, view, pos, end = reads.buf, reads.view, reads.pos, reads.end
+        need = 16
+        while end - pos >= 16:
             caplen, length = unpack(buf, pos)
             if caplen > MAX_CAPLEN:
                 raise InputError(f"{name}: record {index} holds {caplen} captured bytes, more "
                                  f"than a pcap record can ({MAX_CAPLEN})")
             start = pos + 16
-            if start + caplen <= end:
-                pos = start + caplen
-                yield Frame(length, bytes(view[start:pos]) if data else b"")
-                index += 1
-                continue
-        rest = end - pos
-        buf[:rest] = buf[pos:end]  # the record begun so far, to the front
-        got = readinto(view[rest:])
-        if not got:
-            if rest:
+            if start + caplen > end:
+                need = 16 + caplen
+                break
+            pos = start + caplen
+            yield Frame(length, bytes(view[start:pos]) if data else b"")
+            index += 1
+        reads.pos = pos
+        if not reads.fill(need):
+            if reads.end > reads.pos:
                 raise InputError(f"{name}: unreadable capture (it ends inside record {index})")
             return
-        end, pos = rest + got, 0
 
 
-def _pcapng(stream: BinaryIO, name: str) -> Iterator[Frame]:
+def _pcapng(reads: _Reads, name: str, data: bool) -> Iterator[Frame]:
     order = "<"
     links: list[tuple[int, int]] = []  # (link type, snaplen) per interface of this section
-    block_type = PCAPNG_SHB
     index = 0
     while True:
-        if block_type == PCAPNG_SHB:
-            raw_len = _read(stream, 4, name, "a section header")
-            bom = _read(stream, 4, name, "a section header")
+        if not reads.fill(8):
+            if reads.end > reads.pos:
+                what = ("a section header" if reads.buf.startswith(PCAPNG_SHB, reads.pos)
+                        else "a block")
+                raise InputError(f"{name}: unreadable capture (it ends inside {what})")
+            return
+        at = reads.pos
+        section = reads.buf.startswith(PCAPNG_SHB, at)
+        if section:
+            if not reads.fill(12):
+                raise InputError(f"{name}: unreadable capture (it ends inside a section header)")
+            at = reads.pos
+            bom = reads.buf[at + 8:at + 12]
             order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
             if not order:
                 raise InputError(f"{name}: unreadable capture (bad pcapng byte-order magic)")
-            (total,) = struct.unpack(order + "I", raw_len)
-            _read(stream, total - 12, name, "a section header")
             links = []
-        else:
-            (total,) = struct.unpack(order + "I", _read(stream, 4, name, "a block"))
-            if total < 12 or total % 4:
-                raise InputError(f"{name}: unreadable capture (a block of {total} bytes)")
-            body = _read(stream, total - 8, name, "a block")
-            kind = struct.unpack(order + "I", block_type)[0]
-            if kind == 1:  # Interface Description Block
-                link, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
-                links.append((link, snaplen))
-            elif kind in (6, 3, 2):
-                frame = _packet(kind, body, order, links, name, index)
-                yield frame
-                index += 1
-        block_type = stream.read(4)
-        if not block_type:
-            return
-        if len(block_type) != 4:
-            raise InputError(f"{name}: unreadable capture (it ends inside a block)")
+        kind, total = struct.unpack_from(order + "II", reads.buf, at)
+        if total < 12 or total % 4:
+            raise InputError(f"{name}: unreadable capture (a block of {total} bytes)")
+        if total > MAX_PCAPNG_BLOCK:
+            raise InputError(f"{name}: a block of {total} bytes, more than a pcapng block can "
+                             f"({MAX_PCAPNG_BLOCK})")
+        if not reads.fill(total):
+            what = "a section header" if section else "a block"
+            raise InputError(f"{name}: unreadable capture (it ends inside {what})")
+        at = reads.pos
+        body = reads.view[at + 8:at + total - 4]
+        reads.pos = at + total
+        if kind == 1:  # Interface Description Block
+            link, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
+            links.append((link, snaplen))
+        elif kind in (6, 3, 2):
+            yield _packet(kind, body, order, links, name, index, data)
+            index += 1
 
 
-def _packet(kind: int, body: bytes, order: str, links: list[tuple[int, int]], name: str,
-            index: int) -> Frame:
+def _packet(kind: int, body: memoryview, order: str, links: list[tuple[int, int]], name: str,
+            index: int, data: bool) -> Frame:
     if kind == 6:  # Enhanced Packet Block
         iface, _hi, _lo, caplen, length = struct.unpack_from(order + "IIIII", body)
         start = 20
@@ -157,5 +190,8 @@ def _packet(kind: int, body: bytes, order: str, links: list[tuple[int, int]], na
         caplen = min(length, snaplen) if snaplen else length
     if iface >= len(links):
         raise InputError(f"{name}: packet {index} names interface {iface}, which is not described")
+    if caplen > MAX_CAPLEN:
+        raise InputError(f"{name}: packet {index} holds {caplen} captured bytes, more than a "
+                         f"pcap record can ({MAX_CAPLEN})")
     _ethernet(name, links[iface][0])
-    return Frame(length, body[start : start + caplen])
+    return Frame(length, bytes(body[start:start + caplen]) if data else b"")
