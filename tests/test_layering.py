@@ -1,5 +1,5 @@
 """The core imports neither click nor rich; `--json` does not import rich, and a virtio trace
-does not import construct or the tap path (start-up time, issue 15)."""
+does not import construct, the tap path or dataclasses (start-up time, issue 15)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_core_imports_no_click_or_rich() -> None:
 
 def test_json_trace_does_not_import_rich_construct_or_the_tap_path() -> None:
     setup = command("trace", "--len", "1000", "--mergeable", "--json")
-    assert loaded(setup, "rich", "construct", "vnetrx.paths.tun") == ""
+    assert loaded(setup, "rich", "construct", "vnetrx.paths.tun", "dataclasses") == ""
 
 
 def test_a_tap_trace_does_use_construct_and_the_tap_path() -> None:

@@ -13,7 +13,6 @@ the kernel's own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -80,16 +79,16 @@ class Field(NamedTuple):
     doc: str = ""
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """A fixed-size C struct: ``size`` is the sum of its members (padding is an explicit member),
-    never a retyped constant."""
+    never a retyped constant. (A record rather than a frozen dataclass, as every type on the
+    trace path: start-up, issue 15.)"""
 
     name: str
     fields: tuple[Field, ...]
     size: int
     source: str  # the header that defines it, with the version read
-    members: tuple[Member, ...] = field(repr=False, compare=False, hash=False)
+    members: tuple[Member, ...]  # what the rest is derived from
 
     @classmethod
     def of(cls, name: str, members: tuple[Member, ...], *, source: str) -> Layout:
