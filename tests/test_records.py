@@ -27,7 +27,7 @@ from vnetrx.records import NamedTuple, Record
 SKIPPED_PACKAGES = ("vnetrx.cli",)
 GENERATED = {"__new__", "__doc__", "__slots__", "_fields", "_field_defaults", "__match_args__",
              "__annotations__", "__module__", "_make", "_replace", "_asdict", "__getnewargs__",
-             "__repr__", "__orig_bases__"}
+             "__repr__", "__orig_bases__", "__replace__"}
 
 
 def record_modules() -> list[str]:

@@ -42,6 +42,8 @@ _NEW_CODE: dict[int, CodeType] = {}  # number of fields → __new__'s code, plac
 _PROHIBITED = frozenset({"_source", "__init__", "__slots__", "__new__", "_make",
                          "__getnewargs__", "_fields", "_field_defaults", "_replace", "_asdict"})
 _NOT_COPIED = frozenset({"__module__", "__annotations__", "__name__"})
+# what namedtuple's _replace raises for a name that is not a field (TypeError from Python 3.13)
+_REPLACE_ERROR = TypeError if sys.version_info >= (3, 13) else ValueError
 
 
 class Record(tuple):  # type: ignore[type-arg]
@@ -61,12 +63,14 @@ class Record(tuple):  # type: ignore[type-arg]
     def _replace(self, /, **kwds: Any) -> Any:
         result = self._make(map(kwds.pop, self._fields, self))
         if kwds:
-            raise ValueError(f"Got unexpected field names: {list(kwds)!r}")
+            raise _REPLACE_ERROR(f"Got unexpected field names: {list(kwds)!r}")
         return result
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True))
         return f"{self.__class__.__name__}({fields})"
+
+    __replace__ = _replace  # copy.replace() (Python 3.13 namedtuples have it too)
 
     def _asdict(self) -> dict[str, Any]:
         return dict(zip(self._fields, self, strict=True))
@@ -138,9 +142,10 @@ class _RecordMeta(type):
                 raise AttributeError("Cannot overwrite NamedTuple attribute " + key)
             if key not in _NOT_COPIED and key not in fields:
                 namespace[key] = value
-        made = type(typename, (Record,), namespace)
-        made.__module__ = ns["__module__"]
-        return made
+        # the module given to type() rather than set after: setting __module__ on a class
+        # drops its __firstlineno__ (Python 3.13), which inspect.getsource reads
+        namespace["__module__"] = ns["__module__"]
+        return type(typename, (Record,), namespace)
 
 
 # What ``class X(NamedTuple)`` names as its base (typing's ``_NamedTuple``); made without
