@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import inspect
 import pickle
 import pkgutil
 import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,8 +36,8 @@ def record_modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(vnetrx.__path__, "vnetrx."):
         spec = importlib.util.find_spec(info.name)
-        source = spec.loader.get_source(info.name) if spec and spec.loader else None  # type: ignore[attr-defined]
-        if source and "from vnetrx.records import NamedTuple" in source:
+        origin = spec.origin if spec else None
+        if origin and "from vnetrx.records import NamedTuple" in Path(origin).read_text():
             names.append(info.name)
     return names
 
@@ -43,13 +45,13 @@ def record_modules() -> list[str]:
 MODULES = record_modules()
 
 
-def records_of(namespace: dict[str, Any], module: str) -> dict[str, type]:
+def records_of(namespace: dict[str, Any], module: str) -> dict[str, Any]:
     return {name: value for name, value in namespace.items()
             if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
             and value.__module__ == module}
 
 
-def typing_twin(module_name: str) -> dict[str, type]:
+def typing_twin(module_name: str) -> dict[str, Any]:
     """The module's records as typing.NamedTuple makes them from the same source."""
     module = importlib.import_module(module_name)
     source = inspect.getsource(module).replace("from vnetrx.records import NamedTuple",
@@ -65,8 +67,8 @@ def typing_twin(module_name: str) -> dict[str, type]:
     return records_of(twin.__dict__, twin.__name__)
 
 
-def sample_values(record: type) -> tuple[int, ...]:
-    return tuple(range(100, 100 + len(record._fields)))  # type: ignore[attr-defined]
+def sample_values(record: Any) -> tuple[int, ...]:
+    return tuple(range(100, 100 + len(record._fields)))
 
 
 def outcome(call: Any) -> tuple[str, Any]:
@@ -91,22 +93,22 @@ def test_records_are_what_typing_would_make(module_name: str) -> None:
     for name, record in ours.items():
         twin = theirs[name]
         assert issubclass(record, Record)
-        assert record._fields == twin._fields  # type: ignore[attr-defined]
-        assert record._field_defaults == twin._field_defaults  # type: ignore[attr-defined]
-        assert record.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
+        assert record._fields == twin._fields
+        assert record._field_defaults == twin._field_defaults
+        assert record.__match_args__ == twin.__match_args__
         assert record.__doc__ == twin.__doc__
         assert record.__qualname__ == twin.__qualname__
-        assert record.__slots__ == twin.__slots__ == ()  # type: ignore[attr-defined]
+        assert record.__slots__ == twin.__slots__ == ()
         assert set(record.__annotations__) == set(twin.__annotations__)
-        body = {k for k in vars(twin) if k not in GENERATED and k not in twin._fields}  # type: ignore[attr-defined]
-        assert {k for k in vars(record) if k not in GENERATED and k not in record._fields} == body  # type: ignore[attr-defined]
+        body = {k for k in vars(twin) if k not in GENERATED and k not in twin._fields}
+        assert {k for k in vars(record) if k not in GENERATED and k not in record._fields} == body
         compare_instances(record, twin)
 
 
-def compare_instances(record: type, twin: type) -> None:
+def compare_instances(record: Any, twin: Any) -> None:
     values = sample_values(record)
-    fields: tuple[str, ...] = record._fields  # type: ignore[attr-defined]
-    required = len(fields) - len(record._field_defaults)  # type: ignore[attr-defined]
+    fields: tuple[str, ...] = record._fields
+    required = len(fields) - len(record._field_defaults)
     ours, theirs = record(*values), twin(*values)
     assert tuple(ours) == tuple(theirs) == values
     assert hash(ours) == hash(values)
@@ -116,10 +118,10 @@ def compare_instances(record: type, twin: type) -> None:
     assert record(**dict(zip(fields, values, strict=True))) == values
     assert record(*values[:required]) == twin(*values[:required])
     assert outcome(lambda: repr(ours)) == outcome(lambda: repr(theirs))
-    assert ours._asdict() == theirs._asdict()  # type: ignore[attr-defined]
-    assert ours._replace(**{fields[0]: -1}) == theirs._replace(**{fields[0]: -1})  # type: ignore[attr-defined]
-    assert type(ours._replace(**{fields[0]: -1})) is record  # type: ignore[attr-defined]
-    assert type(record._make(values)) is record  # type: ignore[attr-defined]
+    assert ours._asdict() == theirs._asdict()
+    assert ours._replace(**{fields[0]: -1}) == theirs._replace(**{fields[0]: -1})
+    assert type(ours._replace(**{fields[0]: -1})) is record
+    assert type(record._make(values)) is record
     assert pickle.loads(pickle.dumps(ours)) == ours
     assert copy.copy(ours) == ours and copy.deepcopy(ours) == ours
     # the errors, word for word (the class names are the same in both)
@@ -127,8 +129,8 @@ def compare_instances(record: type, twin: type) -> None:
         (lambda: record(*values[:required - 1]), lambda: twin(*values[:required - 1])),
         (lambda: record(*values, 0), lambda: twin(*values, 0)),
         (lambda: record(*values, bogus=1), lambda: twin(*values, bogus=1)),
-        (lambda: ours._replace(bogus=1), lambda: theirs._replace(bogus=1)),  # type: ignore[attr-defined]
-        (lambda: record._make(values[1:]), lambda: twin._make(values[1:])),  # type: ignore[attr-defined]
+        (lambda: ours._replace(bogus=1), lambda: theirs._replace(bogus=1)),
+        (lambda: record._make(values[1:]), lambda: twin._make(values[1:])),
     ]:
         assert outcome(call_ours) == outcome(call_theirs)
 
@@ -179,4 +181,4 @@ def test_a_record_has_no_instance_dict() -> None:
 
 def test_only_the_class_syntax_is_offered() -> None:
     with pytest.raises(TypeError, match="class syntax"):
-        NamedTuple("Point", [("x", int)])  # type: ignore[call-arg]
+        NamedTuple("Point", [("x", int)])

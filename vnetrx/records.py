@@ -67,7 +67,8 @@ class Record(tuple):  # type: ignore[type-arg]
         return result
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True))
+        fields = ", ".join(f"{name}={value!r}"
+                           for name, value in zip(self._fields, self, strict=True))
         return f"{self.__class__.__name__}({fields})"
 
     __replace__ = _replace  # copy.replace() (Python 3.13 namedtuples have it too)

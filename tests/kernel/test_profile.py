@@ -29,9 +29,9 @@ def test_equal_and_hashed_by_its_fields() -> None:
 def test_immutable() -> None:
     k = KernelProfile(v("6.12.117"))
     with pytest.raises(AttributeError, match="immutable"):
-        k.source = "x"  # type: ignore[misc]
+        k.source = "x"
     with pytest.raises(AttributeError, match="immutable"):
-        del k.notes  # type: ignore[misc]
+        del k.notes
     with pytest.raises(AttributeError):
         k.anything = 1  # type: ignore[attr-defined]
 

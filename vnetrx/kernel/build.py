@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
-
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
+from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
 from vnetrx.records import NamedTuple
 
 __all__ = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.changes import CHANGES, MAX_SKB_FRAGS_CONFIGURABLE, Change
 from vnetrx.kernel.constants import CONSTANTS, Constant
@@ -55,11 +57,13 @@ class KernelProfile:
     def _key(self) -> tuple[KernelVersion, BuildConfig, str, tuple[str, ...]]:
         return (self.version, self.build, self.source, self.notes)
 
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: a KernelProfile is immutable")
+    if not TYPE_CHECKING:  # hidden from mypy, which would then accept any attribute's name
 
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: a KernelProfile is immutable")
+        def __setattr__(self, name: str, value: object) -> None:
+            raise AttributeError(f"cannot assign to field {name!r}: a KernelProfile is immutable")
+
+        def __delattr__(self, name: str) -> None:
+            raise AttributeError(f"cannot delete field {name!r}: a KernelProfile is immutable")
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
