@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 BTF = "/sys/kernel/btf/vmlinux"
 
@@ -37,7 +38,7 @@ def main() -> None:
         sys.exit("pahole not found: apt-get install dwarves")
     cache = tempfile.mkdtemp(prefix="vnetrx-bench-")
     env = {**os.environ, "XDG_CACHE_HOME": cache}
-    vnetrx = [sys.executable, "-m", "vnetrx", "layout", args.struct, "--btf", BTF]
+    vnetrx = [str(Path(sys.executable).with_name("vnetrx")), "layout", args.struct, "--btf", BTF]
     pahole = ["pahole", "-C", args.struct, BTF]
 
     def drop() -> None:

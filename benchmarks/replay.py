@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from vnetrx.compiled import build_line
+
 
 def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False) -> int:
     """Mixed lengths, every frame zero-filled; ``headers``: each starts with Ethernet, IPv4 and
@@ -64,7 +66,10 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--kernel", default="6.12")
     args = parser.parse_args()
-    vnetrx = f"{sys.executable} -m vnetrx replay"
+    # the installed script next to this python (`python -m vnetrx` in the project root would
+    # run the source tree, not the installed build)
+    vnetrx = f"{Path(sys.executable).with_name('vnetrx')} replay"
+    print(f"vnetrx {build_line()}")
     opts = f"--mergeable --mtu 9000 --kernel {args.kernel}"
     with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
         cap = Path(tmp) / "mixed.pcap"

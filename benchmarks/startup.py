@@ -37,7 +37,8 @@ def cpu_ms(cmd: list[str]) -> float:
 
 
 def top_imports(cmd: list[str], limit: int) -> list[tuple[int, str]]:
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "vnetrx", *cmd],
+    script = str(Path(sys.executable).with_name("vnetrx"))
+    proc = subprocess.run([sys.executable, "-X", "importtime", script, *cmd],
                           capture_output=True, text=True, check=True)
     rows = []
     for line in proc.stderr.splitlines():
@@ -63,6 +64,8 @@ def main() -> None:
     for _ in range(args.runs):
         for name, cmd in commands.items():
             samples[name].append(cpu_ms(cmd))
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
+    print(version.stdout.splitlines()[0])
     print(f"whole-process CPU time (user + system), {args.runs} interleaved runs:")
     for name, values in samples.items():
         print(f"  {name:46s} median {statistics.median(values):6.1f} ms   "

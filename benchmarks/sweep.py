@@ -12,7 +12,9 @@ import argparse
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from vnetrx.compiled import build_line
 from vnetrx.kernel.registry import lookup
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.sweep import virtio_rows
@@ -32,6 +34,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     k = lookup(args.kernel)
+    print(f"vnetrx {build_line()}")
     for name, setup in MODES.items():
         best = float("inf")
         for _ in range(args.repeat):
@@ -39,7 +42,7 @@ def main() -> None:
             count = sum(1 for _ in virtio_rows(k, setup, LENGTHS))
             best = min(best, time.perf_counter() - start)
         print(f"{name:<16} {count / best:>10,.0f} traces/s  ({count} lengths in {best:.3f} s)")
-    cmd = [sys.executable, "-m", "vnetrx", "sweep", "--len", "1-65535", "--mergeable",
+    cmd = [str(Path(sys.executable).with_name("vnetrx")), "sweep", "--len", "1-65535", "--mergeable",
            "--kernel", args.kernel, "--jsonl"]
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)

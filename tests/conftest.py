@@ -1,15 +1,61 @@
-"""Shared fixtures: golden files, a CLI runner, hypothesis profiles, the lab's temporary
-directories and a stand-in QEMU."""
+"""Which vnetrx is tested, and shared fixtures: golden files, a CLI runner, hypothesis
+profiles, the lab's temporary directories and a stand-in QEMU."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from collections.abc import Callable
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings
+
+SOURCE = Path(__file__).resolve().parents[1] / "vnetrx"
+
+
+def _installed_build() -> tuple[Path | None, str]:
+    """The vnetrx ``pip install .`` put on sys.path, when it holds exactly this tree's modules
+    and some of them compiled (setup.py): then the tests run what users run. Else the source."""
+    for entry in sys.path:
+        candidate = Path(entry or ".").resolve() / "vnetrx"
+        if candidate != SOURCE and (candidate / "__init__.py").is_file():
+            break
+    else:
+        return None, "no installed copy"
+    if not any(candidate.rglob(f"*{suffix}") for suffix in EXTENSION_SUFFIXES):
+        return None, f"{candidate} is plain Python"
+    sources = sorted(p.relative_to(SOURCE) for p in SOURCE.rglob("*.py"))
+    if sources != sorted(p.relative_to(candidate) for p in candidate.rglob("*.py")) or any(
+            (SOURCE / p).read_bytes() != (candidate / p).read_bytes() for p in sources):
+        return None, f"{candidate} was built from other sources (reinstall: pip install .)"
+    return candidate, ""
+
+
+def _import_installed() -> str:
+    """Import the installed compiled build as ``vnetrx`` before any test imports the source."""
+    installed, why_not = _installed_build()
+    if installed is None:
+        return f"the source tree, plain Python ({why_not})"
+    spec = importlib.util.spec_from_file_location(
+        "vnetrx", installed / "__init__.py", submodule_search_locations=[str(installed)])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vnetrx"] = module
+    spec.loader.exec_module(module)
+    from vnetrx.compiled import build_line
+
+    return f"the installed build, {installed} ({build_line()})"
+
+
+UNDER_TEST = _import_installed()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    terminalreporter.write_line(f"vnetrx under test: {UNDER_TEST}")  # shown with -q too
 
 GOLDEN = Path(__file__).parent / "golden"
 ACTUAL = Path(__file__).parent / "actual"

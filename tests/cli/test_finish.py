@@ -50,11 +50,15 @@ def test_bad_color_value_is_a_usage_error(runner: CliRunner) -> None:
 
 def test_version_lists_the_profiles(runner: CliRunner) -> None:
     from vnetrx import __version__
+    from vnetrx.compiled import compiled_modules
 
     result = runner.invoke(cli, ["--version"])
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0] == f"vnetrx {__version__}"
+    modules = compiled_modules()
+    assert lines[0] == f"vnetrx {__version__}: " + (
+        f"{len(modules)} modules compiled with mypyc (the per-frame path; setup.py)" if modules
+        else "plain Python (no module compiled)")
     assert "  3.15  3.15.0    headroom" in lines
     assert "  6.1   6.1.192   headroom, tap, virtio" in lines
     assert "  4.13  4.13.0    headroom, tap" in lines

@@ -28,7 +28,7 @@ needs_btf = pytest.mark.skipif(not VMLINUX.exists(), reason="no /sys/kernel/btf/
 
 @pytest.fixture(scope="module")
 def vmlinux() -> Btf:
-    return Btf.load(VMLINUX)
+    return Btf.load(str(VMLINUX))
 
 
 @needs_btf
@@ -192,11 +192,11 @@ def test_cli_corrupt_btf_is_one_line(tmp_path: Path) -> None:
 @needs_btf
 def test_index_cache_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cold = Btf.load(VMLINUX)
+    cold = Btf.load(str(VMLINUX))
     expected = cold.struct("skb_shared_info")
     cold.save_index()
     assert len(list((tmp_path / "vnetrx").glob("btf-*.idx"))) == 1
-    warm = Btf.load(VMLINUX)
+    warm = Btf.load(str(VMLINUX))
     assert warm._starts is not None  # the record table came from the cache, not a walk
     assert warm.struct("skb_shared_info") == expected
     assert warm.starts == cold.starts
@@ -206,12 +206,12 @@ def test_damaged_cache_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     blob = tmp_path / "tiny.btf"
     blob.write_bytes(tiny_btf())
-    first = Btf.load(blob)
+    first = Btf.load(str(blob))
     first.struct("pair")
     first.save_index()
     for idx in (tmp_path / "vnetrx").glob("btf-*.idx"):
         idx.write_bytes(b"\xff\xff\xff\xffgarbage")
-    assert Btf.load(blob).struct("pair").size == 8
+    assert Btf.load(str(blob)).struct("pair").size == 8
 
 
 # --- pahole as the oracle ----------------------------------------------------------------------

@@ -255,33 +255,19 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     assert any(r is not None for _, r in outcomes)
 
 
-def test_header_less_frames_are_planned_once_per_geometry(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_header_less_frames_are_planned_once_per_geometry() -> None:
     """A frame without a header is decided by its length and its buffers' lengths (and
-    contiguity) alone, so the plan layer runs once per such geometry; the 1500-frame comparison
-    above checks the reused decisions against the engine's traces."""
-    from vnetrx.replay import napi
-
-    planned: list[tuple[int, int]] = []
-    plan_on = napi.mergeable.plan_on
-
-    def counting(c: Any, frame: int, buf_len: int, *rest: Any) -> Any:
-        planned.append((frame, buf_len))
-        return plan_on(c, frame, buf_len, *rest)
-
-    monkeypatch.setattr(napi.mergeable, "plan_on", counting)
+    contiguity) alone, so the plan layer runs once per such geometry and every frame of that
+    geometry gets that one decision (the same object: observed without patching the module,
+    which compiled code would not look up); the 1500-frame comparison above checks the reused
+    decisions against the engine's traces."""
     run = replay(lookup("6.12"), RingConfig(mergeable=True), [60] * 100 + [1514] * 100,
                  want_trace=no_frame)
-    geometries = {(f.frame_len, f.buffers[0].buf.len) for f in run.frames}
+    decided: dict[tuple[int, int], set[int]] = {}
+    for f in run.frames:
+        decided.setdefault((f.frame_len, f.buffers[0].buf.len), set()).add(id(f.decision))
     # 1536-byte buffers (ALIGN(12 + GOOD_PACKET_LEN 1518, 64)), and the last of each 32 KiB
     # page, which absorbs the hole: 2048
-    assert geometries == {(60, 1536), (60, 2048), (1514, 1536), (1514, 2048)}
-    assert sorted(planned) == sorted(geometries)
-    # the same geometry, the same record fields (but for where the buffers are)
-    by_geometry = {}
-    for f in run.frames:
-        seen = by_geometry.setdefault((f.frame_len, f.buffers[0].buf.len), f)
-        assert (f.decision.outcome, f.decision.skb, f.decision.allocations,
-                f.decision.bytes_copied) == (seen.decision.outcome, seen.decision.skb,
-                                             seen.decision.allocations,
-                                             seen.decision.bytes_copied)
+    assert set(decided) == {(60, 1536), (60, 2048), (1514, 1536), (1514, 2048)}
+    assert all(len(ids) == 1 for ids in decided.values()), decided
+    assert len({i for ids in decided.values() for i in ids}) == 4

@@ -164,9 +164,10 @@ def _set_color(value: str | None) -> None:
 def _print_version(ctx: click.Context, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
+    from vnetrx.compiled import build_line
     from vnetrx.kernel.registry import SERIES
 
-    click.echo(f"vnetrx {__version__}")
+    click.echo(f"vnetrx {__version__}: {build_line()}")
     click.echo("kernel profiles (a bare X.Y means the point release shown):")
     for s in SERIES:
         point = f"{s.name}.{s.default_patch}"

@@ -1,0 +1,32 @@
+"""vnetrx/compiled.py: the modules setup.py compiles, and what an installation holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vnetrx.compiled import COMPILED_MODULES, COMPILED_PACKAGES, compiled_modules, compiled_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_compiled_sources_are_the_declared_modules_and_packages() -> None:
+    sources = compiled_sources(ROOT)
+    assert all((ROOT / s).is_file() for s in sources)
+    # the ring model and the plans, every module of them
+    assert {"vnetrx/replay/napi.py", "vnetrx/replay/refill.py", "vnetrx/replay/state.py",
+            "vnetrx/paths/virtio_net/mergeable.py", "vnetrx/paths/virtio_net/page_to_skb.py",
+            "vnetrx/sweep.py", "vnetrx/render/replay_json.py"} <= set(sources)
+    for package in COMPILED_PACKAGES:
+        folder = ROOT / package.replace(".", "/")
+        assert {p.relative_to(ROOT).as_posix() for p in folder.glob("*.py")} <= set(sources)
+    assert len(sources) == len(COMPILED_MODULES) + sum(
+        len(list((ROOT / p.replace(".", "/")).glob("*.py"))) for p in COMPILED_PACKAGES)
+    # neither click's commands nor the records' maker: they stay Python
+    assert not any(s.startswith("vnetrx/cli/") or s == "vnetrx/records.py" for s in sources)
+
+
+def test_an_installation_is_all_compiled_or_all_python() -> None:
+    """setup.py installs every declared module compiled or none (a failed compile removes the
+    others): the build under test (tests/conftest.py picks it) is one or the other."""
+    declared = sorted(s[: -len(".py")].replace("/", ".") for s in compiled_sources(ROOT))
+    assert compiled_modules() in ([], declared)
