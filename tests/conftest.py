@@ -46,6 +46,9 @@ def _import_installed() -> str:
     module = importlib.util.module_from_spec(spec)
     sys.modules["vnetrx"] = module
     spec.loader.exec_module(module)
+    # the tests' `python -m vnetrx` subprocesses too (Python 3.11+: the working directory, this
+    # tree, is then not put ahead of the installed build; 3.10 runs them on the source)
+    os.environ["PYTHONSAFEPATH"] = "1"
     from vnetrx.compiled import build_line
 
     return f"the installed build, {installed} ({build_line()})"

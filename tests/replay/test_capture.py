@@ -141,3 +141,12 @@ def test_pcapng_blocks_up_to_libpcaps_maximum() -> None:
 def test_broken_captures(data: bytes, message: str) -> None:
     with pytest.raises(InputError, match=message):
         list(read_capture(io.BytesIO(data), "f"))
+
+
+def test_frames_compare_by_value() -> None:
+    from vnetrx.replay.capture import Frame
+
+    frames = list(read_capture(io.BytesIO(pcap([(4, 60)])), "f"))
+    assert frames == [Frame(60, bytes(4))] and hash(frames[0]) == hash(Frame(60, bytes(4)))
+    assert frames[0] != Frame(60, bytes(3)) and frames[0] != Frame(61, bytes(4))
+    assert repr(frames[0]) == "Frame(length=60, data=b'\\x00\\x00\\x00\\x00')"

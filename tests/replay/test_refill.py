@@ -123,3 +123,14 @@ def test_guest_gso_sizes_min_buf_len(guest_gso: bool, mtu: int, ring_size: int,
 
     cfg = RingConfig(mergeable=True, guest_gso=guest_gso, mtu=mtu, ring_size=ring_size)
     assert min_buf_len(lookup("6.12"), cfg) == expected
+
+
+def test_posted_compares_by_value() -> None:
+    from vnetrx.replay.state import Posted
+
+    a = Posted(7, PostedBuffer(0, 0, 1536), 2)
+    assert a == Posted(7, PostedBuffer(0, 0, 1536), 2) and hash(a) == hash(Posted(7, a.buf, 2))
+    assert a != Posted(8, a.buf, 2) and a != Posted(7, a.buf, 1) and a != Posted(7, PostedBuffer(
+        0, 0, 2048), 2)
+    assert Posted(7, a.buf).fill == 0
+    assert repr(a) == "Posted(seq=7, buf=PostedBuffer(frag_index=0, offset=0, len=1536), fill=2)"

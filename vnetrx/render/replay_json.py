@@ -149,10 +149,6 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 _SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 _skb_values = attrgetter(*_ROW_SKB)
-_ROW_LINE = (
-    '{"schema": "' + ROW_SCHEMA + '", "index": %d, "frame_len": %d, "poll": %s, '
-    '"buffers": [%s], %s, "ewma": %s, "refill": %s}'
-)
 _DECISION_PART = ('"outcome": "%s", "reason": %s, "counter": %s, %s, "allocations": %s, '
                   '"bytes_copied": %s, "frag_list": %d')
 PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
@@ -174,8 +170,9 @@ def decision_part(d: Decision) -> str:
 
 def row_line(label: Callable[[int], str], f: FrameRecord,
              parts: dict[int, tuple[Decision, str]] | None = None) -> str:
-    """``json.dumps(row_to_dict(...))`` of one frame, written out directly. ``parts``: the
-    decision parts already written, by decision (frames alike in geometry share one)."""
+    """``json.dumps(row_to_dict(...))`` of one frame, written out directly (an f-string:
+    compiled, it is joined without parsing a template, which `%` does on every call). ``parts``:
+    the decision parts already written, by decision (frames alike in geometry share one)."""
     d = f.decision
     if parts is None:
         middle = decision_part(d)
@@ -186,17 +183,19 @@ def row_line(label: Callable[[int], str], f: FrameRecord,
                 parts.clear()
             known = parts[id(d)] = (d, decision_part(d))
         middle = known[1]
-    buffers = ", ".join([f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
-                         for b in [p.buf for p in f.buffers]])
-    return _ROW_LINE % (
-        f.index,
-        f.frame_len,
-        "null" if f.poll is None else f.poll,
-        buffers,
-        middle,
-        "null" if f.ewma_after is None else f.ewma_after,
-        "null" if f.refill is None else len(f.refill.buffers),
-    )
+    used = f.buffers
+    if len(used) == 1:  # most frames
+        b = used[0].buf
+        buffers = f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
+    else:
+        buffers = ", ".join([f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
+                             for b in [p.buf for p in used]])
+    poll = "null" if f.poll is None else f.poll
+    ewma = "null" if f.ewma_after is None else f.ewma_after
+    refill = "null" if f.refill is None else len(f.refill.buffers)
+    return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
+            f'"poll": {poll}, "buffers": [{buffers}], {middle}, "ewma": {ewma}, '
+            f'"refill": {refill}}}')
 
 
 def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from vnetrx.errors import InputError
-from vnetrx.records import NamedTuple
 
 LINKTYPE_ETHERNET = 1
 PCAP_MAGICS = {
@@ -28,9 +27,26 @@ PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 MAGICS = (*PCAP_MAGICS, PCAPNG_SHB)
 
 
-class Frame(NamedTuple):
-    length: int  # on the wire
-    data: bytes  # what the capture holds of it (all of it unless the snaplen cut it)
+class Frame:
+    """One captured frame. Immutable; a plain class, not a record, as PostedBuffer is (one is
+    made per frame a capture holds)."""
+
+    __slots__ = ("data", "length")
+
+    def __init__(self, length: int, data: bytes) -> None:
+        self.length: Final = length  # on the wire
+        self.data: Final = data  # what the capture holds of it (all unless the snaplen cut it)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Frame):
+            return NotImplemented
+        return self.length == other.length and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash((self.length, self.data))
+
+    def __repr__(self) -> str:
+        return f"Frame(length={self.length}, data={self.data!r})"
 
 
 def is_capture(head: bytes) -> bool:

@@ -6,9 +6,9 @@ vnetrx/replay/__init__.py maps which module mirrors which part of drivers/net/vi
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from vnetrx.kernel.constants import NAPI_POLL_WEIGHT
 from vnetrx.kernel.profile import KernelProfile
@@ -58,12 +58,27 @@ class RingConfig:
         return min(self.budget, self.ring_size) // 2
 
 
-class Posted(NamedTuple):
-    """One buffer in the avail ring."""
+class Posted:
+    """One buffer in the avail ring. Immutable, and a plain class for PostedBuffer's reason (a
+    replay makes one per buffer it posts)."""
 
-    seq: int  # posting order since virtnet_open (0 = first buffer of the initial fill)
-    buf: PostedBuffer  # backing page index, offset in it, length (the ctx truesize)
-    fill: int = 0  # the try_fill_recv run that posted it (0 = virtnet_open's)
+    __slots__ = ("buf", "fill", "seq")
+
+    def __init__(self, seq: int, buf: PostedBuffer, fill: int = 0) -> None:
+        self.seq: Final = seq  # posting order since virtnet_open (0 = the initial fill's first)
+        self.buf: Final = buf  # backing page index, offset in it, length (the ctx truesize)
+        self.fill: Final = fill  # the try_fill_recv run that posted it (0 = virtnet_open's)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Posted):
+            return NotImplemented
+        return self.seq == other.seq and self.buf == other.buf and self.fill == other.fill
+
+    def __hash__(self) -> int:
+        return hash((self.seq, self.buf, self.fill))
+
+    def __repr__(self) -> str:
+        return f"Posted(seq={self.seq}, buf={self.buf!r}, fill={self.fill})"
 
 
 class Fill(NamedTuple):
@@ -85,7 +100,9 @@ class RingState:
 
     def __init__(self, num_free: int = 0) -> None:
         self.posted: deque[Posted] = deque()
-        self.lens: Counter[int] = Counter()  # posted buffers by length
+        # posted buffers by length (a dict, not a Counter: compiled, a dict's item access is
+        # direct, a Counter's goes through its Python methods)
+        self.lens: dict[int, int] = {}
         self.ewma = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
         self.alloc = PageCursor()  # rq->alloc_frag / the page_pool
         self.next_seq = 0
@@ -95,7 +112,9 @@ class RingState:
 
     def post(self, buffers: tuple[Posted, ...]) -> None:
         self.posted.extend(buffers)
-        self.lens.update(p.buf.len for p in buffers)
+        lens = self.lens
+        for p in buffers:
+            lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
 
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""

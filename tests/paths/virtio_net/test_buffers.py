@@ -112,3 +112,12 @@ def test_ewma_pkt_len_add_worked_by_hand() -> None:
     assert ewma_pkt_len_add(1514, 60) == 1491  # (95382 + 60) / 64 = 1491.3
     assert ewma_pkt_len_add(1491, 9014) == 1608  # (93933 + 9014) / 64 = 1608.5
     assert ewma_pkt_len_add(64, 0) == 63  # (4032 + 0) / 64 = 63
+
+
+def test_posted_buffers_compare_by_value() -> None:
+    """A plain class (a replay makes one per posted buffer), equal and hashed by its fields."""
+    a, b = PostedBuffer(1, 1536, 2048), PostedBuffer(1, 1536, 2048)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != PostedBuffer(1, 1536, 1536) and a != PostedBuffer(0, 1536, 2048)
+    assert a != (1, 1536, 2048)
+    assert repr(a) == "PostedBuffer(frag_index=1, offset=1536, len=2048)"
