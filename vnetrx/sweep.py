@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.kernel.profile import KernelProfile
@@ -32,18 +32,45 @@ CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allo
               "bytes_copied", "buffers")
 
 
-class Row(NamedTuple):
-    """One length's result; skb and cost are None on a drop or an error."""
+class Row:
+    """One length's result; skb and cost are None on a drop or an error. Immutable; a plain
+    class, not a record: a sweep makes one per length, and compiled (vnetrx/compiled.py) a
+    plain class is made in ~30 ns, a NamedTuple in ~230."""
 
-    frame_len: int
-    kernel: str
-    outcome: str
-    reason: str | None  # drop reason, or the errno name of a failed tap write
-    skb: Skb | None  # as the stack sees it (after eth_type_trans)
-    allocations: int | None  # Cost.allocations
-    bytes_copied: int | None  # Cost.bytes_copied
-    buffers: int  # rx buffers (virtio small/mergeable), chain pages (big), 1 for tap
-    frag_list: int = 0  # skbs chained on the head's frag_list
+    __slots__ = ("allocations", "buffers", "bytes_copied", "frag_list", "frame_len", "kernel",
+                 "outcome", "reason", "skb")
+
+    def __init__(self, frame_len: int, kernel: str, outcome: str, reason: str | None,
+                 skb: Skb | None, allocations: int | None, bytes_copied: int | None,
+                 buffers: int, frag_list: int = 0) -> None:
+        self.frame_len: Final = frame_len
+        self.kernel: Final = kernel
+        self.outcome: Final = outcome
+        self.reason: Final = reason  # drop reason, or the errno name of a failed tap write
+        self.skb: Final = skb  # as the stack sees it (after eth_type_trans)
+        self.allocations: Final = allocations  # Cost.allocations
+        self.bytes_copied: Final = bytes_copied  # Cost.bytes_copied
+        # rx buffers (virtio small/mergeable), chain pages (big), 1 for tap
+        self.buffers: Final = buffers
+        self.frag_list: Final = frag_list  # skbs chained on the head's frag_list
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.frame_len, self.kernel, self.outcome, self.reason, self.skb,
+                self.allocations, self.bytes_copied, self.buffers, self.frag_list)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Row):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (f"Row(frame_len={self.frame_len}, kernel={self.kernel!r}, "
+                f"outcome={self.outcome!r}, reason={self.reason!r}, skb={self.skb!r}, "
+                f"allocations={self.allocations}, bytes_copied={self.bytes_copied}, "
+                f"buffers={self.buffers}, frag_list={self.frag_list})")
 
     @property
     def truesize(self) -> int | None:

@@ -38,6 +38,7 @@ if MISSING:
 HELPER = r"""
 import ctypes, json, os, signal, subprocess, sys, time
 from pathlib import Path
+sys.path.append(os.getcwd())  # tests.live (with PYTHONSAFEPATH, see conftest, cwd is not first)
 from vnetrx.live import tap as live_tap
 from tests.live.others import of_a_live_run
 

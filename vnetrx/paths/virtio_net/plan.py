@@ -6,7 +6,7 @@ reasons: the drops are here, page_to_skb's build-or-copy reasons in page_to_skb.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Final, Literal
 
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.records import NamedTuple
@@ -69,38 +69,86 @@ class Append(NamedTuple):
     new_skb: bool  # the previous skb was full: this buffer starts skb ``skb``
 
 
-class Plan(NamedTuple):
+class Plan:
     """One frame's fate: the skb as receive_*() returns it (before virtio_net_hdr_to_skb and
-    eth_type_trans), the buffers it used and the decisions with their deciding values."""
+    eth_type_trans), the buffers it used and the decisions with their deciding values.
+    Immutable; a plain class, not a record: a sweep makes one per length, and compiled
+    (vnetrx/compiled.py) a plain class of 22 fields is made ~10x faster than a NamedTuple."""
 
-    outcome: Outcome
-    reason: Drop | None  # why it was dropped
-    why: Reason | None  # how the skb head was made (page_to_skb.Build); None on a drop
-    buf_len: int  # mergeable: the posted length; small: bufsize; big: PAGE_SIZE
-    buffers: tuple[PostedBuffer, ...]  # small/mergeable: posted buffers used; big: ()
-    used: tuple[int, ...]  # bytes the device wrote into each (header included in the first)
-    tailroom: int | None  # page_to_skb's tailroom test value (None where not evaluated)
-    copy: int  # frame bytes copied into a new head
-    frag0: bool  # the copy left the rest of the first buffer (big: of page 0) in it as frag 0
-    head_size: int  # skb head allocation (0 on a drop)
-    end: int
-    data: int
-    tail: int
-    len: int
-    data_len: int
-    truesize: int
-    frags: tuple[PlanFrag, ...]  # empty when planned without detail
-    appends: tuple[Append, ...]  # mergeable, per buffer after the first (empty without detail)
-    pages_used: int  # big mode: chain pages the skb references (page 0 included)
-    nr_frags: int  # the head skb's own frags
-    # frag_list skbs, each a tuple of frags like ``frags`` (empty when planned without detail)
-    frag_list: tuple[tuple[PlanFrag, ...], ...] = ()
-    frag_list_skbs: int = 0
+    __slots__ = ("appends", "buf_len", "buffers", "copy", "data", "data_len", "end", "frag0",
+                 "frag_list", "frag_list_skbs", "frags", "head_size", "len",
+                 "nr_frags", "outcome", "pages_used", "reason", "tail", "tailroom",
+                 "truesize", "used", "why")
+
+    def __init__(self, outcome: Outcome, reason: Drop | None, why: Reason | None, buf_len: int,
+                 buffers: tuple[PostedBuffer, ...], used: tuple[int, ...],
+                 tailroom: int | None, copy: int, frag0: bool, head_size: int, end: int,
+                 data: int, tail: int, len: int, data_len: int, truesize: int,
+                 frags: tuple[PlanFrag, ...], appends: tuple[Append, ...], pages_used: int,
+                 nr_frags: int, frag_list: tuple[tuple[PlanFrag, ...], ...] = (),
+                 frag_list_skbs: int = 0) -> None:
+        self.outcome: Final = outcome
+        self.reason: Final = reason  # why it was dropped
+        self.why: Final = why  # how the skb head was made (page_to_skb.Build); None on a drop
+        # mergeable: the posted length; small: bufsize; big: PAGE_SIZE
+        self.buf_len: Final = buf_len
+        self.buffers: Final = buffers  # small/mergeable: posted buffers used; big: ()
+        # bytes the device wrote into each (header included in the first)
+        self.used: Final = used
+        # page_to_skb's tailroom test value (None where not evaluated)
+        self.tailroom: Final = tailroom
+        self.copy: Final = copy  # frame bytes copied into a new head
+        # the copy left the rest of the first buffer (big: of page 0) in it as frag 0
+        self.frag0: Final = frag0
+        self.head_size: Final = head_size  # skb head allocation (0 on a drop)
+        self.end: Final = end
+        self.data: Final = data
+        self.tail: Final = tail
+        self.len: Final = len
+        self.data_len: Final = data_len
+        self.truesize: Final = truesize
+        self.frags: Final = frags  # empty when planned without detail
+        # mergeable, per buffer after the first (empty without detail)
+        self.appends: Final = appends
+        # big mode: chain pages the skb references (page 0 included)
+        self.pages_used: Final = pages_used
+        self.nr_frags: Final = nr_frags  # the head skb's own frags
+        # frag_list skbs, each a tuple of frags like ``frags`` (empty when planned without
+        # detail)
+        self.frag_list: Final = frag_list
+        self.frag_list_skbs: Final = frag_list_skbs
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.outcome, self.reason, self.why, self.buf_len, self.buffers, self.used,
+                self.tailroom, self.copy, self.frag0, self.head_size, self.end,
+                self.data, self.tail, self.len, self.data_len, self.truesize,
+                self.frags, self.appends, self.pages_used, self.nr_frags,
+                self.frag_list, self.frag_list_skbs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Plan):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(PLAN_FIELDS, self._values(),
+                                                                       strict=True))
+        return f"Plan({fields})"
 
     @property
     def allocations(self) -> int:
         """Objects allocated on the receive path: the sk_buff, and a separate head on a copy."""
         return 1 if self.outcome == "build_skb" else 2
+
+
+# Plan's fields in its constructor's order (its repr names them)
+PLAN_FIELDS = ("outcome", "reason", "why", "buf_len", "buffers", "used", "tailroom", "copy",
+               "frag0", "head_size", "end", "data", "tail", "len", "data_len", "truesize",
+               "frags", "appends", "pages_used", "nr_frags", "frag_list",
+               "frag_list_skbs")
 
 
 def dropped(
