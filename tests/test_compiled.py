@@ -30,3 +30,18 @@ def test_an_installation_is_all_compiled_or_all_python() -> None:
     others): the build under test (tests/conftest.py picks it) is one or the other."""
     declared = sorted(s[: -len(".py")].replace("/", ".") for s in compiled_sources(ROOT))
     assert compiled_modules() in ([], declared)
+
+
+def test_the_plain_classes_are_immutable_when_compiled() -> None:
+    """PostedBuffer, Posted, Frame, Plan and Row declare their fields Final: mypy refuses an
+    assignment, and mypyc's native classes refuse it at run time too."""
+    import pytest
+
+    from vnetrx.paths.virtio_net.buffers import PostedBuffer
+
+    if not compiled_modules():
+        pytest.skip("plain Python: Final is checked by mypy only")
+    buf = PostedBuffer(0, 0, 1536)
+    with pytest.raises(AttributeError):
+        buf.len = 2048  # type: ignore[misc]
+    assert buf.len == 1536
