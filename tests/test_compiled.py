@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from vnetrx.compiled import COMPILED_MODULES, COMPILED_PACKAGES, compiled_modules, compiled_sources
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,8 +37,6 @@ def test_an_installation_is_all_compiled_or_all_python() -> None:
 def test_the_plain_classes_are_immutable_when_compiled() -> None:
     """PostedBuffer, Posted, Frame, Plan and Row declare their fields Final: mypy refuses an
     assignment, and mypyc's native classes refuse it at run time too."""
-    import pytest
-
     from vnetrx.paths.virtio_net.buffers import PostedBuffer
 
     if not compiled_modules():

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent
 COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net")
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.skbuff",
                     "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
-                    "vnetrx.render.replay_json", "vnetrx.sweep")
+                    "vnetrx.render.replay_json", "vnetrx.sweep", "vnetrx.values")
 
 
 def compiled_sources(root: Path) -> list[str]:

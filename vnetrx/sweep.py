@@ -20,6 +20,7 @@ from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb
 from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
+from vnetrx.values import Value
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
@@ -32,7 +33,7 @@ CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allo
               "bytes_copied", "buffers")
 
 
-class Row:
+class Row(Value):
     """One length's result; skb and cost are None on a drop or an error. Immutable; a plain
     class, not a record: a sweep makes one per length, and compiled (vnetrx/compiled.py) a
     plain class is made in ~30 ns, a NamedTuple in ~230."""
@@ -57,14 +58,6 @@ class Row:
     def _values(self) -> tuple[object, ...]:
         return (self.frame_len, self.kernel, self.outcome, self.reason, self.skb,
                 self.allocations, self.bytes_copied, self.buffers, self.frag_list)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Row):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
 
     def __repr__(self) -> str:
         return (f"Row(frame_len={self.frame_len}, kernel={self.kernel!r}, "

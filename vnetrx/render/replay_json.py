@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.model import SKB_FIELDS
+from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
@@ -183,19 +184,17 @@ def row_line(label: Callable[[int], str], f: FrameRecord,
                 parts.clear()
             known = parts[id(d)] = (d, decision_part(d))
         middle = known[1]
-    used = f.buffers
-    if len(used) == 1:  # most frames
-        b = used[0].buf
-        buffers = f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
-    else:
-        buffers = ", ".join([f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
-                             for b in [p.buf for p in used]])
+    buffers = ", ".join([_buffer_json(label, p.buf) for p in f.buffers])
     poll = "null" if f.poll is None else f.poll
     ewma = "null" if f.ewma_after is None else f.ewma_after
     refill = "null" if f.refill is None else len(f.refill.buffers)
     return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
             f'"poll": {poll}, "buffers": [{buffers}], {middle}, "ewma": {ewma}, '
             f'"refill": {refill}}}')
+
+
+def _buffer_json(label: Callable[[int], str], b: PostedBuffer) -> str:
+    return f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
 
 
 def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:

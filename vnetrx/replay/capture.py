@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import BinaryIO, Final
 
 from vnetrx.errors import InputError
+from vnetrx.values import Value
 
 LINKTYPE_ETHERNET = 1
 PCAP_MAGICS = {
@@ -27,7 +28,7 @@ PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 MAGICS = (*PCAP_MAGICS, PCAPNG_SHB)
 
 
-class Frame:
+class Frame(Value):
     """One captured frame. Immutable; a plain class, not a record, as PostedBuffer is (one is
     made per frame a capture holds)."""
 
@@ -37,13 +38,8 @@ class Frame:
         self.length: Final = length  # on the wire
         self.data: Final = data  # what the capture holds of it (all unless the snaplen cut it)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Frame):
-            return NotImplemented
-        return self.length == other.length and self.data == other.data
-
-    def __hash__(self) -> int:
-        return hash((self.length, self.data))
+    def _values(self) -> tuple[object, ...]:
+        return (self.length, self.data)
 
     def __repr__(self) -> str:
         return f"Frame(length={self.length}, data={self.data!r})"

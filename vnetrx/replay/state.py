@@ -16,6 +16,7 @@ from vnetrx.model import Skb, Trace
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer
 from vnetrx.paths.virtio_net.setup import VirtioRxSetup
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class RingConfig:
         return min(self.budget, self.ring_size) // 2
 
 
-class Posted:
+class Posted(Value):
     """One buffer in the avail ring. Immutable, and a plain class for PostedBuffer's reason (a
     replay makes one per buffer it posts)."""
 
@@ -69,13 +70,8 @@ class Posted:
         self.buf: Final = buf  # backing page index, offset in it, length (the ctx truesize)
         self.fill: Final = fill  # the try_fill_recv run that posted it (0 = virtnet_open's)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Posted):
-            return NotImplemented
-        return self.seq == other.seq and self.buf == other.buf and self.fill == other.fill
-
-    def __hash__(self) -> int:
-        return hash((self.seq, self.buf, self.fill))
+    def _values(self) -> tuple[object, ...]:
+        return (self.seq, self.buf, self.fill)
 
     def __repr__(self) -> str:
         return f"Posted(seq={self.seq}, buf={self.buf!r}, fill={self.fill})"

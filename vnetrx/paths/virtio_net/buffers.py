@@ -17,9 +17,10 @@ from typing import Final
 
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 
-class PostedBuffer:
+class PostedBuffer(Value):
     """One posted rx buffer: its backing page, where in it, how long. Immutable (Final: mypy
     refuses an assignment, the compiled class too). A plain class, not a record: a replay makes
     one per buffer it posts, and compiled (vnetrx/compiled.py) a plain class is made in ~30 ns,
@@ -32,14 +33,8 @@ class PostedBuffer:
         self.offset: Final = offset  # start inside that page
         self.len: Final = len  # the buffer length the ctx records (ctx truesize)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PostedBuffer):
-            return NotImplemented
-        return (self.frag_index == other.frag_index and self.offset == other.offset
-                and self.len == other.len)
-
-    def __hash__(self) -> int:
-        return hash((self.frag_index, self.offset, self.len))
+    def _values(self) -> tuple[object, ...]:
+        return (self.frag_index, self.offset, self.len)
 
     def __repr__(self) -> str:
         return f"PostedBuffer(frag_index={self.frag_index}, offset={self.offset}, len={self.len})"

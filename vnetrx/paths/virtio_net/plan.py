@@ -10,6 +10,7 @@ from typing import Final, Literal
 
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 
 class Reason(str, Enum):
@@ -69,7 +70,7 @@ class Append(NamedTuple):
     new_skb: bool  # the previous skb was full: this buffer starts skb ``skb``
 
 
-class Plan:
+class Plan(Value):
     """One frame's fate: the skb as receive_*() returns it (before virtio_net_hdr_to_skb and
     eth_type_trans), the buffers it used and the decisions with their deciding values.
     Immutable; a plain class, not a record: a sweep makes one per length, and compiled
@@ -124,14 +125,6 @@ class Plan:
                 self.data, self.tail, self.len, self.data_len, self.truesize,
                 self.frags, self.appends, self.pages_used, self.nr_frags,
                 self.frag_list, self.frag_list_skbs)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Plan):
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={value!r}" for name, value in zip(PLAN_FIELDS, self._values(),
