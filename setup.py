@@ -8,7 +8,9 @@ module must run as written). ``vnetrx --version`` says which an installation is.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import sys
 from pathlib import Path
@@ -44,10 +46,21 @@ def _extensions() -> list[object]:
     except ImportError:
         _warn("mypyc (mypy) is not importable")
         return []
+    said = io.StringIO()
     try:
-        extensions = mypycify(COMPILED, opt_level="3", group_name="vnetrx_native")
+        with contextlib.redirect_stdout(said):  # mypyc prints its errors and warnings
+            extensions = mypycify(COMPILED, opt_level="3", group_name="vnetrx_native")
     except (Exception, SystemExit) as e:  # mypy's errors exit
+        print(said.getvalue(), end="", file=sys.stderr)
         _warn(f"mypyc failed ({e})")
+        return []
+    warnings = [line for line in said.getvalue().splitlines() if ": warning: " in line]
+    if warnings:
+        # a warning is a change of meaning: "Treating generator comprehension as list" drains
+        # an iterator the plain build reads lazily (a sweep's lengths, which carry Ctrl-C).
+        # The compiled build must behave as the plain one, so a warning is an error.
+        print("\n".join(warnings), file=sys.stderr)
+        _warn(f"mypyc warned ({len(warnings)} warning(s), treated as errors)")
         return []
     for ext in extensions:
         ext.optional = True  # type: ignore[attr-defined]

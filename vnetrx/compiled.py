@@ -16,10 +16,11 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 # every module of these packages, and these modules
-COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net")
-COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.skbuff",
-                    "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
-                    "vnetrx.render.replay_json", "vnetrx.sweep", "vnetrx.values")
+COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.tun")
+COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
+                    "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
+                    "vnetrx.paths.xdp", "vnetrx.render.replay_json", "vnetrx.sweep",
+                    "vnetrx.values")
 
 
 def compiled_sources(root: Path) -> list[str]:

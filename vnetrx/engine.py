@@ -65,9 +65,10 @@ def trace_tap(k: KernelProfile, setup: TapSetup) -> Trace:
     from vnetrx.paths import tun
 
     require_path(k, "tap")
-    s = tun.check_tap_setup(k, setup)
+    c = tun.tap_config(k, setup)
+    s = c.setup
     log = StepLog(k)
-    result = tun.receive(k, s, log)
+    result = tun.receive(c, log)
     inputs: tuple[tuple[str, Value], ...] = (
         ("frame_len", s.frame_len),
         ("tun", s.tun),

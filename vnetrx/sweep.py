@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
 from typing import Any, Final, TypeVar
 
-from vnetrx.engine import trace_tap, trace_virtio
+from vnetrx.engine import trace_virtio
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb, Trace
-from vnetrx.paths import virtio_net
+from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb
 from vnetrx.records import NamedTuple
@@ -85,7 +85,8 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     """The virtio receive path for every length, from plans (setup.frame_len is ignored); with
     an XDP program, from the full engine (the plans model the path without one)."""
     if setup.xdp is not None:
-        yield from _traced_rows(k, (setup._replace(frame_len=n) for n in lengths), trace_virtio)
+        yield from _traced_rows(k, _each(lengths, lambda n: setup._replace(frame_len=n)),
+                                trace_virtio)
         return
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup._replace(frame_len=1)))
     name, plan, deliver, plain = k.name, virtio_net.planner(c), virtio_net.deliver, plain_skb
@@ -106,11 +107,29 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """The tap write path for every length (the full engine: slower than virtio_rows)."""
-    yield from _traced_rows(k, (setup._replace(frame_len=n) for n in lengths), trace_tap)
+    """The tap write path for every length, from tun_get_user's plans (setup.frame_len is
+    ignored)."""
+    c = tun.tap_config(k, setup._replace(frame_len=1))
+    name, plan = k.name, tun.tap_plan
+    for frame_len in lengths:
+        p = plan(c, frame_len, False)  # rows show no checks
+        skb, cost = p.skb, p.cost
+        if skb is None or cost is None:
+            yield Row(frame_len, name, p.outcome, p.errno, None, None, None, p.buffers or 1)
+            continue
+        yield Row(frame_len, name, p.outcome, None, skb, cost.allocations, cost.bytes_copied,
+                  p.buffers)
 
 
 S = TypeVar("S")
+
+
+def _each(lengths: Iterable[int], setup_for: Callable[[int], S]) -> Iterator[S]:
+    """The setup for each length, one at a time: the lengths iterator carries Ctrl-C and
+    progress, so it must not be drained ahead (compiled, a generator expression passed as an
+    argument is built as a whole list: mypyc's "treating generator comprehension as list")."""
+    for n in lengths:
+        yield setup_for(n)
 
 
 def _traced_rows(k: KernelProfile, setups: Iterable[S], trace: Callable[[KernelProfile, S], Trace]

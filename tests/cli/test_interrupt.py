@@ -122,6 +122,21 @@ def test_sweep_jsonl_stops_on_a_whole_line(monkeypatch: pytest.MonkeyPatch) -> N
     assert len(lines) == 2500 and json.loads(lines[-1])["frame_len"] == 2500
 
 
+@pytest.mark.parametrize("path", [
+    ["--path", "tap"],  # the tap write path
+    ["--mergeable", "--xdp", "pass"],  # virtio-net with an XDP program
+    ["--path", "tap", "--xdp", "drop"],  # tun's XDP
+])
+def test_every_sweep_path_stops_on_a_whole_line(monkeypatch: pytest.MonkeyPatch,
+                                                path: list[str]) -> None:
+    """Each sweep path reads its lengths one at a time: the signal at length 301 ends it after
+    300 lines (a compiled build once drained the lengths first and ran to the end)."""
+    result = _run(monkeypatch, 300, ["sweep", "--len", "1-65535", *path, "--jsonl"])
+    assert result.exit_code == 130, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 300 and json.loads(lines[-1])["frame_len"] == 300
+
+
 def test_second_signal_raises() -> None:
     stop = StopOnSignal()
     with stop:

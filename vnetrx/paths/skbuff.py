@@ -6,7 +6,7 @@ Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from vnetrx.errors import SimulationError, UnsupportedError
@@ -85,6 +85,7 @@ class Head(NamedTuple):
     truesize: int
 
 
+@lru_cache(maxsize=4096)  # a tap sweep asks for every head size
 def kmalloc_reserve(k: KernelProfile, size: int) -> Head:
     """__alloc_skb()'s head: obj = SKB_HEAD_ALIGN(size), from skbuff_small_head (6.3+) or kmalloc."""
     obj = skb_head_align(k, size)
@@ -138,6 +139,24 @@ def build_skb(k: KernelProfile, frag_size: int, label: str) -> Skb:
     end = frag_size - SKB_DATA_ALIGN(sizeof shinfo); truesize = SKB_TRUESIZE(end).
     """
     return skb_from_head(k, Head(label, frag_size, frag_size + k.sk_buff_aligned))
+
+
+def skb_built(head: str, frag_size: int, shinfo: int, sk_buff_aligned: int, reserve: int,
+              length: int, frags: tuple[Frag, ...] = ()) -> Skb:
+    """build_skb(data, frag_size) (``head``: what it is built around), skb_reserve(reserve),
+    skb_put(length), then skb_add_rx_frag() of each of ``frags``, in one step (a sweep makes
+    one skb per length): end = frag_size - shinfo, truesize = frag_size +
+    SKB_DATA_ALIGN(sizeof(struct sk_buff)) + each frag's truesize. ``frag_size`` is also the
+    allocation's size of a kmalloc'd head (skb_from_head's truesize is the same sum)."""
+    end = frag_size - shinfo
+    if reserve + length > end:  # the kernel would skb_over_panic()
+        raise SimulationError(
+            f"skb_put({length}) past end: tail {reserve}, end {end} (skb_over_panic)"
+        )
+    paged = sum(f.size for f in frags)
+    return Skb(head, frag_size, reserve, reserve + length, end, length + paged, paged,
+               frag_size + sk_buff_aligned + sum(f.truesize for f in frags), len(frags),
+               None, frags)
 
 
 def skb_reserve(skb: Skb, length: int) -> Skb:
@@ -217,8 +236,9 @@ def frag_chunks(
     page = k.build.page_size
     chunks: list[tuple[int, int]] = []
     remaining, order = data_len, max_page_order
+    high = k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER)
     while remaining > 0:
-        if k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER):
+        if high:
             while order and align(remaining, page) < page << order:
                 order -= 1
         else:

@@ -212,8 +212,15 @@ def virtio_net_hdr_to_skb(
     ``tunnel``: UDP-tunnel GSO was negotiated (a 24-byte header; 6.17+ only). ``narrate``
     False: the same decisions without the checks' words (``checks`` empty, ``failed`` None),
     for deciders that show none of them (sweeps, a replay's decisions)."""
-    w = _Walk(k, narrate)
     fn = "virtio_net_hdr_to_skb"
+    if not h.flags & NEEDS_CSUM and h.gso_type == GSO_NONE:
+        # the common header (a sweep's, most writes'): only skb_reset_mac_header runs
+        plain = skb._replace(mac_header=skb.data)
+        return HdrResult(plain, (Check(
+            f"{VIRTIO_NET_H}:{fn} @ {k.name}", fn, "no NEEDS_CSUM, GSO_NONE", True,
+            f"nothing to set; ip_summed stays {plain.ip_summed} ({plain.ip_summed_name})"),)
+            if narrate else (), None, 0, False)
+    w = _Walk(k, narrate)
     start_len = skb.headlen
     expanded = False
 
@@ -417,9 +424,6 @@ def virtio_net_hdr_to_skb(
         if big:
             skb = skb._replace(gso_size=gso_size, gso_type=mask,
                                gso_type_names=gso_type_names(mask), gso_segs=0)
-    elif not h.flags & NEEDS_CSUM:
-        w.add(VIRTIO_NET_H, fn, "no NEEDS_CSUM, GSO_NONE", True,
-              lambda: f"nothing to set; ip_summed stays {skb.ip_summed} ({skb.ip_summed_name})")
     return HdrResult(skb, tuple(w.checks), None, skb.headlen - start_len, expanded)
 
 

@@ -21,15 +21,6 @@ ACTIONS = {"aborted": 0, "drop": 1, "pass": 2, "tx": 3, "redirect": 4}
 VERDICT = {name: f"XDP_{name.upper()}" for name in ACTIONS}
 
 
-class Adjusted(NamedTuple):
-    """The xdp_buff after the program's helper calls (offsets from one origin)."""
-
-    data: int
-    data_end: int
-    tail_errno: str | None = None  # bpf_xdp_adjust_tail's error, when it refused
-    meta_len: int = 0  # data - data_meta: the metadata in front of data
-
-
 class Meta(NamedTuple):
     """What bpf_xdp_adjust_meta(ctx, -len) may do here."""
 
@@ -41,75 +32,129 @@ class Meta(NamedTuple):
 NO_META = Meta(0, 32, True)
 
 
-def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: int,
-                hard_end: int, log: StepLog, *, frags: bool = False,
-                meta: Meta = NO_META) -> Adjusted:
+class Adjusted(NamedTuple):
+    """The program's helper calls on an xdp_buff, each with its answer, and the buffer they
+    leave (offsets from data_hard_start). A refused call changes nothing."""
+
+    data: int  # after the calls
+    data_end: int
+    tail_errno: str | None = None  # bpf_xdp_adjust_tail's error, when it refused
+    meta_len: int = 0  # data - data_meta: the metadata in front of data
+    # what decided each call, for the narration
+    frame_struct: int = 0  # sizeof(struct xdp_frame): kept free at the top of the headroom
+    head: int = 0  # bpf_xdp_adjust_head's offset (0: not called)
+    head_data: int = 0  # data before the call
+    head_high: int = 0  # data_end - ETH_HLEN: the highest data it accepts
+    head_ok: bool = True
+    meta: Meta = NO_META
+    meta_errno: str | None = None  # "ENOTSUPP" | "EINVAL" | "EACCES" when refused
+    tail: int = 0  # bpf_xdp_adjust_tail's offset (0: not called)
+    tail_data_end: int = 0  # data_end before the call
+    hard_end: int = 0  # xdp_data_hard_end
+    frags: bool = False  # the buffer has XDP_FLAGS_HAS_FRAGS
+
+
+def adjust(frame_struct: int, head: int, tail: int, data: int, data_end: int, hard_end: int,
+           *, frags: bool = False, meta: Meta = NO_META) -> Adjusted:
     """The program's bpf_xdp_adjust_head(ctx, head), bpf_xdp_adjust_meta(ctx, -meta.len), then
     bpf_xdp_adjust_tail(ctx, tail). A refused call changes nothing and the program goes on.
     Offsets are from data_hard_start (``frame_struct``: sizeof(struct xdp_frame), which the
     helpers keep free at the top of the headroom); ``frags``: the buffer has
     XDP_FLAGS_HAS_FRAGS (multi-buffer)."""
+    head_data, head_high, head_ok = data, data_end - ETH_HLEN, True
     if head:
         new = data + head
-        low, high = frame_struct, data_end - ETH_HLEN
-        ok = low <= new <= high
-        log.add(FILTER_SRC, "bpf_xdp_adjust_head",
-                (f"data {data} -> {new}" if ok else
-                 f"-EINVAL: data would be {new}, outside [data_hard_start + sizeof(struct "
-                 f"xdp_frame) = {low}, data_end - ETH_HLEN = {high}]; nothing changes"),
-                offset=head, data=new if ok else data, low=low, high=high)
-        if ok:
+        head_ok = frame_struct <= new <= head_high
+        if head_ok:
             data = new
-    meta_len = 0
+    meta_len, meta_errno = 0, None
     if meta.len:
-        meta_len = _adjust_meta(frame_struct, meta, data, log)
-    errno = None
+        meta_errno = _meta_refusal(frame_struct, meta, data)
+        meta_len = meta.len if meta_errno is None else 0
+    errno, tail_data_end = None, data_end
     if tail and frags and tail > 0:
         # bpf_xdp_frags_increase_tail: rxq->frag_size is 0 for virtio-net and tun
         # (xdp_rxq_info_reg without a frag size), so growing a multi-buffer frame fails
-        log.add(FILTER_SRC, "bpf_xdp_frags_increase_tail",
-                "-EOPNOTSUPP: the frame has frags and the driver registered its rxq with "
-                "frag_size 0 (xdp_rxq_info_reg), so the tail cannot grow; nothing changes",
-                offset=tail)
         errno = "EOPNOTSUPP"
     elif tail:
         new_end = data_end + tail
-        ok = data + ETH_HLEN <= new_end <= hard_end
-        log.add(FILTER_SRC, "bpf_xdp_adjust_tail",
-                (f"data_end {data_end} -> {new_end}" + (" (the new bytes are zeroed)"
-                                                       if new_end > data_end else "") if ok else
-                 f"-EINVAL: data_end would be {new_end}, outside [data + ETH_HLEN = "
-                 f"{data + ETH_HLEN}, xdp_data_hard_end = {hard_end}]; nothing changes"),
-                offset=tail, data_end=new_end if ok else data_end, data_hard_end=hard_end)
-        if ok:
+        if data + ETH_HLEN <= new_end <= hard_end:
             data_end = new_end
         else:
             errno = "EINVAL"
-    return Adjusted(data, data_end, errno, meta_len)
+    return Adjusted(data, data_end, errno, meta_len, frame_struct, head, head_data, head_high,
+                    head_ok, meta, meta_errno, tail, tail_data_end, hard_end, frags)
 
 
-def _adjust_meta(frame_struct: int, meta: Meta, data: int, log: StepLog) -> int:
-    """bpf_xdp_adjust_meta(ctx, -len): the metadata length it leaves (0 when refused)."""
-    start = data - meta.len
+def _meta_refusal(frame_struct: int, meta: Meta, data: int) -> str | None:
+    """bpf_xdp_adjust_meta(ctx, -len): its error, or None when it leaves the metadata."""
     if not meta.supported:
+        return "ENOTSUPP"
+    if data - meta.len < frame_struct:
+        return "EINVAL"
+    if meta.len % 4 or meta.len > meta.max:
+        return "EACCES"
+    return None
+
+
+def narrate_helpers(a: Adjusted, log: StepLog) -> None:
+    """One step per helper call the program made, with its answer."""
+    if a.head:
+        new, low, high = a.head_data + a.head, a.frame_struct, a.head_high
+        log.add(FILTER_SRC, "bpf_xdp_adjust_head",
+                (f"data {a.head_data} -> {new}" if a.head_ok else
+                 f"-EINVAL: data would be {new}, outside [data_hard_start + sizeof(struct "
+                 f"xdp_frame) = {low}, data_end - ETH_HLEN = {high}]; nothing changes"),
+                offset=a.head, data=new if a.head_ok else a.head_data, low=low, high=high)
+    if a.meta.len:
+        _narrate_meta(a, log)
+    if a.tail and a.tail_errno == "EOPNOTSUPP":
+        log.add(FILTER_SRC, "bpf_xdp_frags_increase_tail",
+                "-EOPNOTSUPP: the frame has frags and the driver registered its rxq with "
+                "frag_size 0 (xdp_rxq_info_reg), so the tail cannot grow; nothing changes",
+                offset=a.tail)
+    elif a.tail:
+        ok = a.tail_errno is None
+        new_end = a.tail_data_end + a.tail
+        log.add(FILTER_SRC, "bpf_xdp_adjust_tail",
+                (f"data_end {a.tail_data_end} -> {new_end}"
+                 + (" (the new bytes are zeroed)" if new_end > a.tail_data_end else "") if ok else
+                 f"-EINVAL: data_end would be {new_end}, outside [data + ETH_HLEN = "
+                 f"{a.data + ETH_HLEN}, xdp_data_hard_end = {a.hard_end}]; nothing changes"),
+                offset=a.tail, data_end=new_end if ok else a.tail_data_end,
+                data_hard_end=a.hard_end)
+
+
+def _narrate_meta(a: Adjusted, log: StepLog) -> None:
+    meta, data = a.meta, a.data
+    start = data - meta.len
+    if a.meta_errno == "ENOTSUPP":
         log.add(FILTER_SRC, "bpf_xdp_adjust_meta",
                 "-ENOTSUPP (524): this xdp_buff was prepared without metadata support "
                 "(xdp_data_meta_unsupported); nothing changes", offset=-meta.len)
-        return 0
-    if start < frame_struct:
-        why = (f"-EINVAL: data_meta would be {start}, below data_hard_start + sizeof(struct "
-               f"xdp_frame) = {frame_struct}")
-    elif meta.len % 4 or meta.len > meta.max:
-        why = (f"-EACCES: xdp_metalen_invalid({meta.len}): not a multiple of 4 or more than "
-               f"{meta.max}")
-    else:
+        return
+    if a.meta_errno is None:
         log.add(FILTER_SRC, "bpf_xdp_adjust_meta",
                 f"data_meta {data} -> {start}: {meta.len} bytes of metadata in front of data",
                 offset=-meta.len, data_meta=start, max=meta.max)
-        return meta.len
+        return
+    if a.meta_errno == "EINVAL":
+        why = (f"-EINVAL: data_meta would be {start}, below data_hard_start + sizeof(struct "
+               f"xdp_frame) = {a.frame_struct}")
+    else:
+        why = (f"-EACCES: xdp_metalen_invalid({meta.len}): not a multiple of 4 or more than "
+               f"{meta.max}")
     log.add(FILTER_SRC, "bpf_xdp_adjust_meta", why + "; nothing changes", offset=-meta.len,
             max=meta.max)
-    return 0
+
+
+def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: int,
+                hard_end: int, log: StepLog, *, frags: bool = False,
+                meta: Meta = NO_META) -> Adjusted:
+    """``adjust``, narrated into ``log``."""
+    done = adjust(frame_struct, head, tail, data, data_end, hard_end, frags=frags, meta=meta)
+    narrate_helpers(done, log)
+    return done
 
 
 def fwd_limit(mtu: int) -> int:

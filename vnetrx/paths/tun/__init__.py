@@ -13,8 +13,16 @@ xdp        an attached program: native in tun_build_skb (tun_xdp_act), generic o
 from __future__ import annotations
 
 from vnetrx.paths.tun.build import FRAG_SOURCES, build_limit
-from vnetrx.paths.tun.get_user import MAX_FRAME_LEN, check_tap_setup, good_linear, receive
-from vnetrx.paths.tun.setup import INT_MAX, SRC, TapResult, TapSetup, tun_rx_pad
+from vnetrx.paths.tun.get_user import (
+    MAX_FRAME_LEN,
+    TapPlan,
+    check_tap_setup,
+    good_linear,
+    receive,
+    tap_config,
+    tap_plan,
+)
+from vnetrx.paths.tun.setup import INT_MAX, SRC, TapConfig, TapResult, TapSetup, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import decode_hdr, vnet_hdr_size
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
@@ -24,6 +32,8 @@ __all__ = [
     "MAX_FRAME_LEN",
     "SRC",
     "XDP_ACTIONS",
+    "TapConfig",
+    "TapPlan",
     "TapResult",
     "TapSetup",
     "build_limit",
@@ -31,6 +41,8 @@ __all__ = [
     "decode_hdr",
     "good_linear",
     "receive",
+    "tap_config",
+    "tap_plan",
     "tun_rx_pad",
     "vnet_hdr_size",
 ]

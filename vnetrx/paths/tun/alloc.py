@@ -1,6 +1,7 @@
 """Mirrors drivers/net/tun.c's copy path, taken whenever tun_can_build_skb fails: tun_get_user's
 choice of the linear part, tun_alloc_skb, sock_alloc_send_pskb (net/core/sock.c) and
-alloc_skb_with_frags (net/core/skbuff.c), then the copy of the frame."""
+alloc_skb_with_frags (net/core/skbuff.c), then the copy of the frame. ``tun_alloc_skb`` returns
+an ``Alloc`` record; the narration below reads it."""
 
 from __future__ import annotations
 
@@ -9,57 +10,89 @@ from vnetrx.kernel.changes import (
     SKB_SMALL_HEAD_CACHE,
     TUN_ALLOC_SKB_BIG_PAGED,
 )
-from vnetrx.kernel.constants import TUN_ALLOC_MAX_PAGE_ORDER
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Frag, Skb
+from vnetrx.model import Buffer, Frag, Skb
 from vnetrx.paths.maps import regions
-from vnetrx.paths.skbuff import (
-    Head,
-    frag_chunks,
-    frags_limit,
-    kmalloc_reserve,
-    skb_add_rx_frag,
-    skb_from_head,
-    skb_put,
-    skb_reserve,
-)
+from vnetrx.paths.reason import Reason
+from vnetrx.paths.skbuff import Head, frag_chunks, kmalloc_reserve, skb_built
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapResult, TapSetup, error
+from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig
+from vnetrx.records import NamedTuple
 
 
-def tun_alloc_skb(
-    k: KernelProfile,
-    s: TapSetup,
-    length: int,
-    hdr_len: int,
-    prepad: int,
-    linear_max: int,
-    noblock: bool,
-    log: StepLog,
-) -> TapResult:
+class Linear(Reason):
+    """How tun_alloc_skb settles the linear part."""
+
+    UNDER_PAGE = "under_page"  # prepad + len < PAGE_SIZE: all linear
+    ALL = "all"  # linear == 0 (before 6.6's big-paged change): all linear
+    SPLIT = "split"  # the linear part kept, the rest in page frags
+
+
+class Alloc(NamedTuple):
+    """tun_get_user's linear choice, tun_alloc_skb, sock_alloc_send_pskb and
+    alloc_skb_with_frags: the head, the page frags, and the skb filled by the copy."""
+
+    copylen: int  # the frame bytes
+    hdr_len: int  # the vnet header's hdr_len after the NEEDS_CSUM fix-up
+    get_user_linear: int  # min(hdr_len, good_linear) (or the big-paged fallback)
+    big_paged: bool  # TUN_ALLOC_SKB_BIG_PAGED
+    prepad: int  # tun->align
+    linear: int  # what tun_alloc_skb keeps linear
+    linear_why: Linear
+    max_order: int  # the frag pages' highest order
+    head: Head
+    chunks: tuple[tuple[int, int], ...]  # (bytes, page size) per frag page
+    sndbuf: int
+    noblock: bool
+    skb: Skb | None  # None: more than MAX_SKB_FRAGS pages needed (-EMSGSIZE)
+
+    @property
+    def data_len(self) -> int:
+        return self.copylen - self.linear
+
+
+def tun_alloc_skb(c: TapConfig, length: int, hdr_len: int) -> Alloc:
     """tun_get_user's linear choice, tun_alloc_skb, sock_alloc_send_pskb, alloc_skb_with_frags."""
+    k, s = c.profile, c.setup
     assert s.sndbuf is not None
-    big_paged = k.has(TUN_ALLOC_SKB_BIG_PAGED)
-    linear = _get_user_linear(length, hdr_len, linear_max, big_paged, log)
-    max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)  # PAGE_ALLOC_COSTLY_ORDER from 6.6
-    linear = _alloc_skb_linear(k, length, prepad, linear, max_order, big_paged, log)
+    prepad, linear_max, max_order = c.align, c.good_linear, c.max_order
+    # tun_get_user: copylen = len; linear = min(hdr_len, good_linear)
+    first = min(hdr_len, linear_max)
+    if c.big_paged and first == 0:
+        first = min(linear_max, length)
+    limit = k.build.max_skb_frags * (c.page_size << max_order)
+    linear, why = first, Linear.SPLIT
+    if prepad + length < c.page_size:
+        linear, why = length, Linear.UNDER_PAGE
+    elif not c.big_paged and first == 0:
+        linear, why = length, Linear.ALL
+    elif c.big_paged and length - first > limit:
+        linear = length - limit
     data_len = length - linear
     head = kmalloc_reserve(k, prepad + linear)
     chunks = frag_chunks(k, data_len, max_order)
-    _sock_alloc_send_pskb(k, s.sndbuf, prepad + linear, data_len, head, chunks, noblock, log)
-    if data_len > frags_limit(k, max_order):
-        return error(f"data_len {data_len} needs more than MAX_SKB_FRAGS pages", "EMSGSIZE")
-    skb = _alloc_skb_with_frags(k, head, prepad, linear, chunks, log)
-    head_buffer = Buffer(
-        size=head.size,
-        page=head.label,
+    skb = None
+    if data_len <= c.frags_limit:
+        frags = tuple(Frag(f"frag page {index}", 0, size, page)
+                      for index, (size, page) in enumerate(chunks))
+        skb = skb_built(head.label, head.size, c.shinfo, c.sk_buff_aligned, prepad, linear, frags)
+    return Alloc(length, hdr_len, first, c.big_paged, prepad, linear, why, max_order, head,
+                 chunks, s.sndbuf, not s.blocking, skb)
+
+
+def alloc_maps(a: Alloc) -> tuple[Buffer, ...]:
+    """The head and each frag page, as maps."""
+    assert a.skb is not None
+    head = Buffer(
+        size=a.head.size,
+        page=a.head.label,
         page_offset=0,
-        used=linear,
+        used=a.linear,
         regions=regions(
-            ("headroom", prepad, "prepad = tun->align"),
-            ("frame", linear, "copied: the linear part"),
-            ("tailroom", skb.end - skb.tail, ""),
-            ("skb_shared_info", head.size - skb.end, ""),
+            ("headroom", a.prepad, "prepad = tun->align"),
+            ("frame", a.linear, "copied: the linear part"),
+            ("tailroom", a.skb.end - a.skb.tail, ""),
+            ("skb_shared_info", a.head.size - a.skb.end, ""),
         ),
     )
     pages = tuple(
@@ -70,124 +103,73 @@ def tun_alloc_skb(
             used=size,
             regions=regions(("frame", size, "frag: copied"), ("unused", page - size, "")),
         )
-        for index, (size, page) in enumerate(chunks)
+        for index, (size, page) in enumerate(a.chunks)
     )
-    cost = Cost(allocations=2 + len(chunks), bytes_copied=length, frags=len(chunks))
-    return TapResult(
-        "tap", "alloc_skb", None, None, head_buffer, (head_buffer, *pages), skb, cost, None
-    )
+    return (head, *pages)
 
 
-def _get_user_linear(
-    length: int, hdr_len: int, linear_max: int, big_paged: bool, log: StepLog
-) -> int:
-    """tun_get_user: copylen = len; linear = min(hdr_len, good_linear)."""
-    linear = min(hdr_len, linear_max)
-    if big_paged and linear == 0:
-        linear = min(linear_max, length)
+# --- narration -----------------------------------------------------------------------------
+
+
+def narrate_alloc(k: KernelProfile, a: Alloc, log: StepLog) -> None:
+    """The copy path's steps, from tun_get_user's linear choice to the filled skb."""
     log.add(
         SRC,
         "tun_get_user",
         "copylen = len; linear = min(hdr_len, good_linear)"
-        + ("; linear == 0 → min(good_linear, copylen)" if big_paged else ""),
-        because=(TUN_ALLOC_SKB_BIG_PAGED,) if big_paged else (),
-        copylen=length,
-        hdr_len=hdr_len,
-        linear=linear,
+        + ("; linear == 0 → min(good_linear, copylen)" if a.big_paged else ""),
+        because=(TUN_ALLOC_SKB_BIG_PAGED,) if a.big_paged else (),
+        copylen=a.copylen,
+        hdr_len=a.hdr_len,
+        linear=a.get_user_linear,
     )
-    return linear
-
-
-def _alloc_skb_linear(
-    k: KernelProfile,
-    length: int,
-    prepad: int,
-    linear: int,
-    max_order: int,
-    big_paged: bool,
-    log: StepLog,
-) -> int:
-    """tun_alloc_skb: how much of the frame stays linear; the rest goes to page frags."""
-    limit = k.build.max_skb_frags * (k.build.page_size << max_order)
-    under_page = prepad + length < k.build.page_size
-    if under_page or (not big_paged and linear == 0):
-        linear = length
-    elif big_paged and length - linear > limit:
-        linear = length - limit
     log.add(
         SRC,
         "tun_alloc_skb",
         (
             "prepad + len < PAGE_SIZE: linear = len (no paged part)"
-            if under_page
+            if a.linear_why is Linear.UNDER_PAGE
             else "linear == 0: linear = len (a fully linear skb)"
-            if linear == length
+            if a.linear == a.copylen
             else "linear part kept; the rest goes to page frags"
         ),
-        because=(TUN_ALLOC_SKB_BIG_PAGED,) if big_paged else (),
-        prepad=prepad,
-        len=length,
-        linear=linear,
-        data_len=length - linear,
-        max_page_order=max_order,
+        because=(TUN_ALLOC_SKB_BIG_PAGED,) if a.big_paged else (),
+        prepad=a.prepad,
+        len=a.copylen,
+        linear=a.linear,
+        data_len=a.data_len,
+        max_page_order=a.max_order,
     )
-    return linear
-
-
-def _sock_alloc_send_pskb(
-    k: KernelProfile,
-    sndbuf: int,
-    header_len: int,
-    data_len: int,
-    head: Head,
-    chunks: tuple[tuple[int, int], ...],
-    noblock: bool,
-    log: StepLog,
-) -> None:
-    """sock_alloc_send_pskb: the sndbuf check, then alloc_skb_with_frags' head and pages."""
     high = k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER)
     log.add(
         SOCK_SRC,
         "sock_alloc_send_pskb",
-        f"sk_wmem_alloc 0 < sk_sndbuf {sndbuf}: no wait"
-        + ("" if noblock else " (a blocking writer would sleep here once it is full)")
+        f"sk_wmem_alloc 0 < sk_sndbuf {a.sndbuf}: no wait"
+        + ("" if a.noblock else " (a blocking writer would sleep here once it is full)")
         + "; alloc_skb_with_frags(header_len = prepad + linear, data_len): the head from "
-        f"{head.label}, {len(chunks)} page frag(s)",
+        f"{a.head.label}, {len(a.chunks)} page frag(s)",
         because=tuple(
             c
             for c, on in ((SKB_SMALL_HEAD_CACHE, True), (ALLOC_SKB_WITH_FRAGS_HIGH_ORDER, high))
             if on and k.has(c)
         ),
-        sk_sndbuf=sndbuf,
-        header_len=header_len,
-        head=head.label,
-        head_size=head.size,
-        data_len=data_len,
-        frag_pages=" + ".join(str(page) for _, page in chunks) or "none",
+        sk_sndbuf=a.sndbuf,
+        header_len=a.prepad + a.linear,
+        head=a.head.label,
+        head_size=a.head.size,
+        data_len=a.data_len,
+        frag_pages=" + ".join(str(page) for _, page in a.chunks) or "none",
     )
-
-
-def _alloc_skb_with_frags(
-    k: KernelProfile,
-    head: Head,
-    prepad: int,
-    linear: int,
-    chunks: tuple[tuple[int, int], ...],
-    log: StepLog,
-) -> Skb:
-    """alloc_skb_with_frags' skb, reserved, put and filled by skb_copy_datagram_from_iter."""
-    skb = skb_put(skb_reserve(skb_from_head(k, head), prepad), linear)
-    for index, (size, page) in enumerate(chunks):
-        skb = skb_add_rx_frag(skb, Frag(f"frag page {index}", 0, size, page))
+    if a.skb is None:
+        return
     log.add(
         SKBUFF_SRC,
         "alloc_skb_with_frags",
         "truesize = head allocation + SKB_DATA_ALIGN(sizeof(sk_buff)) + every frag page; "
         "skb_set_owner_w() charges it to the tap socket; skb_reserve(prepad), skb_put(linear), "
         "skb_copy_datagram_from_iter() copies the frame",
-        truesize=skb.truesize,
-        headlen=skb.headlen,
-        data_len=skb.data_len,
-        nr_frags=skb.nr_frags,
+        truesize=a.skb.truesize,
+        headlen=a.skb.headlen,
+        data_len=a.skb.data_len,
+        nr_frags=a.skb.nr_frags,
     )
-    return skb

@@ -1,8 +1,11 @@
 """Mirrors drivers/net/tun.c's build_skb path (from 4.14): tun_can_build_skb's conditions, then
 tun_build_skb (copy into current->task_frag, build_skb() around it), and the frag-source what-if
-on where that buffer comes from (skb_page_frag_refill)."""
+on where that buffer comes from (skb_page_frag_refill). Each stage returns a record
+(``CanBuild``, ``Built``, ``FragSourceWhatIf``); the narration below reads it."""
 
 from __future__ import annotations
+
+from functools import cache
 
 from vnetrx.kernel.changes import (
     TUN_BUILD_SKB,
@@ -10,23 +13,21 @@ from vnetrx.kernel.changes import (
     TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
     TUN_XDP,
 )
-from vnetrx.kernel.constants import (
-    INT_MAX,
-    SKB_FRAG_PAGE_BYTES,
-    TUN_BUILD_XDP_HEADROOM,
-    XDP_PACKET_HEADROOM,
-)
-from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost
+from vnetrx.kernel.constants import INT_MAX, SKB_FRAG_PAGE_BYTES, TUN_BUILD_XDP_HEADROOM
+from vnetrx.kernel.profile import KernelProfile, align
+from vnetrx.model import Buffer, Skb
 from vnetrx.paths.maps import regions
-from vnetrx.paths.skbuff import build_skb, shinfo_size, skb_put, skb_reserve
+from vnetrx.paths.reason import Reason
+from vnetrx.paths.skbuff import shinfo_size, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
-from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapResult, TapSetup, tun_rx_pad
+from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig, tun_rx_pad
+from vnetrx.records import NamedTuple
 
 FRAG_SOURCES = ("task-frag", "per-queue", "full-page")
 
 
+@cache
 def build_limit(k: KernelProfile) -> int:
     """The longest frame tun_can_build_skb() accepts (its size condition, solved for len)."""
     extra = k.value(TUN_BUILD_XDP_HEADROOM)
@@ -34,62 +35,172 @@ def build_limit(k: KernelProfile) -> int:
     return room - room % k.smp_cache_bytes
 
 
-def tun_can_build_skb(k: KernelProfile, s: TapSetup, length: int, log: StepLog) -> bool:
-    """tun_can_build_skb (tun.c @4.14.5 … @7.3.4): every condition must hold."""
-    if not k.has(TUN_BUILD_SKB):
+def frag_page_size(k: KernelProfile) -> int:
+    """The page skb_page_frag_refill() carves current->task_frag from: SKB_FRAG_PAGE_ORDER's
+    32 KiB, or one page where that is larger."""
+    return max(k.value(SKB_FRAG_PAGE_BYTES), k.build.page_size)
+
+
+# --- tun_can_build_skb ---------------------------------------------------------------------
+
+
+class CantBuild(Reason):
+    """The first condition of tun_can_build_skb that fails: the write goes to tun_alloc_skb."""
+
+    NO_BUILD_PATH = "no_build_path"  # before 4.14 there is no tun_build_skb
+    TUN = "tun"  # only TAP devices build
+    SNDBUF = "sndbuf"  # TUNSETSNDBUF made sk_sndbuf finite
+    BLOCKING = "blocking"  # noblock is false
+    TOO_BIG = "too_big"  # the buffer would not fit one page
+
+
+class CanBuild(NamedTuple):
+    """tun_can_build_skb's answer and the values that decided it."""
+
+    failed: CantBuild | None  # None: every condition holds, tun_build_skb
+    size: int  # SKB_DATA_ALIGN(len + TUN_RX_PAD + extra) + shinfo (0: no build path)
+
+
+def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
+    """tun_can_build_skb (tun.c @4.14.5 … @7.3.4): every condition must hold; zerocopy and
+    IFF_NAPI_FRAGS are never set on a write(2)."""
+    if not c.build_path:
+        return CanBuild(CantBuild.NO_BUILD_PATH, 0)
+    s = c.setup
+    need = align(length + c.rx_pad + c.build_extra, c.cache_bytes) + c.shinfo
+    failed = (CantBuild.TUN if s.tun else
+              CantBuild.SNDBUF if s.sndbuf != INT_MAX else
+              CantBuild.BLOCKING if s.blocking else
+              CantBuild.TOO_BIG if need > c.page_size else None)
+    return CanBuild(failed, need)
+
+
+# --- tun_build_skb -------------------------------------------------------------------------
+
+
+class Built(NamedTuple):
+    """tun_build_skb: the page-fragment buffer, a native XDP program's run on it, the skb."""
+
+    buflen: int  # SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(skb_shared_info))
+    length: int  # the frame bytes copied into the buffer
+    gso_skips_xdp: bool  # a GSO header: the program runs later, as generic XDP
+    native: xdp.Native | None  # the program's run on the buffer
+    skb: Skb | None  # None: the program kept the frame (no skb is built)
+
+
+def tun_build_skb(c: TapConfig, length: int, gso: bool) -> Built:
+    """tun_build_skb: copy into current->task_frag, run a native XDP program on it (not for a
+    GSO header: ``gso``), build_skb() around it."""
+    pad = c.build_pad
+    buflen = align(length + pad, c.cache_bytes) + c.shinfo
+    native = None
+    data, put = pad, length
+    if c.setup.xdp is not None and not gso:
+        native = xdp.native(c, buflen, pad, length)
+        if native.run.result != "pass":
+            return Built(buflen, length, False, native, None)
+        # tun_build_skb: pad = xdp.data - data_hard_start, len = data_end - data
+        data, put = native.run.headroom or pad, native.run.len
+    skb = skb_built("current->task_frag page fragment", buflen, c.shinfo, c.sk_buff_aligned,
+                    data, put)
+    if native is not None and native.run.meta_len:  # 6.15+ (0ca23a4d64ce): skb_metadata_set
+        skb = skb.but(meta_len=native.run.meta_len)
+    return Built(buflen, length, c.setup.xdp is not None and gso, native, skb)
+
+
+def build_map(c: TapConfig, b: Built) -> Buffer:
+    """The page-fragment buffer tun_build_skb fills."""
+    pad = c.build_pad
+    return Buffer(
+        size=b.buflen,
+        page="current->task_frag",
+        page_offset=0,
+        used=b.length,
+        regions=regions(
+            ("headroom", pad, "TUN_RX_PAD" + (" + XDP_PACKET_HEADROOM" if c.setup.xdp else "")),
+            ("frame", b.length, "copied from the write"),
+            ("tailroom", b.buflen - c.shinfo - pad - b.length, "SKB_DATA_ALIGN slack"),
+            ("skb_shared_info", c.shinfo, ""),
+        ),
+    )
+
+
+# --- the seed thread's frag-source what-if ---------------------------------------------------
+
+
+class FragSourceWhatIf(NamedTuple):
+    """Where tun_build_skb's buffers could come from, and what each source costs per packet."""
+
+    source: str  # one of FRAG_SOURCES
+    buflen: int
+    page_size: int  # PAGE_SIZE
+    fragment_page: int  # the page carved (one page per packet for full-page)
+    packets_per_page: int
+    bytes_per_packet: int
+    full_page_bytes_per_packet: int
+    truesize: int | None  # None: how the unmerged full-page variant set it was not seen
+
+
+def frag_source_whatif(k: KernelProfile, source: str, buflen: int) -> FragSourceWhatIf:
+    """The seed thread's design question: where should tun_build_skb's buffers come from?"""
+    page = k.build.page_size
+    full_page = -(-buflen // page) * page
+    if source == "full-page":
+        return FragSourceWhatIf(source, buflen, page, page, 1, full_page, full_page, None)
+    frag_page = frag_page_size(k)
+    per_page = frag_page // buflen
+    return FragSourceWhatIf(source, buflen, page, frag_page, per_page, -(-frag_page // per_page),
+                            full_page, buflen + k.sk_buff_aligned)
+
+
+# --- narration -----------------------------------------------------------------------------
+
+
+def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) -> None:
+    """tun_can_build_skb's step: the conditions, and the first that fails."""
+    k, s = c.profile, c.setup
+    if can.failed is CantBuild.NO_BUILD_PATH:
         log.add(
             SRC,
             "tun_get_user",
             f"no build_skb path in {k.name} (tun_build_skb arrives in 4.14): tun_alloc_skb",
         )
-        return False
-    assert s.sndbuf is not None
-    extra = k.value(TUN_BUILD_XDP_HEADROOM)
-    need = k.skb_data_align(length + tun_rx_pad(k) + extra) + shinfo_size(k)
-    checks: list[tuple[str, bool]] = [
-        ("a TUN device (only TAP builds)", not s.tun),
-        (f"sk_sndbuf {s.sndbuf} is not INT_MAX", s.sndbuf == INT_MAX),
-        ("a blocking writer (noblock is false)", not s.blocking),
-        ("zerocopy", True),
-        (
-            f"SKB_DATA_ALIGN(len + TUN_RX_PAD{' + XDP_PACKET_HEADROOM' if extra else ''}) + "
-            f"shinfo = {need} > PAGE_SIZE {k.build.page_size} (frames up to "
-            f"{build_limit(k)} fit)",
-            need <= k.build.page_size,
+        return
+    failed = {
+        CantBuild.TUN: "a TUN device (only TAP builds)",
+        CantBuild.SNDBUF: f"sk_sndbuf {s.sndbuf} is not INT_MAX",
+        CantBuild.BLOCKING: "a blocking writer (noblock is false)",
+        CantBuild.TOO_BIG: (
+            f"SKB_DATA_ALIGN(len + TUN_RX_PAD{' + XDP_PACKET_HEADROOM' if c.build_extra else ''})"
+            f" + shinfo = {can.size} > PAGE_SIZE {c.page_size} (frames up to "
+            f"{c.build_limit} fit)"
         ),
-        ("IFF_NAPI_FRAGS", True),
-    ]
-    failed = next((name for name, ok in checks if not ok), None)
+    }.get(can.failed) if can.failed is not None else None
     log.add(
         SRC,
         "tun_can_build_skb",
-        "every condition holds: tun_build_skb"
-        if failed is None
+        "every condition holds: tun_build_skb" if failed is None
         else f"fails on: {failed}: tun_alloc_skb",
-        because=(TUN_BUILD_SKB, TUN_BUILD_SKB_XDP_HEADROOM_LIMIT) if extra else (TUN_BUILD_SKB,),
+        because=(TUN_BUILD_SKB, TUN_BUILD_SKB_XDP_HEADROOM_LIMIT) if c.build_extra
+        else (TUN_BUILD_SKB,),
         tap=not s.tun,
         sk_sndbuf=s.sndbuf,
         noblock=not s.blocking,
         zerocopy=False,
         len=length,
-        TUN_RX_PAD=tun_rx_pad(k),
-        XDP_PACKET_HEADROOM=extra,
-        size=need,
-        PAGE_SIZE=k.build.page_size,
-        build_limit=build_limit(k),
+        TUN_RX_PAD=c.rx_pad,
+        XDP_PACKET_HEADROOM=c.build_extra,
+        size=can.size,
+        PAGE_SIZE=c.page_size,
+        build_limit=c.build_limit,
         napi_frags=False,
     )
-    return failed is None
 
 
-def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
-                  log: StepLog) -> TapResult:
-    """tun_build_skb: copy into current->task_frag, run a native XDP program on it (not for a
-    GSO header: ``gso``), build_skb() around it."""
-    pad = tun_rx_pad(k) + (k.value(XDP_PACKET_HEADROOM) if s.xdp else 0)
-    sh = shinfo_size(k)
-    buflen = k.skb_data_align(length + pad) + sh
-    frag_page = max(k.value(SKB_FRAG_PAGE_BYTES), k.build.page_size)
+def narrate_build(c: TapConfig, b: Built, log: StepLog) -> None:
+    """tun_build_skb's steps: the buffer, a native program's run, build_skb, the what-if."""
+    k, s = c.profile, c.setup
+    frag_page = frag_page_size(k)
     log.add(
         SRC,
         "tun_build_skb",
@@ -97,99 +208,70 @@ def tun_build_skb(k: KernelProfile, s: TapSetup, length: int, gso: bool,
         "buflen = SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(skb_shared_info)); "
         f"skb_page_frag_refill() takes buflen from current->task_frag (a {frag_page // 1024} KiB "
         "page, offset first aligned to SMP_CACHE_BYTES) and the frame is copied to offset + pad",
-        pad=pad,
-        buflen=buflen,
-        len=length,
+        pad=c.build_pad,
+        buflen=b.buflen,
+        len=b.length,
         frag_page=frag_page,
     )
-    tail = buflen - sh - pad - length
-    buffer = Buffer(
-        size=buflen,
-        page="current->task_frag",
-        page_offset=0,
-        used=length,
-        regions=regions(
-            ("headroom", pad, "TUN_RX_PAD" + (" + XDP_PACKET_HEADROOM" if s.xdp else "")),
-            ("frame", length, "copied from the write"),
-            ("tailroom", tail, "SKB_DATA_ALIGN slack"),
-            ("skb_shared_info", sh, ""),
-        ),
-    )
-    run = None
-    if s.xdp is not None and gso:
+    if b.gso_skips_xdp:
         log.add(SRC, "tun_build_skb", "a GSO header (hdr->gso_type set): native XDP is skipped; "
                 "the skb is built with the XDP headroom and the program runs later as generic "
                 "XDP", because=(TUN_XDP,))
-    elif s.xdp is not None:
-        run = xdp.native(k, s, buflen, pad, length, sh, log)
-        if run.result != "pass":
-            return TapResult("tap", xdp.outcome_of(run), None, None, buffer, (buffer,), None,
-                             Cost(allocations=1, bytes_copied=length, frags=0), None, xdp=run)
-    if run is not None:  # tun_build_skb: pad = xdp.data - data_hard_start, len = data_end - data
-        pad, length = run.headroom or pad, run.len
-    skb = build_skb(k, buflen, "current->task_frag page fragment")
-    skb = skb_put(skb_reserve(skb, pad), length)
-    if run is not None and run.meta_len:  # 6.15+ (0ca23a4d64ce): skb_metadata_set(metasize)
-        skb = skb.but(meta_len=run.meta_len)
-    owner = k.has(TUN_BUILD_SKB_OWNER)
+    elif b.native is not None:
+        xdp.narrate_native(s, b.native, log)
+    if b.skb is None:
+        return
     log.add(
         SKBUFF_SRC,
         "build_skb",
         "truesize = SKB_TRUESIZE(buflen - shinfo) = buflen + SKB_DATA_ALIGN(sizeof(sk_buff)); "
         "head_frag = 1; skb_reserve(pad), skb_put(len)"
-        + ("; skb_set_owner_w() charges it to the tap socket" if owner else ""),
-        because=(TUN_BUILD_SKB_OWNER,) if owner else (),
-        truesize=skb.truesize,
-        headroom=skb.data,
-        tailroom=skb.end - skb.tail,
+        + ("; skb_set_owner_w() charges it to the tap socket" if c.owner else ""),
+        because=(TUN_BUILD_SKB_OWNER,) if c.owner else (),
+        truesize=b.skb.truesize,
+        headroom=b.skb.data,
+        tailroom=b.skb.end - b.skb.tail,
     )
     if s.frag_source is not None:
-        frag_source_whatif(k, s.frag_source, buflen, log)
-    cost = Cost(allocations=1, bytes_copied=length, frags=0)
-    return TapResult("tap", "build_skb", None, None, buffer, (buffer,), skb, cost, None,
-                     owned=owner, xdp=run)
+        narrate_frag_source(frag_source_whatif(k, s.frag_source, b.buflen), log)
 
 
-def frag_source_whatif(k: KernelProfile, source: str, buflen: int, log: StepLog) -> None:
-    """The seed thread's design question: where should tun_build_skb's buffers come from?"""
-    frag_page = max(k.value(SKB_FRAG_PAGE_BYTES), k.build.page_size)
-    page = k.build.page_size
-    if source == "full-page":
-        pages_each = -(-buflen // page)
-        per_page, memory = 1, pages_each * page
+def narrate_frag_source(w: FragSourceWhatIf, log: StepLog) -> None:
+    """The what-if's step and note."""
+    if w.source == "full-page":
         summary = (
-            f"full-page: one {page // 1024} KiB page per packet, {memory} bytes of memory each "
-            f"for a {buflen}-byte buffer; the thread measured 1.58 Mpps against 1.95 Mpps for "
-            "the page frag ('too much stress on the page allocator'); its truesize is not "
-            "known (the variant was never merged and its accounting was not seen)"
+            f"full-page: one {w.fragment_page // 1024} KiB page per packet, "
+            f"{w.bytes_per_packet} bytes of memory each for a {w.buflen}-byte buffer; the "
+            "thread measured 1.58 Mpps against 1.95 Mpps for the page frag ('too much stress "
+            "on the page allocator'); its truesize is not known (the variant was never merged "
+            "and its accounting was not seen)"
         )
     else:
-        per_page = frag_page // buflen
-        memory = -(-frag_page // per_page)
         where = (
             "current->task_frag: one per writing thread, no lock (0bbd7dad34f8, every release)"
-            if source == "task-frag"
+            if w.source == "task-frag"
             else "a per-queue page_frag as first posted: needs a lock when threads share a "
             "queue (the thread's 'tun: serialize page frag allocation' spinlock patch; no release "
             "has it)"
         )
         summary = (
-            f"{source}: {per_page} packets per {frag_page // 1024} KiB fragment page, "
-            f"{memory} bytes of memory each against {page} for one page per packet; {where}; "
+            f"{w.source}: {w.packets_per_page} packets per {w.fragment_page // 1024} KiB "
+            f"fragment page, {w.bytes_per_packet} bytes of memory each against {w.page_size} "
+            f"for one page per packet; {where}; "
             "1.95 Mpps (page frag) vs 1.58 Mpps (full page) in the thread"
         )
-    known = {} if source == "full-page" else {"truesize": buflen + k.sk_buff_aligned}
+    known = {} if w.truesize is None else {"truesize": w.truesize}
     log.add(
         SOCK_SRC,
         "skb_page_frag_refill",
         "what-if " + summary,
         because=(TUN_BUILD_SKB,),
-        frag_source=source,
-        buflen=buflen,
-        fragment_page=frag_page if source != "full-page" else page,
-        packets_per_page=per_page,
-        bytes_per_packet=memory,
-        full_page_bytes_per_packet=-(-buflen // page) * page,
+        frag_source=w.source,
+        buflen=w.buflen,
+        fragment_page=w.fragment_page,
+        packets_per_page=w.packets_per_page,
+        bytes_per_packet=w.bytes_per_packet,
+        full_page_bytes_per_packet=w.full_page_bytes_per_packet,
         **known,
     )
     log.note(

@@ -12,25 +12,51 @@ This module checks the request and walks tun_get_user's stages; the vnet header 
 from __future__ import annotations
 
 from vnetrx.errors import InputError, UnsupportedError
-from vnetrx.kernel.changes import TUN_XDP
-from vnetrx.kernel.constants import ETH_HLEN, INT_MAX
+from vnetrx.kernel.changes import (
+    TUN_ALLOC_SKB_BIG_PAGED,
+    TUN_BUILD_SKB,
+    TUN_BUILD_SKB_OWNER,
+    TUN_XDP,
+    VNET_HDR_UDP_TUNNEL,
+)
+from vnetrx.kernel.constants import (
+    ETH_HLEN,
+    INT_MAX,
+    TUN_ALLOC_MAX_PAGE_ORDER,
+    TUN_BUILD_XDP_HEADROOM,
+    XDP_PACKET_HEADROOM,
+)
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Cost, Skb
-from vnetrx.paths.skbuff import eth_type_trans, shinfo_size
+from vnetrx.model import Cost, Skb, XdpRun
+from vnetrx.paths.skbuff import eth_type_trans, frags_limit, shinfo_size
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
-from vnetrx.paths.tun.alloc import tun_alloc_skb
-from vnetrx.paths.tun.build import FRAG_SOURCES, tun_build_skb, tun_can_build_skb
-from vnetrx.paths.tun.setup import SRC, TapResult, TapSetup, error
+from vnetrx.paths.tun.alloc import Alloc, alloc_maps, narrate_alloc, tun_alloc_skb
+from vnetrx.paths.tun.build import (
+    FRAG_SOURCES,
+    Built,
+    CanBuild,
+    build_limit,
+    build_map,
+    narrate_build,
+    narrate_can_build,
+    tun_build_skb,
+    tun_can_build_skb,
+)
+from vnetrx.paths.tun.setup import SRC, TapConfig, TapResult, TapSetup, error, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import (
+    Front,
     decode_hdr,
     front_checks,
-    vnet_hdr_get,
+    front_rules,
+    narrate_vnet_hdr_get,
     vnet_hdr_size,
     vnet_hdr_to_skb,
 )
-from vnetrx.paths.virtio_net_hdr import NO_HDR, narrate_checks
+from vnetrx.paths.tun.xdp import Generic, GenericWhy
+from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, hdr_rules, narrate_checks
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
+from vnetrx.records import NamedTuple
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
 
@@ -89,69 +115,186 @@ def good_linear(k: KernelProfile, align: int) -> int:
     return k.build.page_size - align - shinfo_size(k)
 
 
-def receive(k: KernelProfile, s: TapSetup, log: StepLog) -> TapResult:
-    """One write: front checks, path choice, skb construction, header, delivery."""
+def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
+    """The request checked (check_tap_setup; its frame_len too) and resolved on kernel ``k``."""
+    s = check_tap_setup(k, setup)
     assert s.vnet_hdr_sz is not None
-    assert s.sndbuf is not None
-    total = s.vnet_hdr_sz + s.frame_len
-    _tun_chr_write_iter(s, total, log)
     hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
-    if s.vnet_hdr:
-        vnet_hdr_get(k, s, hdr, log)
-    hdr_len, _, failed = front_checks(k, hdr, s.frame_len, tap=not s.tun,
-                                      vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None)
-    if failed is not None:  # before any skb exists: no counter moves
-        narrate_checks((failed,), log)
-        return error(failed.reason, refused_by=failed.refused())
-    align = _get_user_align(k, s, hdr_len, log)
-    linear_max = _get_user_good_linear(k, align, log)
-    gso = hdr.gso_type != 0
-    if tun_can_build_skb(k, s, s.frame_len, log):
-        result = tun_build_skb(k, s, s.frame_len, gso, log)
-        generic_why = "a GSO frame on the build path"
+    align = k.net_skb_pad + (0 if s.tun else k.build.net_ip_align)
+    max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)  # PAGE_ALLOC_COSTLY_ORDER from 6.6
+    return TapConfig(
+        profile=k,
+        setup=s,
+        hdr=hdr,
+        front=front_rules(k, hdr, tap=not s.tun, vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None),
+        rules=hdr_rules(k),
+        tunnel=k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24,
+        rx_pad=tun_rx_pad(k),
+        align=align,
+        good_linear=good_linear(k, align),
+        shinfo=shinfo_size(k),
+        page_size=k.build.page_size,
+        cache_bytes=k.smp_cache_bytes,
+        sk_buff_aligned=k.sk_buff_aligned,
+        build_path=k.has(TUN_BUILD_SKB),
+        build_extra=k.value(TUN_BUILD_XDP_HEADROOM),
+        build_limit=build_limit(k),
+        build_pad=tun_rx_pad(k) + (k.value(XDP_PACKET_HEADROOM) if s.xdp else 0),
+        owner=k.has(TUN_BUILD_SKB_OWNER),
+        big_paged=k.has(TUN_ALLOC_SKB_BIG_PAGED),
+        max_order=max_order,
+        frags_limit=frags_limit(k, max_order),
+    )
+
+
+class TapPlan(NamedTuple):
+    """One write(2), decided: every stage's record, the skb the stack gets and what it cost.
+    ``tap_plan`` makes it without a log; ``narrate`` reads it; sweeps read it directly."""
+
+    frame_len: int  # the frame bytes after the vnet header
+    total: int  # bytes written: vnet_hdr_sz + the frame
+    front: Front  # the checks before any skb exists
+    can_build: CanBuild | None
+    built: Built | None  # tun_build_skb's record
+    alloc: Alloc | None  # tun_alloc_skb's record
+    offload: HdrResult | None  # virtio_net_hdr_to_skb's
+    pulled: Skb | None  # after the device type's switch (TAP: eth_type_trans)
+    generic: Generic | None  # do_xdp_generic's run on the skb
+    outcome: str  # "build_skb" | "alloc_skb" | "error" | "xdp_drop" | "xdp_tx" | "xdp_redirect"
+    errno: str | None  # what write(2) fails with
+    skb: Skb | None  # as netif_receive_skb (and its tracepoint) sees it
+    cost: Cost | None
+    run: XdpRun | None  # an attached program's run, native or generic
+
+    @property
+    def buffers(self) -> int:
+        """How many buffers the trace maps: the page fragment, or the head and each frag page;
+        none for a write that failed."""
+        if self.outcome == "error":
+            return 0
+        return 1 if self.alloc is None else 1 + len(self.alloc.chunks)
+
+
+def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
+    """tun_get_user on one write of ``frame_len`` frame bytes: the front checks, the path
+    choice, the skb, the vnet header's offloads, a generic program, the delivery. ``words``
+    False: the header checks are decided without their words (sweeps)."""
+    s = c.setup
+    assert s.vnet_hdr_sz is not None
+    total = s.vnet_hdr_sz + frame_len
+    front = front_checks(c.front, frame_len, words)
+    if front.refused:  # before any skb exists: no counter moves
+        return TapPlan(frame_len, total, front, None, None, None, None, None, None, "error",
+                       "EINVAL", None, None, None)
+    can = tun_can_build_skb(c, frame_len)
+    built = alloc = None
+    run: XdpRun | None = None
+    if can.failed is None:
+        built = tun_build_skb(c, frame_len, c.hdr.gso_type != 0)
+        made, owned, why = built.skb, c.owner, GenericWhy.GSO_BUILD
+        cost = Cost(allocations=1, bytes_copied=frame_len, frags=0)
+        if built.native is not None:
+            run = built.native.run
+        if made is None:  # native XDP kept the frame
+            assert run is not None
+            return TapPlan(frame_len, total, front, can, built, None, None, None, None,
+                           xdp.outcome_of(run), None, None, cost, run)
+        outcome = "build_skb"
     else:
-        noblock = not s.blocking
-        result = tun_alloc_skb(k, s, s.frame_len, hdr_len, align, linear_max, noblock, log)
-        generic_why = "tun_alloc_skb built this skb"
-    if result.xdp is not None and result.skb is None:  # native XDP consumed the frame
-        return result._replace(write_return=total)
-    if result.skb is None:
-        return result
+        alloc = tun_alloc_skb(c, frame_len, front.hdr_len)
+        made, owned, why = alloc.skb, True, GenericWhy.ALLOC
+        if made is None:
+            return TapPlan(frame_len, total, front, can, None, alloc, None, None, None, "error",
+                           "EMSGSIZE", None, None, None)
+        cost = Cost(allocations=2 + len(alloc.chunks), bytes_copied=frame_len,
+                    frags=len(alloc.chunks))
+        outcome = "alloc_skb"
     # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)
-    offload = vnet_hdr_to_skb(k, s, hdr, result.skb, result.owned,
-                              log if s.vnet_hdr else StepLog(k))
-    if offload.skb is None:
-        assert offload.failed is not None
+    offload = vnet_hdr_to_skb(c, made, owned, words)
+    if offload.skb is None:  # rx_frame_errors++, -EINVAL
+        return TapPlan(frame_len, total, front, can, built, alloc, offload, None, None, "error",
+                       "EINVAL", None, None, run)
+    # tun_get_user's switch on the device type: TUN reads the IP version, TAP eth_type_trans
+    pulled = offload.skb.but(mac_header=offload.skb.data) if s.tun else eth_type_trans(offload.skb)
+    skb, g = pulled, None
+    if s.xdp is not None and run is None:  # skb_xdp: tun_build_skb did not run it natively
+        g = xdp.generic(c, pulled, why, frame_len)
+        run = g.run
+        if g.passed is None:
+            return TapPlan(frame_len, total, front, can, built, alloc, offload, pulled, g,
+                           xdp.outcome_of(run), None, None, cost, run)
+        skb = g.passed
+        if run.copied:  # generic XDP's new linear head
+            cost = Cost(cost.allocations + 1, cost.bytes_copied + run.copied, skb.nr_frags)
+    return TapPlan(frame_len, total, front, can, built, alloc, offload, pulled, g, outcome,
+                   None, skb, cost, run)
+
+
+def receive(c: TapConfig, log: StepLog) -> TapResult:
+    """The configured write (``c.setup.frame_len`` bytes), decided then narrated."""
+    plan = tap_plan(c, c.setup.frame_len)
+    narrate(c, plan, log)
+    return result_of(c, plan)
+
+
+def result_of(c: TapConfig, p: TapPlan) -> TapResult:
+    """The trace's result: the plan's outcome with the buffers as maps."""
+    failed = p.front.failed
+    if failed is not None:
+        return error(failed.reason, refused_by=failed.refused())
+    if p.alloc is not None and p.alloc.skb is None:
+        return error(f"data_len {p.alloc.data_len} needs more than MAX_SKB_FRAGS pages",
+                     "EMSGSIZE")
+    if p.offload is not None and p.offload.skb is None:
+        assert p.offload.failed is not None
+        return error(p.offload.failed.reason, counter="rx_frame_errors",
+                     refused_by=p.offload.failed.refused())
+    maps = (build_map(c, p.built),) if p.built is not None else (
+        alloc_maps(p.alloc) if p.alloc is not None else ())
+    return TapResult("tap", p.outcome, None, None, maps[0] if maps else None, maps, p.skb,
+                     p.cost, p.total, xdp=p.run)
+
+
+def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:
+    """tun_get_user's steps, each read from the plan."""
+    k, s = c.profile, c.setup
+    _tun_chr_write_iter(s, p.total, log)
+    if s.vnet_hdr:
+        narrate_vnet_hdr_get(c, p.front.hdr_len, p.frame_len, log)
+    if p.front.failed is not None:
+        narrate_checks((p.front.failed,), log)
+        return
+    if not s.tun:
+        _get_user_align(p.frame_len, p.front.hdr_len, c.align, log)
+    _get_user_good_linear(k, c.good_linear, log)
+    assert p.can_build is not None
+    narrate_can_build(c, p.frame_len, p.can_build, log)
+    if p.built is not None:
+        narrate_build(c, p.built, log)
+        if p.built.skb is None:
+            return
+    else:
+        assert p.alloc is not None
+        narrate_alloc(k, p.alloc, log)
+        if p.alloc.skb is None:
+            return
+    assert p.offload is not None
+    if s.vnet_hdr:
+        narrate_checks(p.offload.checks, log)
+    if p.offload.skb is None:
         log.add(SRC, "tun_get_user", "virtio_net_hdr_to_skb failed: rx_frame_errors++, the skb is "
                 "freed and write() returns -EINVAL (rx_dropped does not move)",
                 rx_frame_errors=1)
-        return error(offload.failed.reason, counter="rx_frame_errors",
-                     refused_by=offload.failed.refused())
-    skb = _get_user_protocol(s, offload.skb, log)
-    run = result.xdp
-    if s.xdp is not None and run is None:  # skb_xdp: tun_build_skb did not run it natively
-        run, passed = xdp.generic(k, s, skb, generic_why, log)
-        if passed is None:
-            return TapResult(result.path, xdp.outcome_of(run), None, None, result.buffer,
-                             result.buffers, None, result.cost, total, xdp=run)
-        skb = passed
-    cost = result.cost
-    if run is not None and run.copied and cost is not None:  # generic XDP's new linear head
-        cost = Cost(cost.allocations + 1, cost.bytes_copied + run.copied, skb.nr_frags)
-    _netif_receive_skb(skb, log)
-    _get_user_stats(s.frame_len, total, log)
-    return TapResult(
-        result.path,
-        result.outcome,
-        None,
-        None,
-        result.buffer,
-        result.buffers,
-        skb,
-        cost,
-        total,
-        xdp=run,
-    )
+        return
+    assert p.pulled is not None
+    _get_user_protocol(s, p.pulled, log)
+    if p.generic is not None:
+        xdp.narrate_generic(s, p.generic, log)
+        if p.generic.passed is None:
+            return
+    assert p.skb is not None
+    _netif_receive_skb(p.skb, log)
+    _get_user_stats(p.frame_len, p.total, log)
 
 
 def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
@@ -169,27 +312,22 @@ def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
     )
 
 
-def _get_user_align(k: KernelProfile, s: TapSetup, hdr_len: int, log: StepLog) -> int:
+def _get_user_align(frame_len: int, hdr_len: int, align: int, log: StepLog) -> None:
     """tun_get_user: align = tun->align (+ NET_IP_ALIGN on TAP), the header checks passed."""
     # tun->align = NET_SKB_PAD (tun_set_iff); raised only by ndo_set_rx_headroom
-    align = k.net_skb_pad
-    if not s.tun:
-        align += k.build.net_ip_align
-        log.add(
-            SRC,
-            "tun_get_user",
-            "TAP: align = tun->align + NET_IP_ALIGN; the frame holds an Ethernet header",
-            len=s.frame_len,
-            hdr_len=hdr_len,
-            ETH_HLEN=ETH_HLEN,
-            align=align,
-        )
-    return align
+    log.add(
+        SRC,
+        "tun_get_user",
+        "TAP: align = tun->align + NET_IP_ALIGN; the frame holds an Ethernet header",
+        len=frame_len,
+        hdr_len=hdr_len,
+        ETH_HLEN=ETH_HLEN,
+        align=align,
+    )
 
 
-def _get_user_good_linear(k: KernelProfile, align: int, log: StepLog) -> int:
+def _get_user_good_linear(k: KernelProfile, linear_max: int, log: StepLog) -> None:
     """tun_get_user: good_linear = SKB_MAX_HEAD(align); write() never uses zerocopy."""
-    linear_max = good_linear(k, align)
     log.add(
         SRC,
         "tun_get_user",
@@ -200,11 +338,11 @@ def _get_user_good_linear(k: KernelProfile, align: int, log: StepLog) -> int:
         shinfo_size=shinfo_size(k),
         zerocopy=False,
     )
-    return linear_max
 
 
-def _get_user_protocol(s: TapSetup, skb: Skb, log: StepLog) -> Skb:
-    """tun_get_user's switch on the device type: TUN reads the IP version, TAP eth_type_trans."""
+def _get_user_protocol(s: TapSetup, skb: Skb, log: StepLog) -> None:
+    """tun_get_user's switch on the device type: TUN reads the IP version, TAP eth_type_trans
+    (``skb``: after it)."""
     if s.tun:
         log.add(
             SRC,
@@ -215,8 +353,7 @@ def _get_user_protocol(s: TapSetup, skb: Skb, log: StepLog) -> Skb:
             data_len=skb.data_len,
         )
         log.note("TUN: the frame is assumed to start with an IPv4 or IPv6 header")
-        return skb.but(mac_header=skb.data)
-    skb = eth_type_trans(skb)
+        return
     log.add(
         "net/ethernet/eth.c",
         "eth_type_trans",
@@ -225,7 +362,6 @@ def _get_user_protocol(s: TapSetup, skb: Skb, log: StepLog) -> Skb:
         data_len=skb.data_len,
         headroom=skb.data,
     )
-    return skb
 
 
 def _netif_receive_skb(skb: Skb, log: StepLog) -> None:

@@ -3,16 +3,22 @@ the result (``TapResult``) and tun.c's constants. Used by get_user, vnet_hdr, bu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Refusal, Skb, XdpRun
+from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr
+
+if TYPE_CHECKING:
+    from vnetrx.paths.tun.vnet_hdr import FrontRules
 from vnetrx.records import NamedTuple
 
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
 SOCK_SRC = "net/core/sock.c"
-__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapResult", "TapSetup", "error",
-           "tun_rx_pad"]
+__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapResult", "TapSetup",
+           "error", "tun_rx_pad"]
 
 
 class TapSetup(NamedTuple):
@@ -31,6 +37,38 @@ class TapSetup(NamedTuple):
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
     # the program calls bpf_xdp_adjust_meta(ctx, -N) after adjust_head: N bytes of metadata
     xdp_meta: int = 0
+
+
+class TapConfig(NamedTuple):
+    """A tap device on one kernel, resolved once (get_user.tap_config): the checked request and
+    every per-kernel value a write's stages read, as virtio_net's ``Config`` is for a receive
+    queue. A sweep makes one and decides each length with it."""
+
+    profile: KernelProfile
+    setup: TapSetup  # checked, the defaults tun_set_iff gives filled in
+    hdr: VnetHdr  # the vnet header every write carries (zeros without IFF_VNET_HDR)
+    front: FrontRules  # what tun_get_user compares each write's length with
+    rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
+    tunnel: bool  # UDP-tunnel GSO negotiated: 6.17+ with vnet_hdr_sz >= 24
+    rx_pad: int  # TUN_RX_PAD = NET_IP_ALIGN + NET_SKB_PAD
+    align: int  # tun->align = NET_SKB_PAD, + NET_IP_ALIGN on a TAP
+    good_linear: int  # SKB_MAX_HEAD(align)
+    shinfo: int  # SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    page_size: int
+    cache_bytes: int  # SMP_CACHE_BYTES: SKB_DATA_ALIGN's alignment
+    sk_buff_aligned: int  # SKB_DATA_ALIGN(sizeof(struct sk_buff))
+    build_path: bool  # tun_build_skb exists (TUN_BUILD_SKB, 4.14)
+    build_extra: int  # XDP_PACKET_HEADROOM tun_can_build_skb counts (TUN_BUILD_XDP_HEADROOM)
+    build_limit: int  # the longest frame tun_can_build_skb accepts
+    build_pad: int  # tun_build_skb's pad: TUN_RX_PAD (+ XDP_PACKET_HEADROOM with a program)
+    owner: bool  # tun_build_skb charges the skb to the tap socket (TUN_BUILD_SKB_OWNER)
+    big_paged: bool  # TUN_ALLOC_SKB_BIG_PAGED
+    max_order: int  # TUN_ALLOC_MAX_PAGE_ORDER
+    frags_limit: int  # the most data_len alloc_skb_with_frags takes (-EMSGSIZE past it)
+
+    @property
+    def kernel(self) -> str:
+        return self.profile.name
 
 
 class TapResult(NamedTuple):

@@ -10,6 +10,8 @@ stays CHECKSUM_NONE unless NEEDS_CSUM makes it CHECKSUM_PARTIAL (docs/kernel/off
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import TUN_VNET_HDR_GET, VNET_HDR_UDP_TUNNEL
 from vnetrx.kernel.constants import ETH_HLEN, U16_MAX
@@ -17,7 +19,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.layouts.virtio_net import virtio_net_hdr
 from vnetrx.model import Skb
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.tun.setup import SRC, TapSetup
+from vnetrx.paths.tun.setup import SRC, TapConfig
 from vnetrx.paths.virtio_net_hdr import (
     DATA_VALID,
     NEEDS_CSUM,
@@ -25,7 +27,6 @@ from vnetrx.paths.virtio_net_hdr import (
     HdrResult,
     VnetHdr,
     hdr_rules,
-    narrate_checks,
     virtio_net_hdr_to_skb,
 )
 from vnetrx.records import NamedTuple
@@ -38,6 +39,7 @@ def vnet_hdr_size() -> int:
     return virtio_net_hdr().size
 
 
+@lru_cache(maxsize=1024)  # a sweep decodes one header for every length
 def decode_hdr(raw: bytes) -> VnetHdr:
     """The first sizeof(struct virtio_net_hdr) bytes of a write."""
     return VnetHdr(**virtio_net_hdr().parse(raw[: vnet_hdr_size()]))
@@ -59,55 +61,78 @@ def parsed_size(k: KernelProfile, vnet_hdr_sz: int) -> int:
     return 24 if k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24 else vnet_hdr_size()
 
 
-def front_checks(
-    k: KernelProfile, h: VnetHdr, frame_len: int, *, tap: bool, vnet_hdr_sz: int | None = None
-) -> tuple[int, tuple[Check, ...], Check | None]:
-    """tun_get_user's checks before any skb exists (no counter moves on a failure): the
-    NEEDS_CSUM fix-up of hdr_len, hdr_len > len, and on a TAP the Ethernet header's length.
-    Returns (hdr_len after the fix-up, the checks, the one that failed)."""
-    checks: list[Check] = []
+class FrontRules(NamedTuple):
+    """What tun_get_user compares a write's length with before any skb exists, for one header
+    on one device (resolved once: ``front_rules``)."""
+
+    kernel: str
+    hdr: VnetHdr
+    hdr_len: int  # after the NEEDS_CSUM fix-up (16-bit)
+    size: int  # vnet_hdr_sz (sizeof(struct virtio_net_hdr) when none was set)
+    # 6.15+ (2506251e81d1, TUN_VNET_HDR_GET): hdr_len is compared with what follows the parsed
+    # header, so the unread rest of vnet_hdr_sz counts as room (measured on 6.18.44)
+    loose: bool
+    extra: int  # that unread rest (0 before 6.15)
+    tap: bool  # a TAP frame starts with an Ethernet header
+
+
+def front_rules(k: KernelProfile, h: VnetHdr, *, tap: bool,
+                vnet_hdr_sz: int | None = None) -> FrontRules:
     size = vnet_hdr_size() if vnet_hdr_sz is None else vnet_hdr_sz
-    # 6.15+ (2506251e81d1): hdr_len is compared with what follows the parsed header, so the
-    # unread rest of vnet_hdr_sz counts as room (measured on 6.18.44)
     loose = k.has(TUN_VNET_HDR_GET)
-    room = frame_len + (size - parsed_size(k, size) if loose else 0)
-    where, function = (("drivers/net/tun_vnet.h", "__tun_vnet_hdr_get") if loose
-                       else (TUN_C, "tun_get_user"))
+    return FrontRules(k.name, h, csum_hdr_len(h), size, loose,
+                      size - parsed_size(k, size) if loose else 0, tap)
 
-    def add(test: str, ok: bool, detail: str, refusal: str = "",
-            at: tuple[str, str] = (TUN_C, "tun_get_user"),
-            because: tuple[str, ...] = ()) -> bool:
-        checks.append(Check(f"{at[0]}:{at[1]} @ {k.name}", at[1], test, ok, detail, because,
-                            "" if ok else refusal))
-        return ok
 
-    hdr_len = csum_hdr_len(h)
+class Front(NamedTuple):
+    """tun_get_user's checks before any skb exists (no counter moves on a failure)."""
+
+    hdr_len: int  # after the NEEDS_CSUM fix-up
+    checks: tuple[Check, ...]  # empty when decided without words
+    failed: Check | None  # the check that refused the write (None without words)
+    refused: bool
+
+
+def front_checks(r: FrontRules, frame_len: int, words: bool = True) -> Front:
+    """tun_get_user's checks before any skb exists: the NEEDS_CSUM fix-up of hdr_len,
+    hdr_len > len, and on a TAP the Ethernet header's length. Decided first; ``words`` False:
+    only whether they pass (a sweep), else each check with its words."""
+    hdr_len, extra = r.hdr_len, r.extra
+    room = frame_len + extra
+    fits = hdr_len <= room
+    short = r.tap and (frame_len < ETH_HLEN or 0 < hdr_len < ETH_HLEN)
+    refused = not fits or short
+    if not words:
+        return Front(hdr_len, (), None, refused)
+    h, size = r.hdr, r.size
+    checks: list[Check] = []
+
+    def add(where: tuple[str, str], test: str, ok: bool, detail: str, because: tuple[str, ...],
+            refusal: str) -> None:
+        checks.append(Check(f"{where[0]}:{where[1]} @ {r.kernel}", where[1], test, ok, detail,
+                            because, "" if ok else refusal))
+
+    get_user = (TUN_C, "tun_get_user")
     if h.flags & NEEDS_CSUM:
         end = h.csum_start + h.csum_offset + 2
-        add("NEEDS_CSUM: hdr_len = max(hdr_len, csum_start + csum_offset + 2)", True,
+        add(get_user, "NEEDS_CSUM: hdr_len = max(hdr_len, csum_start + csum_offset + 2)", True,
             f"{h.csum_start} + {h.csum_offset} + 2 = {end}"
             + (f" > {h.hdr_len}: hdr_len becomes {hdr_len}"
                + (" (wrapped to 16 bits)" if end > U16_MAX else "")
-               if end > h.hdr_len else f" ≤ hdr_len {h.hdr_len}: unchanged"))
-    extra = room - frame_len
-    if not add("hdr_len ≤ len" + (" + the unread rest of vnet_hdr_sz" if loose else ""),
-               hdr_len <= room,
-               f"hdr_len {hdr_len} {'>' if hdr_len > room else '≤'} "
-               + (f"{frame_len} frame bytes + {extra} (vnet_hdr_sz {size} - the {size - extra} "
-                  f"bytes read) = {room}" if loose else
-                  f"the {frame_len} frame bytes after the vnet header"),
-               f"hdr_len {hdr_len} exceeds the {frame_len}-byte frame"
-               + (f" + {extra}" if extra else ""),
-               (where, function), (TUN_VNET_HDR_GET.key,) if loose else ()):
-        return hdr_len, tuple(checks), checks[-1]
-    if tap:
-        short = frame_len < ETH_HLEN or 0 < hdr_len < ETH_HLEN
-        if not add("TAP: len ≥ ETH_HLEN, and hdr_len 0 or ≥ ETH_HLEN", not short,
-                   f"len {frame_len}, hdr_len {hdr_len}, ETH_HLEN {ETH_HLEN}",
-                   f"frame of {frame_len} bytes or hdr_len {hdr_len} below ETH_HLEN "
-                   f"({ETH_HLEN})"):
-            return hdr_len, tuple(checks), checks[-1]
-    return hdr_len, tuple(checks), None
+               if end > h.hdr_len else f" ≤ hdr_len {h.hdr_len}: unchanged"), (), "")
+    add(("drivers/net/tun_vnet.h", "__tun_vnet_hdr_get") if r.loose else get_user,
+        "hdr_len ≤ len" + (" + the unread rest of vnet_hdr_sz" if r.loose else ""), fits,
+        f"hdr_len {hdr_len} {'>' if hdr_len > room else '≤'} "
+        + (f"{frame_len} frame bytes + {extra} (vnet_hdr_sz {size} - the "
+           f"{size - extra} bytes read) = {room}" if r.loose else
+           f"the {frame_len} frame bytes after the vnet header"),
+        (TUN_VNET_HDR_GET.key,) if r.loose else (),
+        f"hdr_len {hdr_len} exceeds the {frame_len}-byte frame" + (f" + {extra}" if extra else ""))
+    if fits and r.tap:
+        add(get_user, "TAP: len ≥ ETH_HLEN, and hdr_len 0 or ≥ ETH_HLEN", not short,
+            f"len {frame_len}, hdr_len {hdr_len}, ETH_HLEN {ETH_HLEN}", (),
+            f"frame of {frame_len} bytes or hdr_len {hdr_len} below ETH_HLEN ({ETH_HLEN})")
+    return Front(hdr_len, tuple(checks), checks[-1] if refused else None, refused)
 
 
 class Verdict(NamedTuple):
@@ -133,7 +158,8 @@ def validate(
     header is accepted does not depend on how much of the frame is linear (a pull fails only
     past skb->len), so the skb here is a linear one."""
     tunnel = k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24
-    hdr_len, checks, failed = front_checks(k, h, frame_len, tap=tap, vnet_hdr_sz=vnet_hdr_sz)
+    hdr_len, checks, failed, _ = front_checks(front_rules(k, h, tap=tap, vnet_hdr_sz=vnet_hdr_sz),
+                                              frame_len)
     if failed is not None:
         return Verdict(True, False, "EINVAL", failed.function, failed.reason, checks, None,
                        hdr_len)
@@ -151,17 +177,26 @@ def validate(
     return Verdict(True, True, None, None, None, checks, result.skb.gso_size != 0, hdr_len)
 
 
+def vnet_hdr_to_skb(c: TapConfig, skb: Skb, owned: bool, words: bool = True) -> HdrResult:
+    """virtio_net_hdr_to_skb on the skb tun_build_skb / tun_alloc_skb built (data at the
+    Ethernet header on a TAP, the IP header on a TUN). 6.17+ tun_vnet_hdr_tnl_to_skb: UDP-tunnel
+    GSO counts as negotiated when vnet_hdr_sz is at least TUN_VNET_TNL_SIZE (24): ``c.tunnel``.
+    ``words`` False: the checks without their words (a sweep)."""
+    return virtio_net_hdr_to_skb(c.profile, c.rules, skb, c.hdr, owned=owned, tunnel=c.tunnel,
+                                 narrate=words)
+
+
 # --- narration (the tap path's steps) -----------------------------------------------------
 
 
-def vnet_hdr_get(k: KernelProfile, s: TapSetup, hdr: VnetHdr, log: StepLog) -> int:
-    """Read the vnet header; NEEDS_CSUM raises hdr_len to cover the checksum field."""
+def narrate_vnet_hdr_get(c: TapConfig, hdr_len: int, frame_len: int, log: StepLog) -> None:
+    """Reading the vnet header; NEEDS_CSUM raised hdr_len to cover the checksum field."""
+    k, s, hdr = c.profile, c.setup, c.hdr
     assert s.vnet_hdr_sz is not None
     where, function = SRC, "tun_get_user"
     if k.has(TUN_VNET_HDR_GET):
         where, function = "drivers/net/tun_vnet.h", "__tun_vnet_hdr_get"
     parsed = parsed_size(k, s.vnet_hdr_sz)
-    hdr_len = csum_hdr_len(hdr)  # tun_get_user's NEEDS_CSUM fix-up (16-bit)
     log.add(
         where,
         function,
@@ -179,17 +214,5 @@ def vnet_hdr_get(k: KernelProfile, s: TapSetup, hdr: VnetHdr, log: StepLog) -> i
         gso_size=hdr.gso_size,
         csum_start=hdr.csum_start,
         csum_offset=hdr.csum_offset,
-        len=s.frame_len,
+        len=frame_len,
     )
-    return hdr_len
-
-
-def vnet_hdr_to_skb(k: KernelProfile, s: TapSetup, hdr: VnetHdr, skb: Skb, owned: bool,
-                    log: StepLog) -> HdrResult:
-    """virtio_net_hdr_to_skb on the skb tun_build_skb / tun_alloc_skb built (data at the
-    Ethernet header on a TAP, the IP header on a TUN). 6.17+ tun_vnet_hdr_tnl_to_skb: UDP-tunnel
-    GSO counts as negotiated when vnet_hdr_sz is at least TUN_VNET_TNL_SIZE (24)."""
-    tunnel = k.has(VNET_HDR_UDP_TUNNEL) and (s.vnet_hdr_sz or 0) >= 24
-    result = virtio_net_hdr_to_skb(k, hdr_rules(k), skb, hdr, owned=owned, tunnel=tunnel)
-    narrate_checks(result.checks, log)
-    return result

@@ -62,10 +62,10 @@ def _chain_used(c: Config, frame: int) -> tuple[int, ...]:
     """Bytes the device writes into each page of the chain: the header and up to PAGE_SIZE -
     sizeof(padded_vnet_hdr) frame bytes in page 0, then whole pages."""
     in_page0 = min(frame, c.page_size - c.big_padded)
-    return (c.hdr_len + in_page0, *(
+    return (c.hdr_len + in_page0, *[
         max(0, min(c.page_size, frame - in_page0 - (i - 1) * c.page_size))
         for i in range(1, c.big_num_skbfrags + 1)
-    ))
+    ])
 
 
 def narrate_posting(c: Config, log: StepLog) -> None:

@@ -201,6 +201,12 @@ def num_buffers(prefix: tuple[int, ...], total: int) -> int | None:
     return count if count < len(prefix) else None
 
 
+def used_lengths(info: Carved, count: int, total: int) -> tuple[int, ...]:
+    """Bytes the device wrote into each of the first ``count`` buffers with ``total`` bytes:
+    all full but the last."""
+    return (*[b.len for b in info.buffers[: count - 1]], total - info.prefix[count - 1])
+
+
 # --- sizes ------------------------------------------------------------------------------
 
 

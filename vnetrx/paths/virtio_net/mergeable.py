@@ -86,7 +86,7 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
     posted = info.buffers[:count]
     first = posted[0]
     if frame < ETH_HLEN:  # receive_buf: len < hdr_len + ETH_HLEN
-        return dropped(Drop.SHORT_PACKET, buf_len, posted, _used(info, count, total))
+        return dropped(Drop.SHORT_PACKET, buf_len, posted, bufs.used_lengths(info, count, total))
     frame0 = min(first.len, total) - c.hdr_len
     outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
         c, first.len, c.mrg_hdr_len, frame0
@@ -101,7 +101,7 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
     chained: tuple[tuple[PlanFrag, ...], ...] = ()
     frag_list_skbs = 0
     if detail or nr_frags >= c.max_skb_frags:
-        used = _used(info, count, total)
+        used = bufs.used_lengths(info, count, total)
         span0 = (first.offset + c.mrg_hdr_len + copy, frame0 - copy) if frag0 else None
         walked = walk_frags(posted, used, span0, c.max_skb_frags)
         if not walked.chained:
@@ -115,11 +115,6 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
     return Plan(outcome, None, why, buf_len, posted, used, tailroom, copy, frag0,  # type: ignore[arg-type]
                 head_size, end, data, tail, frame, frame - (tail - data), truesize, frags,
                 appends, 0, nr_frags, chained, frag_list_skbs)
-
-
-def _used(info: Carved, count: int, total: int) -> tuple[int, ...]:
-    """Bytes the device wrote into each buffer: all full but the last."""
-    return (*(b.len for b in info.buffers[: count - 1]), total - info.prefix[count - 1])
 
 
 # --- narration ---------------------------------------------------------------------------

@@ -11,9 +11,10 @@ from vnetrx.kernel.changes import PAGE_TO_SKB_BUILD_SKB
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Cost, Region
 from vnetrx.paths.maps import regions
+from vnetrx.paths.reason import Reason
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
-from vnetrx.paths.virtio_net.plan import Plan, Reason
+from vnetrx.paths.virtio_net.plan import Plan
 from vnetrx.paths.virtio_net.setup import Config
 
 

@@ -5,19 +5,12 @@ reasons: the drops are here, page_to_skb's build-or-copy reasons in page_to_skb.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Final, Literal
 
+from vnetrx.paths.reason import Reason
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
-
-
-class Reason(str, Enum):
-    """A decision's reason; prints (and serialises) as its value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
 
 
 class Drop(Reason):

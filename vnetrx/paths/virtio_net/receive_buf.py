@@ -18,11 +18,12 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
+from vnetrx.paths.reason import Reason
 from vnetrx.paths.skbuff import eth_type_trans_of
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
-from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, Reason, dropped
+from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
     CHECKSUM_UNNECESSARY,

@@ -33,12 +33,13 @@ from vnetrx.kernel.changes import (
 )
 from vnetrx.model import Buffer, XdpRun
 from vnetrx.paths.maps import regions
+from vnetrx.paths.reason import Reason
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
 from vnetrx.paths.virtio_net import page_to_skb as p2s
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.paths.virtio_net.page_to_skb import Build
-from vnetrx.paths.virtio_net.plan import Plan, PlanFrag, Reason
+from vnetrx.paths.virtio_net.plan import Plan, PlanFrag
 from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config
 from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 from vnetrx.paths.virtio_net_hdr import DATA_VALID, VnetHdr
@@ -438,7 +439,7 @@ def _slots_for(c: Config, frame: int) -> tuple[tuple[PostedBuffer, ...], tuple[i
     count = bufs.num_buffers(info.prefix, total)
     if count is None:  # cannot happen: need covers MAX_FRAME_LEN
         raise InputError(f"{total} bytes do not fit the posted XDP buffers")
-    used = (*(b.len for b in info.buffers[:count - 1]), total - info.prefix[count - 1])
+    used = bufs.used_lengths(info, count, total)
     return slots[:count], used
 
 
@@ -453,7 +454,7 @@ def _slot_map(c: Config, slot: PostedBuffer, used: int, first: bool) -> Buffer:
     parts.append(("tailroom", dev - used, ""))
     parts.append(("skb_shared_info", x.mrg_room - x.headroom, "room for shinfo"))
     return Buffer(slot.len, c.alloc.label(slot.frag_index), slot.offset, used,
-                  regions(*(p for p in parts if p[1] > 0)))
+                  regions(*[p for p in parts if p[1] > 0]))
 
 
 def narrate_mergeable_posting(c: Config, frame: int, log: StepLog
