@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import settings
+
+from tests.goldens import Golden, Scrub, compare  # imports no vnetrx (see _import_installed)
 
 SOURCE = Path(__file__).resolve().parents[1] / "vnetrx"
 
@@ -73,22 +74,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture
-def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
-    update = request.config.getoption("--update-golden") or os.environ.get("VNETRX_UPDATE_GOLDEN")
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """``golden(name, actual, scrub=None)``: tests/golden/NAME must hold ``actual`` once
+    ``scrub`` has dropped what the golden should not pin (tests/goldens.py)."""
+    update = bool(request.config.getoption("--update-golden")
+                  or os.environ.get("VNETRX_UPDATE_GOLDEN"))
 
-    def check(name: str, actual: str) -> None:
+    def check(name: str, actual: str, scrub: Scrub | None = None) -> None:
         __tracebackhide__ = True
-        expected = GOLDEN / name
-        if update:
-            expected.parent.mkdir(parents=True, exist_ok=True)
-            expected.write_text(actual)
-            return
-        if not expected.exists() or expected.read_text() != actual:
-            saved = ACTUAL / name
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            saved.write_text(actual)
-            pytest.fail(f"{name} differs from golden; actual output saved to {saved} "
-                        "(review, then rerun with --update-golden)")
+        compare(GOLDEN, ACTUAL, name, actual, scrub, update)
 
     return check
 

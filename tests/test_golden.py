@@ -1,12 +1,12 @@
-"""Golden traces for the examples in README.md (JSON for all, text for two)."""
+"""Golden traces for the examples in README.md (JSON for all, text for two). The JSON goldens
+leave out the kernel's change keys (tests/goldens.py NO_KERNEL_CHANGES)."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
 
+from tests.goldens import NO_KERNEL_CHANGES, Golden
 from vnetrx.cli import cli
 
 EXAMPLES = {
@@ -22,14 +22,14 @@ EXAMPLES = {
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_golden_json(runner: CliRunner, golden: Callable[[str, str], None], name: str) -> None:
+def test_golden_json(runner: CliRunner, golden: Golden, name: str) -> None:
     result = runner.invoke(cli, ["trace", *EXAMPLES[name], "--json"])
     assert result.exit_code == 0, result.output
-    golden(f"trace/{name}.json", result.stdout)
+    golden(f"trace/{name}.json", result.stdout, scrub=NO_KERNEL_CHANGES)
 
 
 @pytest.mark.parametrize("name", ["mergeable-1000-default", "mergeable-1000-5.12"])
-def test_golden_text(runner: CliRunner, golden: Callable[[str, str], None], name: str) -> None:
+def test_golden_text(runner: CliRunner, golden: Golden, name: str) -> None:
     result = runner.invoke(cli, ["trace", *EXAMPLES[name]])
     assert result.exit_code == 0, result.output
     golden(f"trace/{name}.txt", result.stdout)

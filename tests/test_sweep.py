@@ -11,13 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import VIRTIO as KERNELS
 from vnetrx.cli import cli
-from vnetrx.kernel.registry import SERIES, lookup
+from vnetrx.kernel.registry import lookup
 from vnetrx.paths import virtio_net
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.sweep import collapse, virtio_rows
 
-KERNELS = [s.name for s in SERIES if "virtio" in s.paths]
 MODES = [{"mergeable": True}, {"guest_gso": True}, {"mtu": 9000}, {},
          {"mergeable": True, "buffer_index": 20}, {"mergeable": True, "ewma": 1000}]
 

@@ -9,12 +9,14 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.profiles import TAP
 from vnetrx.cli import cli
 from vnetrx.decode import decode, decoded_to_dict, parse_hex
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
 
-KERNELS = [lookup(name) for name in ("4.14", "5.15", "6.1", "6.6", "6.12", "6.18", "7.3")]
+# every series whose tap path (virtio_net_hdr_to_skb on a write) is modelled
+KERNELS = [lookup(name) for name in TAP]
 
 # Mostly short inputs around the header sizes, with the header bytes biased towards the values
 # the checks care about (NEEDS_CSUM, GSO types, ECN, 16-bit edges).
@@ -110,7 +112,7 @@ def test_parse_hex_never_raises_anything_else(text: str) -> None:
     data=st.binary(max_size=80),
     hdr_len=st.sampled_from(["10", "12", "20", "24"]),
     as_json=st.booleans(),
-    kernel=st.sampled_from(["5.15", "6.1", "6.12", "7.3"]),
+    kernel=st.sampled_from(TAP),
 )
 def test_decode_cli_fuzz(data: bytes, hdr_len: str, as_json: bool, kernel: str) -> None:
     runner = CliRunner(env={"COLUMNS": "100", "NO_COLOR": "1"})

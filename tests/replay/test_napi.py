@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import VIRTIO
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.registry import lookup
 from vnetrx.replay import RingConfig, feed, open_ring, replay, view
@@ -91,7 +92,7 @@ def test_frame_larger_than_a_full_ring_stalls() -> None:
 
 
 @given(
-    kernel=st.sampled_from(["5.15", "6.1", "6.12", "6.18", "7.3"]),
+    kernel=st.sampled_from(VIRTIO),
     frames=st.lists(st.integers(14, 65535), min_size=1, max_size=40),
     ring_size=st.sampled_from([128, 256, 1024]),
     batch=st.integers(1, 80),

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.profiles import series
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.changes import CHANGES, TX_NEEDED_HEADROOM, UDP_UFO
@@ -21,7 +22,7 @@ from vnetrx.paths.tx.headroom import (
 )
 from vnetrx.paths.tx.ip_output import max_tcp_header
 
-AFTER = ("3.16", "3.19", "4.13", "4.14", "6.1", "6.12", "6.18")
+AFTER = series("headroom", since=(3, 16))
 
 
 def run(kernel: str, config: str = "debian", **setup: object) -> HeadroomReport:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.paths.virtio_net.helpers import run
+from tests.profiles import VIRTIO_AND_LTS_AS_TAGGED
 from vnetrx.kernel.build import build_config
 from vnetrx.kernel.registry import lookup
 from vnetrx.paths.virtio_net.buffers import (
@@ -67,7 +68,7 @@ def test_7x_page_pool_pairs_per_4k_page() -> None:
 
 
 @given(
-    kernel=st.sampled_from(["5.12", "5.15", "6.1", "6.1.0", "6.6", "6.12", "6.18", "7.2", "7.3"]),
+    kernel=st.sampled_from(VIRTIO_AND_LTS_AS_TAGGED),
     mergeable=st.booleans(),
     ring_size=st.sampled_from([8, 16, 32, 64, 128, 256]),
     mtu=st.sampled_from([1500, 1400, 9000, 65535]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.paths.virtio_net.helpers import MINIMAL, run, summary
+from tests.profiles import LTS_AS_TAGGED, series, version_key
 from vnetrx.kernel.build import BuildConfig, build_config
 from vnetrx.kernel.registry import lookup
 
@@ -114,7 +115,7 @@ def test_max_skb_frags_45() -> None:
 # page_to_skb (fb32856b16ad, 5.13; docs/kernel/virtio-net-rx.md §6.2-§6.7): build_skb when
 # len > GOOD_COPY_LEN (128) and tailroom = truesize - hdr_padded_len - len >= SKB_DATA_ALIGN(
 # sizeof(struct skb_shared_info)) (320 with 17 frags, x86_64). 5.12 has no such test.
-BUILD_KERNELS = ["5.13", "5.15", "6.1", "6.1.0", "6.6", "6.12", "6.12.0", "6.18", "7.2", "7.3"]
+BUILD_KERNELS = sorted(series("virtio", since=(5, 13)) + LTS_AS_TAGGED, key=version_key)
 
 
 @pytest.mark.parametrize("kernel", BUILD_KERNELS)

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.profiles import VIRTIO_AND_LTS_AS_TAGGED as VIRTIO_KERNELS
 from vnetrx.engine import trace_virtio
 from vnetrx.invariants import buffer_problems, skb_problems
-from vnetrx.kernel.registry import SERIES, lookup
+from vnetrx.kernel.registry import lookup
 from vnetrx.paths.skbuff import shinfo_size
 from vnetrx.paths.virtio_net import VirtioRxSetup
 
-VIRTIO_KERNELS = [s.name for s in SERIES if "virtio" in s.paths] + ["6.1.0", "6.12.0"]
 MODES = [
     {"mergeable": True},
     {"guest_gso": True},

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.paths.virtio_net.helpers import run, summary
+from tests.profiles import VIRTIO
 from vnetrx.kernel.build import build_config
 
 
 # §12.2: small mode (no MRG_RXBUF, no guest GSO, MTU 1500).
-@pytest.mark.parametrize("kernel", ["5.12", "5.13", "5.15", "6.1", "6.6", "6.12", "6.18"])
+@pytest.mark.parametrize("kernel", VIRTIO)
 def test_small_1000(kernel: str) -> None:
     t = run(kernel, frame_len=1000)
     assert t.path == "virtio-small"
