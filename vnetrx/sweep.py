@@ -17,7 +17,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb, Trace
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
-from vnetrx.paths.virtio_net.receive_buf import plain_skb
+from vnetrx.paths.virtio_net.receive_buf import plain_skb, xdp_received
 from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
 from vnetrx.values import Value
@@ -82,14 +82,19 @@ class Row(Value):
 
 def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
-    """The virtio receive path for every length, from plans (setup.frame_len is ignored); with
-    an XDP program, from the full engine (the plans model the path without one)."""
-    if setup.xdp is not None:
+    """The virtio receive path for every length, from plans (setup.frame_len is ignored), or
+    with an XDP program from receive_buf's XDP decisions (big mode, where the program never
+    runs: from the full engine)."""
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup._replace(frame_len=1)))
+    name = k.name
+    if c.xdp is not None and c.mode != "big":
+        yield from _xdp_rows(c, name, lengths)
+        return
+    if c.xdp is not None:  # big mode: the program never runs; the trace says why
         yield from _traced_rows(k, _each(lengths, lambda n: setup._replace(frame_len=n)),
                                 trace_virtio)
         return
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup._replace(frame_len=1)))
-    name, plan, deliver, plain = k.name, virtio_net.planner(c), virtio_net.deliver, plain_skb
+    plan, deliver, plain = virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
     detail = c.hdr is not None
     for frame_len in lengths:
@@ -104,6 +109,19 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
         # cost(p) without the Cost record: allocations and bytes copied
         yield Row(frame_len, name, p.outcome, None, skb, p.allocations, p.copy,
                   len(p.buffers) or p.pages_used, p.frag_list_skbs)
+
+
+def _xdp_rows(c: virtio_net.Config, name: str, lengths: Iterable[int]) -> Iterator[Row]:
+    """Small or mergeable mode with an XDP program: receive_buf's XDP decisions."""
+    for frame_len in lengths:
+        r = xdp_received(c, frame_len, False)  # rows show no checks
+        cost = r.cost
+        if r.skb is None or cost is None:
+            yield Row(frame_len, name, r.outcome, r.errno or r.reason, None, None, None,
+                      r.buffers or 1)
+            continue
+        yield Row(frame_len, name, r.outcome, None, r.skb, cost.allocations, cost.bytes_copied,
+                  r.buffers)
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:

@@ -194,9 +194,25 @@ def skb_coalesce_rx_frag(skb: Skb, size: int, truesize: int) -> Skb:
 
 def eth_type_trans(skb: Skb) -> Skb:
     """net/ethernet/eth.c:eth_type_trans: mac_header = data, then pull ETH_HLEN."""
-    return eth_type_trans_of(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len,
-                             skb.data_len, skb.truesize, skb.nr_frags, skb.frags, skb.frag_list,
-                             *skb[12:])
+    if skb.tail - skb.data < ETH_HLEN:
+        raise SimulationError(f"eth_type_trans with {skb.tail - skb.data} linear bytes "
+                              "(< ETH_HLEN)")
+    return skb_at(skb, skb.data + ETH_HLEN, skb.len - ETH_HLEN, skb.data)
+
+
+def skb_reset_mac_header(skb: Skb) -> Skb:
+    """skb_reset_mac_header(): mac_header = data."""
+    return skb_at(skb, skb.data, skb.len, skb.data)
+
+
+def skb_at(skb: Skb, data: int, length: int, mac_header: int | None) -> Skb:
+    """``skb`` with data, len and mac_header moved, the rest kept: what a pull or a header reset
+    changes, in one construction (``_replace`` walks all the fields; a sweep does this for
+    every length)."""
+    return Skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
+               skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
+               skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
+               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def eth_type_trans_of(

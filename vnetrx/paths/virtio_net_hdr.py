@@ -40,7 +40,7 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Refusal, Skb
-from vnetrx.paths.skbuff import pskb_may_pull
+from vnetrx.paths.skbuff import pskb_may_pull, skb_reset_mac_header
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 
@@ -215,7 +215,7 @@ def virtio_net_hdr_to_skb(
     fn = "virtio_net_hdr_to_skb"
     if not h.flags & NEEDS_CSUM and h.gso_type == GSO_NONE:
         # the common header (a sweep's, most writes'): only skb_reset_mac_header runs
-        plain = skb._replace(mac_header=skb.data)
+        plain = skb_reset_mac_header(skb)
         return HdrResult(plain, (Check(
             f"{VIRTIO_NET_H}:{fn} @ {k.name}", fn, "no NEEDS_CSUM, GSO_NONE", True,
             f"nothing to set; ip_summed stays {plain.ip_summed} ({plain.ip_summed_name})"),)

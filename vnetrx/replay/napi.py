@@ -22,8 +22,8 @@ a refill: real 6.1.192 and 6.12.117 guests matched frame for frame over 64 jumbo
 buffers) with the grouping they actually had (tests/replay/test_replay.py, tests/data/replay/).
 
 Each frame is decided by the receive path's plan layer on the buffers it used (what sweeps use:
-a few comparisons per frame; with XDP, which has no plan layer, by the frame's trace), once per
-geometry: a decision reads the frame's length, its header and the lengths and contiguity of
+a few comparisons per frame; with XDP, receive_buf's XDP decisions on a receive path configured
+with those buffers), once per geometry: a decision reads the frame's length, its header and the lengths and contiguity of
 its buffers, never where they are, so frames alike in those share it (``Decision``, kept in a
 bounded dict). The narrated trace, with the ring's own steps ahead of it and the refill check
 after the last frame of a poll, is made only for the frames asked for. Records come out in
@@ -40,11 +40,12 @@ from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Skb, Step, Trace
+from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, mergeable, small
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop
-from vnetrx.paths.virtio_net.receive_buf import deliver_with
+from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
 from vnetrx.replay.state import Decision, FrameRecord, Posted, RingConfig, RingState, RingView
@@ -128,22 +129,18 @@ class _Run:
         # its header and the buffers' lengths and contiguity: each such geometry is decided once
         key = (hdr, _geometry(frame_len, shown))
         decision = self.decisions.get(key)
-        trace = None
         if decision is None:
             if len(self.decisions) >= DECISIONS_KEPT:
                 self.decisions.clear()  # a bound on memory, not a cache policy
             if self.c.xdp is not None:
-                # the XDP path has no plan layer: the frame's trace (~0.2 ms) decides
-                trace = self._trace(arrival, used, poll, shown, before)
-                decision = _traced_decision(trace)
+                decision = self._xdp_decision(frame_len, hdr, shown, before)
             else:
                 decision = self._decision(frame_len, hdr, shown)
             self.decisions[key] = decision
         if decision.moves_ewma:
             state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
-        if not (self.traces and self.want_trace(index)):
-            trace = None
-        elif trace is None:
+        trace = None
+        if self.traces and self.want_trace(index):
             trace = self._trace(arrival, used, poll, shown, before)
         return self._record(arrival, used, poll, decision, before, trace)
 
@@ -171,6 +168,29 @@ class _Run:
             self.cfg.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
+    def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...],
+                      ewma: int) -> Decision:
+        """With a program attached: receive_buf's XDP decisions on these buffers (the receive
+        path configured with them, as the frame's trace would be). The EWMA, which does not
+        size XDP buffers, is left as it is."""
+        c = virtio_net.config(self.k, virtio_net.check_virtio_setup(self.k, self._setup(
+            frame_len, hdr, shown, ewma)))
+        r = xdp_received(c, frame_len, False)  # a record shows no checks
+        return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
+                        _without_frags(r.skb), None if r.cost is None else r.cost.allocations,
+                        None if r.cost is None else r.cost.bytes_copied, 0, False)
+
+    def _setup(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...],
+               ewma: int) -> VirtioRxSetup:
+        """The receive path's setup for this frame on the buffers it used."""
+        return self.cfg.setup()._replace(
+            frame_len=frame_len,
+            ewma=ewma if self.cfg.mergeable else None,
+            buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
+            buffers=tuple(p.buf for p in shown),
+            hdr=hdr,
+        )
+
     def _record(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                 d: Decision, ewma_before: int, trace: Trace | None) -> FrameRecord:
         """The frame's record; its ring and refill are the poll's to fill in."""
@@ -192,14 +212,7 @@ class _Run:
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
         _index, frame_len, hdr = arrival
-        setup = self.cfg.setup()._replace(
-            frame_len=frame_len,
-            ewma=ewma if self.cfg.mergeable else None,
-            buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
-            buffers=tuple(p.buf for p in shown),
-            hdr=hdr,
-        )
-        trace = trace_virtio(self.k, setup)
+        trace = trace_virtio(self.k, self._setup(frame_len, hdr, shown, ewma))
         return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
     def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None
@@ -318,14 +331,6 @@ class _Run:
 # each; the bound keeps memory flat whatever a capture holds (65,536 held ~45 MB more on the
 # 1,000,000-frame benchmark)
 DECISIONS_KEPT = 4096
-
-
-def _traced_decision(t: Trace) -> Decision:
-    """An XDP frame's decision, from its trace (the XDP path has no plan layer). The EWMA,
-    which does not size XDP buffers, is left as it is."""
-    return Decision(t.outcome, t.reason, t.counter, _without_frags(t.skb),
-                    None if t.cost is None else t.cost.allocations,
-                    None if t.cost is None else t.cost.bytes_copied, 0, False)
 
 
 def _without_frags(skb: Skb | None) -> Skb | None:

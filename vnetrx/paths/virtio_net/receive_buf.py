@@ -11,6 +11,7 @@ Facts: docs/kernel/virtio-net-rx.md §4, docs/kernel/offloads.md §4.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
@@ -19,7 +20,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
-from vnetrx.paths.skbuff import eth_type_trans_of
+from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
@@ -37,6 +38,9 @@ from vnetrx.paths.virtio_net_hdr import (
     virtio_net_hdr_to_skb,
 )
 from vnetrx.records import NamedTuple
+
+if TYPE_CHECKING:
+    from vnetrx.paths.virtio_net.xdp import Posting, XdpFrame
 
 SRC = "drivers/net/virtio_net.c"
 TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
@@ -122,13 +126,7 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) ->
                                    tunnel=c.hdr_len == 24, narrate=narrate)
     if result.skb is None:
         return Delivery(None, Drop.BAD_GSO, result)
-    s = result.skb
-    return Delivery(
-        eth_type_trans_of(s.head, s.head_size, s.data, s.tail, s.end, s.len, s.data_len,
-                          s.truesize, s.nr_frags, s.frags, s.frag_list, *s[12:]),
-        None,
-        result,
-    )
+    return Delivery(eth_type_trans(result.skb), None, result)
 
 
 def plain_skb(c: Config, p: Plan) -> Skb:
@@ -291,55 +289,117 @@ def _narrate_attach_big(c: Config, log: StepLog) -> bool:
     return True
 
 
+class XdpReceived(NamedTuple):
+    """A frame in small or mergeable mode with a program attached, decided: receive_buf's
+    length checks, the XDP branch (paths/virtio_net/xdp.py) and, for XDP_PASS, the rest of
+    receive_buf. What sweeps and replays read; ``_receive_xdp`` narrates it."""
+
+    outcome: str
+    reason: Reason | None
+    counter: str | None  # the dev->stats counter beyond the queue's
+    skb: Skb | None
+    cost: Cost | None
+    buffers: int  # the buffers the frame used (0: the program was refused)
+    guard: Plan | None  # small: receive_small's plan (its length checks); mergeable: a short drop
+    posting: Posting | None  # mergeable: the buffers the frame lands in
+    frame: XdpFrame | None  # the XDP branch's decision (None: dropped before it)
+    delivery: Delivery | None  # XDP_PASS: the rest of receive_buf
+    errno: str | None = None  # virtnet_xdp_set refused the program
+
+    @property
+    def run(self) -> XdpRun | None:
+        return None if self.frame is None else self.frame.run
+
+
+def xdp_received(c: Config, frame: int, words: bool = True) -> XdpReceived:
+    """Small or mergeable mode with a program attached: virtnet_xdp_set's answer, receive_buf's
+    and receive_small's length checks, the XDP branch, then for an skb XDP_PASS built the rest
+    of receive_buf. ``words`` False: virtio_net_hdr_to_skb decides without its words."""
+    from vnetrx.paths.virtio_net import xdp
+
+    assert c.xdp is not None
+    assert c.mode != "big"
+    a = c.xdp.attach
+    if not a.attach:
+        return XdpReceived("error", xdp.XdpReason.ATTACH_REFUSED, None, None, None, 0, None,
+                           None, None, None, a.errno)
+    posting = None
+    if c.mode == "small":
+        guard: Plan | None = small.plan_small(c, frame)  # the length checks
+        assert guard is not None
+        count = 1
+        if guard.reason is not None:
+            return XdpReceived("drop", guard.reason, COUNTER[guard.reason], None, None, count,
+                               guard, None, None, None)
+        f = xdp.small_frame(c, frame)
+    else:
+        posting = xdp.mergeable_posting(c, frame)
+        count = len(posting.slots)
+        guard = (dropped(Drop.SHORT_PACKET, posting.slots[0].len, posting.slots, posting.used)
+                 if frame < ETH_HLEN else None)
+        if guard is not None:
+            return XdpReceived("drop", Drop.SHORT_PACKET, COUNTER[Drop.SHORT_PACKET], None, None,
+                               count, guard, posting, None, None)
+        f = xdp.mergeable_frame(c, frame, posting.slots, posting.used)
+    run = f.run
+    if f.plan is None:
+        # the dev->stats counter beyond the queue's: check_mergeable_len's rx_length_errors
+        counter = ("rx_length_errors" if run.refused == "len_check" else
+                   "drops" if run.rx_dropped else None)
+        return XdpReceived(xdp.outcome_of(run), xdp.reason_of(run), counter, None, None, count,
+                           guard, posting, f, None)
+    d = deliver_with(c, f.plan, f.hdr, words)
+    assert d.skb is not None, d  # a zeroed header is never refused
+    skb = d.skb._replace(meta_len=run.meta_len) if run.meta_len else d.skb
+    spent = cost(f.plan)
+    if run.copied:  # xdp_linearize_page's (or the frags copy's) page and memcpy
+        if f.plan.outcome == "build_skb":
+            skb = skb._replace(head=LINEARIZED_HEAD)
+        spent = Cost(spent.allocations + 1, spent.bytes_copied + run.copied, spent.frags)
+    return XdpReceived(f.plan.outcome, None, None, skb, spent, count, guard, posting, f, d)
+
+
 def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
-    """Small or mergeable mode with a program attached (paths/virtio_net/xdp.py), then the rest
-    of receive_buf for an skb XDP_PASS built."""
+    """Small or mergeable mode with a program attached, decided (``xdp_received``), narrated."""
     from vnetrx.paths.virtio_net import xdp
 
     if not _narrate_attach_refusal(c, log):
         return _attach_refused(c)
     xdp.narrate_attach(c, log)
+    r = xdp_received(c, frame)
     path = _path(c)
     if c.mode == "small":
-        buffer = xdp.narrate_small_posting(c, frame, log)
-        guard = small.plan_small(c, frame)  # receive_buf's and receive_small's length checks
-        if guard.reason in TOO_LONG:
-            small.narrate_too_long(c, guard, frame, log)
-            return _drop(path, guard, buffer, (buffer,))
-        if _narrate_guard(c, guard, frame, log):
-            return _drop(path, guard, buffer, (buffer,))
+        assert r.guard is not None
+        buffer = xdp.narrate_small_posting(c, frame, r.guard, log)
+        maps: tuple[Buffer, ...] = (buffer,)
+        if r.guard.reason in TOO_LONG:
+            small.narrate_too_long(c, r.guard, frame, log)
+            return _drop(path, r.guard, buffer, maps)
+        if _narrate_guard(c, r.guard, frame, log):
+            return _drop(path, r.guard, buffer, maps)
         small.narrate_len_check(c, frame, log)
-        r = xdp.receive_small(c, frame, buffer, log)
+        assert r.frame is not None
+        xdp.narrate_small(c, r.frame, log)
     else:
-        slots, used, maps = xdp.narrate_mergeable_posting(c, frame, log)
-        short = dropped(Drop.SHORT_PACKET, slots[0].len, slots, used) if frame < ETH_HLEN \
-            else None
-        if _narrate_guard(c, short, frame, log):
-            assert short is not None
-            return _drop(path, short, maps[0], maps)
-        r = xdp.receive_mergeable(c, frame, slots, used, maps, log)
-    run = r.run
-    if r.plan is None:
-        # the dev->stats counter beyond the queue's: check_mergeable_len's rx_length_errors
-        counter = ("rx_length_errors" if run.refused == "len_check" else
-                   "drops" if run.rx_dropped else None)
-        return RxResult(path, xdp.outcome_of(run), xdp.reason_of(run), r.buffer, r.buffers,
-                        None, None, counter, xdp=run)
+        assert r.posting is not None
+        maps = xdp.narrate_mergeable_posting(c, frame, r.posting, log)
+        if _narrate_guard(c, r.guard, frame, log):
+            assert r.guard is not None
+            return _drop(path, r.guard, maps[0], maps)
+        assert r.frame is not None
+        xdp.narrate_mergeable(c, r.frame, r.posting.slots, log)
+    f = r.frame
+    run = f.run
+    if r.skb is None:
+        return RxResult(path, r.outcome, r.reason, maps[0], maps, None, None, r.counter, xdp=run)
+    assert r.delivery is not None
     if run.meta_len:
         log.add(SRC, run.function, f"skb_metadata_set(skb, {run.meta_len}): the metadata stays "
                 "in front of skb->data (skb_metadata_len)", meta_len=run.meta_len)
-    d = deliver_with(c, r.plan, r.hdr)
-    _narrate_receive_done(c, d, log, r.hdr)
-    assert d.skb is not None, d  # a zeroed header is never refused
-    skb = d.skb._replace(meta_len=run.meta_len) if run.meta_len else d.skb
-    spent = cost(r.plan)
-    if run.copied:  # xdp_linearize_page's (or the frags copy's) page and memcpy
-        if r.plan.outcome == "build_skb":
-            skb = skb._replace(head=LINEARIZED_HEAD)
-        spent = Cost(spent.allocations + 1, spent.bytes_copied + run.copied, spent.frags)
-    _narrate_eth_type_trans(skb, log)
-    return RxResult(path, r.plan.outcome, None, r.buffer, r.buffers, skb, spent, None,
-                    d.offload, xdp=run)
+    _narrate_receive_done(c, r.delivery, log, f.hdr)
+    _narrate_eth_type_trans(r.skb, log)
+    return RxResult(path, r.outcome, None, maps[0], maps, r.skb, r.cost, None,
+                    r.delivery.offload, xdp=run)
 
 
 def _drop(path: str, p: Plan, buffer: Buffer, buffers: tuple[Buffer, ...]) -> RxResult:

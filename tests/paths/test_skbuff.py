@@ -1,0 +1,34 @@
+"""vnetrx/paths/skbuff.py: the skb helpers that rebuild an skb in one construction keep every
+field they do not change."""
+
+from __future__ import annotations
+
+from vnetrx.model import Frag, FragListSkb, Skb
+from vnetrx.paths.skbuff import eth_type_trans, skb_at, skb_reset_mac_header
+
+# every field away from its default, so a field skb_at forgot would show
+FULL = Skb(head="kmalloc-2048", head_size=2048, data=66, tail=1066, end=1728, len=1500,
+           data_len=500, truesize=2816, nr_frags=1, mac_header=50,
+           frags=(Frag("frag0", 1536, 500, 1536),), frag_list=(FragListSkb(10, 768),),
+           ip_summed=3, csum_start=100, csum_offset=16, gso_size=1448, gso_type=0x11,
+           gso_type_names=("SKB_GSO_TCPV4", "SKB_GSO_TCPV6"), gso_segs=2, hash=0xABCD,
+           l4_hash=True, meta_len=8)
+
+
+def test_every_field_is_set_away_from_its_default() -> None:
+    defaults = Skb._field_defaults
+    assert all(getattr(FULL, name) != value for name, value in defaults.items())
+
+
+def test_skb_at_changes_data_len_and_mac_header_only() -> None:
+    moved = skb_at(FULL, 80, 1486, 66)
+    assert moved == FULL._replace(data=80, len=1486, mac_header=66)
+
+
+def test_eth_type_trans_pulls_the_ethernet_header() -> None:
+    """mac_header = data (66), then data += ETH_HLEN (14), len -= 14."""
+    assert eth_type_trans(FULL) == FULL._replace(data=80, len=1486, mac_header=66)
+
+
+def test_skb_reset_mac_header() -> None:
+    assert skb_reset_mac_header(FULL) == FULL._replace(mac_header=66)
