@@ -12,7 +12,7 @@ import pytest
 from vnetrx.decode import decode
 from vnetrx.kernel.registry import lookup
 from vnetrx.live import tap as live_tap
-from vnetrx.live.tap import WriteCase
+from vnetrx.observed.tap_write import WriteCase
 
 MISSING = live_tap.missing_requirements()
 pytestmark = [

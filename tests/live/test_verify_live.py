@@ -25,8 +25,8 @@ from vnetrx.kernel.running import running_profile
 from vnetrx.live import tap as live_tap
 from vnetrx.live import verify as live_verify
 from vnetrx.live.parse import parse_lengths
-from vnetrx.live.tap import WriteCase
 from vnetrx.live.verify import DEFAULT_LENGTHS
+from vnetrx.observed.tap_write import WriteCase
 
 MISSING = live_tap.missing_requirements()
 pytestmark = [

@@ -173,8 +173,8 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
 
 
 def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
-    from vnetrx.lab.guest import hdr_len_for
     from vnetrx.live import observe as core
+    from vnetrx.observed.negotiated import hdr_len_for
 
     first = seen[0]
     device = first.dev or "?"
@@ -186,7 +186,7 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
     if o.get("features"):
         if o.get("mergeable") or o.get("big"):
             raise click.UsageError("--features already says whether MRG_RXBUF and GSO are on")
-        from vnetrx.lab.guest import decode_features
+        from vnetrx.observed.negotiated import decode_features
 
         try:
             features = decode_features(str(o["features"]))

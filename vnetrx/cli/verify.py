@@ -13,8 +13,8 @@ from vnetrx.cli.frame_options import frame_input, frame_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
-from vnetrx.live.tap import WriteCase
 from vnetrx.live.verify import DEFAULT_LENGTHS, XDP_LENGTHS, FrameCheck
+from vnetrx.observed.tap_write import WriteCase
 
 if TYPE_CHECKING:
     from rich.text import Text
