@@ -35,7 +35,7 @@ def command(*argv: str) -> str:
 
 def test_core_imports_no_click_or_rich() -> None:
     setup = ("import vnetrx.engine, vnetrx.codec, vnetrx.paths.virtio_net, vnetrx.kernel.registry,"
-             " vnetrx.kernel.running, vnetrx.layouts.virtio_net")
+             " vnetrx.live.running, vnetrx.layouts.virtio_net")
     assert loaded(setup, "click", "rich") == ""
 
 

@@ -94,8 +94,8 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --offloads
       vnetrx verify tap --xdp all --variants
     """
-    from vnetrx.kernel.running import running_profile
     from vnetrx.live import verify as live_verify
+    from vnetrx.live.running import running_profile
     from vnetrx.live.tap import missing_requirements
 
     actions = _xdp_actions(xdp)
