@@ -1,10 +1,16 @@
 """The core imports neither click nor rich; `--json` does not import rich, and a virtio trace
-does not import construct, the tap path or dataclasses (start-up time, issue 15)."""
+does not import construct, the tap path or dataclasses (start-up time, issue 15). The pure side
+of the live checks and the lab (predicting, parsing, comparing) loads nothing that touches the
+system or boots a guest, and vnetrx.kernel nothing of either."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
+
+from tests import DATA
 
 # a command line through the CLI, as the vnetrx script runs it (it must succeed)
 RUN = """
@@ -33,9 +39,23 @@ def command(*argv: str) -> str:
     return RUN.format(argv=list(argv))
 
 
+def every_module(package: str) -> str:
+    """Code that imports every module of ``package``."""
+    return (f"import importlib, pkgutil, {package}\n"
+            f"for m in pkgutil.iter_modules({package}.__path__):\n"
+            f"    importlib.import_module('{package}.' + m.name)")
+
+
+# What touches the system (root: a netns, a tap, tracefs, bpf(2); reading /proc, /sys, ioctls)
+# or boots a guest (QEMU, the vhost-user backend), and lab.run, which drives QEMU.
+SYSTEM = ("vnetrx.live.tap", "vnetrx.live.bpf", "vnetrx.live.tracefs", "vnetrx.live.device",
+          "vnetrx.live.running", "vnetrx.lab.qemu", "vnetrx.lab.run", "vnetrx.lab.vhost_user",
+          "vnetrx.lab.vhost_user_proto", "vnetrx.lab.vhost_user_ring")
+
+
 def test_core_imports_no_click_or_rich() -> None:
     setup = ("import vnetrx.engine, vnetrx.codec, vnetrx.paths.virtio_net, vnetrx.kernel.registry,"
-             " vnetrx.kernel.running, vnetrx.layouts.virtio_net")
+             " vnetrx.live.running, vnetrx.layouts.virtio_net")
     assert loaded(setup, "click", "rich") == ""
 
 
@@ -54,3 +74,55 @@ def test_a_tap_trace_does_use_construct_and_the_tap_path() -> None:
 def test_text_trace_does_use_rich() -> None:
     """The check above can fail: the text path really loads rich."""
     assert loaded(command("trace", "--len", "1000"), "rich") == "rich"
+
+
+@pytest.mark.parametrize(("module", "other_side"), [
+    ("vnetrx.live.observe_predict", "vnetrx.lab"),
+    ("vnetrx.live.verify", "vnetrx.lab"),
+    ("vnetrx.live.observe_parse", "vnetrx.lab"),
+    ("vnetrx.live.observe", "vnetrx.lab"),
+    ("vnetrx.lab.compare", "vnetrx.live"),
+])
+def test_the_pure_checks_load_nothing_that_touches_the_system(module: str,
+                                                               other_side: str) -> None:
+    """Nor anything of the other side: what the live checks and the lab share is
+    vnetrx.observed."""
+    assert loaded(f"import {module}", *SYSTEM, other_side, "click", "rich") == ""
+
+
+def test_observed_loads_nothing_of_live_or_lab() -> None:
+    """vnetrx.observed is what both sides share: it depends on neither."""
+    assert loaded(every_module("vnetrx.observed"), "vnetrx.live", "vnetrx.lab", "vnetrx.cli",
+                  "vnetrx.render", "click", "rich") == ""
+
+
+def test_kernel_loads_nothing_of_live_or_lab() -> None:
+    assert loaded(every_module("vnetrx.kernel"), "vnetrx.live", "vnetrx.lab", "vnetrx.cli",
+                  "vnetrx.render", "click", "rich") == ""
+
+
+def test_the_lab_run_and_the_tap_do_load_the_system_side() -> None:
+    """The checks above can fail: a boot loads QEMU's driver, a live write the tracefs and bpf
+    modules, and ``every_module`` reaches them."""
+    assert loaded("import vnetrx.lab.run", *SYSTEM) == \
+        "vnetrx.lab.qemu,vnetrx.lab.run,vnetrx.lab.vhost_user,vnetrx.lab.vhost_user_proto," \
+        "vnetrx.lab.vhost_user_ring"
+    assert loaded("import vnetrx.live.tap", *SYSTEM) == \
+        "vnetrx.live.bpf,vnetrx.live.tap,vnetrx.live.tracefs"
+    assert loaded(every_module("vnetrx.live"), "vnetrx.live.running") == "vnetrx.live.running"
+
+
+@pytest.mark.parametrize("argv", [
+    ("xdp", "check", "--mergeable", "--json"),
+    ("xdp", "check", "--path", "tap", "--json"),
+    ("kernels", "--changes", "--json"),
+    ("lab", "virtio", "--from-log", str(DATA / "lab" / "mergeable-6.1.0-57-amd64.log"), "--json"),
+    ("observe", "--from-trace", str(DATA / "lab" / "small-6.1.0-57-amd64.log"), "--json"),
+], ids=["xdp-virtio", "xdp-tap", "kernels", "lab", "observe"])
+def test_json_reports_do_not_import_rich(argv: tuple[str, ...]) -> None:
+    assert loaded(command(*argv), "rich") == ""
+
+
+def test_a_text_report_does_use_rich() -> None:
+    """The check above can fail: the text report really loads rich."""
+    assert loaded(command("xdp", "check", "--mergeable"), "rich") == "rich"

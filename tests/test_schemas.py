@@ -181,9 +181,9 @@ def test_verify_report_matches_schema() -> None:
     from dataclasses import replace
 
     from vnetrx.kernel.registry import lookup
-    from vnetrx.live.rx_event import RxEvent
-    from vnetrx.live.tap import WriteCase, WriteResult
     from vnetrx.live.verify import compare, observed_of, plan, report
+    from vnetrx.observed.rx_event import RxEvent
+    from vnetrx.observed.tap_write import WriteCase, WriteResult
 
     k = lookup("6.18")
     checks = plan(k, [WriteCase(60), WriteCase(9000, blocking=True), WriteCase(13)])

@@ -12,7 +12,7 @@ import pytest
 from vnetrx.decode import decode
 from vnetrx.kernel.registry import lookup
 from vnetrx.live import tap as live_tap
-from vnetrx.live.tap import WriteCase
+from vnetrx.observed.tap_write import WriteCase
 
 MISSING = live_tap.missing_requirements()
 pytestmark = [
@@ -57,7 +57,7 @@ CASES: list[tuple[bytes, int]] = [
 
 
 def test_decode_verdicts_match_the_running_kernel() -> None:
-    from vnetrx.kernel.running import running_profile
+    from vnetrx.live.running import running_profile
 
     k = running_profile()
     verdicts = [decode(k, h, 10, n).verdict for h, n in CASES]

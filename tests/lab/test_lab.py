@@ -26,25 +26,18 @@ from vnetrx.kernel.registry import lookup
 from vnetrx.lab import cpio, initramfs, qemu
 from vnetrx.lab.compare import compare, match_events, predict, report_to_dict
 from vnetrx.lab.fetch import newest_package
-from vnetrx.lab.guest import (
-    decode_features,
-    hdr_len_for,
-    mode_for,
-    parse_kprobe,
-    parse_log,
-    parse_tracepoint,
-)
 from vnetrx.lab.initramfs import Kprobe, LabSetupError, ModuleTree, resolve_modules
 from vnetrx.lab.run import (
     DEFAULT_LENGTHS,
     check_request,
-    guest_version,
     image_release,
     lengths_from_header,
     serial_header,
 )
 from vnetrx.lab.vmlinux import elf_section
-from vnetrx.live.rx_event import RxEvent
+from vnetrx.observed.guest_log import guest_version, parse_kprobe, parse_log, parse_tracepoint
+from vnetrx.observed.negotiated import decode_features, hdr_len_for, mode_for
+from vnetrx.observed.rx_event import RxEvent
 
 DATA = TESTS_DATA / "lab"
 MERGEABLE_FEATURES = "0010010000000001111101010000110010000000100000000000000000000000"

@@ -26,8 +26,9 @@ from vnetrx.lab import vhost_user as vu
 from vnetrx.lab import vhost_user_proto as proto
 from vnetrx.lab import vhost_user_ring as vring
 from vnetrx.lab.compare import compare, setup_for
-from vnetrx.lab.guest import lab_mode_for, parse_log
 from vnetrx.lab.run import DEFAULT_LENGTHS, MODES, VHOST_USER_MODES, check_request
+from vnetrx.observed.guest_log import parse_log
+from vnetrx.observed.negotiated import lab_mode_for
 
 DATA = TESTS_DATA / "lab_vhost_user"
 SAVED = {"6.1.0-57-amd64": "6.1.192", "6.12.117+deb12-amd64": "6.12.117"}

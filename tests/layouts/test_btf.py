@@ -16,11 +16,11 @@ from tests.pahole_oracle import pahole, pahole_text, skeleton
 from vnetrx.errors import LayoutError, VnetrxError
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.running import running_profile
 from vnetrx.kernel.version import v
 from vnetrx.layouts.btf import Btf
 from vnetrx.layouts.check import compare, layouts_for
 from vnetrx.layouts.skbuff import skb_shared_info
+from vnetrx.live.running import running_profile
 
 VMLINUX = Path("/sys/kernel/btf/vmlinux")
 needs_btf = pytest.mark.skipif(not VMLINUX.exists(), reason="no /sys/kernel/btf/vmlinux here")

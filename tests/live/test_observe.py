@@ -20,7 +20,8 @@ from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.registry import lookup
 from vnetrx.live import observe as core
-from vnetrx.live.device import DeviceInfo, read_device
+from vnetrx.live.device import read_device
+from vnetrx.observed.negotiated import DeviceInfo
 from vnetrx.schemas import schema
 
 LAB = TESTS_DATA / "lab"
@@ -395,7 +396,7 @@ def test_eth0_download_skbs_with_gso_agree() -> None:
     were modelled every GSO skb was off by the 40 pulled header bytes (data_len)."""
     from vnetrx.live.observe_parse import Setup
     from vnetrx.live.observe_predict import Observer
-    from vnetrx.live.rx_event import RxEvent
+    from vnetrx.observed.rx_event import RxEvent
 
     doc = json.loads((TESTS_DATA / "observe" / "eth0-6.18.44-download.json").read_text())
     setup = Setup(device="eth0", driver="virtio_net", features=tuple(doc["setup"]["features"]),

@@ -21,12 +21,12 @@ from click.testing import CliRunner
 from tests.live.others import instance_names, of_a_live_run
 from vnetrx.cli import cli
 from vnetrx.errors import VnetrxError
-from vnetrx.kernel.running import running_profile
 from vnetrx.live import tap as live_tap
 from vnetrx.live import verify as live_verify
 from vnetrx.live.parse import parse_lengths
-from vnetrx.live.tap import WriteCase
+from vnetrx.live.running import running_profile
 from vnetrx.live.verify import DEFAULT_LENGTHS
+from vnetrx.observed.tap_write import WriteCase
 
 MISSING = live_tap.missing_requirements()
 pytestmark = [

@@ -13,8 +13,7 @@ from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.registry import lookup
 from vnetrx.live import tap as live_tap
 from vnetrx.live.parse import parse_event, parse_lengths, parse_marker
-from vnetrx.live.rx_event import RxEvent
-from vnetrx.live.tap import WriteCase, WriteResult, frame_bytes
+from vnetrx.live.tap import frame_bytes
 from vnetrx.live.verify import (
     DEFAULT_LENGTHS,
     build_cases,
@@ -23,6 +22,8 @@ from vnetrx.live.verify import (
     predict,
     variants,
 )
+from vnetrx.observed.rx_event import RxEvent
+from vnetrx.observed.tap_write import WriteCase, WriteResult
 
 # A line as 6.18.44's trace_pipe prints it (recorded on the reference machine).
 LINE = (

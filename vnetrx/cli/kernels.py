@@ -10,7 +10,6 @@ import click
 from vnetrx.cli import cli
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import CHANGES, Change
-from vnetrx.kernel.registry import SERIES
 
 
 def _order(change: Change) -> tuple[Any, ...]:
@@ -43,63 +42,17 @@ def kernels(changes: bool, between: str | None, as_json: bool) -> None:
     if between is not None:
         selected = _between(between, selected)
         changes = True
-    series = [
-        {"series": s.name, "default": f"{s.name}.{s.default_patch}", "why": s.why} for s in SERIES
-    ]
-    table = [
-        {
-            "key": c.key,
-            "subject": c.subject,
-            "commit": c.commit,
-            "since": None if c.since is None else str(c.since),
-            "until": None if c.until is None else str(c.until),
-            "backports": [str(b) for b in c.backports],
-            "stable": [
-                {"first": str(first), "until": None if end is None else str(end)}
-                for first, end in c.stable
-            ],
-            "summary": c.summary,
-            "note": c.note,
-        }
-        for c in selected
-    ]
+    from vnetrx.render.kernels_json import kernels_to_dict
+
+    doc = kernels_to_dict(selected)
     if as_json:
         from vnetrx.render.json_out import dumps
 
-        sys.stdout.write(
-            dumps(
-                {
-                    "schema": "vnetrx.kernels/1",
-                    "series": series,
-                    "changes": table,
-                }
-            )
-        )
+        sys.stdout.write(dumps(doc))
         return
-    if between is None:
-        for s in series:
-            click.echo(f"{s['series']:<6} default {s['default']:<10} {s['why']}")
-    if changes:
-        if between is None:
-            click.echo()
-        if not selected:
-            click.echo("no modelled change between those kernels")
-        for change, c in zip(selected, table, strict=True):
-            span = (
-                "stable only"
-                if change.since is None
-                else f"{change.since}" + (f" until {change.until}" if change.until else "+")
-            )
-            windows = [str(b) for b in change.backports] + [
-                f"{first} until {end}" if end else f"{first}+" for first, end in change.stable
-            ]
-            backports = f" (stable: {', '.join(windows)})" if windows else ""
-            commit = change.commit or "id not seen"
-            click.echo(f"{span:<16} {change.key}  [{commit}]{backports}")
-            click.echo(f"{'':<16} {c['subject']}")
-            click.echo(f"{'':<16} {c['summary']}")
-            if c["note"]:
-                click.echo(f"{'':<16} note: {c['note']}")
+    from vnetrx.render.kernels_text import kernels_text
+
+    click.echo(kernels_text(doc, series=between is None, changes=changes), nl=False)
 
 
 def _between(text: str, changes: list[Change]) -> list[Change]:

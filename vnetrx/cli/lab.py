@@ -6,18 +6,11 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.options import Count, xdp_program_options
-
-if TYPE_CHECKING:
-    from rich.text import Text
-
-    from vnetrx.lab.compare import FrameResult, LabReport
-    from vnetrx.lab.run import LabRun
 
 
 @cli.group()
@@ -183,7 +176,10 @@ def lab_virtio(
 
             sys.stdout.write(dumps(report_to_dict(report)))
         else:
-            _print_report(report, None)
+            from vnetrx.render.lab_text import WIDTH, lab_renderable
+            from vnetrx.render.tables import report_console
+
+            report_console(WIDTH).print(lab_renderable(report))
         sys.exit(0 if report.match else 1)
     assert image is not None
     if offloads and lengths is not None:
@@ -220,7 +216,10 @@ def lab_virtio(
 
         sys.stdout.write(dumps(report_to_dict(report, result.boot_s, result.total_s)))
     else:
-        _print_report(report, result)
+        from vnetrx.render.lab_text import WIDTH, lab_renderable
+        from vnetrx.render.tables import report_console
+
+        report_console(WIDTH).print(lab_renderable(report, result.boot_s, result.total_s))
     sys.exit(0 if report.match else 1)
 
 
@@ -268,114 +267,3 @@ def stage_line() -> Iterator[Callable[[str], None]]:
                   console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("starting", total=None)
         yield lambda text: progress.update(task, description=text)
-
-
-_COLUMNS = ("len", "data_len", "truesize", "nr_frags", "data", "tail", "end", "mac_header")
-
-
-def _cell(frame: FrameResult, name: str) -> Text:
-    from rich.text import Text
-
-    check = next((c for c in frame.checks if c.name == name), None)
-    predicted = frame.predicted.get(name)
-    if check is None:
-        return Text("-" if predicted is None else str(predicted), style="dim")
-    if check.ok:
-        return Text(f"{check.observed} ✓", style="green")
-    return Text(f"{check.predicted}≠{check.observed} ✗", style="bold red")
-
-
-def _print_report(report: LabReport, result: LabRun | None) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.text import Text
-
-    from vnetrx.render.color import console_kwargs
-    from vnetrx.render.tables import Table
-
-    console = Console(highlight=False, **console_kwargs())
-    if console.width < 120:
-        console = Console(highlight=False, **{**console_kwargs(), "width": 120})
-    console.print(
-        Text(
-            f"vnetrx lab virtio: Linux {report.release} (model {report.kernel}), "
-            f"{report.mode} mode, MTU {report.mtu}, hdr_len {report.hdr_len}",
-            style="bold",
-        )
-    )
-    extra = (
-        f", mergeable_rx_buffer_size {report.mergeable_rx_buffer_size}"
-        if report.mergeable_rx_buffer_size
-        else ""
-    )
-    timing = (
-        f"; boot {result.boot_s:.1f} s, total {result.total_s:.1f} s"
-        if result is not None
-        else " (from a saved log)"
-    )
-    console.print(Text(f"features: {' '.join(report.features)}{extra}{timing}", style="dim"))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("frame", justify="right", no_wrap=True)
-    mergeable = report.mode.startswith("mergeable")
-    if mergeable:
-        table.add_column("buf", justify="right", no_wrap=True)
-    table.add_column("predicted", no_wrap=True)
-    table.add_column("observed", no_wrap=True)
-    for name in _COLUMNS:
-        table.add_column(
-            name.replace("_", " ") if name != "nr_frags" else "frags", justify="right", no_wrap=True
-        )
-    for frame in report.frames:
-        outcome_ok = frame.checks[0].ok
-        row: list[Any] = [str(frame.frame_len)]
-        if mergeable:
-            row.append(str(frame.buffer_index))
-        row.append(str(frame.predicted["outcome"]))
-        row.append(
-            Text(
-                f"{frame.observed['outcome']} {'✓' if outcome_ok else '✗'}",
-                style="green" if outcome_ok else "bold red",
-            )
-        )
-        row += [_cell(frame, name) for name in _COLUMNS]
-        table.add_row(*row)
-    console.print(table)
-    predicted_short, observed_short = report.rx_length_errors
-    if observed_short is not None:
-        ok = report.counters_match
-        console.print(
-            Text(
-                f"rx_length_errors: predicted {predicted_short}, observed "
-                f"{observed_short} {'✓' if ok else '✗'}",
-                style="green" if ok else "bold red",
-            )
-        )
-    if report.xdp is not None:
-        x, p = report.xdp, report.xdp.predicted
-        seen = "attached" if x.observed_errno is None else \
-            f"{x.observed_errno} \"{x.observed_message}\""
-        said = "attached" if p.attach else f"{p.errno} \"{p.message}\""
-        console.print(Text(f"XDP attach: predicted {said}, observed {seen} "
-                           f"{'✓' if x.match else '✗'}",
-                           style="green" if x.match else "bold red"))
-    for name, predicted, observed in report.xdp_counters:
-        ok = observed is not None and predicted == observed
-        console.print(Text(f"{name}: predicted {predicted}, observed "
-                           f"{'-' if observed is None else observed} {'✓' if ok else '✗'}",
-                           style="green" if ok else "bold red"))
-    sent, seen_tx = report.transmitted
-    if seen_tx is not None and (sent or seen_tx):
-        ok = sent == seen_tx
-        console.print(Text(f"transmitted by XDP (bytes per chain, header included): predicted "
-                           f"{list(sent)}, the backend took {list(seen_tx)} "
-                           f"{'✓' if ok else '✗'}", style="green" if ok else "bold red"))
-    for note in report.notes:
-        console.print(Text(f"note: {note}", style="dim"))
-    matched = sum(frame.match for frame in report.frames)
-    console.print(
-        Text(
-            f"{matched}/{len(report.frames)} frames match (a cell shows predicted≠observed "
-            "where they differ)" + ("" if report.counters_match else "; counters differ"),
-            style="bold green" if report.match else "bold red",
-        )
-    )

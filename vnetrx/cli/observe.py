@@ -149,7 +149,10 @@ def observe_command(
 
         sys.stdout.write(dumps(core.report_to_dict(report)))
     else:
-        _print_report(report)
+        from vnetrx.render.observe_text import WIDTH, observe_renderable
+        from vnetrx.render.tables import report_console
+
+        report_console(WIDTH).print(observe_renderable(report))
     if report.interrupted:
         click.echo(f"vnetrx: interrupted after {len(report.frames)} skbs", err=True)
         sys.exit(130)
@@ -173,8 +176,8 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
 
 
 def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
-    from vnetrx.lab.guest import hdr_len_for
     from vnetrx.live import observe as core
+    from vnetrx.observed.negotiated import hdr_len_for
 
     first = seen[0]
     device = first.dev or "?"
@@ -186,7 +189,7 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
     if o.get("features"):
         if o.get("mergeable") or o.get("big"):
             raise click.UsageError("--features already says whether MRG_RXBUF and GSO are on")
-        from vnetrx.lab.guest import decode_features
+        from vnetrx.observed.negotiated import decode_features
 
         try:
             features = decode_features(str(o["features"]))
@@ -283,81 +286,3 @@ def _missing() -> list[str]:
     if "tracefs" not in filesystems:
         missing.append("tracefs (a kernel built with CONFIG_TRACING)")
     return missing
-
-
-_MARK = {"exact": "✓", "consistent": "≈", "mismatch": "✗", "unmodelled": "?"}
-_STYLE = {"exact": "green", "consistent": "yellow", "mismatch": "bold red", "unmodelled": "dim"}
-
-
-def _print_report(report: ObserveReport) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.text import Text
-
-    from vnetrx.live.observe import FIELDS, KPROBE_FIELDS
-    from vnetrx.render.color import console_kwargs
-    from vnetrx.render.tables import Table
-
-    s = report.setup
-    console = Console(highlight=False, **console_kwargs())
-    if console.width < 120:
-        console = Console(highlight=False, **{**console_kwargs(), "width": 120})
-    head = f"vnetrx observe {s.device}: {s.driver}, {s.mode} mode, MTU {s.mtu}"
-    if s.hdr_len is not None:
-        head += f", hdr_len {s.hdr_len}"
-    if s.mergeable_rx_buffer_size:
-        head += f", mergeable_rx_buffer_size {s.mergeable_rx_buffer_size}"
-    console.print(Text(head + f"; model {report.kernel}", style="bold"))
-    source = {
-        "device": "read from the device (ioctls, sysfs)",
-        "lab log": "from a vnetrx lab log",
-        "options": "from the command line",
-    }.get(s.source, s.source) + (f" (guest {s.release})" if s.release else "")
-    if s.features:
-        source += f"; features: {' '.join(s.features)}"
-    console.print(Text(source, style="dim"))
-    # the four every skb has, then any other field some skb sets (offload fields stay out of a
-    # table of plain frames)
-    core = ("len", "data_len", "truesize", "nr_frags")
-    shown = [
-        n
-        for n in (*FIELDS, *KPROBE_FIELDS)
-        if any(n in v.observed for v in report.frames)
-        and (n in core or n in KPROBE_FIELDS or any(v.observed.get(n) for v in report.frames))
-    ]
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("frame", justify="right", no_wrap=True)
-    table.add_column("path", no_wrap=True)
-    for name in shown:
-        table.add_column("frags" if name == "nr_frags" else name, justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column("note", no_wrap=True)
-    footnotes: dict[str, int] = {}  # long notes go under the table, numbered
-    for v in report.frames:
-        cells: list[Text | str] = [str(v.frame_len), v.path]
-        for name in shown:
-            observed, predicted = v.observed.get(name), v.predicted.get(name)
-            if observed is None:
-                cells.append(Text("-", style="dim"))
-            elif v.agreement == "mismatch" and predicted != observed:
-                cells.append(Text(f"{predicted}≠{observed}", style="bold red"))
-            else:
-                cells.append(str(observed))
-        cells.append(Text(_MARK[v.agreement], style=_STYLE[v.agreement]))
-        mark = ""
-        if v.note:
-            mark = f"[{footnotes.setdefault(v.note, len(footnotes) + 1)}]"
-        cells.append(Text(mark, style="dim"))
-        table.add_row(*cells)
-    console.print(table)
-    for note, number in footnotes.items():
-        console.print(Text(f"[{number}] {note}", style="dim"))
-    for note in report.notes:
-        console.print(Text(f"note: {note}", style="dim"))
-    counts = {k: sum(v.agreement == k for v in report.frames) for k in _MARK}
-    summary = f"{counts['exact'] + counts['consistent']}/{len(report.frames)} skbs agree"
-    if counts["consistent"]:
-        summary += f" ({counts['consistent']} consistent with an assumption vnetrx cannot check)"
-    if counts["unmodelled"]:
-        summary += f"; {counts['unmodelled']} outside the model"
-    console.print(Text(summary, style="bold green" if report.match else "bold red"))

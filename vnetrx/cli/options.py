@@ -143,7 +143,7 @@ def load_profile(
                 "--kernel running reads the build from this machine: drop --arch, "
                 "--page-size, --cache-line and --max-skb-frags"
             )
-        from vnetrx.kernel.running import running_profile
+        from vnetrx.live.running import running_profile
 
         return running_profile()
     page_size = PAGE_SIZES[choice.page_size]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import click
 
@@ -13,11 +13,8 @@ from vnetrx.cli.frame_options import frame_input, frame_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
-from vnetrx.live.tap import WriteCase
 from vnetrx.live.verify import DEFAULT_LENGTHS, XDP_LENGTHS, FrameCheck
-
-if TYPE_CHECKING:
-    from rich.text import Text
+from vnetrx.observed.tap_write import WriteCase
 
 PROGRESS_FROM = 20  # a progress bar for lists at least this long (on a terminal)
 
@@ -94,8 +91,8 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --offloads
       vnetrx verify tap --xdp all --variants
     """
-    from vnetrx.kernel.running import running_profile
     from vnetrx.live import verify as live_verify
+    from vnetrx.live.running import running_profile
     from vnetrx.live.tap import missing_requirements
 
     actions = _xdp_actions(xdp)
@@ -155,7 +152,10 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
         sys.stdout.write(dumps(live_verify.report(
             profile, checks, len(cases) if interrupted else None)))
     else:
-        _print_table(profile.name, profile.source, checks)
+        from vnetrx.render.tables import report_console
+        from vnetrx.render.verify_text import WIDTH, verify_renderable
+
+        report_console(WIDTH).print(verify_renderable(profile.name, profile.source, checks))
     if interrupted:
         click.echo(f"vnetrx: interrupted after {len(checks)} of {len(cases)} writes", err=True)
         sys.exit(130)
@@ -202,105 +202,3 @@ def _run_with_progress(
             progress.update(task, completed=done, total=total)
 
         return live_verify.run(profile, cases, advance, planned)
-
-
-_COLUMNS = (  # (header, fields shown in it)
-    ("ret", ("ret", "errno")),
-    ("len", ("len",)),
-    ("data_len", ("data_len",)),
-    ("truesize", ("truesize",)),
-    ("frags", ("nr_frags",)),
-    ("csum", ("ip_summed",)),
-    ("gso", ("gso_size", "gso_type")),
-)
-
-
-_XDP_COLUMNS = (  # with --xdp: read() results, then rx_packets/rx_dropped/tx_packets deltas
-    ("read", ("reads",)),
-    ("rx/drop/tx", ("rx_packets", "rx_dropped", "tx_packets")),
-)
-
-
-def _show(values: dict[str, Any] | None, names: tuple[str, ...]) -> str:
-    if values is None:
-        return "-"
-    if names == ("ret", "errno"):
-        return str(values.get("errno") or values.get("ret") or "-")
-    shown = [values.get(n) for n in names]
-    return "/".join("-" if v is None else str(v) for v in shown)
-
-
-def _cell(check: FrameCheck, names: tuple[str, ...]) -> Text:
-    from rich.text import Text
-
-    ok = all(check.fields.get(n, n == "rx_dropped") for n in names)
-    shown = names
-    if "rx_dropped" in names and check.predicted.get("rx_dropped") is None:
-        shown = tuple(n for n in names if n != "rx_dropped")  # left to the stack: not compared
-    predicted, observed = _show(check.predicted, shown), _show(check.observed, shown)
-    text = Text(predicted if predicted == observed else f"{predicted}≠{observed}")
-    text.append(" ✓" if ok else " ✗", style="green" if ok else "bold red")
-    return text
-
-
-def _options(options: dict[str, Any]) -> str:
-    parts = []
-    if options.get("blocking"):
-        parts.append("blocking")
-    if options.get("sndbuf") is not None:
-        parts.append(f"sndbuf {options['sndbuf']}")
-    if not options.get("vnet_hdr"):
-        parts.append("no vnet_hdr")
-    elif options.get("vnet_hdr_sz") is not None:
-        parts.append(f"hdr_sz {options['vnet_hdr_sz']}")
-    if options.get("l4"):
-        parts.append(str(options["l4"]) + (f"+{options['tcp_options']}"
-                                           if options.get("tcp_options") else ""))
-    if options.get("hdr"):
-        parts.append(f"hdr {options['hdr']}")
-    if options.get("xdp"):
-        parts.append(f"xdp {options['xdp']}")
-        parts.extend(f"{name} {options[f'xdp_adjust_{name}']:+d}" for name in ("head", "tail")
-                     if options.get(f"xdp_adjust_{name}"))
-    return ", ".join(parts) or "default"
-
-
-def _print_table(kernel: str, source: str, checks: list[FrameCheck]) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.text import Text
-
-    from vnetrx.render.color import console_kwargs
-    from vnetrx.render.tables import Table
-
-    console = Console(highlight=False, **console_kwargs())
-    if console.width < 110:
-        console = Console(highlight=False, **{**console_kwargs(), "width": 110})
-    console.print(Text(f"vnetrx verify tap on Linux {kernel}", style="bold"))
-    console.print(Text(f"profile: {source}", style="dim"))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    table.add_column("frame", justify="right", no_wrap=True)
-    table.add_column("options", no_wrap=True)
-    table.add_column("predicted path", no_wrap=True)
-    columns = _COLUMNS + (_XDP_COLUMNS if any("reads" in c.predicted for c in checks) else ())
-    for header, _ in columns:
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    for check in checks:
-        table.add_row(
-            str(check.frame_len),
-            _options(check.options),
-            str(check.predicted.get("outcome")),
-            *(_cell(check, names) for _, names in columns),
-            ""
-            if check.fields.get("events", False)
-            else f"{(check.observed or {}).get('events')} events",
-        )
-    console.print(table)
-    matched = sum(c.match for c in checks)
-    console.print(
-        Text(
-            f"{matched}/{len(checks)} frames match (a cell shows predicted≠observed where they differ)",
-            style="bold green" if matched == len(checks) else "bold red",
-        )
-    )

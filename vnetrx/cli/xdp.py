@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.options import Count, kernel_option, load_profile
 from vnetrx.paths.virtio_net.xdp_set import MAX_QUEUE_PAIRS, XdpAttachSetup, virtnet_xdp_set
-
-SCHEMA = "vnetrx.xdp-check/1"
+from vnetrx.render import xdp_json
 
 
 @cli.group()
@@ -43,7 +41,7 @@ def xdp() -> None:
 @click.option("--cpus", type=Count(1, 8192), default=2, show_default=True,
               help="nr_cpu_ids of the guest.")
 @kernel_option
-@click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {SCHEMA}).")
+@click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {xdp_json.SCHEMA}).")
 def check(path: str, mergeable: bool, big: bool, guest_gso: bool, guest_csum: bool,
           ctrl_guest_offloads: bool, legacy: bool, mtu: int, xdp_frags: bool, queues: int,
           cpus: int, kernel: str | None, config: str, as_json: bool) -> None:
@@ -71,101 +69,22 @@ def check(path: str, mergeable: bool, big: bool, guest_gso: bool, guest_csum: bo
         raise click.UsageError("--big is the non-mergeable mode: drop --mergeable or --big")
     k = load_profile(kernel, config)
     if path == "tap":
-        doc = _tap(k)
+        from vnetrx.paths.tun.xdp import tun_xdp_set
+
+        doc = xdp_json.tap_to_dict(k, *tun_xdp_set(k))
     else:
         setup = XdpAttachSetup(mergeable=mergeable, guest_gso=guest_gso or big,
                                guest_csum=guest_csum, ctrl_guest_offloads=ctrl_guest_offloads,
                                any_header_sg=not legacy, mtu=mtu, frags=xdp_frags,
                                queues=queues, cpus=cpus, hdr_len=10 if legacy else 12)
-        doc = _virtio(k, setup)
+        doc = xdp_json.virtio_to_dict(k, setup, virtnet_xdp_set(k, setup))
     if as_json:
         from vnetrx.render.json_out import dumps
 
         sys.stdout.write(dumps(doc))
     else:
-        _print(doc)
+        from vnetrx.render.tables import report_console
+        from vnetrx.render.xdp_text import xdp_check_renderable
+
+        report_console().print(xdp_check_renderable(doc))
     sys.exit(0)
-
-
-def _virtio(k: Any, setup: XdpAttachSetup) -> dict[str, Any]:
-    from vnetrx.codec import kernel_to_dict
-
-    r = virtnet_xdp_set(k, setup)
-    return {
-        "schema": SCHEMA,
-        "kernel": kernel_to_dict(k),
-        "path": "virtio",
-        "device": {"mode": r.mode, "mergeable": setup.mergeable, "guest_gso": setup.guest_gso,
-                   "guest_csum": setup.guest_csum,
-                   "ctrl_guest_offloads": setup.ctrl_guest_offloads,
-                   "any_header_sg": setup.any_header_sg, "mtu": setup.mtu,
-                   "xdp_frags": setup.frags, "queues": setup.queues, "cpus": setup.cpus},
-        "attach": r.attach,
-        "errno": r.errno,
-        "message": r.message,
-        "warnings": list(r.warnings),
-        "checks": [{"check": c.name, "source": c.source, "passed": c.passed,
-                    "detail": c.detail, "because": list(c.because)} for c in r.checks],
-        "runs": r.runs,
-        "mtu_limit": r.mtu_limit,
-        "xdp_queue_pairs": r.xdp_queue_pairs,
-        "effects": [{"what": what, "how": how} for what, how in r.effects],
-        "notes": list(r.notes),
-    }
-
-
-def _tap(k: Any) -> dict[str, Any]:
-    from vnetrx.codec import kernel_to_dict
-    from vnetrx.paths.tun.xdp import tun_xdp_set
-
-    detail, effects = tun_xdp_set(k)
-    return {
-        "schema": SCHEMA,
-        "kernel": kernel_to_dict(k),
-        "path": "tap",
-        "device": {},
-        "attach": True,
-        "errno": None,
-        "message": None,
-        "warnings": [],
-        "checks": [{"check": "tun_xdp_set", "source": f"drivers/net/tun.c:tun_xdp_set @ {k.name}",
-                    "passed": True, "detail": detail, "because": []}],
-        "runs": True,
-        "mtu_limit": None,
-        "xdp_queue_pairs": 0,
-        "effects": [{"what": what, "how": how} for what, how in effects],
-        "notes": ["see `vnetrx trace --path tap --xdp ACTION` for one write, and "
-                  "`vnetrx verify tap --xdp all` to check it on this kernel"],
-    }
-
-
-def _print(doc: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    from vnetrx.render.color import console_kwargs
-
-    console = Console(highlight=False, **console_kwargs())
-    kernel = doc["kernel"]["name"]
-    where = ("a tun/tap device" if doc["path"] == "tap"
-             else f"virtio-net ({doc['device']['mode']} mode)")
-    console.print(Text(f"XDP on {where}, Linux {kernel}", style="bold"))
-    for c in doc["checks"]:
-        mark = Text(" ✓ " if c["passed"] else " ✗ ", style="green" if c["passed"] else "bold red")
-        console.print(Text.assemble(mark, (c["check"], "bold"), f": {c['detail']}"))
-    if doc["attach"]:
-        line = Text("attach succeeds", style="bold green")
-        if not doc["runs"]:
-            line.append(" — but the program never runs in this mode", style="bold yellow")
-        console.print(line)
-    else:
-        console.print(Text(f"attach fails: {doc['errno']}: \"{doc['message']}\"",
-                           style="bold red"))
-    for warning in doc["warnings"]:
-        console.print(Text(f"dmesg: {warning}", style="yellow"))
-    if doc["mtu_limit"] is not None:
-        console.print(f"MTU limit for this program: {doc['mtu_limit']}")
-    for effect in doc["effects"]:
-        console.print(Text.assemble(("• " + effect["what"] + ": ", "bold"), effect["how"]))
-    for note in doc["notes"]:
-        console.print(Text(f"note: {note}", style="dim"))

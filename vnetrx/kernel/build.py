@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
 from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
 from vnetrx.records import NamedTuple
@@ -13,6 +15,7 @@ __all__ = [
     "PAGE_SIZES",
     "BuildConfig",
     "build_config",
+    "max_header_from_kconfig",
 ]
 
 
@@ -59,3 +62,20 @@ def build_config(
         config=config,
         max_header=MAX_HEADER_BY_CONFIG[config],
     )
+
+
+def max_header_from_kconfig(config: str) -> int:
+    """MAX_HEADER as include/linux/netdevice.h computes it from the .config."""
+
+    def on(name: str, modules: bool = False) -> bool:
+        value = re.search(rf"^CONFIG_{name}=([ym])", config, re.M)
+        return value is not None and (value.group(1) == "y" or modules)
+
+    if on("HYPERV_NET") or (on("WLAN") and on("MAC80211_MESH")):
+        ll_max_header = 128
+    elif on("WLAN") or on("AX25", modules=True):
+        ll_max_header = 96
+    else:
+        ll_max_header = 32
+    tunnels = any(on(t, modules=True) for t in ("NET_IPIP", "NET_IPGRE", "IPV6_SIT", "IPV6_TUNNEL"))
+    return ll_max_header + (48 if tunnels else 0)

@@ -169,7 +169,7 @@ def _derived(release: ParsedRelease, build: BuildConfig | None, source: str) -> 
 
 
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:
-    """``--kernel`` for anything but ``running`` (see vnetrx.kernel.running for that)."""
+    """``--kernel`` for anything but ``running`` (see vnetrx.live.running for that)."""
     return profile_for(parse_release(text), build)
 
 

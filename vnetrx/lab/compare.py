@@ -20,16 +20,17 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GuestLog, hdr_len_for, lab_mode_for
 from vnetrx.lab.initramfs import TEST_ETHERTYPE
-from vnetrx.live.rx_event import RxEvent, as_traced
-
-if TYPE_CHECKING:
-    from vnetrx.lab.xdp_probe import XdpCheck
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
+from vnetrx.observed.guest_log import GuestLog
+from vnetrx.observed.negotiated import hdr_len_for, lab_mode_for
+from vnetrx.observed.rx_event import RxEvent, as_traced
 from vnetrx.packet import ETH_P_IP, ETH_P_IPV6
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+if TYPE_CHECKING:
+    from vnetrx.lab.xdp_probe import XdpCheck
 
 RING_SIZE = 256  # QEMU virtio-net-pci rx_queue_size default
 Observed = dict[str, int | str]

@@ -3,7 +3,7 @@ dependencies, read from each module's ``.modinfo``), and an ``/init`` script tha
 trace, announces itself on the serial console, waits for the frames, dumps the trace and powers
 off.
 
-Lines the guest prints for the host all start with ``VNETRX `` (see ``vnetrx.lab.guest``).
+Lines the guest prints for the host all start with ``VNETRX `` (see ``vnetrx.observed.guest_log``).
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.registry import lookup
 from vnetrx.lab import initramfs, qemu
 from vnetrx.lab.compare import LabReport, base_mode, compare, predict
-from vnetrx.lab.guest import lab_mode_for, parse_log
 from vnetrx.lab.initramfs import LabSetupError
 from vnetrx.lab.offloads import offload_frames
+from vnetrx.observed.guest_log import guest_version, parse_log
+from vnetrx.observed.negotiated import lab_mode_for
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MODES = ("small", "big", "mergeable", "big-gso", "mergeable-gso")
@@ -139,12 +140,6 @@ def find_busybox() -> Path:
     if found:
         return Path(found)
     raise LabSetupError("busybox not found", hint="apt-get install busybox-static")
-
-
-def guest_version(status: dict[str, str], release: str) -> str:
-    """The upstream version: ``uname -v`` of a Debian kernel says "Debian 6.1.192-3"."""
-    match = re.search(r"Debian (\d+\.\d+\.\d+)", status.get("version", ""))
-    return match.group(1) if match else release
 
 
 def default_lengths(mode: str, xdp: bool = False) -> tuple[int, ...]:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from vnetrx import cache
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GUEST_GSO
 from vnetrx.lab.initramfs import LabSetupError
+from vnetrx.observed.negotiated import GUEST_GSO
 from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.paths.xdp import ACTIONS
 

@@ -1,1 +1,10 @@
-"""Checks against the running kernel. ``parse`` is pure; ``tap`` touches the system (root only)."""
+"""Checks against the kernel this machine runs: ``vnetrx verify tap``, ``vnetrx observe`` and
+``--kernel running``.
+
+``tap`` (a tap in a private network namespace), ``tracefs`` (a tracefs instance), ``bpf`` (an
+XDP program) touch the system and need root; ``device`` (ioctls, sysfs) and ``running`` (uname,
+/proc, /sys, BTF) read it. ``verify``, ``observe``, ``observe_parse``, ``observe_predict`` and
+``parse`` are pure: they build the requests, read trace text, predict and compare, and import
+none of those (``verify.run`` calls ``tap`` when the writes are made). What they share with the
+lab is vnetrx.observed.
+"""

@@ -1,5 +1,6 @@
-"""What a network device negotiated, read from this machine: its driver, MTU, virtio feature
-bits and ``mergeable_rx_buffer_size``. Reads only (sysfs and two read-only ioctls).
+"""What a network device negotiated, read from this machine into a ``DeviceInfo``
+(vnetrx.observed.negotiated): its driver, MTU, virtio feature bits and
+``mergeable_rx_buffer_size``. Reads only (sysfs and two read-only ioctls).
 
 Sysfs shows the devices of the network namespace it was mounted in, while ioctls on a socket see
 the caller's namespace; so for the running system (``root == ""``) the device's existence, driver
@@ -16,10 +17,10 @@ import fcntl
 import os
 import socket
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 from vnetrx.errors import VnetrxError
+from vnetrx.observed.negotiated import DeviceInfo
 
 # include/uapi/linux/sockios.h, ethtool.h
 SIOCGIFINDEX = 0x8933
@@ -28,16 +29,6 @@ SIOCETHTOOL = 0x8946
 ETHTOOL_GDRVINFO = 0x00000003
 IFNAMSIZ = 16
 _DRVINFO_SIZE = 196  # struct ethtool_drvinfo: cmd, driver[32], version[32], fw[32], bus[32], …
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    name: str
-    driver: str  # "virtio_net", "tun", …
-    mtu: int
-    feature_bits: str | None = None  # virtio: the sysfs '0'/'1' string, bit 0 first
-    mergeable_rx_buffer_size: int | None = None  # queues/rx-0/virtio_net/…: MRG_RXBUF only
-    ifindex: int | None = None
 
 
 def check_name(name: str) -> None:

@@ -7,16 +7,9 @@ import re
 from dataclasses import dataclass
 
 from vnetrx.errors import InputError, VnetrxError
-from vnetrx.lab.guest import (
-    GuestLog,
-    decode_features,
-    hdr_len_for,
-    mode_for,
-    parse_log,
-)
-from vnetrx.lab.run import guest_version
-from vnetrx.live.device import DeviceInfo
-from vnetrx.live.rx_event import RxEvent, parse_rx_event
+from vnetrx.observed.guest_log import GuestLog, guest_version, parse_log
+from vnetrx.observed.negotiated import DeviceInfo, decode_features, hdr_len_for, mode_for
+from vnetrx.observed.rx_event import RxEvent, parse_rx_event
 
 VIRTIO_EVENT = "napi_gro_receive_entry"
 TAP_EVENT = "netif_receive_skb_entry"

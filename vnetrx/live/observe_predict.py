@@ -12,12 +12,12 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.guest import GUEST_GSO
 from vnetrx.live import verify as live_verify
 from vnetrx.live.observe_parse import Setup
-from vnetrx.live.rx_event import RxEvent, as_traced
-from vnetrx.live.tap import WriteCase
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
+from vnetrx.observed.negotiated import GUEST_GSO
+from vnetrx.observed.rx_event import RxEvent, as_traced
+from vnetrx.observed.tap_write import WriteCase
 from vnetrx.packet import ETH_P_IPV6
 from vnetrx.paths import virtio_net
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup

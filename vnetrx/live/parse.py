@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from vnetrx.errors import InputError
-from vnetrx.live.rx_event import RxEvent, parse_rx_event
+from vnetrx.observed.rx_event import RxEvent, parse_rx_event
 
 MAX_LENGTHS = 100_000
 

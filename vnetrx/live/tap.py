@@ -30,7 +30,6 @@ import signal
 import socket
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +38,6 @@ from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.live import bpf
 from vnetrx.live.parse import parse_event
-from vnetrx.live.rx_event import RxEvent
 from vnetrx.live.tracefs import (
     DeviceWatch,
     check,
@@ -47,6 +45,8 @@ from vnetrx.live.tracefs import (
     read_text,
     tracefs_mounts,
 )
+from vnetrx.observed.rx_event import RxEvent
+from vnetrx.observed.tap_write import WriteCase, WriteResult
 from vnetrx.packet import build_frame
 from vnetrx.paths.tun import XDP_ACTIONS
 
@@ -67,36 +67,6 @@ ETHERTYPE = 0x88B5
 DST_MAC = bytes.fromhex("020000000001")
 SRC_MAC = bytes.fromhex("020000000002")
 REPLY_TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class WriteCase:
-    """One write and the fd/device setup it is made with."""
-
-    frame_len: int
-    blocking: bool = False
-    sndbuf: int | None = None  # None: the default (INT_MAX)
-    vnet_hdr: bool = True
-    vnet_hdr_sz: int | None = None  # None: the default (10)
-    hdr: bytes | None = None  # vnet header bytes (zero-padded); None: all zero
-    l4: str | None = None  # a real TCP/UDP frame (vnetrx.packet.build_frame); None: EtherType
-    tcp_options: int = 0  # 0x88B5 and zeros
-    xdp: str | None = None  # an attached XDP program's verdict (vnetrx.live.bpf); None: none
-    xdp_adjust_head: int = 0  # the program's bpf_xdp_adjust_head(ctx, N) before its verdict
-    xdp_adjust_tail: int = 0  # and bpf_xdp_adjust_tail(ctx, N)
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What write(2) returned and the tracepoint event(s) it produced."""
-
-    ret: int | None  # bytes written, or None on failure
-    errno: str | None  # "EINVAL" etc. on failure
-    events: tuple[RxEvent, ...]
-    reads: tuple[int, ...] = ()  # with XDP: what each read() on the fd returned afterwards
-    read_hdr: str | None = None  # the vnet header bytes of the first read, hex
-    read_same: bool | None = None  # the first read's frame bytes are the frame written
-    counters: dict[str, int] | None = None  # with XDP: /proc/net/dev deltas over write + reads
 
 
 def missing_requirements() -> list[str]:

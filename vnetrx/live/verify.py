@@ -12,9 +12,9 @@ from typing import Any
 from vnetrx.engine import trace_tap
 from vnetrx.errors import Interrupted
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.live.rx_event import as_traced
-from vnetrx.live.tap import WriteCase, WriteResult
 from vnetrx.model import TRACEPOINT_FIELDS, Value
+from vnetrx.observed.rx_event import as_traced
+from vnetrx.observed.tap_write import WriteCase, WriteResult
 from vnetrx.packet import GSO_TYPES, L4_CHOICES, headers_of, offload_header
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr

@@ -1,15 +1,28 @@
 """The one table class vnetrx prints with: a rich Table whose cells fold onto the next line
 instead of being cut with "…" when the terminal is narrow, so no number or source path is ever
-shown truncated (a ``no_wrap`` column still keeps its cells whole)."""
+shown truncated (a ``no_wrap`` column still keeps its cells whole). And the console the check
+reports (``lab``, ``observe``, ``verify``, ``xdp check``) print their tables on."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table as _RichTable
+
+from vnetrx.render.color import console_kwargs
 
 
 class Table(_RichTable):
     def add_column(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("overflow", "fold")
         super().add_column(*args, **kwargs)
+
+
+def report_console(min_width: int = 0) -> Console:
+    """A console on stdout, coloured as --color says, at least ``min_width`` columns wide (a
+    report's table of predicted≠observed cells is laid out whole, never squeezed)."""
+    console = Console(highlight=False, **console_kwargs())
+    if console.width < min_width:
+        console = Console(highlight=False, **{**console_kwargs(), "width": min_width})
+    return console

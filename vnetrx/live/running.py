@@ -1,4 +1,5 @@
-"""``--kernel running``: the profile of the kernel this process runs on, from what it exposes.
+"""``--kernel running``: the profile of the kernel this process runs on, from what it exposes
+(vnetrx.kernel stays pure: this module reads the machine).
 
 Reads (each optional except the release): ``uname -r``; ``/proc/version`` (Debian prints the real
 point release there); the page size; the L1 line size from sysfs; skbuff_small_head's object size
@@ -13,7 +14,7 @@ import re
 from pathlib import Path
 
 from vnetrx.errors import VnetrxError
-from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
+from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig, max_header_from_kconfig
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import profile_for
 from vnetrx.kernel.version import parse_release
@@ -115,20 +116,3 @@ def _btf_sizes(path: str, build: BuildConfig, read: list[str]) -> BuildConfig:
         read.append(f"MAX_SKB_FRAGS {max_skb_frags} (BTF: skb_shared_info.frags)")
         build = build._replace(max_skb_frags=max_skb_frags)
     return build
-
-
-def max_header_from_kconfig(config: str) -> int:
-    """MAX_HEADER as include/linux/netdevice.h computes it from the .config."""
-
-    def on(name: str, modules: bool = False) -> bool:
-        value = re.search(rf"^CONFIG_{name}=([ym])", config, re.M)
-        return value is not None and (value.group(1) == "y" or modules)
-
-    if on("HYPERV_NET") or (on("WLAN") and on("MAC80211_MESH")):
-        ll_max_header = 128
-    elif on("WLAN") or on("AX25", modules=True):
-        ll_max_header = 96
-    else:
-        ll_max_header = 32
-    tunnels = any(on(t, modules=True) for t in ("NET_IPIP", "NET_IPGRE", "IPV6_SIT", "IPV6_TUNNEL"))
-    return ll_max_header + (48 if tunnels else 0)
