@@ -205,7 +205,7 @@ def _row(r: Row) -> tuple[object, ...]:
 def test_xdp_rows_equal_full_traces(kernel: str, setup: dict[str, object],
                                     lengths: list[int]) -> None:
     """An XDP sweep reads receive_buf's decisions (xdp_received) and makes its rows itself; a
-    trace narrates the same decisions and makes its result (RxResult, the engine): each row
+    trace narrates the same decisions and makes its result (model.Received, the engine): each row
     must carry what the trace reports (outcome, reason or errno, skb, cost, buffers). The
     decisions themselves are pinned by the goldens and the fact-sheet tests."""
     k = lookup(kernel)
@@ -237,7 +237,7 @@ TAP_SETUPS = [
 def test_tap_rows_equal_full_traces(kernel: str, setup: dict[str, object],
                                     lengths: list[int]) -> None:
     """A tap sweep reads tun_get_user's plan (tap_plan) and makes its rows itself; a trace
-    narrates the same plan into a TapResult: each row must carry what the trace reports."""
+    narrates the same plan into a Received: each row must carry what the trace reports."""
     k = lookup(kernel)
     s = TapSetup(frame_len=1, **setup)  # type: ignore[arg-type]
     try:

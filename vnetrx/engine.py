@@ -8,7 +8,7 @@ from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
-from vnetrx.model import Buffer, Cost, Refusal, Skb, Trace, Value, XdpRun
+from vnetrx.model import Received, Trace, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
 
@@ -41,22 +41,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
            ("xdp_posted_before", s.xdp_posted_before))
           if s.xdp is not None else ()),
     )
-    return _finish(
-        k,
-        inputs,
-        result.path,
-        result.outcome,
-        result.reason,
-        log,
-        result.buffer,
-        result.buffers,
-        result.skb,
-        result.cost,
-        errno=result.errno,
-        counter=result.counter,
-        refused_by=result.refused_by,
-        xdp=result.xdp,
-    )
+    return _finish(k, inputs, log, result)
 
 
 def trace_tap(k: KernelProfile, setup: TapSetup) -> Trace:
@@ -80,59 +65,30 @@ def trace_tap(k: KernelProfile, setup: TapSetup) -> Trace:
         ("xdp", s.xdp),
         ("frag_source", s.frag_source),
     )
-    return _finish(
-        k,
-        inputs,
-        result.path,
-        result.outcome,
-        result.reason,
-        log,
-        result.buffer,
-        result.buffers,
-        result.skb,
-        result.cost,
-        result.errno,
-        result.counter,
-        result.refused_by,
-        result.xdp,
-    )
+    return _finish(k, inputs, log, result)
 
 
-def _finish(
-    k: KernelProfile,
-    inputs: tuple[tuple[str, Value], ...],
-    path: str,
-    outcome: str,
-    reason: str | None,
-    log: StepLog,
-    buffer: Buffer | None,
-    buffers: tuple[Buffer, ...],
-    skb: Skb | None,
-    cost: Cost | None,
-    errno: str | None = None,
-    counter: str | None = None,
-    refused_by: Refusal | None = None,
-    xdp: XdpRun | None = None,
-) -> Trace:
+def _finish(k: KernelProfile, inputs: tuple[tuple[str, Value], ...], log: StepLog,
+            r: Received) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
     truesize covers every byte, …)."""
     trace = Trace(
         schema=TRACE_SCHEMA,
         kernel=k,
         input=inputs,
-        path=path,
-        outcome=outcome,
-        reason=reason,
+        path=r.path,
+        outcome=r.outcome,
+        reason=r.reason,
         steps=tuple(log.steps),
-        buffer=buffer,
-        buffers=buffers,
-        skb=skb,
-        cost=cost,
+        buffer=r.buffer,
+        buffers=r.buffers,
+        skb=r.skb,
+        cost=r.cost,
         notes=tuple(log.notes),
-        errno=errno,
-        counter=counter,
-        refused_by=refused_by,
-        xdp=xdp,
+        errno=r.errno,
+        counter=r.counter,
+        refused_by=r.refused_by,
+        xdp=r.xdp,
     )
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:

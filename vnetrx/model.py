@@ -225,6 +225,23 @@ class XdpRun(NamedTuple):
     driver: tuple[tuple[str, int], ...] = ()
 
 
+class Received(NamedTuple):
+    """What one frame's path made of it, the result a trace reports (virtio-net receive and a
+    tap write alike): the engine adds the kernel, the inputs and the narrated steps."""
+
+    path: str  # "virtio-small" | "virtio-big" | "virtio-mergeable" | "tap"
+    outcome: str  # "build_skb" | "copy" | "alloc_skb" | "drop" | "error" | "xdp_*"
+    reason: str | None  # why it was dropped or failed (a Reason enum's value)
+    buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in
+    buffers: tuple[Buffer, ...]  # every buffer the frame used, in order
+    skb: Skb | None  # as the stack sees it: after eth_type_trans()
+    cost: Cost | None
+    errno: str | None = None  # outcome "error": what the syscall (or the attach) fails with
+    counter: str | None = None  # the device counter a drop or failure increments
+    refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
+    xdp: XdpRun | None = None  # an attached program's run
+
+
 class Trace(NamedTuple):
     """Everything one run of a path produced. Renderers consume only this."""
 

@@ -2,12 +2,11 @@
 
 Every record (``Skb``, ``Trace``, ``VnetHdr``, ``Plan``...) is declared as ``class X(NamedTuple)``
 and the type checker sees exactly ``typing.NamedTuple``. At run time this module's
-``NamedTuple`` builds the class instead, because typing's way costs ~230 us a class: it
-compiles every string annotation into a ``ForwardRef`` (``from __future__ import annotations``
-makes them all strings) and ``collections.namedtuple`` compiles a ``__new__`` for each class
-with ``eval``. ``vnetrx trace --json`` makes 41 records at start-up: 9.3 ms of the command's
-~68 ms of CPU on the 2-core reference machine that way, 2.6 ms this way (issue 15 measures the
-whole process against pahole).
+``NamedTuple`` builds the class instead, because typing's way is slow at import: it compiles
+every string annotation into a ``ForwardRef`` (``from __future__ import annotations`` makes
+them all strings) and ``collections.namedtuple`` compiles a ``__new__`` for each class with
+``eval``; ``vnetrx trace --json`` makes dozens of records at start-up, and its start-up is
+measured against pahole's (benchmarks/startup.py).
 
 The class made here is what ``collections.namedtuple`` makes — a tuple subclass with empty
 ``__slots__``, ``_fields``, ``_field_defaults``, ``__match_args__``, C field getters, ``_make``,

@@ -35,8 +35,7 @@ CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allo
 
 class Row(Value):
     """One length's result; skb and cost are None on a drop or an error. Immutable; a plain
-    class, not a record: a sweep makes one per length, and compiled (vnetrx/compiled.py) a
-    plain class is made in ~30 ns, a NamedTuple in ~230."""
+    ``Value`` class, not a record: a sweep makes one per length (README, "Records")."""
 
     __slots__ = ("allocations", "buffers", "bytes_copied", "frag_list", "frame_len", "kernel",
                  "outcome", "reason", "skb")

@@ -1,7 +1,9 @@
 """``Value``: equality and hash by value for the plain immutable classes a replay or a sweep
-makes per frame (``PostedBuffer``, ``Posted``, ``Frame``, ``Plan``, ``Row``: classes, not
-records, because compiled they are made ~8x faster). Each names its fields once more in
-``_values()``; two values are equal when they are of the same class and those are equal."""
+makes per frame (``PostedBuffer``, ``Posted``, ``Frame``, ``Plan``, ``SkbHead``, ``Row``:
+classes, not records, because mypyc compiles them to native classes, which are made far
+faster; README's "Records" says where each idiom is used, benchmarks/ measures them). Each
+names its fields once more in ``_values()``; two values are equal when they are of the same
+class and those are equal."""
 
 from __future__ import annotations
 

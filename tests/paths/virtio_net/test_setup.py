@@ -36,17 +36,17 @@ def test_arm64_64k_pages_from_6_4_have_17_frags() -> None:
     assert lookup("6.6", build_config("arm64", 65536)).build.max_skb_frags == 17
 
 
-def test_what_a_config_memoised_never_makes_it_differ() -> None:
-    """Config.carved is a memo: a config that has carved buffers for a length still equals
-    one of the same setup that has not, and each config has its own memo."""
+def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
+    """The posted buffers come from a function of the device and the buffer index (no memo in
+    the Config): a config _replace'd to the 21st buffer of a 32 KiB page_frag page carves that
+    buffer, the 2048-byte one (README), not the first it carved before."""
     from vnetrx.paths import virtio_net
     from vnetrx.paths.virtio_net.mergeable import plan_mergeable
 
     k = lookup("6.12")
-    setup = virtio_net.VirtioRxSetup(frame_len=1000, mergeable=True)
-    used = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
-    fresh = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
-    plan_mergeable(used, 1000)
-    assert len(used.carved) == 1 and len(fresh.carved) == 0
-    assert used == fresh
-    assert used._replace(mtu=9000) != fresh  # the settings still count
+    first = virtio_net.config(k, virtio_net.check_virtio_setup(
+        k, virtio_net.VirtioRxSetup(frame_len=1514, mergeable=True)))
+    assert plan_mergeable(first, 1514).buffers[0].len == 1536
+    twenty_first = first._replace(buffer_index=20)
+    buf = plan_mergeable(twenty_first, 1514).buffers[0]
+    assert (buf.offset, buf.len) == (20 * 1536, 2048)

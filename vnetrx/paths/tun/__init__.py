@@ -22,7 +22,7 @@ from vnetrx.paths.tun.get_user import (
     tap_config,
     tap_plan,
 )
-from vnetrx.paths.tun.setup import INT_MAX, SRC, TapConfig, TapResult, TapSetup, tun_rx_pad
+from vnetrx.paths.tun.setup import INT_MAX, SRC, TapConfig, TapSetup, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import decode_hdr, vnet_hdr_size
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
@@ -34,7 +34,6 @@ __all__ = [
     "XDP_ACTIONS",
     "TapConfig",
     "TapPlan",
-    "TapResult",
     "TapSetup",
     "build_limit",
     "check_tap_setup",

@@ -27,7 +27,7 @@ from vnetrx.kernel.constants import (
     XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Cost, Skb, XdpRun
+from vnetrx.model import Cost, Received, Skb, XdpRun
 from vnetrx.paths.skbuff import eth_type_trans, frags_limit, shinfo_size
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
@@ -43,7 +43,7 @@ from vnetrx.paths.tun.build import (
     tun_build_skb,
     tun_can_build_skb,
 )
-from vnetrx.paths.tun.setup import SRC, TapConfig, TapResult, TapSetup, error, tun_rx_pad
+from vnetrx.paths.tun.setup import SRC, TapConfig, TapSetup, error, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import (
     Front,
     decode_hdr,
@@ -230,14 +230,14 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
                    None, skb, cost, run)
 
 
-def receive(c: TapConfig, log: StepLog) -> TapResult:
+def receive(c: TapConfig, log: StepLog) -> Received:
     """The configured write (``c.setup.frame_len`` bytes), decided then narrated."""
     plan = tap_plan(c, c.setup.frame_len)
     narrate(c, plan, log)
     return result_of(c, plan)
 
 
-def result_of(c: TapConfig, p: TapPlan) -> TapResult:
+def result_of(c: TapConfig, p: TapPlan) -> Received:
     """The trace's result: the plan's outcome with the buffers as maps."""
     failed = p.front.failed
     if failed is not None:
@@ -251,8 +251,8 @@ def result_of(c: TapConfig, p: TapPlan) -> TapResult:
                      refused_by=p.offload.failed.refused())
     maps = (build_map(c, p.built),) if p.built is not None else (
         alloc_maps(p.alloc) if p.alloc is not None else ())
-    return TapResult("tap", p.outcome, None, None, maps[0] if maps else None, maps, p.skb,
-                     p.cost, p.total, xdp=p.run)
+    return Received("tap", p.outcome, None, maps[0] if maps else None, maps, p.skb, p.cost,
+                    xdp=p.run)
 
 
 def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:

@@ -1,5 +1,6 @@
 """What the modules mirroring drivers/net/tun.c's write path share: the request (``TapSetup``),
-the result (``TapResult``) and tun.c's constants. Used by get_user, vnet_hdr, build and alloc."""
+the resolved device (``TapConfig``) and tun.c's constants. Used by get_user, vnet_hdr, build and
+alloc."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Refusal, Skb, XdpRun
+from vnetrx.model import Received, Refusal
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ from vnetrx.records import NamedTuple
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
 SOCK_SRC = "net/core/sock.c"
-__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapResult", "TapSetup",
+__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapSetup",
            "error", "tun_rx_pad"]
 
 
@@ -71,26 +72,10 @@ class TapConfig(NamedTuple):
         return self.profile.name
 
 
-class TapResult(NamedTuple):
-    path: str
-    outcome: str  # "build_skb" | "alloc_skb" | "error"
-    reason: str | None
-    errno: str | None  # "EINVAL" when write() fails
-    buffer: Buffer | None
-    buffers: tuple[Buffer, ...]
-    skb: Skb | None  # as netif_receive_skb (and its tracepoint) sees it
-    cost: Cost | None
-    write_return: int | None  # what write(2) returns on success
-    owned: bool = True  # the skb is charged to the tap socket (skb->sk set)
-    counter: str | None = None  # the device counter a failure increments
-    refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
-    xdp: XdpRun | None = None  # the attached program's run
-
-
 def error(reason: str, errno: str = "EINVAL", counter: str | None = None,
-          refused_by: Refusal | None = None) -> TapResult:
-    return TapResult("tap", "error", reason, errno, None, (), None, None, None, counter=counter,
-                     refused_by=refused_by)
+          refused_by: Refusal | None = None) -> Received:
+    """A write that fails: write(2) returns -``errno``."""
+    return Received("tap", "error", reason, None, (), None, None, errno, counter, refused_by)
 
 
 def tun_rx_pad(k: KernelProfile) -> int:

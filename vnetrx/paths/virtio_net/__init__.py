@@ -14,7 +14,7 @@ virtqueue          what the device writes into the posted buffers
 
 from __future__ import annotations
 
-from vnetrx.paths.virtio_net.receive_buf import RxResult, deliver, plan, planner, receive
+from vnetrx.paths.virtio_net.receive_buf import deliver, plan, planner, receive
 from vnetrx.paths.virtio_net.setup import (
     MAX_FRAME_LEN,
     Config,
@@ -29,7 +29,6 @@ __all__ = [
     "MAX_FRAME_LEN",
     "SRC",
     "Config",
-    "RxResult",
     "VirtioRxSetup",
     "check_virtio_setup",
     "config",

@@ -35,12 +35,13 @@ def plan_big(c: Config, frame: int, detail: bool = True) -> Plan:
     used = _chain_used(c, frame) if detail else ()
     if frame < ETH_HLEN:
         return dropped(Drop.SHORT_PACKET, page, (), used)
-    outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
-        c, page, hp, frame
-    )
-    if outcome == "build_skb":
-        return Plan("build_skb", None, why, page, (), used, tailroom, 0, False, head_size, end,
-                    data, tail, frame, 0, truesize, (), (), 1, 0)
+    h = p2s.page_to_skb(c, page, hp, frame)
+    if h.outcome == "build_skb":
+        return Plan(outcome="build_skb", reason=None, why=h.why, buf_len=page, buffers=(),
+                    used=used, tailroom=h.tailroom, copy=0, frag0=False, head_size=h.head_size,
+                    end=h.end, data=h.data, tail=h.tail, len=frame, data_len=0,
+                    truesize=h.truesize, frags=(), appends=(), pages_used=1, nr_frags=0)
+    copy = h.copy
     rest, offset = frame - copy, hp + copy
     frags: list[PlanFrag] = []
     if detail:
@@ -52,10 +53,11 @@ def plan_big(c: Config, frame: int, detail: bool = True) -> Plan:
     else:
         first = min(page - offset, rest)
         nr_frags = (1 + -(-(rest - first) // page)) if rest else 0
-    # positional (this runs once per length in a sweep); the fields in Plan's order
-    return Plan("copy", None, why, page, (), used, tailroom, copy, frame > copy, head_size, end,
-                data, tail, frame, frame - copy, truesize + page * nr_frags, tuple(frags), (),
-                max(1, nr_frags), nr_frags)
+    return Plan(outcome="copy", reason=None, why=h.why, buf_len=page, buffers=(), used=used,
+                tailroom=h.tailroom, copy=copy, frag0=frame > copy, head_size=h.head_size,
+                end=h.end, data=h.data, tail=h.tail, len=frame, data_len=frame - copy,
+                truesize=h.truesize + page * nr_frags, frags=tuple(frags), appends=(),
+                pages_used=max(1, nr_frags), nr_frags=nr_frags)
 
 
 def _chain_used(c: Config, frame: int) -> tuple[int, ...]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
+from functools import lru_cache
+from itertools import islice
 from typing import Final
 
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
@@ -22,9 +24,8 @@ from vnetrx.values import Value
 
 class PostedBuffer(Value):
     """One posted rx buffer: its backing page, where in it, how long. Immutable (Final: mypy
-    refuses an assignment, the compiled class too). A plain class, not a record: a replay makes
-    one per buffer it posts, and compiled (vnetrx/compiled.py) a plain class is made in ~30 ns,
-    a NamedTuple in ~230."""
+    refuses an assignment, the compiled class too). A plain ``Value`` class, not a record: a
+    replay makes one per buffer it posts (the record idioms: README, "Records")."""
 
     __slots__ = ("frag_index", "len", "offset")
 
@@ -165,21 +166,17 @@ class Carved(NamedTuple):
     run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
 
 
-class CarvedMemo(dict[int, Carved]):
-    """buf_len → enough ``Carved`` buffers from a fresh page (-1: the ones a ring handed over):
-    a memo, not state. Every memo equals every other, so two ``Config``s are equal when their
-    settings are, whatever each has memoised so far."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CarvedMemo)
-
-    def __ne__(self, other: object) -> bool:
-        return not isinstance(other, CarvedMemo)
-
-    def __repr__(self) -> str:
-        return f"CarvedMemo({len(self)} lengths)"
+@lru_cache(maxsize=256)  # per (device, buffer length): a sweep asks for it every length
+def carved(alloc: RxAllocator, buffer_index: int, buf_len: int, need: int) -> Carved:
+    """Posted buffers of ``buf_len`` from a fresh page, skipping ``buffer_index`` of them, until
+    they hold ``need`` bytes."""
+    out: list[PostedBuffer] = []
+    for buf in islice(carve_fresh(alloc, buf_len, True), buffer_index, None):
+        out.append(buf)
+        need -= buf.len
+        if need <= 0:
+            break
+    return carved_info(tuple(out))
 
 
 def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:

@@ -7,8 +7,6 @@ Facts: docs/kernel/virtio-net-rx.md §5.4, §5.5, §6, §9.
 
 from __future__ import annotations
 
-from itertools import islice
-
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
     PADDED_VNET_HDR_V1_HASH,
@@ -43,23 +41,10 @@ def mergeable_buf_len(c: Config, frame: int) -> int:
 
 def carved(c: Config, buf_len: int) -> Carved:
     """Enough posted buffers, from a fresh page (skipping ``buffer_index``), to hold the largest
-    frame; or the ones a ring model handed over (memoised in ``c``)."""
-    key = -1 if c.given else buf_len
-    memo = c.carved.get(key)
-    if memo is not None:
-        return memo
+    frame; or the ones a ring model handed over."""
     if c.given:
-        c.carved[key] = bufs.carved_info(c.given)
-        return c.carved[key]
-    need = MAX_FRAME_LEN + 24 + 1
-    out: list[bufs.PostedBuffer] = []
-    for buf in islice(bufs.carve_fresh(c.alloc, buf_len, True), c.buffer_index, None):
-        out.append(buf)
-        need -= buf.len
-        if need <= 0:
-            break
-    c.carved[key] = bufs.carved_info(tuple(out))
-    return c.carved[key]
+        return bufs.carved_info(c.given)
+    return bufs.carved(c.alloc, c.buffer_index, buf_len, MAX_FRAME_LEN + 24 + 1)
 
 
 def plan_mergeable(c: Config, frame: int, detail: bool = True) -> Plan:
@@ -88,11 +73,9 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
     if frame < ETH_HLEN:  # receive_buf: len < hdr_len + ETH_HLEN
         return dropped(Drop.SHORT_PACKET, buf_len, posted, bufs.used_lengths(info, count, total))
     frame0 = min(first.len, total) - c.hdr_len
-    outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
-        c, first.len, c.mrg_hdr_len, frame0
-    )
-    frag0 = outcome == "copy" and frame0 > copy  # the rest of the first buffer stays as frag 0
-    truesize += first.len if frag0 else 0
+    h = p2s.page_to_skb(c, first.len, c.mrg_hdr_len, frame0)
+    frag0 = h.outcome == "copy" and frame0 > h.copy  # the rest of the first buffer: frag 0
+    truesize = h.truesize + (first.len if frag0 else 0)
     nr_frags, later = count_frags(info, count, frag0)
     truesize += later
     frags: tuple[PlanFrag, ...] = ()
@@ -102,7 +85,7 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
     frag_list_skbs = 0
     if detail or nr_frags >= c.max_skb_frags:
         used = bufs.used_lengths(info, count, total)
-        span0 = (first.offset + c.mrg_hdr_len + copy, frame0 - copy) if frag0 else None
+        span0 = (first.offset + c.mrg_hdr_len + h.copy, frame0 - h.copy) if frag0 else None
         walked = walk_frags(posted, used, span0, c.max_skb_frags)
         if not walked.chained:
             assert len(walked.frags) == nr_frags, (walked, nr_frags)  # the two counts agree
@@ -111,10 +94,11 @@ def plan_on(c: Config, frame: int, buf_len: int, info: Carved, detail: bool = Tr
         truesize += frag_list_skbs * c.frag_list_truesize
         if detail:
             frags, appends, chained = walked.frags, walked.appends, walked.chained
-    # positional (this runs once per length in a sweep); the fields in Plan's order
-    return Plan(outcome, None, why, buf_len, posted, used, tailroom, copy, frag0,  # type: ignore[arg-type]
-                head_size, end, data, tail, frame, frame - (tail - data), truesize, frags,
-                appends, 0, nr_frags, chained, frag_list_skbs)
+    return Plan(outcome=h.outcome, reason=None, why=h.why, buf_len=buf_len, buffers=posted,
+                used=used, tailroom=h.tailroom, copy=h.copy, frag0=frag0, head_size=h.head_size,
+                end=h.end, data=h.data, tail=h.tail, len=frame, data_len=frame - (h.tail - h.data),
+                truesize=truesize, frags=frags, appends=appends, pages_used=0, nr_frags=nr_frags,
+                frag_list=chained, frag_list_skbs=frag_list_skbs)
 
 
 # --- narration ---------------------------------------------------------------------------

@@ -7,6 +7,8 @@ Facts: docs/kernel/virtio-net-rx.md §6 (page_to_skb per version) and §7 (recei
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import PAGE_TO_SKB_BUILD_SKB
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Cost, Region
@@ -14,8 +16,9 @@ from vnetrx.paths.maps import regions
 from vnetrx.paths.reason import Reason
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
-from vnetrx.paths.virtio_net.plan import Plan
+from vnetrx.paths.virtio_net.plan import Outcome, Plan
 from vnetrx.paths.virtio_net.setup import Config
+from vnetrx.values import Value
 
 
 class Build(Reason):
@@ -34,10 +37,42 @@ SRC = "drivers/net/virtio_net.c"
 SKBUFF_SRC = "net/core/skbuff.c"
 BUILT_HEAD = "the rx buffer (build_skb)"
 
-# The skb head page_to_skb makes of the first buffer: outcome ("build_skb" | "copy"), why,
-# tailroom, copy, head_size, end, data, tail, and the truesize of the head alone (frag 0, when the
-# copy leaves one, is added by the caller). A plain tuple: this runs once per frame in a sweep.
-Head = tuple[str, Build, "int | None", int, int, int, int, int, int]
+class SkbHead(Value):
+    """The skb head page_to_skb makes of a buffer: build_skb around it, or napi_alloc_skb and
+    a copy, with the test's values; ``truesize`` is the head's alone (frag 0, when the copy
+    leaves one, is the caller's). Immutable; a plain class (vnetrx/values.py): one per frame."""
+
+    __slots__ = (
+        "copy",
+        "data",
+        "end",
+        "head_size",
+        "outcome",
+        "tail",
+        "tailroom",
+        "truesize",
+        "why",
+    )
+
+    def __init__(self, outcome: Outcome, why: Build, tailroom: int | None, copy: int,
+                 head_size: int, end: int, data: int, tail: int, truesize: int) -> None:
+        self.outcome: Final = outcome
+        self.why: Final = why
+        self.tailroom: Final = tailroom  # the test's value (None: no test before 5.13)
+        self.copy: Final = copy  # frame bytes copied into a new head
+        self.head_size: Final = head_size
+        self.end: Final = end
+        self.data: Final = data
+        self.tail: Final = tail
+        self.truesize: Final = truesize
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.outcome, self.why, self.tailroom, self.copy, self.head_size, self.end,
+                self.data, self.tail, self.truesize)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"SkbHead({fields})"
 
 
 def build_or_copy(c: Config, frame: int, truesize: int, hdr_padded_len: int,
@@ -71,7 +106,7 @@ def napi_copy(c: Config, frame: int) -> tuple[int, int, int, int]:
 
 
 def page_to_skb(c: Config, truesize: int, hdr_padded_len: int, frame: int,
-                headroom: int = 0) -> Head:
+                headroom: int = 0) -> SkbHead:
     """page_to_skb on a buffer of ``truesize`` bytes holding ``frame`` frame bytes after
     ``headroom`` (XDP, up to 6.2: the caller passes PAGE_SIZE as truesize then) and
     ``hdr_padded_len`` bytes of header: build_skb around it, or napi_alloc_skb and a copy."""
@@ -79,10 +114,11 @@ def page_to_skb(c: Config, truesize: int, hdr_padded_len: int, frame: int,
     if why is Build.BUILD:
         end = truesize - c.shinfo_size
         data = headroom + hdr_padded_len
-        return ("build_skb", why, tailroom, 0, truesize, end, data, data + frame,
-                truesize + c.sk_buff_aligned)
+        return SkbHead("build_skb", why, tailroom, 0, truesize, end, data, data + frame,
+                       truesize + c.sk_buff_aligned)
     copy, end, data, head_truesize = napi_copy(c, frame)
-    return ("copy", why, tailroom, copy, c.napi_head.size, end, data, data + copy, head_truesize)
+    return SkbHead("copy", why, tailroom, copy, c.napi_head.size, end, data, data + copy,
+                   head_truesize)
 
 
 def built(

@@ -66,13 +66,33 @@ class Append(NamedTuple):
 class Plan(Value):
     """One frame's fate: the skb as receive_*() returns it (before virtio_net_hdr_to_skb and
     eth_type_trans), the buffers it used and the decisions with their deciding values.
-    Immutable; a plain class, not a record: a sweep makes one per length, and compiled
-    (vnetrx/compiled.py) one of 22 fields is made in ~42 ns, a NamedTuple in ~320."""
+    Immutable; a plain ``Value`` class, not a record: a sweep makes one per length (the record
+    idioms: README, "Records")."""
 
-    __slots__ = ("appends", "buf_len", "buffers", "copy", "data", "data_len", "end", "frag0",
-                 "frag_list", "frag_list_skbs", "frags", "head_size", "len",
-                 "nr_frags", "outcome", "pages_used", "reason", "tail", "tailroom",
-                 "truesize", "used", "why")
+    __slots__ = (
+        "appends",
+        "buf_len",
+        "buffers",
+        "copy",
+        "data",
+        "data_len",
+        "end",
+        "frag0",
+        "frag_list",
+        "frag_list_skbs",
+        "frags",
+        "head_size",
+        "len",
+        "nr_frags",
+        "outcome",
+        "pages_used",
+        "reason",
+        "tail",
+        "tailroom",
+        "truesize",
+        "used",
+        "why",
+    )
 
     def __init__(self, outcome: Outcome, reason: Drop | None, why: Reason | None, buf_len: int,
                  buffers: tuple[PostedBuffer, ...], used: tuple[int, ...],
@@ -120,8 +140,7 @@ class Plan(Value):
                 self.frag_list, self.frag_list_skbs)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(PLAN_FIELDS, self._values(),
-                                                                       strict=True))
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
         return f"Plan({fields})"
 
     @property
@@ -130,15 +149,10 @@ class Plan(Value):
         return 1 if self.outcome == "build_skb" else 2
 
 
-# Plan's fields in its constructor's order (its repr names them)
-PLAN_FIELDS = ("outcome", "reason", "why", "buf_len", "buffers", "used", "tailroom", "copy",
-               "frag0", "head_size", "end", "data", "tail", "len", "data_len", "truesize",
-               "frags", "appends", "pages_used", "nr_frags", "frag_list",
-               "frag_list_skbs")
-
-
 def dropped(
     reason: Drop, buf_len: int, buffers: tuple[PostedBuffer, ...] = (), used: tuple[int, ...] = ()
 ) -> Plan:
-    return Plan("drop", reason, None, buf_len, buffers, used, None, 0, False, 0, 0, 0, 0, 0,
-                0, 0, (), (), 0, 0)
+    return Plan(outcome="drop", reason=reason, why=None, buf_len=buf_len, buffers=buffers,
+                used=used, tailroom=None, copy=0, frag0=False, head_size=0, end=0, data=0,
+                tail=0, len=0, data_len=0, truesize=0, frags=(), appends=(), pages_used=0,
+                nr_frags=0)

@@ -17,7 +17,7 @@ from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Refusal, Skb, XdpRun
+from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Received, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
 from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of
@@ -45,23 +45,6 @@ if TYPE_CHECKING:
 SRC = "drivers/net/virtio_net.c"
 TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
 LINEARIZED_HEAD = "a page from xdp_linearize_page (build_skb)"
-
-
-class RxResult(NamedTuple):
-    """One narrated frame: where it went, its buffers as maps, and the skb napi_gro_receive sees."""
-
-    path: str
-    outcome: str
-    reason: Reason | None  # a Drop, or (XDP) an xdp.XdpReason
-    buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in
-    buffers: tuple[Buffer, ...]
-    skb: Skb | None
-    cost: Cost | None
-    counter: str | None = None  # the device counter a drop increments
-    offload: HdrResult | None = None  # virtio_net_hdr_to_skb's checks (None: no header given)
-    refused_by: Refusal | None = None  # the check that refused the header
-    errno: str | None = None  # outcome "error": virtnet_xdp_set refused the program
-    xdp: XdpRun | None = None  # an attached program's run
 
 
 # Hash report types (include/uapi/linux/virtio_net.h) that virtio_skb_set_hash makes
@@ -195,7 +178,7 @@ def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
     )
 
 
-def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
+def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> Received:
     """virtnet_probe's mode choice, the buffers posted, the device write, receive_buf."""
     c = config(k, s)
     narrate_probe(c, log)
@@ -237,13 +220,14 @@ def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> RxResult:
     if d.skb is None:
         assert d.reason is not None
         failed = d.csum_check or (d.offload.failed if d.offload is not None else None)
-        return RxResult(path, "drop", d.reason, buffer, buffers, None, None, COUNTER[d.reason],
-                        d.offload, None if failed is None else failed.refused())
+        return Received(path, "drop", d.reason, buffer, buffers, None, None,
+                        counter=COUNTER[d.reason],
+                        refused_by=None if failed is None else failed.refused())
     _narrate_eth_type_trans(d.skb, log)
     if d.offload is not None and d.offload.pulled and buffers and buffers[0] is buffer:
         buffer = mark_pulled(buffer, d.offload.pulled)
         buffers = (buffer, *buffers[1:])
-    return RxResult(path, p.outcome, None, buffer, buffers, d.skb, cost(p), None, d.offload)
+    return Received(path, p.outcome, None, buffer, buffers, d.skb, cost(p))
 
 
 def _path(c: Config) -> str:
@@ -267,12 +251,12 @@ def _narrate_attach_refusal(c: Config, log: StepLog) -> bool:
     return False
 
 
-def _attach_refused(c: Config) -> RxResult:
+def _attach_refused(c: Config) -> Received:
     from vnetrx.paths.virtio_net import xdp
 
     assert c.xdp is not None
     a = c.xdp.attach
-    return RxResult(_path(c), "error", xdp.XdpReason.ATTACH_REFUSED, None, (), None, None,
+    return Received(_path(c), "error", xdp.XdpReason.ATTACH_REFUSED, None, (), None, None,
                     errno=a.errno)
 
 
@@ -359,7 +343,7 @@ def xdp_received(c: Config, frame: int, words: bool = True) -> XdpReceived:
     return XdpReceived(f.plan.outcome, None, None, skb, spent, count, guard, posting, f, d)
 
 
-def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
+def _receive_xdp(c: Config, frame: int, log: StepLog) -> Received:
     """Small or mergeable mode with a program attached, decided (``xdp_received``), narrated."""
     from vnetrx.paths.virtio_net import xdp
 
@@ -391,20 +375,21 @@ def _receive_xdp(c: Config, frame: int, log: StepLog) -> RxResult:
     f = r.frame
     run = f.run
     if r.skb is None:
-        return RxResult(path, r.outcome, r.reason, maps[0], maps, None, None, r.counter, xdp=run)
+        return Received(path, r.outcome, r.reason, maps[0], maps, None, None, counter=r.counter,
+                        xdp=run)
     assert r.delivery is not None
     if run.meta_len:
         log.add(SRC, run.function, f"skb_metadata_set(skb, {run.meta_len}): the metadata stays "
                 "in front of skb->data (skb_metadata_len)", meta_len=run.meta_len)
     _narrate_receive_done(c, r.delivery, log, f.hdr)
     _narrate_eth_type_trans(r.skb, log)
-    return RxResult(path, r.outcome, None, maps[0], maps, r.skb, r.cost, None,
-                    r.delivery.offload, xdp=run)
+    return Received(path, r.outcome, None, maps[0], maps, r.skb, r.cost, xdp=run)
 
 
-def _drop(path: str, p: Plan, buffer: Buffer, buffers: tuple[Buffer, ...]) -> RxResult:
+def _drop(path: str, p: Plan, buffer: Buffer, buffers: tuple[Buffer, ...]) -> Received:
     assert p.reason is not None
-    return RxResult(path, "drop", p.reason, buffer, buffers, None, None, COUNTER[p.reason])
+    return Received(path, "drop", p.reason, buffer, buffers, None, None,
+                    counter=COUNTER[p.reason])
 
 
 def _narrate_guard(c: Config, p: Plan | None, frame: int, log: StepLog) -> bool:

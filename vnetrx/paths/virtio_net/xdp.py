@@ -490,10 +490,12 @@ def _build_skb_from_xdp_buff(c: Config, b: Buff, device: tuple[PostedBuffer, ...
     __skb_put(data_end - data), then xdp_update_skb_shared_info for the frags."""
     head = b.frame_sz
     frags_size = sum(f.size for f in frags)
-    return Plan("build_skb", None, Build.XDP_BUFF, device[0].len, device, used, None, 0, False,
-                head, head - c.shinfo_size, b.data, b.data_end,
-                b.data_end - b.data + frags_size, frags_size,
-                head + c.sk_buff_aligned + frags_truesize, frags, (), 0, len(frags))
+    return Plan(outcome="build_skb", reason=None, why=Build.XDP_BUFF, buf_len=device[0].len,
+                buffers=device, used=used, tailroom=None, copy=0, frag0=False, head_size=head,
+                end=head - c.shinfo_size, data=b.data, tail=b.data_end,
+                len=b.data_end - b.data + frags_size, data_len=frags_size,
+                truesize=head + c.sk_buff_aligned + frags_truesize, frags=frags, appends=(),
+                pages_used=0, nr_frags=len(frags))
 
 
 def _p2s_headroom(b: Buff, meta_len: int) -> int:
@@ -512,11 +514,12 @@ def _page_to_skb(c: Config, b: Buff, device: tuple[PostedBuffer, ...], used: tup
     length = b.data_end - b.data
     # the metadata travels in front of the frame (offset and len include it) and is pulled
     # off again after the skb is made: __skb_pull(metasize), skb_metadata_set(metasize)
-    outcome, why, tailroom, copy, head_size, end, data, tail, truesize = p2s.page_to_skb(
-        c, c.page_size, c.mrg_hdr_len, length + meta, headroom=headroom)
-    return Plan(outcome, None, why, device[0].len, device, used, tailroom, copy,  # type: ignore[arg-type]
-                False, head_size, end, data + meta, tail, length, length + meta - (tail - data),
-                truesize, (), (), 0, 0)
+    h = p2s.page_to_skb(c, c.page_size, c.mrg_hdr_len, length + meta, headroom=headroom)
+    return Plan(outcome=h.outcome, reason=None, why=h.why, buf_len=device[0].len,
+                buffers=device, used=used, tailroom=h.tailroom, copy=h.copy, frag0=False,
+                head_size=h.head_size, end=h.end, data=h.data + meta, tail=h.tail, len=length,
+                data_len=length + meta - (h.tail - h.data), truesize=h.truesize, frags=(),
+                appends=(), pages_used=0, nr_frags=0)
 
 
 # --- narration -----------------------------------------------------------------------------
