@@ -207,71 +207,121 @@ def virtio_net_hdr_to_skb(
     k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool, tunnel: bool = False,
     narrate: bool = True,
 ) -> HdrResult:
-    """virtio_net_hdr_to_skb(skb, hdr, little_endian) on ``skb`` (data at the Ethernet header).
-    ``owned``: the skb is charged to a socket (tun), so growing its head leaves truesize.
-    ``tunnel``: UDP-tunnel GSO was negotiated (a 24-byte header; 6.17+ only). ``narrate``
-    False: the same decisions without the checks' words (``checks`` empty, ``failed`` None),
-    for deciders that show none of them (sweeps, a replay's decisions)."""
-    fn = "virtio_net_hdr_to_skb"
+    """virtio_net_hdr_to_skb(skb, hdr, little_endian) on ``skb`` (data at the Ethernet header),
+    section by section as the kernel's function reads (``_ToSkb``). ``owned``: the skb is
+    charged to a socket (tun), so growing its head leaves truesize. ``tunnel``: UDP-tunnel GSO
+    was negotiated (a 24-byte header; 6.17+ only). ``narrate`` False: the same decisions
+    without the checks' words (``checks`` empty, ``failed`` None), for deciders that show none
+    of them (sweeps, a replay's decisions)."""
     if not h.flags & NEEDS_CSUM and h.gso_type == GSO_NONE:
         # the common header (a sweep's, most writes'): only skb_reset_mac_header runs
         plain = skb_reset_mac_header(skb)
         return HdrResult(plain, (Check(
-            f"{VIRTIO_NET_H}:{fn} @ {k.name}", fn, "no NEEDS_CSUM, GSO_NONE", True,
+            f"{VIRTIO_NET_H}:{FN} @ {k.name}", FN, "no NEEDS_CSUM, GSO_NONE", True,
             f"nothing to set; ip_summed stays {plain.ip_summed} ({plain.ip_summed_name})"),)
             if narrate else (), None, 0, False)
-    w = _Walk(k, narrate)
-    start_len = skb.headlen
-    expanded = False
+    t = _ToSkb(k, r, skb, h, owned, narrate)
+    if r.tunnel and h.gso_type & GSO_UDP_TUNNEL_BITS:
+        t.tunnel_bits(tunnel)
+        return t.refused()
+    g = t.gso_type()  # 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len
+    if g is None:
+        return t.refused()
+    t.skb = skb_reset_mac_header(t.skb)  # skb_reset_mac_header(skb): mac_header = data
+    if h.flags & NEEDS_CSUM:  # 2. the checksum's place, and the headers it needs linear
+        p_off = t.needs_csum(g)
+    elif h.gso:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
+        p_off = t.gso_pull(g)
+    else:
+        p_off = 0
+    if p_off is None:
+        return t.refused()
+    if h.gso and not t.gso_fields(g, p_off):  # 3. the GSO fields
+        return t.refused()
+    return t.result()
 
-    def refuse() -> HdrResult:
+
+FN = "virtio_net_hdr_to_skb"
+
+
+class _Gso(NamedTuple):
+    """Section 1's answer: the SKB_GSO_* bits, the transport header's length, nh_min_len."""
+
+    skb_gso: int
+    thlen: int
+    nh_min_len: int
+    ecn: bool
+
+
+class _ToSkb:
+    """One run of virtio_net_hdr_to_skb: the skb as its sections leave it and their checks."""
+
+    def __init__(self, k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, owned: bool,
+                 narrate: bool) -> None:
+        self.k, self.r, self.h, self.owned = k, r, h, owned
+        self.skb = skb
+        self.w = _Walk(k, narrate)
+        self.start_len = skb.headlen
+        self.expanded = False  # pskb_expand_head gave the skb a new head
+
+    def refused(self) -> HdrResult:
+        w = self.w
         return HdrResult(None, tuple(w.checks), w.checks[-1] if w.checks else None, 0,
-                         expanded)
+                         self.expanded)
 
-    def pull(length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
-        nonlocal skb, expanded
-        before = skb
-        pulled = pskb_may_pull(k, skb, length, owned)
+    def result(self) -> HdrResult:
+        skb = self.skb
+        return HdrResult(skb, tuple(self.w.checks), None, skb.headlen - self.start_len,
+                         self.expanded)
+
+    def pull(self, length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
+        """pskb_may_pull(skb, length): False when the frame is shorter."""
+        before = self.skb
+        pulled = pskb_may_pull(self.k, before, length, self.owned)
         if pulled is None:
-            w.add(VIRTIO_NET_H, fn, test, False,
-                  lambda: f"{length} bytes needed, skb->len is {skb.len}: pskb_may_pull fails",
-                  because,
-                  lambda: f"{what} = {length} bytes needed, the frame has {skb.len} "
-                  "(pskb_may_pull fails)")
+            self.w.add(VIRTIO_NET_H, FN, test, False,
+                       lambda: f"{length} bytes needed, skb->len is {before.len}: pskb_may_pull "
+                       "fails", because,
+                       lambda: f"{what} = {length} bytes needed, the frame has {before.len} "
+                       "(pskb_may_pull fails)")
             return False
         grew = pulled.head_size != before.head_size or pulled.head != before.head
         moved = pulled.headlen - before.headlen
-        w.add(VIRTIO_NET_H, fn, test, True,
-              lambda: f"{length} ≤ skb->len {skb.len}; "
-              + (f"{moved} byte(s) pulled from the frags into the linear area"
-                 + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew else "")
-                 if moved else f"the first {length} bytes are already linear"),
-              because)
-        expanded = expanded or grew
-        skb = pulled
+        self.w.add(VIRTIO_NET_H, FN, test, True,
+                   lambda: f"{length} ≤ skb->len {before.len}; "
+                   + (f"{moved} byte(s) pulled from the frags into the linear area"
+                      + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew else "")
+                      if moved else f"the first {length} bytes are already linear"),
+                   because)
+        self.expanded = self.expanded or grew
+        self.skb = pulled
         return True
 
-    if r.tunnel and h.gso_type & GSO_UDP_TUNNEL_BITS:
-        # 6.17+: virtio_net_hdr_tnl_to_skb takes frames with a tunnel bit (a2fb4bc4e2a6)
+    def tunnel_bits(self, tunnel: bool) -> None:
+        """6.17+: virtio_net_hdr_tnl_to_skb takes frames with a tunnel bit (a2fb4bc4e2a6), and
+        refuses them unless UDP-tunnel GSO was negotiated."""
+        h, r = self.h, self.r
         if tunnel:
             raise UnsupportedError(
                 f"UDP-tunnel GSO bits ({h.gso_type & GSO_UDP_TUNNEL_BITS:#x}) with UDP-tunnel "
-                f"GSO negotiated on {k.name}: virtio_net_hdr_tnl_to_skb's checks are not "
+                f"GSO negotiated on {self.k.name}: virtio_net_hdr_tnl_to_skb's checks are not "
                 "modelled"
             )
-        w.add(VIRTIO_NET_H, "virtio_net_hdr_tnl_to_skb",
-              "a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", False,
-              lambda: f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
-              "GUEST_UDP_TUNNEL_GSO (virtio) / a 24-byte vnet_hdr_sz (tun) is off",
-              r.cite("tunnel"),
-              lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
-              "negotiated")
-        return refuse()
-    # --- 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len ---------------
-    nh_min_len, thlen, skb_gso = IPHDR_LEN, 0, 0
-    base = h.gso_type & ~GSO_ECN & 0xFF
-    ecn = bool(h.gso_type & GSO_ECN)
-    if h.gso:
+        self.w.add(VIRTIO_NET_H, "virtio_net_hdr_tnl_to_skb",
+                   "a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", False,
+                   lambda: f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
+                   "GUEST_UDP_TUNNEL_GSO (virtio) / a 24-byte vnet_hdr_sz (tun) is off",
+                   r.cite("tunnel"),
+                   lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
+                   "negotiated")
+
+    def gso_type(self) -> _Gso | None:
+        """1. gso_type → SKB_GSO_*, thlen and nh_min_len; None: refused."""
+        h, r, w = self.h, self.r, self.w
+        base = h.gso_type & ~GSO_ECN & 0xFF
+        ecn = bool(h.gso_type & GSO_ECN)
+        if not h.gso:
+            return _Gso(0, 0, IPHDR_LEN, ecn)
         known = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
                  GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
         if r.udp_l4:
@@ -287,113 +337,129 @@ def virtio_net_hdr_to_skb(
                     + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
                     + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else ""))
 
-        if not w.add(VIRTIO_NET_H, fn, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
+        if not w.add(VIRTIO_NET_H, FN, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
                      detail, r.cite("udp_l4") if base == GSO_UDP_L4 else (), detail):
-            return refuse()
+            return None
         skb_gso, thlen = known[base]
+        nh_min_len = IPHDR_LEN
         if base == GSO_TCPV6 and (r.transport_floor or r.nocsum_nh_min_len):
             nh_min_len = IPV6HDR_LEN
         if ecn:
             skb_gso |= SKB_GSO_TCP_ECN
-        if not w.add(VIRTIO_NET_H, fn, "a GSO type needs gso_size != 0",
+        if not w.add(VIRTIO_NET_H, FN, "a GSO type needs gso_size != 0",
                      h.gso_size != 0, lambda: f"gso_size {h.gso_size}", (),
                      lambda: f"gso_type {h.gso_type:#04x} with gso_size 0"):
-            return refuse()
-    # skb_reset_mac_header(skb): mac_header = data
-    skb = skb._replace(mac_header=skb.data)
-    # --- 2. NEEDS_CSUM: the checksum's place, and the headers it needs linear ---------------
-    p_off = 0
-    if h.flags & NEEDS_CSUM:
+            return None
+        return _Gso(skb_gso, thlen, nh_min_len, ecn)
+
+    def needs_csum(self, g: _Gso) -> int | None:
+        """2. NEEDS_CSUM: "net: missing check virtio", the pulls, skb_partial_csum_set, the
+        transport floor; returns p_off (None: refused)."""
+        h, r, w = self.h, self.r, self.w
         start, off = h.csum_start, h.csum_offset
-        needed = start + max(thlen, off + 2)
+        needed = start + max(g.thlen, off + 2)
         if r.missing_check and h.gso_size:
-            segs, rem = divmod(skb.len, h.gso_size)
+            length = self.skb.len
+            segs, rem = divmod(length, h.gso_size)
             ok = bool(segs) and h.gso_size > needed and (rem > needed or rem == 0)
             if not w.add(
-                VIRTIO_NET_H, fn,
+                VIRTIO_NET_H, FN,
                 "NEEDS_CSUM with gso_size: skb->len / gso_size >= 1, gso_size > needed and the "
                 "remainder 0 or > needed (\"net: missing check virtio\")", ok,
-                lambda: f"skb->len {skb.len} = {segs} × {h.gso_size} + {rem}; needed {needed}",
+                lambda: f"skb->len {length} = {segs} × {h.gso_size} + {rem}; needed {needed}",
                 r.cite("missing_check"),
-                lambda: f"skb->len {skb.len} = {segs} × gso_size {h.gso_size} + {rem}: "
+                lambda: f"skb->len {length} = {segs} × gso_size {h.gso_size} + {rem}: "
                 + ("shorter than one segment" if not segs else
                    f"gso_size not above the {needed} header bytes" if h.gso_size <= needed else
                    f"a last segment of {rem} bytes, not above the {needed} header bytes")
                 + " (\"net: missing check virtio\")"):
-                return refuse()
-        if not pull(needed, "NEEDS_CSUM: pskb_may_pull(csum_start + max(thlen, csum_offset + 2))",
-                    "csum_start + max(thlen, csum_offset + 2)"):
-            return refuse()
-        headroom = skb.data
+                return None
+        if not self.pull(needed,
+                         "NEEDS_CSUM: pskb_may_pull(csum_start + max(thlen, csum_offset + 2))",
+                         "csum_start + max(thlen, csum_offset + 2)"):
+            return None
+        skb = self.skb
+        headroom, headlen = skb.data, skb.headlen
         csum_start = headroom + start
         too_far = csum_start >= U16_MAX if r.partial_csum_strict else csum_start > U16_MAX
-        ok = not too_far and start + off + 2 <= skb.headlen
+        ok = not too_far and start + off + 2 <= headlen
         if not w.add(
             SKBUFF_C, "skb_partial_csum_set",
             "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen", ok,
             lambda: f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
-            f"{start + off + 2} vs headlen {skb.headlen}"
+            f"{start + off + 2} vs headlen {headlen}"
             + ("" if ok else " (\"bad partial csum\" is logged)"), r.cite("partial_csum_strict"),
             lambda: f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
             f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
             "\"bad partial csum\" is logged)"):
-            return refuse()
-        skb = skb._replace(ip_summed=CHECKSUM_PARTIAL, csum_start=csum_start, csum_offset=off)
+            return None
+        self.skb = skb._replace(ip_summed=CHECKSUM_PARTIAL, csum_start=csum_start,
+                                csum_offset=off)
         transport = start  # skb_transport_offset: transport_header = csum_start
+        nh_min_len = g.nh_min_len
         if r.transport_floor and not w.add(
-            VIRTIO_NET_H, fn, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
+            VIRTIO_NET_H, FN, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
             transport >= nh_min_len, lambda: f"csum_start {start} vs nh_min_len {nh_min_len}",
             r.cite("transport_floor"),
             lambda: f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a network "
             "header before the transport header)"):
-            return refuse()
-        p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + thlen
-        if not pull(p_off, "pskb_may_pull(p_off = "
-                    + ("max(nh_min_len, transport offset)" if r.csum_p_off_max
-                       else "transport offset") + " + thlen)",
-                    "p_off", r.cite("csum_p_off_max")):
-            return refuse()
-    elif h.gso:
-        p_off = (nh_min_len if r.nocsum_nh_min_len else 0) + thlen
+            return None
+        p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + g.thlen
+        if not self.pull(p_off, "pskb_may_pull(p_off = "
+                         + ("max(nh_min_len, transport offset)" if r.csum_p_off_max
+                            else "transport offset") + " + thlen)",
+                         "p_off", r.cite("csum_p_off_max")):
+            return None
+        return p_off
+
+    def gso_pull(self, g: _Gso) -> int | None:
+        """GSO without NEEDS_CSUM (network_header unset): pull the headers; returns p_off."""
+        r = self.r
+        p_off = (g.nh_min_len if r.nocsum_nh_min_len else 0) + g.thlen
         what = "nh_min_len + thlen" if r.nocsum_nh_min_len else "thlen"
-        if not pull(p_off, f"GSO without NEEDS_CSUM (network_header unset): pskb_may_pull({what})",
-                    f"GSO without NEEDS_CSUM: {what}", r.cite("nocsum_nh_min_len")):
-            return refuse()
-    # --- 3. the GSO fields --------------------------------------------------------------------
-    if h.gso:
+        if not self.pull(p_off,
+                         f"GSO without NEEDS_CSUM (network_header unset): pskb_may_pull({what})",
+                         f"GSO without NEEDS_CSUM: {what}", r.cite("nocsum_nh_min_len")):
+            return None
+        return p_off
+
+    def gso_fields(self, g: _Gso, p_off: int) -> bool:
+        """3. the per-type checks, then gso_size, gso_type and gso_segs (set only when the frame
+        is more than one segment); False: refused."""
+        h, r, w, skb = self.h, self.r, self.w, self.skb
+        skb_gso = g.skb_gso
         gso_size, nh_off = h.gso_size, p_off
         if skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP and r.ufo_excludes_thlen:
-            nh_off -= thlen  # "UFO may not include transport header in gso_size"
+            nh_off -= g.thlen  # "UFO may not include transport header in gso_size"
         elif skb_gso == SKB_GSO_UDP_L4 or (skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP_L4):
             if r.udp_l4_checks:
                 limit = h.gso_size * r.udp_max_segments
-                udp = skb
                 rules: tuple[tuple[str, bool, Text, Text], ...] = (
                     ("UDP_L4 needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
                      lambda: f"flags {h.flags:#x}", lambda: "GSO_UDP_L4 without NEEDS_CSUM"),
                     ("UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
-                     udp.csum_offset == UDP_CSUM_OFFSET, lambda: f"csum_offset {udp.csum_offset}",
-                     lambda: f"GSO_UDP_L4 with csum_offset {udp.csum_offset}, not 6 "
+                     skb.csum_offset == UDP_CSUM_OFFSET, lambda: f"csum_offset {skb.csum_offset}",
+                     lambda: f"GSO_UDP_L4 with csum_offset {skb.csum_offset}, not 6 "
                      "(udphdr.check)"),
                     ("UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
-                     udp.len - p_off <= limit,
-                     lambda: f"{udp.len} - {p_off} = {udp.len - p_off} vs {h.gso_size} * "
+                     skb.len - p_off <= limit,
+                     lambda: f"{skb.len} - {p_off} = {skb.len - p_off} vs {h.gso_size} * "
                      f"{r.udp_max_segments} = {limit}",
-                     lambda: f"GSO_UDP_L4 payload {udp.len - p_off} > gso_size {h.gso_size} × "
+                     lambda: f"GSO_UDP_L4 payload {skb.len - p_off} > gso_size {h.gso_size} × "
                      f"UDP_MAX_SEGMENTS {r.udp_max_segments} = {limit}"),
-                    ("UDP_L4 without the ECN bit", not ecn, lambda: f"gso_type {h.gso_type:#04x}",
-                     lambda: "GSO_UDP_L4 with the ECN bit"),
+                    ("UDP_L4 without the ECN bit", not g.ecn,
+                     lambda: f"gso_type {h.gso_type:#04x}", lambda: "GSO_UDP_L4 with the ECN bit"),
                 )
                 for test, ok, detail, refusal in rules:
-                    if not w.add(VIRTIO_NET_H, fn, test, ok, detail, r.cite("udp_l4_checks"),
+                    if not w.add(VIRTIO_NET_H, FN, test, ok, detail, r.cite("udp_l4_checks"),
                                  refusal):
-                        return refuse()
+                        return False
         elif skb_gso & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
             if r.tcp_csum_offset != "never":
                 applies = r.tcp_csum_offset == "always" or skb.ip_summed == CHECKSUM_PARTIAL
                 offset = skb.csum_offset or 0  # without NEEDS_CSUM the csum union holds 0
                 if applies and not w.add(
-                    VIRTIO_NET_H, fn,
+                    VIRTIO_NET_H, FN,
                     "TCP GSO: csum_offset == offsetof(struct tcphdr, check) (16)"
                     + (" when CHECKSUM_PARTIAL" if r.tcp_csum_offset == "partial" else ""),
                     offset == TCP_CSUM_OFFSET, lambda: f"csum_offset {offset}",
@@ -401,30 +467,32 @@ def virtio_net_hdr_to_skb(
                     lambda: f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
                     + ("" if skb.ip_summed == CHECKSUM_PARTIAL else
                        ": this kernel tests it even without NEEDS_CSUM")):
-                    return refuse()
+                    return False
             if r.tcp_min_gso_size and gso_size < r.tcp_min_gso_size:
-                w.add(VIRTIO_NET_H, fn, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)", True,
-                      lambda: f"gso_size {gso_size} raised to {r.tcp_min_gso_size}",
+                raised = gso_size
+                w.add(VIRTIO_NET_H, FN, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)", True,
+                      lambda: f"gso_size {raised} raised to {r.tcp_min_gso_size}",
                       r.cite("tcp_min_gso_size"))
                 gso_size = r.tcp_min_gso_size
+        size = gso_size
         if r.gso_by_frags and not w.add(
-            VIRTIO_NET_H, fn, "gso_size != GSO_BY_FRAGS (0xffff)",
-            gso_size != GSO_BY_FRAGS, lambda: f"gso_size {gso_size}", r.cite("gso_by_frags"),
+            VIRTIO_NET_H, FN, "gso_size != GSO_BY_FRAGS (0xffff)",
+            size != GSO_BY_FRAGS, lambda: f"gso_size {size}", r.cite("gso_by_frags"),
             lambda: "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel"):
-            return refuse()
-        big = skb.len - nh_off > gso_size
+            return False
+        big = skb.len - nh_off > size
         mask = skb_gso | SKB_GSO_DODGY
-        w.add(VIRTIO_NET_H, fn, "the GSO fields are set only if skb->len - nh_off > gso_size "
+        w.add(VIRTIO_NET_H, FN, "the GSO fields are set only if skb->len - nh_off > gso_size "
               "(\"too small packets are not really GSO ones\")", True,
               lambda: f"{skb.len} - {nh_off} = {skb.len - nh_off} "
-              + (f"> {gso_size}: gso_size {gso_size}, gso_type {mask:#x} "
+              + (f"> {size}: gso_size {size}, gso_type {mask:#x} "
                  f"({'|'.join(gso_type_names(mask))}), gso_segs 0"
-                 if big else f"≤ {gso_size}: too small to be GSO, left as one packet"),
+                 if big else f"≤ {size}: too small to be GSO, left as one packet"),
               r.cite("ufo_excludes_thlen") if skb_gso & SKB_GSO_UDP else ())
         if big:
-            skb = skb._replace(gso_size=gso_size, gso_type=mask,
-                               gso_type_names=gso_type_names(mask), gso_segs=0)
-    return HdrResult(skb, tuple(w.checks), None, skb.headlen - start_len, expanded)
+            self.skb = skb._replace(gso_size=size, gso_type=mask,
+                                    gso_type_names=gso_type_names(mask), gso_segs=0)
+        return True
 
 
 def narrate_checks(checks: tuple[Check, ...], log: StepLog) -> None:

@@ -28,7 +28,7 @@ from vnetrx.kernel.constants import (
 )
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Cost, Received, Skb, XdpRun
-from vnetrx.paths.skbuff import eth_type_trans, frags_limit, shinfo_size
+from vnetrx.paths.skbuff import eth_type_trans, frags_limit, shinfo_size, skb_reset_mac_header
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
 from vnetrx.paths.tun.alloc import Alloc, alloc_maps, narrate_alloc, tun_alloc_skb
@@ -154,17 +154,17 @@ class TapPlan(NamedTuple):
     frame_len: int  # the frame bytes after the vnet header
     total: int  # bytes written: vnet_hdr_sz + the frame
     front: Front  # the checks before any skb exists
-    can_build: CanBuild | None
-    built: Built | None  # tun_build_skb's record
-    alloc: Alloc | None  # tun_alloc_skb's record
-    offload: HdrResult | None  # virtio_net_hdr_to_skb's
-    pulled: Skb | None  # after the device type's switch (TAP: eth_type_trans)
-    generic: Generic | None  # do_xdp_generic's run on the skb
     outcome: str  # "build_skb" | "alloc_skb" | "error" | "xdp_drop" | "xdp_tx" | "xdp_redirect"
-    errno: str | None  # what write(2) fails with
-    skb: Skb | None  # as netif_receive_skb (and its tracepoint) sees it
-    cost: Cost | None
-    run: XdpRun | None  # an attached program's run, native or generic
+    errno: str | None = None  # what write(2) fails with
+    skb: Skb | None = None  # as netif_receive_skb (and its tracepoint) sees it
+    cost: Cost | None = None
+    run: XdpRun | None = None  # an attached program's run, native or generic
+    can_build: CanBuild | None = None
+    built: Built | None = None  # tun_build_skb's record
+    alloc: Alloc | None = None  # tun_alloc_skb's record
+    offload: HdrResult | None = None  # virtio_net_hdr_to_skb's
+    pulled: Skb | None = None  # after the device type's switch (TAP: eth_type_trans)
+    generic: Generic | None = None  # do_xdp_generic's run on the skb
 
     @property
     def buffers(self) -> int:
@@ -184,8 +184,7 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
     total = s.vnet_hdr_sz + frame_len
     front = front_checks(c.front, frame_len, words)
     if front.refused:  # before any skb exists: no counter moves
-        return TapPlan(frame_len, total, front, None, None, None, None, None, None, "error",
-                       "EINVAL", None, None, None)
+        return TapPlan(frame_len, total, front, "error", "EINVAL")
     can = tun_can_build_skb(c, frame_len)
     built = alloc = None
     run: XdpRun | None = None
@@ -197,37 +196,38 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
             run = built.native.run
         if made is None:  # native XDP kept the frame
             assert run is not None
-            return TapPlan(frame_len, total, front, can, built, None, None, None, None,
-                           xdp.outcome_of(run), None, None, cost, run)
+            return TapPlan(frame_len, total, front, xdp.outcome_of(run), cost=cost, run=run,
+                           can_build=can, built=built)
         outcome = "build_skb"
     else:
         alloc = tun_alloc_skb(c, frame_len, front.hdr_len)
         made, owned, why = alloc.skb, True, GenericWhy.ALLOC
         if made is None:
-            return TapPlan(frame_len, total, front, can, None, alloc, None, None, None, "error",
-                           "EMSGSIZE", None, None, None)
+            return TapPlan(frame_len, total, front, "error", "EMSGSIZE", can_build=can,
+                           alloc=alloc)
         cost = Cost(allocations=2 + len(alloc.chunks), bytes_copied=frame_len,
                     frags=len(alloc.chunks))
         outcome = "alloc_skb"
     # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)
     offload = vnet_hdr_to_skb(c, made, owned, words)
     if offload.skb is None:  # rx_frame_errors++, -EINVAL
-        return TapPlan(frame_len, total, front, can, built, alloc, offload, None, None, "error",
-                       "EINVAL", None, None, run)
+        return TapPlan(frame_len, total, front, "error", "EINVAL", run=run, can_build=can,
+                       built=built, alloc=alloc, offload=offload)
     # tun_get_user's switch on the device type: TUN reads the IP version, TAP eth_type_trans
-    pulled = offload.skb.but(mac_header=offload.skb.data) if s.tun else eth_type_trans(offload.skb)
+    pulled = skb_reset_mac_header(offload.skb) if s.tun else eth_type_trans(offload.skb)
     skb, g = pulled, None
     if s.xdp is not None and run is None:  # skb_xdp: tun_build_skb did not run it natively
         g = xdp.generic(c, pulled, why, frame_len)
         run = g.run
         if g.passed is None:
-            return TapPlan(frame_len, total, front, can, built, alloc, offload, pulled, g,
-                           xdp.outcome_of(run), None, None, cost, run)
+            return TapPlan(frame_len, total, front, xdp.outcome_of(run), cost=cost, run=run,
+                           can_build=can, built=built, alloc=alloc, offload=offload,
+                           pulled=pulled, generic=g)
         skb = g.passed
         if run.copied:  # generic XDP's new linear head
             cost = Cost(cost.allocations + 1, cost.bytes_copied + run.copied, skb.nr_frags)
-    return TapPlan(frame_len, total, front, can, built, alloc, offload, pulled, g, outcome,
-                   None, skb, cost, run)
+    return TapPlan(frame_len, total, front, outcome, None, skb, cost, run, can, built, alloc,
+                   offload, pulled, g)
 
 
 def receive(c: TapConfig, log: StepLog) -> Received:
