@@ -1,54 +1,110 @@
-"""Sweep throughput: traces per second for a single-kernel sweep of 1..65535.
+"""Sweep throughput: a single-kernel sweep of 1..65535 on every path, side by side.
 
-Run: python benchmarks/sweep.py [--kernel 6.1] [--repeat 3]
-Measures vnetrx.sweep.virtio_rows (the plan layer: what `vnetrx sweep` computes) for each
-virtio mode, best of --repeat, and the whole command with --jsonl into /dev/null once.
-The target (issue 7) is at least 100,000 traces per second.
+Run: python benchmarks/sweep.py [--kernel 6.12] [--rounds 5] [--busy]
+
+1. In-process: rows per second of ``vnetrx.sweep.virtio_rows`` (each virtio mode, and with an
+   XDP program) and ``tap_rows``, best of --repeat.
+2. Whole commands, interleaved round by round (so a noisy minute hits every command alike):
+   ``vnetrx sweep --len 1-65535 ... --jsonl > /dev/null`` for virtio mergeable (the reference),
+   the tap path and two XDP setups; the CPU time (user + system) of each, the median over the
+   rounds, and each command's median ratio to the reference in the same round. Issue 25's goal:
+   the tap and XDP sweeps within 2x the virtio sweep. ``--busy`` runs the rounds while another
+   process keeps every core busy, as on a user's machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
+import resource
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from vnetrx.compiled import build_line
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net import VirtioRxSetup
-from vnetrx.sweep import virtio_rows
+from vnetrx.sweep import tap_rows, virtio_rows
 
 MODES = {
     "mergeable": VirtioRxSetup(frame_len=1, mergeable=True),
     "small": VirtioRxSetup(frame_len=1),
     "big (guest GSO)": VirtioRxSetup(frame_len=1, guest_gso=True),
     "big (MTU 9000)": VirtioRxSetup(frame_len=1, mtu=9000),
+    "mergeable + XDP_PASS": VirtioRxSetup(frame_len=1, mergeable=True, xdp="pass"),
+    "small + XDP_TX": VirtioRxSetup(frame_len=1, xdp="tx"),
 }
 LENGTHS = range(1, 65536)
+# the reference first
+COMMANDS = {
+    "virtio mergeable": ["--mergeable"],
+    "tap": ["--path", "tap"],
+    "virtio mergeable + XDP_PASS": ["--mergeable", "--xdp", "pass"],
+    "virtio small + XDP_TX": ["--xdp", "tx"],
+}
+
+
+def _spin(stop: Any) -> None:  # a multiprocessing Event
+    while not stop.is_set():
+        sum(range(10_000))
+
+
+def _cpu(cmd: list[str]) -> float:
+    """The user + system CPU seconds of one run of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kernel", default="6.1")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernel", default="6.12")
+    parser.add_argument("--repeat", type=int, default=3, help="in-process: best of N")
+    parser.add_argument("--rounds", type=int, default=5, help="whole commands: N rounds")
+    parser.add_argument("--busy", action="store_true",
+                        help="keep every core busy with another process meanwhile")
     args = parser.parse_args()
     k = lookup(args.kernel)
-    print(f"vnetrx {build_line()}")
-    for name, setup in MODES.items():
+    print(f"vnetrx {build_line()}; kernel {k.name}")
+    rows = {name: (lambda s=setup: virtio_rows(k, s, LENGTHS)) for name, setup in MODES.items()}
+    rows["tap"] = lambda: tap_rows(k, TapSetup(frame_len=1), LENGTHS)
+    for name, make in rows.items():
         best = float("inf")
         for _ in range(args.repeat):
             start = time.perf_counter()
-            count = sum(1 for _ in virtio_rows(k, setup, LENGTHS))
+            count = sum(1 for _ in make())
             best = min(best, time.perf_counter() - start)
-        print(f"{name:<16} {count / best:>10,.0f} traces/s  ({count} lengths in {best:.3f} s)")
-    cmd = [str(Path(sys.executable).with_name("vnetrx")), "sweep", "--len", "1-65535", "--mergeable",
-           "--kernel", args.kernel, "--jsonl"]
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    print(f"vnetrx sweep --len 1-65535 --mergeable --jsonl > /dev/null: {wall:.2f} s wall "
-          f"({65535 / wall:,.0f} lines/s including start-up and JSON)")
+        print(f"{name:<22} {count / best:>10,.0f} rows/s  ({count} lengths in {best:.3f} s)")
+    script = str(Path(sys.executable).with_name("vnetrx"))
+    stop = multiprocessing.Event()
+    spinners = [multiprocessing.Process(target=_spin, args=(stop,))
+                for _ in range(os.cpu_count() or 1)] if args.busy else []
+    for p in spinners:
+        p.start()
+    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    try:
+        for _ in range(args.rounds):
+            for name, extra in COMMANDS.items():
+                times[name].append(_cpu([script, "sweep", "--len", "1-65535", *extra,
+                                         "--kernel", args.kernel, "--jsonl"]))
+    finally:
+        stop.set()
+        for p in spinners:
+            p.join()
+    reference = times[next(iter(COMMANDS))]
+    print(f"whole commands, CPU seconds, median of {args.rounds} interleaved rounds"
+          + (" (every core kept busy by another process)" if args.busy else "") + ":")
+    for name, runs in times.items():
+        ratio = statistics.median(t / r for t, r in zip(runs, reference, strict=True))
+        print(f"  sweep --len 1-65535 {' '.join(COMMANDS[name]):<28} "
+              f"{statistics.median(runs):6.2f} s  {ratio:5.2f}x the virtio sweep")
 
 
 if __name__ == "__main__":
