@@ -37,9 +37,10 @@ def test_arm64_64k_pages_from_6_4_have_17_frags() -> None:
 
 
 def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
-    """The posted buffers come from a function of the device and the buffer index (no memo in
-    the Config): a config _replace'd to the 21st buffer of a 32 KiB page_frag page carves that
-    buffer, the 2048-byte one (README), not the first it carved before."""
+    """The posted buffers are memoised by buffer index and length: a config _replace'd to the
+    21st buffer of a 32 KiB page_frag page (sharing the first's memo) carves that buffer, the
+    2048-byte one (README), not the first it carved before. Configs stay equal whatever each
+    has memoised."""
     from vnetrx.paths import virtio_net
     from vnetrx.paths.virtio_net.mergeable import plan_mergeable
 
@@ -50,3 +51,6 @@ def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
     twenty_first = first._replace(buffer_index=20)
     buf = plan_mergeable(twenty_first, 1514).buffers[0]
     assert (buf.offset, buf.len) == (20 * 1536, 2048)
+    fresh = virtio_net.config(k, virtio_net.check_virtio_setup(
+        k, virtio_net.VirtioRxSetup(frame_len=1514, mergeable=True)))
+    assert fresh == first and len(fresh.carved) == 0 < len(first.carved)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from functools import lru_cache
 from itertools import islice
 from typing import Final
 
@@ -166,7 +165,29 @@ class Carved(NamedTuple):
     run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
 
 
-@lru_cache(maxsize=256)  # per (device, buffer length): a sweep asks for it every length
+class CarvedMemo(dict[int, Carved]):
+    """``carve_key(buffer_index, buf_len)`` → the ``Carved`` buffers ``carved`` made: a memo,
+    not state (a sweep asks for the same buffers at every length). Every memo equals every
+    other, so two ``Config``s are equal when their settings are, whatever each has memoised;
+    one a ``_replace`` shares is still right, the buffer index being part of the key."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CarvedMemo)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, CarvedMemo)
+
+    def __repr__(self) -> str:
+        return f"CarvedMemo({len(self)} carves)"
+
+
+def carve_key(buffer_index: int, buf_len: int) -> int:
+    """One int for (buffer_index, buf_len): buffer lengths are below 2**20."""
+    return buffer_index << 20 | buf_len
+
+
 def carved(alloc: RxAllocator, buffer_index: int, buf_len: int, need: int) -> Carved:
     """Posted buffers of ``buf_len`` from a fresh page, skipping ``buffer_index`` of them, until
     they hold ``need`` bytes."""

@@ -41,10 +41,15 @@ def mergeable_buf_len(c: Config, frame: int) -> int:
 
 def carved(c: Config, buf_len: int) -> Carved:
     """Enough posted buffers, from a fresh page (skipping ``buffer_index``), to hold the largest
-    frame; or the ones a ring model handed over."""
+    frame (memoised in ``c``); or the ones a ring model handed over."""
     if c.given:
         return bufs.carved_info(c.given)
-    return bufs.carved(c.alloc, c.buffer_index, buf_len, MAX_FRAME_LEN + 24 + 1)
+    key = bufs.carve_key(c.buffer_index, buf_len)
+    memo = c.carved.get(key)
+    if memo is None:
+        memo = c.carved[key] = bufs.carved(c.alloc, c.buffer_index, buf_len,
+                                           MAX_FRAME_LEN + 24 + 1)
+    return memo
 
 
 def plan_mergeable(c: Config, frame: int, detail: bool = True) -> Plan:

@@ -41,7 +41,7 @@ from vnetrx.layouts.virtio_net import padded_vnet_hdr, virtio_net_hdr_mrg_rxbuf,
 from vnetrx.paths.skbuff import Head, kmalloc_reserve, napi_alloc_head, shinfo_size
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import buffers as bufs
-from vnetrx.paths.virtio_net.buffers import PostedBuffer, RxAllocator
+from vnetrx.paths.virtio_net.buffers import CarvedMemo, PostedBuffer, RxAllocator
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr, hdr_rules
 from vnetrx.records import NamedTuple
 
@@ -252,6 +252,7 @@ class Config(NamedTuple):
     rx_hash: bool  # receive_buf copies the hash report into skb->hash (HASH_REPORT, RXHASH)
     profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
     xdp: XdpConfig | None  # an attached XDP program (None: none)
+    carved: CarvedMemo  # posted buffers by (buffer_index, buf_len): a memo, not a setting
 
     def cite(self, *changes: Change) -> tuple[Change, ...]:
         """The ``changes`` this kernel carries, in the order given: a step's ``because``. For
@@ -343,6 +344,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         rx_hash=hdr == 20,
         profile=k,
         xdp=None if s.xdp is None else _xdp_config(k, s, hdr, small_pad, good_packet_len),
+        carved=CarvedMemo(),
     )
 
 
