@@ -17,10 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Buffer, Frag, Skb, Trace, XdpRun
+from vnetrx.model import SKB_FIELDS, XDP_FIELDS, Buffer, Frag, Skb, Trace, XdpRun
 
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
+# model.XDP_FIELDS as codec walks them: (attribute, JSON path, kind)
+_XDP_PLACES = tuple((f.name, tuple(f.at.split(".")), f.kind) for f in XDP_FIELDS)
+# the objects printed only when one of their attributes is set (xdp_tx: read_len)
+_XDP_GATES = tuple((f.name, f.at.split(".")[0]) for f in XDP_FIELDS if f.gate)
 
 
 def kernel_to_dict(k: KernelProfile) -> dict[str, Any]:
@@ -72,28 +76,18 @@ def skb_to_dict(s: Skb) -> dict[str, Any]:
 
 
 def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
-    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame)."""
-    out: dict[str, Any] = {
-        "xdp": {
-            "action": x.action,
-            "mode": x.mode,
-            "function": x.function,
-            "xdp_buff": {"headroom": x.headroom, "len": x.len, "frame_sz": x.frame_sz,
-                         "tailroom": x.tailroom, "nr_frags": x.nr_frags,
-                         "frags_size": x.frags_size, "meta_len": x.meta_len},
-            "ran": x.ran,
-            "refused": x.refused,
-            "result": x.result,
-            "errno": x.errno,
-            "copied": x.copied,
-            "counters": {"rx_packets": x.rx_packets, "rx_bytes": x.rx_bytes,
-                         "rx_dropped": x.rx_dropped, "tx_packets": x.tx_packets,
-                         "tx_bytes": x.tx_bytes},
-            "driver_counters": dict(x.driver) if x.driver else None,
-        }
-    }
-    if x.read_len is not None:
-        out["xdp_tx"] = {"len": x.read_len, "hdr": x.read_hdr}
+    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame): each
+    field where ``model.XDP_FIELDS`` puts it."""
+    skipped = {top for name, top in _XDP_GATES if getattr(x, name) is None}
+    out: dict[str, Any] = {}
+    for name, (*parents, key), kind in _XDP_PLACES:
+        if parents[0] in skipped:
+            continue
+        node = out
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        value = getattr(x, name)
+        node[key] = (dict(value) if value else None) if kind == "counters?" else value
     return out
 
 
