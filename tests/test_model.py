@@ -1,16 +1,34 @@
-"""vnetrx/model.py: the skb's output fields are declared once (SKB_FIELDS) and every output
-derived from them carries exactly those fields, in that order."""
+"""vnetrx/model.py: the skb's output fields (SKB_FIELDS) and an XDP run's (XDP_FIELDS) are
+declared once and every output derived from them carries exactly those fields, in that order;
+the paths and outcomes a trace has are enums that hold exactly what traces produce."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from vnetrx.cli import cli
 from vnetrx.diff import RESULT_FIELDS
-from vnetrx.model import KPROBE_FIELDS, SKB_FIELDS, TRACEPOINT_FIELDS, Skb
-from vnetrx.schemas import SKB
+from vnetrx.engine import trace_virtio
+from vnetrx.kernel.registry import lookup
+from vnetrx.model import (
+    DRIVER_COUNTERS,
+    KPROBE_FIELDS,
+    SKB_FIELDS,
+    TRACEPOINT_FIELDS,
+    XDP_ACTIONS,
+    XDP_FIELDS,
+    XDP_OUTCOMES,
+    Outcome,
+    Path,
+    Skb,
+    XdpMode,
+    XdpRun,
+)
+from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.schemas import SKB, XDP_RUN
 from vnetrx.sweep import CSV_FIELDS, ROW_SKB_FIELDS
 
 NAMES = [f.name for f in SKB_FIELDS]
@@ -47,3 +65,124 @@ def test_text_view_prints_every_placed_field(runner: CliRunner) -> None:
     for f in SKB_FIELDS:
         if f.text is not None:
             assert f"{f.name} " in block, f.name
+
+
+# --- what surrounds the skb: XdpRun's fields (XDP_FIELDS) and the enums ------------------------
+
+XDP_NAMES = [f.name for f in XDP_FIELDS]
+# a virtio-net XDP_TX (xdp, its counters and driver_counters, xdp_tx) and a tap XDP_TX
+XDP_TX_ARGS = [["--len", "1000", "--xdp", "tx", "--kernel", "6.18"],
+               ["--path", "tap", "--len", "1000", "--xdp", "tx"]]
+
+
+def test_xdp_fields_cover_every_xdprun_attribute_once() -> None:
+    assert len(XDP_NAMES) == len(set(XDP_NAMES)) == len(XdpRun._fields)
+    assert set(XDP_NAMES) == set(XdpRun._fields)
+    places = [f.at for f in XDP_FIELDS]
+    assert len(places) == len(set(places))
+    assert {p.split(".")[0] for p in places} == {"xdp", "xdp_tx"}
+    assert {f.kind for f in XDP_FIELDS} <= {"nat", "nat?", "str", "str?", "bool", "counters?"}
+    assert all(f.values for f in XDP_FIELDS if f.kind == "counters?")
+    assert [f.name for f in XDP_FIELDS if f.gate] == ["read_len"]
+
+
+@pytest.mark.parametrize("args", XDP_TX_ARGS)
+def test_xdp_json_is_laid_out_as_the_table_says(runner: CliRunner, args: list[str]) -> None:
+    doc = json.loads(runner.invoke(cli, ["trace", *args, "--json"]).stdout)
+    assert list(doc)[-2:] == ["xdp", "xdp_tx"]
+    assert list(doc["xdp"]) == ["action", "mode", "function", "xdp_buff", "ran", "refused",
+                                "result", "errno", "copied", "counters", "driver_counters"]
+    assert list(doc["xdp"]["xdp_buff"]) == ["headroom", "len", "frame_sz", "tailroom",
+                                            "nr_frags", "frags_size", "meta_len"]
+    assert list(doc["xdp"]["counters"]) == ["rx_packets", "rx_bytes", "rx_dropped",
+                                            "tx_packets", "tx_bytes"]
+    assert list(doc["xdp_tx"]) == ["len", "hdr"]
+    assert list(XDP_RUN["properties"]) == list(doc["xdp"])
+
+
+def test_xdp_json_without_a_read_back_has_no_xdp_tx(runner: CliRunner) -> None:
+    doc = json.loads(runner.invoke(cli, ["trace", "--len", "1000", "--xdp", "drop", "--kernel",
+                                         "6.18", "--json"]).stdout)
+    assert "xdp" in doc and "xdp_tx" not in doc
+    assert doc["xdp"]["driver_counters"] == {
+        "rx_drops": 1, "rx_xdp_packets": 1, "rx_xdp_tx": 0, "rx_xdp_redirects": 0,
+        "rx_xdp_drops": 1, "tx_xdp_tx": 0, "tx_xdp_tx_drops": 0}
+    tap = json.loads(runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp",
+                                         "drop", "--json"]).stdout)
+    assert tap["xdp"]["driver_counters"] is None  # tun has no queue counters
+
+
+def test_diff_compares_the_xdp_fields_in_this_order() -> None:
+    """`vnetrx diff`'s XDP rows, as it prints them: the run's own fields, then the xdp_buff's,
+    the counters and the queue counters, then the reader's bytes."""
+    assert [f for f in RESULT_FIELDS if f.startswith("xdp")] == [
+        "xdp.mode", "xdp.function", "xdp.refused", "xdp.result", "xdp.errno", "xdp.copied",
+        "xdp.xdp_buff.headroom", "xdp.xdp_buff.frame_sz", "xdp.xdp_buff.nr_frags",
+        "xdp.counters.rx_packets", "xdp.counters.rx_bytes", "xdp.counters.rx_dropped",
+        "xdp.counters.tx_packets", "xdp.counters.tx_bytes",
+        "xdp.driver_counters.rx_drops", "xdp.driver_counters.rx_xdp_packets",
+        "xdp.driver_counters.rx_xdp_tx", "xdp.driver_counters.rx_xdp_redirects",
+        "xdp.driver_counters.rx_xdp_drops", "xdp.driver_counters.tx_xdp_tx",
+        "xdp.driver_counters.tx_xdp_tx_drops", "xdp_tx.len"]
+
+
+def test_the_paths_name_the_verdicts_and_counters_as_the_table() -> None:
+    """paths/xdp.py's verdicts (enum xdp_action, by value) and the queue counters virtio-net's
+    XDP path moves are the table's."""
+    from vnetrx.paths.xdp import ACTIONS, VERDICT
+
+    assert [VERDICT[name] for name in sorted(ACTIONS, key=ACTIONS.__getitem__)] == list(
+        XDP_ACTIONS)
+    t = trace_virtio(lookup("6.12"), VirtioRxSetup(frame_len=1000, xdp="pass"))
+    assert t.xdp is not None
+    assert tuple(name for name, _ in t.xdp.driver) == DRIVER_COUNTERS
+
+
+def test_enum_members_print_as_their_values() -> None:
+    assert str(Outcome.XDP_TX) == f"{Outcome.XDP_TX}" == "xdp_tx"
+    assert str(Path.VIRTIO_MERGEABLE) == "virtio-mergeable"
+    assert json.dumps([XdpMode.GENERIC, Outcome.COPY]) == '["generic", "copy"]'
+    assert Outcome.DROP == "drop" and "tap" in set(Path)
+    assert XDP_OUTCOMES == ("xdp_drop", "xdp_tx", "xdp_redirect")
+
+
+# One trace per outcome, path and XDP mode the model has; each case is the fact that these
+# options end so on that kernel.
+PRODUCED = [
+    (["--len", "1000", "--kernel", "6.1"], "virtio-small", "build_skb"),
+    (["--len", "1000", "--mtu", "9000", "--kernel", "6.1"], "virtio-big", "build_skb"),
+    (["--len", "1000", "--mergeable", "--kernel", "5.12"], "virtio-mergeable", "copy"),
+    (["--len", "2000", "--kernel", "6.1"], "virtio-small", "drop"),
+    (["--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], "tap", "alloc_skb"),
+    (["--path", "tap", "--len", "5"], "tap", "error"),
+    (["--len", "1000", "--mergeable", "--mtu", "9000", "--xdp", "pass", "--kernel", "6.12"],
+     "virtio-mergeable", "error"),  # virtnet_xdp_set refuses the program
+    (["--len", "1000", "--xdp", "drop", "--kernel", "6.18"], "virtio-small", "xdp_drop"),
+    (["--len", "1000", "--mergeable", "--xdp", "tx", "--kernel", "6.1"], "virtio-mergeable",
+     "xdp_tx"),
+    (["--path", "tap", "--len", "1000", "--xdp", "redirect"], "tap", "xdp_redirect"),
+    (["--path", "tap", "--len", "9000", "--xdp", "pass"], "tap", "alloc_skb"),  # generic XDP
+]
+
+
+def test_every_outcome_path_and_xdp_mode_is_one_a_trace_produces() -> None:
+    """The enums hold exactly the values traces produce: each case's path and outcome are
+    members, and together the cases produce every member."""
+    from vnetrx.cli.trace import run_trace_args
+
+    outcomes, paths, modes = set(), set(), set()
+    for args, path, outcome in PRODUCED:
+        t = run_trace_args(args)
+        assert (t.path, t.outcome) == (path, outcome), args
+        assert Path(t.path) == path and Outcome(t.outcome) == outcome
+        outcomes.add(t.outcome)
+        paths.add(t.path)
+        if t.xdp is not None:
+            modes.add(XdpMode(t.xdp.mode))
+            for f in XDP_FIELDS:
+                value = getattr(t.xdp, f.name)
+                if f.values and f.kind != "counters?" and value is not None:
+                    assert value in f.values, (f.name, value)
+    assert outcomes == set(Outcome)
+    assert paths == set(Path)
+    assert modes == set(XdpMode)

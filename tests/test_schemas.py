@@ -51,6 +51,15 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
                "--kernel", "6.1"], 0),  # dropped by xdp_linearize_page
     ("trace", ["trace", "--len", "1000", "--mergeable", "--mtu", "9000", "--xdp", "pass",
                "--kernel", "6.12"], 0),  # the attach is refused
+    ("trace", ["trace", "--len", "1000", "--mergeable", "--xdp", "drop", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--len", "1000", "--xdp", "tx", "--xdp-adjust-head", "-205",
+               "--kernel", "6.12"], 0),  # tx_failed: EOVERFLOW, xdp_tx_drops
+    ("trace", ["trace", "--len", "1000", "--xdp", "pass", "--xdp-posted-before", "--kernel",
+               "6.12"], 0),  # copied into a fresh page first
+    ("trace", ["trace", "--len", "1000", "--mergeable", "--xdp", "redirect", "--kernel", "7.3"],
+     0),
+    ("trace", ["trace", "--path", "tap", "--len", "1000", "--xdp", "aborted", "--xdp-meta", "8"],
+     0),
     ("sweep", ["sweep", "--len", "3500-3520", "--mergeable", "--xdp", "pass", "--kernel", "6.1",
                "--json"], 0),
     ("diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
@@ -174,6 +183,29 @@ def test_schemas_reject_wrong_documents() -> None:
     err = {"schema": "vnetrx.error/1", "error": "x", "hint": None, "exit_code": 3}
     with pytest.raises(ValidationError):
         check("error", err)
+
+
+def test_schemas_reject_wrong_xdp_documents() -> None:
+    """The XDP part (model.XDP_FIELDS) is as strict: its enums, nested objects and counters."""
+    doc = json.loads(RUNNER.invoke(cli, ["trace", "--len", "1000", "--xdp", "tx", "--kernel",
+                                         "6.18", "--json"]).stdout)
+    check("trace", doc)
+    xdp = doc["xdp"]
+    counters = {k: v for k, v in xdp["driver_counters"].items() if k != "rx_drops"}
+    for broken in (
+        {**doc, "xdp": {**xdp, "mode": "hybrid"}},
+        {**doc, "xdp": {**xdp, "action": "XDP_FOO"}},
+        {**doc, "xdp": {**xdp, "result": "bounced"}},
+        {**doc, "xdp": {**xdp, "refused": "because"}},
+        {**doc, "xdp": {**xdp, "xdp_buff": {**xdp["xdp_buff"], "extra": 1}}},
+        {**doc, "xdp": {**xdp, "counters": {**xdp["counters"], "rx_dropped": -1}}},
+        {**doc, "xdp": {**xdp, "driver_counters": counters}},
+        {**doc, "xdp": {k: v for k, v in xdp.items() if k != "ran"}},
+        {**doc, "xdp_tx": {**doc["xdp_tx"], "len": None}},
+        {**doc, "path": "virtio"},
+    ):
+        with pytest.raises(ValidationError):
+            check("trace", broken)
 
 
 def test_verify_report_matches_schema() -> None:

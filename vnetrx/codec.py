@@ -1,4 +1,5 @@
-"""Trace → plain dict (the JSON schema documented in README). Stdlib only.
+"""Trace ↔ plain dict (the JSON schema documented in README): ``trace_to_dict`` and its
+inverse ``from_dict``. Stdlib only.
 
 Schema ledger:
   vnetrx.trace/1  first version: kernel, input, path, outcome, reason, steps, buffer, buffers,
@@ -14,13 +15,38 @@ Schema ledger:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from vnetrx.errors import InputError, UnsupportedError, VnetrxError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Buffer, Frag, Skb, Trace, XdpRun
+from vnetrx.model import (
+    IP_SUMMED,
+    SKB_FIELDS,
+    TRACE_SCHEMA,
+    XDP_FIELDS,
+    Buffer,
+    Cost,
+    Frag,
+    FragListSkb,
+    Outcome,
+    Path,
+    Refusal,
+    Region,
+    Skb,
+    Step,
+    Trace,
+    Value,
+    XdpRun,
+)
 
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
+_SKB_LISTS = tuple(f.name for f in SKB_FIELDS if f.kind == "strs")  # tuples on Skb
+# model.XDP_FIELDS as codec walks them: (attribute, JSON path, kind)
+_XDP_PLACES = tuple((f.name, tuple(f.at.split(".")), f.kind) for f in XDP_FIELDS)
+# the objects printed only when one of their attributes is set (xdp_tx: read_len)
+_XDP_GATES = tuple((f.name, f.at.split(".")[0]) for f in XDP_FIELDS if f.gate)
 
 
 def kernel_to_dict(k: KernelProfile) -> dict[str, Any]:
@@ -58,6 +84,8 @@ def frag_to_dict(f: Frag) -> dict[str, Any]:
 def skb_to_dict(s: Skb) -> dict[str, Any]:
     """The skb's output fields (``model.SKB_FIELDS``, in their order), then its frags."""
     out: dict[str, Any] = {name: getattr(s, name) for name in SKB_FIELD_NAMES}
+    for name in _SKB_LISTS:  # a plain JSON value, as json.loads gives it back
+        out[name] = list(out[name])
     out["frags"] = [frag_to_dict(f) for f in s.frags]
     out["frag_list"] = [
         {
@@ -72,28 +100,18 @@ def skb_to_dict(s: Skb) -> dict[str, Any]:
 
 
 def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
-    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame)."""
-    out: dict[str, Any] = {
-        "xdp": {
-            "action": x.action,
-            "mode": x.mode,
-            "function": x.function,
-            "xdp_buff": {"headroom": x.headroom, "len": x.len, "frame_sz": x.frame_sz,
-                         "tailroom": x.tailroom, "nr_frags": x.nr_frags,
-                         "frags_size": x.frags_size, "meta_len": x.meta_len},
-            "ran": x.ran,
-            "refused": x.refused,
-            "result": x.result,
-            "errno": x.errno,
-            "copied": x.copied,
-            "counters": {"rx_packets": x.rx_packets, "rx_bytes": x.rx_bytes,
-                         "rx_dropped": x.rx_dropped, "tx_packets": x.tx_packets,
-                         "tx_bytes": x.tx_bytes},
-            "driver_counters": dict(x.driver) if x.driver else None,
-        }
-    }
-    if x.read_len is not None:
-        out["xdp_tx"] = {"len": x.read_len, "hdr": x.read_hdr}
+    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame): each
+    field where ``model.XDP_FIELDS`` puts it."""
+    skipped = {top for name, top in _XDP_GATES if getattr(x, name) is None}
+    out: dict[str, Any] = {}
+    for name, (*parents, key), kind in _XDP_PLACES:
+        if parents[0] in skipped:
+            continue
+        node = out
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        value = getattr(x, name)
+        node[key] = (dict(value) if value else None) if kind == "counters?" else value
     return out
 
 
@@ -143,3 +161,313 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
 
 def error_to_dict(message: str, exit_code: int, hint: str | None = None) -> dict[str, Any]:
     return {"schema": ERROR_SCHEMA, "error": message, "hint": hint, "exit_code": exit_code}
+
+
+# --- reading a document back: from_dict ----------------------------------------------------
+
+_WHAT = {
+    "nat": "a whole number (0 or more)",
+    "str": "a string",
+    "bool": "true or false",
+    "strs": "a list of strings",
+    "scalar": "a whole number, a string, true, false or null",
+    "object": "an object",
+    "list": "a list",
+    "counters": "an object of whole numbers",
+}
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fits(value: object, kind: str) -> bool:
+    """Whether a JSON value is of ``kind`` (model's field kinds; "?": or null)."""
+    if value is None:
+        return kind.endswith("?") or kind == "scalar"
+    base = kind.rstrip("?")
+    if base == "nat":
+        return type(value) is int and value >= 0
+    if base == "str":
+        return isinstance(value, str)
+    if base == "bool":
+        return isinstance(value, bool)
+    if base == "strs":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if base == "scalar":
+        return type(value) in (int, str, bool)
+    if base == "object":
+        return isinstance(value, dict)
+    if base == "list":
+        return isinstance(value, list)
+    if base == "counters":
+        return isinstance(value, dict) and all(type(v) is int and v >= 0 for v in value.values())
+    raise AssertionError(f"unknown field kind {kind!r}")
+
+
+class _In:
+    """A JSON object of the document being read, and where it is in the document (for the
+    messages: ``skb.frags[0].size``)."""
+
+    def __init__(self, obj: dict[str, Any], where: str) -> None:
+        self.obj = obj
+        self.where = where
+
+    def place(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def get(self, key: str, kind: str, values: tuple[str, ...] = ()) -> Any:
+        """The value at ``key``, which must be of ``kind`` (and one of ``values``, if given)."""
+        if key not in self.obj:
+            raise InputError(f"{self.place(key)} is missing")
+        value = self.obj[key]
+        if not _fits(value, kind):
+            what = _WHAT[kind.rstrip("?")] + (" or null" if kind.endswith("?") else "")
+            raise InputError(f"{self.place(key)} is {_shown(value)}, not {what}")
+        if values and kind.startswith("counters") and value is not None:
+            if set(value) != set(values):
+                raise InputError(f"{self.place(key)} has the counters {', '.join(value)}, not "
+                                 f"{', '.join(values)}")
+        elif values and value is not None and value not in values:
+            raise InputError(f"{self.place(key)} is {_shown(value)}, not one of "
+                             f"{', '.join(values)}")
+        return value
+
+    def sub(self, key: str) -> _In:
+        return _In(self.get(key, "object"), self.place(key))
+
+    def sub_or_none(self, key: str) -> _In | None:
+        value = self.get(key, "object?")
+        return None if value is None else _In(value, self.place(key))
+
+    def subs(self, key: str) -> list[_In]:
+        """The objects of the list at ``key``."""
+        items = self.get(key, "list")
+        where = self.place(key)
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise InputError(f"{where}[{i}] is {_shown(item)}, not an object")
+        return [_In(item, f"{where}[{i}]") for i, item in enumerate(items)]
+
+    def scalars(self, key: str) -> tuple[tuple[str, Value], ...]:
+        """An object of scalars (``input``, a step's ``values``), as ordered pairs."""
+        obj = self.sub(key)
+        return tuple((name, obj.get(name, "scalar")) for name in obj.obj)
+
+
+def _kernel_from(d: _In) -> KernelProfile:
+    """The profile a trace's ``kernel`` object names, rebuilt as vnetrx makes it: the build from
+    the object's build fields (the others from the arch and config presets, as --arch and
+    --config make them) and the version as its ``source`` chose it, so that the version's notes
+    come back too; it must then print as that object, or the document was not written by this
+    vnetrx's profiles."""
+    from vnetrx.kernel.build import ARCHES, MAX_HEADER_BY_CONFIG, PAGE_SIZES, build_config
+    from vnetrx.kernel.registry import lookup, newest
+
+    name, source = d.get("name", "str"), d.get("source", "str")
+    arch = d.get("arch", "str", tuple(ARCHES))
+    page_size = d.get("page_size", "nat")
+    l1_cache_bytes, max_skb_frags = d.get("l1_cache_bytes", "nat"), d.get("max_skb_frags", "nat")
+    config = d.get("config", "str")
+    d.get("changes", "strs")
+    if config == "running":
+        raise UnsupportedError(
+            f"kernel {name} was profiled on the machine that wrote the trace (--kernel running): "
+            "its MAX_HEADER and skbuff_small_head and sk_buff sizes are not in the document, so "
+            "the profile cannot be rebuilt",
+            hint=f"a trace made with --kernel {name} can be loaded")
+    d.get("config", "str", tuple(MAX_HEADER_BY_CONFIG))
+    if page_size not in PAGE_SIZES.values():
+        raise InputError(f"kernel.page_size is {page_size}, not one of "
+                         f"{', '.join(map(str, PAGE_SIZES.values()))}")
+    build = build_config(arch, page_size, l1_cache_bytes, max_skb_frags, config)
+    default = newest(build)
+    try:
+        profile = default if source == default.source else lookup(source, build)
+    except VnetrxError as exc:
+        raise InputError(f"kernel.source {_shown(source)} names no kernel profile: "
+                         f"{exc.message}") from None
+    if profile.name != name:
+        raise InputError(f"kernel.name is {_shown(name)}, but kernel.source {_shown(source)} "
+                         f"is {profile.name} to this vnetrx")
+    again = kernel_to_dict(profile)
+    if again["changes"] != d.obj["changes"]:
+        have, want = set(d.obj["changes"]), set(again["changes"])
+        parts = ([f"lacks {', '.join(sorted(want - have))}"] if want - have else []) + (
+            [f"lists {', '.join(sorted(have - want))}, which this vnetrx's profile does not"]
+            if have - want else [])
+        raise InputError(
+            f"kernel.changes are not this vnetrx's for {name}: the document "
+            + ("; ".join(parts) or "lists them in another order"),
+            hint="a trace from another vnetrx version: load it with that version")
+    problem = _difference(d.obj, again, d.where)
+    if problem:
+        raise InputError(problem)
+    return profile
+
+
+def _buffer(d: _In, regions: bool) -> Buffer:
+    return Buffer(
+        d.get("size", "nat"), d.get("page", "str"), d.get("page_offset", "nat"),
+        d.get("used", "nat"),
+        tuple(Region(r.get("name", "str"), r.get("offset", "nat"), r.get("size", "nat"),
+                     r.get("note", "str")) for r in d.subs("regions")) if regions else ())
+
+
+def _frags(d: _In) -> tuple[Frag, ...]:
+    return tuple(Frag(f.get("page", "str"), f.get("offset", "nat"), f.get("size", "nat"),
+                      f.get("truesize", "nat")) for f in d.subs("frags"))
+
+
+def _skb(d: _In) -> Skb:
+    """An skb from its output fields (``model.SKB_FIELDS``; those Skb computes are checked when
+    the trace is printed again) and its frags."""
+    fields = {f.name: d.get(f.name, f.kind) for f in SKB_FIELDS}
+    if fields["ip_summed"] >= len(IP_SUMMED):
+        raise InputError(f"{d.place('ip_summed')} is {fields['ip_summed']}, not one of 0 .. "
+                         f"{len(IP_SUMMED) - 1} ({IP_SUMMED[0]} .. {IP_SUMMED[-1]})")
+    chained = []
+    for fl in d.subs("frag_list"):
+        fl.get("nr_frags", "nat")
+        chained.append(FragListSkb(fl.get("len", "nat"), fl.get("truesize", "nat"), _frags(fl)))
+    kept: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                            for name, value in fields.items() if name in Skb._fields}
+    return Skb(**kept, frags=_frags(d), frag_list=tuple(chained))
+
+
+def _xdp(doc: _In) -> XdpRun | None:
+    """The XdpRun of ``xdp`` and ``xdp_tx``, each field where ``model.XDP_FIELDS`` puts it."""
+    if "xdp" not in doc.obj:
+        return None
+    absent = {top for _, top in _XDP_GATES if top not in doc.obj}
+    fields: dict[str, Any] = {}
+    for (name, (*parents, key), kind), f in zip(_XDP_PLACES, XDP_FIELDS, strict=True):
+        if parents[0] in absent:
+            fields[name] = None
+            continue
+        node = doc
+        for parent in parents:
+            node = node.sub(parent)
+        value = node.get(key, kind, f.values)
+        fields[name] = (tuple(value.items()) if value else ()) if kind == "counters?" else value
+    return XdpRun(**fields)
+
+
+def _difference(doc: Any, again: Any, where: str) -> str | None:
+    """Where a document and the one its Trace prints part (None: nowhere), as a message."""
+    if isinstance(doc, dict) and isinstance(again, dict):
+        def place(key: str) -> str:
+            return f"{where}.{key}" if where else key
+
+        for key in doc:
+            if key not in again:
+                return f"{place(key)} is not a key of a {TRACE_SCHEMA} document there"
+        for key in again:
+            if key not in doc:
+                return f"{place(key)} is missing"
+        return next((p for key in doc if (p := _difference(doc[key], again[key], place(key)))),
+                    None)
+    if isinstance(doc, list) and isinstance(again, list) and len(doc) == len(again):
+        return next((p for i, (x, y) in enumerate(zip(doc, again, strict=True))
+                     if (p := _difference(x, y, f"{where}[{i}]"))), None)
+    if type(doc) is type(again) and doc == again:
+        return None
+    return f"{where} is {_shown(doc)}, but the rest of the document makes it {_shown(again)}"
+
+
+def from_dict(doc: object) -> Trace:
+    """The Trace a ``vnetrx.trace/1`` document describes: ``trace_to_dict``'s inverse, so that
+    ``trace_to_dict(from_dict(doc)) == doc``. The kernel profile is rebuilt by its name and
+    build (see ``_kernel_from``); ``buffers`` come back without regions, which the document
+    does not carry. Raises InputError naming the first thing that is not as vnetrx writes it."""
+    if not isinstance(doc, dict):
+        raise InputError(f"the document is {_shown(doc)}, not a JSON object (a trace: "
+                         f"{{\"schema\": \"{TRACE_SCHEMA}\", ...}})")
+    top = _In(doc, "")
+    if "schema" not in doc:
+        raise InputError(f"not a vnetrx trace: no \"schema\" key (a trace has \"schema\": "
+                         f"\"{TRACE_SCHEMA}\")")
+    schema = top.get("schema", "str")
+    family = TRACE_SCHEMA.rsplit("/", 1)[0]
+    if schema != TRACE_SCHEMA:
+        if schema.rsplit("/", 1)[0] == family:
+            raise InputError(f"schema {schema} is another version of the trace document: this "
+                             f"vnetrx reads {TRACE_SCHEMA}")
+        raise InputError(f"a {schema} document, not a trace ({TRACE_SCHEMA})",
+                         hint="a diff's traces are its a and b: jq .a FILE | vnetrx trace "
+                         "--load -" if schema == "vnetrx.diff/1" else None)
+    kernel = _kernel_from(top.sub("kernel"))
+    inputs = top.scalars("input")
+    if not _fits(dict(inputs).get("frame_len"), "nat"):
+        raise InputError("input.frame_len is missing or not a whole number (every trace has it)")
+    hdr = dict(inputs).get("hdr")
+    if hdr is not None and not (isinstance(hdr, str) and _is_hex(hdr)):
+        raise InputError(f"input.hdr is {_shown(hdr)}, not the header's bytes in hex or null")
+    refused = top.sub_or_none("refused_by")
+    buffer = top.sub_or_none("buffer")
+    skb = top.sub_or_none("skb")
+    cost = top.sub_or_none("cost")
+    trace = Trace(
+        schema=schema,
+        kernel=kernel,
+        input=inputs,
+        path=top.get("path", "str", tuple(p.value for p in Path)),
+        outcome=top.get("outcome", "str", tuple(o.value for o in Outcome)),
+        reason=top.get("reason", "str?"),
+        steps=tuple(Step(s.get("function", "str"), s.get("source", "str"),
+                         s.get("summary", "str"), s.scalars("values"),
+                         tuple(s.get("because", "strs"))) for s in top.subs("steps")),
+        buffer=None if buffer is None else _buffer(buffer, regions=True),
+        buffers=tuple(_buffer(b, regions=False) for b in top.subs("buffers")),
+        skb=None if skb is None else _skb(skb),
+        cost=None if cost is None else Cost(cost.get("allocations", "nat"),
+                                            cost.get("bytes_copied", "nat"),
+                                            cost.get("frags", "nat")),
+        notes=tuple(top.get("notes", "strs")),
+        errno=top.get("errno", "str?"),
+        counter=top.get("counter", "str?"),
+        refused_by=None if refused is None else Refusal(
+            refused.get("function", "str"), refused.get("source", "str"),
+            refused.get("test", "str"), refused.get("reason", "str"),
+            tuple(refused.get("because", "strs"))),
+        xdp=_xdp(top),
+    )
+    again = trace_to_dict(trace)
+    if again != doc:
+        raise InputError(_difference(doc, again, "") or "the document is not one vnetrx writes")
+    from vnetrx.invariants import trace_problems
+
+    broken = trace_problems(trace, kernel.sk_buff_aligned)
+    if broken:
+        raise InputError(f"the trace breaks what every vnetrx trace keeps: {broken[0]}")
+    return trace
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        bytes.fromhex(text)
+    except ValueError:
+        return False
+    return True
+
+
+def load_trace(data: bytes, label: str) -> Trace:
+    """The Trace of a saved ``vnetrx trace --json`` document (``data``, read from ``label``)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{label}: not a JSON document (not UTF-8 text)") from None
+    if not text.strip():
+        raise InputError(f"{label} is empty (give what vnetrx trace --json printed)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:  # a number of 4,300+ digits, deep nesting
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+        raise InputError(f"{label}: not a JSON document vnetrx reads ({why})") from None
+    try:
+        return from_dict(doc)
+    except InputError as exc:
+        raise type(exc)(f"{label}: {exc.message}", hint=exc.hint) from None

@@ -6,9 +6,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from vnetrx.codec import trace_to_dict
-from vnetrx.model import SKB_FIELDS, Step, Trace
+from vnetrx.model import SKB_FIELDS, XDP_FIELDS, Step, Trace
 
 DIFF_SCHEMA = "vnetrx.diff/1"
+
+
+def _xdp_fields() -> tuple[str, ...]:
+    """An attached XDP program's result fields (model.XDP_FIELDS with ``diff``; a counters
+    object by counter): where it ran, what its verdict did, the xdp_buff, the counters, the
+    reader's bytes. Object by object, each object's own fields before those of the objects
+    nested in it."""
+    tops = list(dict.fromkeys(f.at.split(".")[0] for f in XDP_FIELDS))
+    places = [place for f in XDP_FIELDS if f.diff
+              for place in ((f"{f.at}.{name}" for name in f.values)
+                            if f.kind == "counters?" else (f.at,))]
+    return tuple(sorted(places, key=lambda p: (tops.index(p.split(".")[0]), p.count("."))))
+
+
 # Result fields compared, as dotted paths into the JSON form of a trace.
 RESULT_FIELDS = (
     "path",
@@ -20,23 +34,7 @@ RESULT_FIELDS = (
     "cost.frags",
     "buffer.size",
     "buffer.page_offset",
-    # an attached XDP program: where it ran, what its verdict did, the reader's bytes and the
-    # counters (virtio-net's queue counters too)
-    "xdp.mode",
-    "xdp.function",
-    "xdp.refused",
-    "xdp.result",
-    "xdp.errno",
-    "xdp.copied",
-    "xdp.xdp_buff.headroom",
-    "xdp.xdp_buff.frame_sz",
-    "xdp.xdp_buff.nr_frags",
-    *(f"xdp.counters.{name}" for name in ("rx_packets", "rx_bytes", "rx_dropped",
-                                          "tx_packets", "tx_bytes")),
-    *(f"xdp.driver_counters.{name}" for name in ("rx_drops", "rx_xdp_packets", "rx_xdp_tx",
-                                                 "rx_xdp_redirects", "rx_xdp_drops",
-                                                 "tx_xdp_tx", "tx_xdp_tx_drops")),
-    "xdp_tx.len",
+    *_xdp_fields(),
 )
 
 

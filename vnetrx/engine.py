@@ -8,14 +8,13 @@ from vnetrx.errors import SimulationError
 from vnetrx.invariants import trace_problems
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
-from vnetrx.model import Received, Trace, Value
+from vnetrx.model import TRACE_SCHEMA, Received, Trace, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
 
-TRACE_SCHEMA = "vnetrx.trace/1"
 
 
 def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:

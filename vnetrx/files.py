@@ -11,7 +11,7 @@ from typing import BinaryIO
 from vnetrx.errors import InputError
 
 MiB = 1 << 20
-STDIN_OK = ("--from", "--weights")  # the options that read standard input for "-"
+STDIN_OK = ("--from", "--weights", "--load")  # the options that read standard input for "-"
 
 
 def open_input(name: str | os.PathLike[str], what: str = "") -> BinaryIO:

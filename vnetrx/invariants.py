@@ -66,4 +66,7 @@ def trace_problems(trace: Trace, sk_buff_aligned: int) -> list[str]:
         problems.append(
             f"outcome {trace.outcome} with skb {'absent' if trace.skb is None else 'present'}"
         )
+    if (trace.xdp is not None and trace.xdp.result == "pass" and trace.skb is None
+            and trace.outcome != "error"):  # a tap write may still fail after the program
+        problems.append(f"XDP_PASS with outcome {trace.outcome} and no skb")
     return problems

@@ -2,12 +2,52 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Union
 
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.records import NamedTuple
 
 Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
+
+TRACE_SCHEMA = "vnetrx.trace/1"  # a Trace's ``schema``: the JSON document codec makes of it
+
+
+class Label(str, Enum):
+    """A closed set of names a trace prints, as paths/reason.py's Reason: a ``str`` enum whose
+    members print (and serialise) as their values, so a member is the string it names."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Path(Label):
+    """Which receive path a trace walked: a Trace's ``path``."""
+
+    VIRTIO_SMALL = "virtio-small"  # receive_small: neither MRG_RXBUF nor big packets
+    VIRTIO_BIG = "virtio-big"  # receive_big: guest GSO or an MTU above 1500, page chains
+    VIRTIO_MERGEABLE = "virtio-mergeable"  # receive_mergeable: MRG_RXBUF
+    TAP = "tap"  # a write(2) to a tun/tap fd: tun_get_user
+
+
+class Outcome(Label):
+    """What became of the frame: a Trace's ``outcome`` (and a sweep row's, a replayed frame's)."""
+
+    BUILD_SKB = "build_skb"  # the skb's head is the buffer the frame is in
+    COPY = "copy"  # virtio-net: page_to_skb copied the head into a new skb
+    DROP = "drop"  # the driver dropped the frame (``reason``, ``counter``)
+    ALLOC_SKB = "alloc_skb"  # tap: tun_alloc_skb, the write copied into a new skb
+    ERROR = "error"  # the write() fails (tap) or attaching the XDP program does (``errno``)
+    XDP_DROP = "xdp_drop"  # an XDP program's verdict kept the frame from the stack: dropped
+    XDP_TX = "xdp_tx"  # ... sent back out (XDP_TX)
+    XDP_REDIRECT = "xdp_redirect"  # ... redirected (bpf_redirect to the device itself)
+
+
+class XdpMode(Label):
+    """Where an XDP program ran: an XdpRun's ``mode``."""
+
+    NATIVE = "native"  # in the driver, on its xdp_buff
+    GENERIC = "generic"  # do_xdp_generic, on an skb already built
 
 
 class Refusal(NamedTuple):
@@ -185,7 +225,8 @@ class Cost(NamedTuple):
     frags: int  # page fragments the skb references (nr_frags)
 
 
-XDP_OUTCOMES = ("xdp_drop", "xdp_tx", "xdp_redirect")  # a Trace's outcome when XDP kept the frame
+# a Trace's outcome when XDP kept the frame
+XDP_OUTCOMES = (Outcome.XDP_DROP, Outcome.XDP_TX, Outcome.XDP_REDIRECT)
 
 
 class XdpRun(NamedTuple):
@@ -196,7 +237,7 @@ class XdpRun(NamedTuple):
     from the send queue); None where the stack after XDP decides (XDP_PASS's rx_dropped)."""
 
     action: str  # the verdict the program returns: "XDP_PASS", "XDP_DROP", ...
-    mode: str  # "native" (in the driver) | "generic" (do_xdp_generic on an skb)
+    mode: str  # an XdpMode: "native" (in the driver) | "generic" (do_xdp_generic on an skb)
     function: str  # where it ran: "tun_build_skb" | "do_xdp_generic" | "receive_small_xdp" ...
     headroom: int | None  # xdp.data - xdp.data_hard_start (None: generic, not laid out)
     len: int  # xdp.data_end - xdp.data
@@ -225,6 +266,75 @@ class XdpRun(NamedTuple):
     driver: tuple[tuple[str, int], ...] = ()
 
 
+class XdpField(NamedTuple):
+    """One XdpRun attribute: where a trace's JSON puts it and what it is."""
+
+    name: str  # the XdpRun attribute
+    at: str  # its place in the trace JSON, dotted: "xdp.mode", "xdp.xdp_buff.headroom"
+    # SkbField's kinds, and "str?" (a string or null); with ``values``: "str" is one of them,
+    # "str?" one of them or null, "counters?" null or an object of a whole number per value
+    kind: str
+    doc: str
+    diff: bool = True  # one of `vnetrx diff`'s result fields
+    values: tuple[str, ...] = ()
+    # the object holding this field is printed only when this attribute is not None (xdp_tx:
+    # only a frame the program transmitted is read back)
+    gate: bool = False
+
+
+# include/uapi/linux/bpf.h: enum xdp_action, in its order (vnetrx.paths.xdp.VERDICT's names)
+XDP_ACTIONS = ("XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT")
+# virtio-net's queue counters one frame moves (struct virtnet_rq_stats / _sq_stats), named as
+# ethtool -S totals name them (6.11+; per queue up to 6.10: rx_queue_0_*, tx_queue_0_*)
+DRIVER_COUNTERS = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects",
+                   "rx_xdp_drops", "tx_xdp_tx", "tx_xdp_tx_drops")
+
+# The XdpRun output fields, in the order a trace's JSON prints them (``xdp`` with its nested
+# ``xdp_buff``, ``counters`` and ``driver_counters``, then ``xdp_tx``): codec's JSON and its
+# reader, the trace schema and `vnetrx diff`'s fields come from here. Adding a field: a row
+# here, the attribute on XdpRun, and the code that computes it.
+XDP_FIELDS: tuple[XdpField, ...] = (
+    XdpField("action", "xdp.action", "str", "the verdict the program returns", diff=False,
+             values=XDP_ACTIONS),
+    XdpField("mode", "xdp.mode", "str", "native (in the driver) or generic (do_xdp_generic on "
+             "an skb)", values=tuple(m.value for m in XdpMode)),
+    XdpField("function", "xdp.function", "str", "the kernel function the program ran in"),
+    XdpField("headroom", "xdp.xdp_buff.headroom", "nat?", "xdp.data - xdp.data_hard_start "
+             "(null: generic XDP, not laid out)"),
+    XdpField("len", "xdp.xdp_buff.len", "nat", "xdp.data_end - xdp.data", diff=False),
+    XdpField("frame_sz", "xdp.xdp_buff.frame_sz", "nat?", "xdp.frame_sz"),
+    XdpField("tailroom", "xdp.xdp_buff.tailroom", "nat?", "bytes between data_end and the end "
+             "of frame_sz less skb_shared_info", diff=False),
+    XdpField("nr_frags", "xdp.xdp_buff.nr_frags", "nat", "the xdp_buff's frags (multi-buffer "
+             "XDP, 6.3+)"),
+    XdpField("frags_size", "xdp.xdp_buff.frags_size", "nat", "their bytes "
+             "(skb_shared_info.xdp_frags_size)", diff=False),
+    XdpField("meta_len", "xdp.xdp_buff.meta_len", "nat", "xdp.data - xdp.data_meta after the "
+             "program (bpf_xdp_adjust_meta)", diff=False),
+    XdpField("ran", "xdp.ran", "bool", "the program ran (false: the driver dropped the frame "
+             "before it)", diff=False),
+    XdpField("refused", "xdp.refused", "str?", "why the driver did not run the program",
+             values=("gso_type", "needs_csum", "linearize", "len_check", "too_many_buffers")),
+    XdpField("result", "xdp.result", "str", "what the verdict did", values=(
+        "pass", "drop", "tx", "redirect", "redirect_failed", "tx_failed")),
+    XdpField("errno", "xdp.errno", "str?", "a failed redirect's or transmit's error"),
+    XdpField("copied", "xdp.copied", "nat", "bytes copied before the program ran (generic "
+             "XDP's new head, xdp_linearize_page)"),
+    XdpField("rx_packets", "xdp.counters.rx_packets", "nat", "the device's rx_packets delta"),
+    XdpField("rx_bytes", "xdp.counters.rx_bytes", "nat", "the device's rx_bytes delta"),
+    XdpField("rx_dropped", "xdp.counters.rx_dropped", "nat?", "the device's rx_dropped delta "
+             "(null: the stack after XDP_PASS decides)"),
+    XdpField("tx_packets", "xdp.counters.tx_packets", "nat", "the device's tx_packets delta"),
+    XdpField("tx_bytes", "xdp.counters.tx_bytes", "nat", "the device's tx_bytes delta"),
+    XdpField("driver", "xdp.driver_counters", "counters?", "virtio-net's queue counters for "
+             "this frame (null on tun)", values=DRIVER_COUNTERS),
+    XdpField("read_len", "xdp_tx.len", "nat", "bytes the reader of the transmitted frame gets "
+             "(vnet header included)", gate=True),
+    XdpField("read_hdr", "xdp_tx.hdr", "str?", "the vnet header bytes in front of it, hex",
+             diff=False),
+)
+
+
 class Received(NamedTuple):
     """What one frame's path made of it, the result a trace reports (virtio-net receive and a
     tap write alike): the engine adds the kernel, the inputs and the narrated steps."""
@@ -248,8 +358,8 @@ class Trace(NamedTuple):
     schema: str
     kernel: KernelProfile  # the profile used, resolved
     input: tuple[tuple[str, Value], ...]  # every option, resolved
-    path: str  # "virtio-small" | "virtio-big" | "virtio-mergeable" | "tap"
-    outcome: str  # "build_skb" | "copy" | "drop" | ...
+    path: str  # a Path: "virtio-small" | "virtio-big" | "virtio-mergeable" | "tap"
+    outcome: str  # an Outcome: "build_skb" | "copy" | "drop" | ...
     reason: str | None  # why it was dropped (None otherwise)
     steps: tuple[Step, ...]
     buffer: Buffer | None  # the buffer the skb head is built from / the frame lands in

@@ -1,5 +1,5 @@
 """JSON Schemas (draft 2020-12) of every ``--json`` output, as Python dicts (the skb fields from
-vnetrx.model.SKB_FIELDS).
+vnetrx.model.SKB_FIELDS, an XDP run's from XDP_FIELDS, paths and outcomes from its enums).
 
 ``vnetrx schema NAME`` prints one; tests/test_schemas.py validates real output against each.
 Top-level objects are closed (``additionalProperties: false``): a new key needs a schema edit
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vnetrx.model import SKB_FIELDS
+from vnetrx.model import SKB_FIELDS, TRACE_SCHEMA, XDP_FIELDS, Outcome, Path
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE = "https://vnetrx.invalid/schema/"
@@ -72,8 +72,37 @@ BUFFER = _obj(
 )
 FRAG = _obj({"page": _STR, "offset": _NAT, "size": _NAT, "truesize": _NAT})
 _KINDS: dict[str, dict[str, Any]] = {
-    "nat": _NAT, "nat?": _nullable(_NAT), "str": _STR, "strs": _arr(_STR), "bool": _BOOL,
+    "nat": _NAT, "nat?": _nullable(_NAT), "str": _STR, "str?": _nullable(_STR), "strs": _arr(_STR),
+    "bool": _BOOL,
 }
+
+
+def _field(kind: str, values: tuple[str, ...]) -> dict[str, Any]:
+    """The schema of a model field of ``kind`` (model.XdpField: ``values`` name an enum's
+    members, or a "counters?" object's keys)."""
+    if kind == "counters?":
+        return _nullable(_obj(dict.fromkeys(values, _NAT)))
+    if values:
+        enum = {"enum": list(values)}
+        return _nullable(enum) if kind.endswith("?") else enum
+    return _KINDS[kind]
+
+
+def _nested(fields: list[tuple[list[str], dict[str, Any]]]) -> dict[str, Any]:
+    """Objects nested as the fields' dotted places say, in the order they come: {key: schema}."""
+    out: dict[str, Any] = {}
+    groups: dict[str, list[tuple[list[str], dict[str, Any]]]] = {}
+    for (key, *rest), body in fields:
+        if rest:
+            out.setdefault(key, None)
+            groups.setdefault(key, []).append((rest, body))
+        else:
+            out[key] = body
+    for key, inner in groups.items():
+        out[key] = _obj(_nested(inner))
+    return out
+
+
 SKB = _obj(
     {
         **{f.name: _KINDS[f.kind] for f in SKB_FIELDS},
@@ -86,36 +115,21 @@ SKB = _obj(
 )
 COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
 
-XDP_RUN = _obj(
-    {
-        "action": {"enum": ["XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"]},
-        "mode": {"enum": ["native", "generic"]},
-        "function": _STR,
-        "xdp_buff": _obj({"headroom": _nullable(_NAT), "len": _NAT,
-                          "frame_sz": _nullable(_NAT), "tailroom": _nullable(_NAT),
-                          "nr_frags": _NAT, "frags_size": _NAT, "meta_len": _NAT}),
-        "ran": _BOOL,
-        "refused": _nullable({"enum": ["gso_type", "needs_csum", "linearize", "len_check",
-                                       "too_many_buffers"]}),
-        "result": {"enum": ["pass", "drop", "tx", "redirect", "redirect_failed", "tx_failed"]},
-        "errno": _nullable(_STR),
-        "copied": _NAT,
-        "counters": _obj({"rx_packets": _NAT, "rx_bytes": _NAT, "rx_dropped": _nullable(_NAT),
-                          "tx_packets": _NAT, "tx_bytes": _NAT}),
-        "driver_counters": _nullable(_obj(dict.fromkeys(("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_xdp_drops", "tx_xdp_tx", "tx_xdp_tx_drops"), _NAT))),
-    }
-)
+# ``xdp`` and ``xdp_tx`` (model.XDP_FIELDS), present only when a program is attached
+_XDP_PARTS = _nested([(f.at.split("."), _field(f.kind, f.values)) for f in XDP_FIELDS])
+XDP_RUN = _XDP_PARTS["xdp"]
+_OUTCOMES = [o.value for o in Outcome]
+_COUNTER = _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]})
 TRACE = _obj(
     {
-        "schema": {"const": "vnetrx.trace/1"},
+        "schema": {"const": TRACE_SCHEMA},
         "kernel": KERNEL,
         "input": {"type": "object", "additionalProperties": _SCALAR},
-        "path": {"enum": ["virtio-small", "virtio-big", "virtio-mergeable", "tap"]},
-        "outcome": {"enum": ["build_skb", "copy", "drop", "alloc_skb", "error", "xdp_drop",
-                             "xdp_tx", "xdp_redirect"]},
+        "path": {"enum": [p.value for p in Path]},
+        "outcome": {"enum": _OUTCOMES},
         "reason": _nullable(_STR),
         "errno": _nullable(_STR),
-        "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
+        "counter": _COUNTER,
         "refused_by": _nullable(_obj({"function": _STR, "source": _STR, "test": _STR,
                                       "reason": _STR, "because": _arr(_STR)})),
         "steps": _arr(STEP),
@@ -124,10 +138,9 @@ TRACE = _obj(
         "skb": _nullable(SKB),
         "cost": _nullable(COST),
         "notes": _arr(_STR),
-        "xdp": XDP_RUN,
-        "xdp_tx": _obj({"len": _NAT, "hdr": _nullable(_STR)}),
+        **_XDP_PARTS,
     },
-    optional=("xdp", "xdp_tx"),
+    optional=tuple(_XDP_PARTS),
 )
 
 _DIFF_STEP = _obj(
@@ -444,8 +457,6 @@ ERROR = _obj(
     }
 )
 
-_OUTCOMES = ["build_skb", "copy", "drop", "alloc_skb", "error", "xdp_drop", "xdp_tx",
-             "xdp_redirect"]
 SWEEP_ROW = _obj(
     {
         "schema": {"const": "vnetrx.sweep-row/1"},
@@ -537,9 +548,12 @@ REPLAY_ROW = _obj(
         "poll": _nullable(_NAT),
         "buffers": _arr({"type": "array", "prefixItems": [_STR, _NAT, _NAT], "minItems": 3,
                          "maxItems": 3}),
-        "outcome": {"enum": ["build_skb", "copy", "drop", "xdp_drop", "xdp_tx", "xdp_redirect"]},
+        # a replayed frame: virtio-net's outcomes (no alloc_skb), the program attached before
+        # the first frame (no error)
+        "outcome": {"enum": [o for o in _OUTCOMES if o not in (Outcome.ALLOC_SKB,
+                                                                Outcome.ERROR)]},
         "reason": _nullable(_STR),
-        "counter": _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]}),
+        "counter": _COUNTER,
         # the skb fields sweep rows carry (model.SKB_FIELDS): null on a drop
         **{f.name: _nullable(_KINDS[f.kind]) for f in SKB_FIELDS if f.row},
         "allocations": _nullable(_NAT),
@@ -717,7 +731,7 @@ XDP_CHECK = _obj(
 )
 
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
-    "trace": ("vnetrx.trace/1", TRACE),
+    "trace": (TRACE_SCHEMA, TRACE),
     "diff": ("vnetrx.diff/1", DIFF),
     "headroom": ("vnetrx.headroom/1", HEADROOM),
     "layout": ("vnetrx.layout/1", LAYOUT),

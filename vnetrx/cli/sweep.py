@@ -29,8 +29,9 @@ from vnetrx.sweep import (
     weighted_totals,
 )
 
-# Every trace option except the ones sweep owns (the length, the kernel, the output format).
-_OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source"}
+# Every trace option except the ones sweep owns (the length, the kernel, the output format) and
+# those of a single trace (--frag-source; --load, a saved one).
+_OWN = {"frame_len", "kernel", "as_json", "svg", "html", "frag_source", "load"}
 
 
 @cli.command()

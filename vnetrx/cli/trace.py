@@ -35,12 +35,18 @@ _TAP_ONLY = (
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
-    """The options among ``names`` the user typed (not defaults)."""
+    """The options among ``names`` the user typed (not defaults), as they are spelled."""
+    spelled = {p.name: p.opts[0] for p in ctx.command.params}
     return [
-        "--" + name.replace("_", "-")
+        spelled.get(name, "--" + name.replace("_", "-"))
         for name in names
         if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
     ]
+
+
+# what --load leaves to the saved trace's reader: how to print it (every other option describes
+# a new trace)
+_LOAD_KEEPS = ("load", "as_json", "svg", "html")
 
 
 @cli.command()
@@ -148,6 +154,15 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 @kernel_option
 @build_options
 @click.option(
+    "--load",
+    "load",
+    metavar="FILE",
+    default=None,
+    help="Print a saved `vnetrx trace --json` document (FILE, or - for standard input) again: "
+    "as text, or with --json as JSON. The kernel profile is rebuilt from its name and build "
+    "(not for --kernel running). No option that describes a trace goes with it.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.trace/1)."
 )
 @export_options
@@ -186,6 +201,12 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --len 1000 --xdp pass                # receive_small_xdp, truesize 2432
       vnetrx trace --len 1000 --mergeable --xdp pass --kernel 6.1  # headroom 268, truesize 4352
       vnetrx trace --len 9014 --mergeable --mtu 9000 --xdp pass --xdp-frags --kernel 6.12
+
+    \b
+    Saved traces (--load FILE, or - for standard input):
+      vnetrx trace --len 1000 --mergeable --json > t.json
+      vnetrx trace --load t.json                       # the same text, from the file
+      vnetrx trace --len 1000 --xdp tx --json | vnetrx trace --load -
     """
     result = _run(ctx, path, frame_len, opts)
     export_pictures(
@@ -219,6 +240,8 @@ def run_trace_args(args: list[str]) -> Trace:
 
 
 def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> Trace:
+    if opts["load"] is not None:
+        return _load(ctx, opts["load"])
     wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
     if wrong:
         raise click.UsageError(
@@ -229,6 +252,22 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
     if path == "tap":
         return _trace_tap(profile, frame_len, opts)
     return _trace_virtio(profile, frame_len, opts)
+
+
+def _load(ctx: click.Context, file: str) -> Trace:
+    """The trace a saved ``vnetrx trace --json`` document holds (``-``: standard input)."""
+    clash = _given(ctx, tuple(p.name for p in ctx.command.params
+                              if p.name is not None and p.name not in _LOAD_KEEPS))
+    if clash:
+        raise click.UsageError(
+            f"--load prints a saved trace: {', '.join(clash)} "
+            f"{'describes' if len(clash) == 1 else 'describe'} a new one (drop "
+            f"{'it' if len(clash) == 1 else 'them'}, or drop --load)")
+    from vnetrx.codec import load_trace
+    from vnetrx.files import MiB, read_bounded
+
+    data = read_bounded(file, 64 * MiB, "--load")
+    return load_trace(data, "standard input" if file == "-" else file)
 
 
 def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:

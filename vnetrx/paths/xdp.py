@@ -12,13 +12,15 @@ bpf_xdp_adjust_tail (6.1+) is modelled only where virtio-net reaches it.
 from __future__ import annotations
 
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
+from vnetrx.model import XDP_ACTIONS
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 
 FILTER_SRC = "net/core/filter.c"
-# include/uapi/linux/bpf.h: enum xdp_action
-ACTIONS = {"aborted": 0, "drop": 1, "pass": 2, "tx": 3, "redirect": 4}
-VERDICT = {name: f"XDP_{name.upper()}" for name in ACTIONS}
+# include/uapi/linux/bpf.h: enum xdp_action (model.XDP_ACTIONS, in its order): the name an
+# option gives ("pass") → its value, and → the verdict's name ("XDP_PASS")
+ACTIONS = {verdict.removeprefix("XDP_").lower(): value for value, verdict in enumerate(XDP_ACTIONS)}
+VERDICT = {name: XDP_ACTIONS[value] for name, value in ACTIONS.items()}
 
 
 class Meta(NamedTuple):

@@ -32,7 +32,7 @@ from vnetrx.kernel.changes import (
     VIRTIO_XDP_NEEDS_CSUM_DROP,
     Change,
 )
-from vnetrx.model import Buffer, XdpRun
+from vnetrx.model import DRIVER_COUNTERS, Buffer, XdpRun
 from vnetrx.paths.maps import regions
 from vnetrx.paths.reason import Reason
 from vnetrx.paths.steps import StepLog
@@ -216,9 +216,7 @@ def _refusal(c: Config, h: VnetHdr | None) -> str | None:
 def _counters(**moved: int) -> tuple[tuple[str, int], ...]:
     """The queue counters of one frame, named as ethtool -S totals name them (6.11+: rx_*, tx_*;
     per queue up to 6.10: rx_queue_0_*, tx_queue_0_*)."""
-    names = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_xdp_drops",
-             "tx_xdp_tx", "tx_xdp_tx_drops")
-    return tuple((name, moved.get(name, 0)) for name in names)
+    return tuple((name, moved.get(name, 0)) for name in DRIVER_COUNTERS)
 
 
 def _hdr_seen(c: Config, h: VnetHdr | None) -> VnetHdr:
