@@ -7,12 +7,22 @@ class and those are equal."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class Value:
     __slots__ = ()
+    # the fields' names in _values()'s order, for the repr (a compiled class has no __slots__
+    # to read them from); a class may write its own __repr__ instead
+    _names: ClassVar[tuple[str, ...]] = ()
 
     def _values(self) -> tuple[object, ...]:
         raise NotImplementedError
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}"
+                           for name, value in zip(self._names, self._values(), strict=True))
+        return f"{type(self).__name__}({fields})"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

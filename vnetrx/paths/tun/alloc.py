@@ -5,6 +5,8 @@ an ``Alloc`` record; the narration below reads it."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import (
     ALLOC_SKB_WITH_FRAGS_HIGH_ORDER,
     SKB_SMALL_HEAD_CACHE,
@@ -17,7 +19,7 @@ from vnetrx.paths.reason import Reason
 from vnetrx.paths.skbuff import Head, frag_chunks, kmalloc_reserve, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig
-from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 
 class Linear(Reason):
@@ -28,23 +30,39 @@ class Linear(Reason):
     SPLIT = "split"  # the linear part kept, the rest in page frags
 
 
-class Alloc(NamedTuple):
+class Alloc(Value):
     """tun_get_user's linear choice, tun_alloc_skb, sock_alloc_send_pskb and
     alloc_skb_with_frags: the head, the page frags, and the skb filled by the copy."""
 
-    copylen: int  # the frame bytes
-    hdr_len: int  # the vnet header's hdr_len after the NEEDS_CSUM fix-up
-    get_user_linear: int  # min(hdr_len, good_linear) (or the big-paged fallback)
-    big_paged: bool  # TUN_ALLOC_SKB_BIG_PAGED
-    prepad: int  # tun->align
-    linear: int  # what tun_alloc_skb keeps linear
-    linear_why: Linear
-    max_order: int  # the frag pages' highest order
-    head: Head
-    chunks: tuple[tuple[int, int], ...]  # (bytes, page size) per frag page
-    sndbuf: int
-    noblock: bool
-    skb: Skb | None  # None: more than MAX_SKB_FRAGS pages needed (-EMSGSIZE)
+    __slots__ = ("big_paged", "chunks", "copylen", "get_user_linear", "hdr_len", "head",
+                 "linear", "linear_why", "max_order", "noblock", "prepad", "skb", "sndbuf")
+    _names = ("copylen", "hdr_len", "get_user_linear", "big_paged", "prepad", "linear",
+              "linear_why", "max_order", "head", "chunks", "sndbuf", "noblock", "skb")
+
+    def __init__(self, copylen: int, hdr_len: int, get_user_linear: int, big_paged: bool,
+                 prepad: int, linear: int, linear_why: Linear, max_order: int, head: Head,
+                 chunks: tuple[tuple[int, int], ...], sndbuf: int, noblock: bool,
+                 skb: Skb | None) -> None:
+        self.copylen: Final = copylen  # the frame bytes
+        self.hdr_len: Final = hdr_len  # the vnet header's hdr_len after the NEEDS_CSUM fix-up
+        # min(hdr_len, good_linear) (or the big-paged fallback)
+        self.get_user_linear: Final = get_user_linear
+        self.big_paged: Final = big_paged  # TUN_ALLOC_SKB_BIG_PAGED
+        self.prepad: Final = prepad  # tun->align
+        self.linear: Final = linear  # what tun_alloc_skb keeps linear
+        self.linear_why: Final = linear_why
+        self.max_order: Final = max_order  # the frag pages' highest order
+        self.head: Final = head
+        self.chunks: Final = chunks  # (bytes, page size) per frag page
+        self.sndbuf: Final = sndbuf
+        self.noblock: Final = noblock
+        # None: more than MAX_SKB_FRAGS pages needed (-EMSGSIZE)
+        self.skb: Final = skb
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.copylen, self.hdr_len, self.get_user_linear, self.big_paged, self.prepad,
+                self.linear, self.linear_why, self.max_order, self.head, self.chunks,
+                self.sndbuf, self.noblock, self.skb)
 
     @property
     def data_len(self) -> int:

@@ -6,6 +6,7 @@ on where that buffer comes from (skb_page_frag_refill). Each stage returns a rec
 from __future__ import annotations
 
 from functools import cache
+from typing import Final
 
 from vnetrx.kernel.changes import (
     TUN_BUILD_SKB,
@@ -23,6 +24,7 @@ from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
 from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig, tun_rx_pad
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 FRAG_SOURCES = ("task-frag", "per-queue", "full-page")
 
@@ -54,11 +56,18 @@ class CantBuild(Reason):
     TOO_BIG = "too_big"  # the buffer would not fit one page
 
 
-class CanBuild(NamedTuple):
+class CanBuild(Value):
     """tun_can_build_skb's answer and the values that decided it."""
 
-    failed: CantBuild | None  # None: every condition holds, tun_build_skb
-    size: int  # SKB_DATA_ALIGN(len + TUN_RX_PAD + extra) + shinfo (0: no build path)
+    __slots__ = ("failed", "size")
+    _names = ("failed", "size")
+
+    def __init__(self, failed: CantBuild | None, size: int) -> None:
+        self.failed: Final = failed  # None: every condition holds, tun_build_skb
+        self.size: Final = size  # SKB_DATA_ALIGN(len + TUN_RX_PAD + extra) + shinfo (0: no path)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.failed, self.size)
 
 
 def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
@@ -78,14 +87,23 @@ def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
 # --- tun_build_skb -------------------------------------------------------------------------
 
 
-class Built(NamedTuple):
+class Built(Value):
     """tun_build_skb: the page-fragment buffer, a native XDP program's run on it, the skb."""
 
-    buflen: int  # SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(skb_shared_info))
-    length: int  # the frame bytes copied into the buffer
-    gso_skips_xdp: bool  # a GSO header: the program runs later, as generic XDP
-    native: xdp.Native | None  # the program's run on the buffer
-    skb: Skb | None  # None: the program kept the frame (no skb is built)
+    __slots__ = ("buflen", "gso_skips_xdp", "length", "native", "skb")
+    _names = ("buflen", "length", "gso_skips_xdp", "native", "skb")
+
+    def __init__(self, buflen: int, length: int, gso_skips_xdp: bool,
+                 native: xdp.Native | None, skb: Skb | None) -> None:
+        # SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(skb_shared_info))
+        self.buflen: Final = buflen
+        self.length: Final = length  # the frame bytes copied into the buffer
+        self.gso_skips_xdp: Final = gso_skips_xdp  # a GSO header: generic XDP later
+        self.native: Final = native  # the program's run on the buffer
+        self.skb: Final = skb  # None: the program kept the frame (no skb is built)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.buflen, self.length, self.gso_skips_xdp, self.native, self.skb)
 
 
 def tun_build_skb(c: TapConfig, length: int, gso: bool) -> Built:

@@ -11,6 +11,8 @@ This module checks the request and walks tun_get_user's stages; the vnet header 
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
     TUN_ALLOC_SKB_BIG_PAGED,
@@ -56,7 +58,7 @@ from vnetrx.paths.tun.vnet_hdr import (
 from vnetrx.paths.tun.xdp import Generic, GenericWhy
 from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, hdr_rules, narrate_checks
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
-from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
 
@@ -147,24 +149,41 @@ def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
     )
 
 
-class TapPlan(NamedTuple):
+class TapPlan(Value):
     """One write(2), decided: every stage's record, the skb the stack gets and what it cost.
     ``tap_plan`` makes it without a log; ``narrate`` reads it; sweeps read it directly."""
 
-    frame_len: int  # the frame bytes after the vnet header
-    total: int  # bytes written: vnet_hdr_sz + the frame
-    front: Front  # the checks before any skb exists
-    outcome: str  # "build_skb" | "alloc_skb" | "error" | "xdp_drop" | "xdp_tx" | "xdp_redirect"
-    errno: str | None = None  # what write(2) fails with
-    skb: Skb | None = None  # as netif_receive_skb (and its tracepoint) sees it
-    cost: Cost | None = None
-    run: XdpRun | None = None  # an attached program's run, native or generic
-    can_build: CanBuild | None = None
-    built: Built | None = None  # tun_build_skb's record
-    alloc: Alloc | None = None  # tun_alloc_skb's record
-    offload: HdrResult | None = None  # virtio_net_hdr_to_skb's
-    pulled: Skb | None = None  # after the device type's switch (TAP: eth_type_trans)
-    generic: Generic | None = None  # do_xdp_generic's run on the skb
+    __slots__ = ("alloc", "built", "can_build", "cost", "errno", "frame_len", "front",
+                 "generic", "offload", "outcome", "pulled", "run", "skb", "total")
+    _names = ("frame_len", "total", "front", "outcome", "errno", "skb", "cost", "run",
+              "can_build", "built", "alloc", "offload", "pulled", "generic")
+
+    def __init__(self, frame_len: int, total: int, front: Front, outcome: str,
+                 errno: str | None = None, skb: Skb | None = None, cost: Cost | None = None,
+                 run: XdpRun | None = None, can_build: CanBuild | None = None,
+                 built: Built | None = None, alloc: Alloc | None = None,
+                 offload: HdrResult | None = None, pulled: Skb | None = None,
+                 generic: Generic | None = None) -> None:
+        self.frame_len: Final = frame_len  # the frame bytes after the vnet header
+        self.total: Final = total  # bytes written: vnet_hdr_sz + the frame
+        self.front: Final = front  # the checks before any skb exists
+        # "build_skb" | "alloc_skb" | "error" | "xdp_drop" | "xdp_tx" | "xdp_redirect"
+        self.outcome: Final = outcome
+        self.errno: Final = errno  # what write(2) fails with
+        self.skb: Final = skb  # as netif_receive_skb (and its tracepoint) sees it
+        self.cost: Final = cost
+        self.run: Final = run  # an attached program's run, native or generic
+        self.can_build: Final = can_build
+        self.built: Final = built  # tun_build_skb's record
+        self.alloc: Final = alloc  # tun_alloc_skb's record
+        self.offload: Final = offload  # virtio_net_hdr_to_skb's
+        self.pulled: Final = pulled  # after the device type's switch (TAP: eth_type_trans)
+        self.generic: Final = generic  # do_xdp_generic's run on the skb
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.frame_len, self.total, self.front, self.outcome, self.errno, self.skb,
+                self.cost, self.run, self.can_build, self.built, self.alloc, self.offload,
+                self.pulled, self.generic)
 
     @property
     def buffers(self) -> int:

@@ -11,6 +11,7 @@ stays CHECKSUM_NONE unless NEEDS_CSUM makes it CHECKSUM_PARTIAL (docs/kernel/off
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Final
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import TUN_VNET_HDR_GET, VNET_HDR_UDP_TUNNEL
@@ -30,6 +31,7 @@ from vnetrx.paths.virtio_net_hdr import (
     virtio_net_hdr_to_skb,
 )
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 TUN_C = "drivers/net/tun.c"
 
@@ -84,13 +86,21 @@ def front_rules(k: KernelProfile, h: VnetHdr, *, tap: bool,
                       size - parsed_size(k, size) if loose else 0, tap)
 
 
-class Front(NamedTuple):
+class Front(Value):
     """tun_get_user's checks before any skb exists (no counter moves on a failure)."""
 
-    hdr_len: int  # after the NEEDS_CSUM fix-up
-    checks: tuple[Check, ...]  # empty when decided without words
-    failed: Check | None  # the check that refused the write (None without words)
-    refused: bool
+    __slots__ = ("checks", "failed", "hdr_len", "refused")
+    _names = ("hdr_len", "checks", "failed", "refused")
+
+    def __init__(self, hdr_len: int, checks: tuple[Check, ...], failed: Check | None,
+                 refused: bool) -> None:
+        self.hdr_len: Final = hdr_len  # after the NEEDS_CSUM fix-up
+        self.checks: Final = checks  # empty when decided without words
+        self.failed: Final = failed  # the check that refused the write (None without words)
+        self.refused: Final = refused
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.hdr_len, self.checks, self.failed, self.refused)
 
 
 def front_checks(r: FrontRules, frame_len: int, words: bool = True) -> Front:
@@ -158,8 +168,8 @@ def validate(
     header is accepted does not depend on how much of the frame is linear (a pull fails only
     past skb->len), so the skb here is a linear one."""
     tunnel = k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24
-    hdr_len, checks, failed, _ = front_checks(front_rules(k, h, tap=tap, vnet_hdr_sz=vnet_hdr_sz),
-                                              frame_len)
+    front = front_checks(front_rules(k, h, tap=tap, vnet_hdr_sz=vnet_hdr_sz), frame_len)
+    hdr_len, checks, failed = front.hdr_len, front.checks, front.failed
     if failed is not None:
         return Verdict(True, False, "EINVAL", failed.function, failed.reason, checks, None,
                        hdr_len)

@@ -66,13 +66,12 @@ class SkbHead(Value):
         self.tail: Final = tail
         self.truesize: Final = truesize
 
+    _names = ("outcome", "why", "tailroom", "copy", "head_size", "end", "data", "tail",
+              "truesize")
+
     def _values(self) -> tuple[object, ...]:
         return (self.outcome, self.why, self.tailroom, self.copy, self.head_size, self.end,
                 self.data, self.tail, self.truesize)
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"SkbHead({fields})"
 
 
 def build_or_copy(c: Config, frame: int, truesize: int, hdr_padded_len: int,

@@ -132,16 +132,16 @@ class Plan(Value):
         self.frag_list: Final = frag_list
         self.frag_list_skbs: Final = frag_list_skbs
 
+    _names = ("outcome", "reason", "why", "buf_len", "buffers", "used", "tailroom", "copy",
+              "frag0", "head_size", "end", "data", "tail", "len", "data_len", "truesize",
+              "frags", "appends", "pages_used", "nr_frags", "frag_list", "frag_list_skbs")
+
     def _values(self) -> tuple[object, ...]:
         return (self.outcome, self.reason, self.why, self.buf_len, self.buffers, self.used,
                 self.tailroom, self.copy, self.frag0, self.head_size, self.end,
                 self.data, self.tail, self.len, self.data_len, self.truesize,
                 self.frags, self.appends, self.pages_used, self.nr_frags,
                 self.frag_list, self.frag_list_skbs)
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"Plan({fields})"
 
     @property
     def allocations(self) -> int:
