@@ -255,7 +255,7 @@ def frag_chunks(
     high = k.has(ALLOC_SKB_WITH_FRAGS_HIGH_ORDER)
     while remaining > 0:
         if high:
-            while order and align(remaining, page) < page << order:
+            while order and -(-remaining // page) * page < page << order:  # PAGE_ALIGN()
                 order -= 1
         else:
             while order and -(-remaining // page) < 1 << order:

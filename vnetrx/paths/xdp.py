@@ -11,10 +11,13 @@ bpf_xdp_adjust_tail (6.1+) is modelled only where virtio-net reaches it.
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.constants import ETH_HLEN, VLAN_HLEN
 from vnetrx.model import XDP_ACTIONS
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 FILTER_SRC = "net/core/filter.c"
 # include/uapi/linux/bpf.h: enum xdp_action (model.XDP_ACTIONS, in its order): the name an
@@ -34,26 +37,44 @@ class Meta(NamedTuple):
 NO_META = Meta(0, 32, True)
 
 
-class Adjusted(NamedTuple):
+class Adjusted(Value):
     """The program's helper calls on an xdp_buff, each with its answer, and the buffer they
     leave (offsets from data_hard_start). A refused call changes nothing."""
 
-    data: int  # after the calls
-    data_end: int
-    tail_errno: str | None = None  # bpf_xdp_adjust_tail's error, when it refused
-    meta_len: int = 0  # data - data_meta: the metadata in front of data
-    # what decided each call, for the narration
-    frame_struct: int = 0  # sizeof(struct xdp_frame): kept free at the top of the headroom
-    head: int = 0  # bpf_xdp_adjust_head's offset (0: not called)
-    head_data: int = 0  # data before the call
-    head_high: int = 0  # data_end - ETH_HLEN: the highest data it accepts
-    head_ok: bool = True
-    meta: Meta = NO_META
-    meta_errno: str | None = None  # "ENOTSUPP" | "EINVAL" | "EACCES" when refused
-    tail: int = 0  # bpf_xdp_adjust_tail's offset (0: not called)
-    tail_data_end: int = 0  # data_end before the call
-    hard_end: int = 0  # xdp_data_hard_end
-    frags: bool = False  # the buffer has XDP_FLAGS_HAS_FRAGS
+    __slots__ = ("data", "data_end", "frags", "frame_struct", "hard_end", "head", "head_data",
+                 "head_high", "head_ok", "meta", "meta_errno", "meta_len", "tail", "tail_data_end",
+                 "tail_errno")
+    _names = ("data", "data_end", "tail_errno", "meta_len", "frame_struct", "head", "head_data",
+              "head_high", "head_ok", "meta", "meta_errno", "tail", "tail_data_end", "hard_end",
+              "frags")
+
+    def __init__(self, data: int, data_end: int, tail_errno: str | None = None, meta_len: int = 0,
+                 frame_struct: int = 0, head: int = 0, head_data: int = 0, head_high: int = 0,
+                 head_ok: bool = True, meta: Meta = NO_META, meta_errno: str | None = None,
+                 tail: int = 0, tail_data_end: int = 0, hard_end: int = 0,
+                 frags: bool = False) -> None:
+        self.data: Final = data  # after the calls
+        self.data_end: Final = data_end
+        self.tail_errno: Final = tail_errno  # bpf_xdp_adjust_tail's error, when it refused
+        self.meta_len: Final = meta_len  # data - data_meta: the metadata in front of data
+        # what decided each call, for the narration
+        # sizeof(struct xdp_frame): kept free at the top of the headroom
+        self.frame_struct: Final = frame_struct
+        self.head: Final = head  # bpf_xdp_adjust_head's offset (0: not called)
+        self.head_data: Final = head_data  # data before the call
+        self.head_high: Final = head_high  # data_end - ETH_HLEN: the highest data it accepts
+        self.head_ok: Final = head_ok
+        self.meta: Final = meta
+        self.meta_errno: Final = meta_errno  # "ENOTSUPP" | "EINVAL" | "EACCES" when refused
+        self.tail: Final = tail  # bpf_xdp_adjust_tail's offset (0: not called)
+        self.tail_data_end: Final = tail_data_end  # data_end before the call
+        self.hard_end: Final = hard_end  # xdp_data_hard_end
+        self.frags: Final = frags  # the buffer has XDP_FLAGS_HAS_FRAGS
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.data, self.data_end, self.tail_errno, self.meta_len, self.frame_struct,
+                self.head, self.head_data, self.head_high, self.head_ok, self.meta, self.meta_errno,
+                self.tail, self.tail_data_end, self.hard_end, self.frags)
 
 
 def adjust(frame_struct: int, head: int, tail: int, data: int, data_end: int, hard_end: int,

@@ -15,7 +15,7 @@ from vnetrx.kernel.changes import (
     TUN_XDP,
 )
 from vnetrx.kernel.constants import INT_MAX, SKB_FRAG_PAGE_BYTES, TUN_BUILD_XDP_HEADROOM
-from vnetrx.kernel.profile import KernelProfile, align
+from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Skb
 from vnetrx.paths.maps import regions
 from vnetrx.paths.reason import Reason
@@ -41,6 +41,12 @@ def frag_page_size(k: KernelProfile) -> int:
     """The page skb_page_frag_refill() carves current->task_frag from: SKB_FRAG_PAGE_ORDER's
     32 KiB, or one page where that is larger."""
     return max(k.value(SKB_FRAG_PAGE_BYTES), k.build.page_size)
+
+
+def data_align(c: TapConfig, x: int) -> int:
+    """SKB_DATA_ALIGN(x) with the device's SMP_CACHE_BYTES (here, not KernelProfile's: this
+    runs for every length of a sweep, compiled)."""
+    return -(-x // c.cache_bytes) * c.cache_bytes
 
 
 # --- tun_can_build_skb ---------------------------------------------------------------------
@@ -76,7 +82,7 @@ def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
     if not c.build_path:
         return CanBuild(CantBuild.NO_BUILD_PATH, 0)
     s = c.setup
-    need = align(length + c.rx_pad + c.build_extra, c.cache_bytes) + c.shinfo
+    need = data_align(c, length + c.rx_pad + c.build_extra) + c.shinfo
     failed = (CantBuild.TUN if s.tun else
               CantBuild.SNDBUF if s.sndbuf != INT_MAX else
               CantBuild.BLOCKING if s.blocking else
@@ -110,7 +116,7 @@ def tun_build_skb(c: TapConfig, length: int, gso: bool) -> Built:
     """tun_build_skb: copy into current->task_frag, run a native XDP program on it (not for a
     GSO header: ``gso``), build_skb() around it."""
     pad = c.build_pad
-    buflen = align(length + pad, c.cache_bytes) + c.shinfo
+    buflen = data_align(c, length + pad) + c.shinfo
     native = None
     data, put = pad, length
     if c.setup.xdp is not None and not gso:

@@ -11,7 +11,7 @@ Facts: docs/kernel/virtio-net-rx.md §4, docs/kernel/offloads.md §4.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
@@ -38,6 +38,7 @@ from vnetrx.paths.virtio_net_hdr import (
     virtio_net_hdr_to_skb,
 )
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net.xdp import Posting, XdpFrame
@@ -273,22 +274,36 @@ def _narrate_attach_big(c: Config, log: StepLog) -> bool:
     return True
 
 
-class XdpReceived(NamedTuple):
+class XdpReceived(Value):
     """A frame in small or mergeable mode with a program attached, decided: receive_buf's
     length checks, the XDP branch (paths/virtio_net/xdp.py) and, for XDP_PASS, the rest of
     receive_buf. What sweeps and replays read; ``_receive_xdp`` narrates it."""
 
-    outcome: str
-    reason: Reason | None
-    counter: str | None  # the dev->stats counter beyond the queue's
-    skb: Skb | None
-    cost: Cost | None
-    buffers: int  # the buffers the frame used (0: the program was refused)
-    guard: Plan | None  # small: receive_small's plan (its length checks); mergeable: a short drop
-    posting: Posting | None  # mergeable: the buffers the frame lands in
-    frame: XdpFrame | None  # the XDP branch's decision (None: dropped before it)
-    delivery: Delivery | None  # XDP_PASS: the rest of receive_buf
-    errno: str | None = None  # virtnet_xdp_set refused the program
+    __slots__ = ("buffers", "cost", "counter", "delivery", "errno", "frame", "guard", "outcome",
+                 "posting", "reason", "skb")
+    _names = ("outcome", "reason", "counter", "skb", "cost", "buffers", "guard", "posting", "frame",
+              "delivery", "errno")
+
+    def __init__(self, outcome: str, reason: Reason | None, counter: str | None, skb: Skb | None,
+                 cost: Cost | None, buffers: int, guard: Plan | None, posting: Posting | None,
+                 frame: XdpFrame | None, delivery: Delivery | None,
+                 errno: str | None = None) -> None:
+        self.outcome: Final = outcome
+        self.reason: Final = reason
+        self.counter: Final = counter  # the dev->stats counter beyond the queue's
+        self.skb: Final = skb
+        self.cost: Final = cost
+        self.buffers: Final = buffers  # the buffers the frame used (0: the program was refused)
+        # small: receive_small's plan (its length checks); mergeable: a short drop
+        self.guard: Final = guard
+        self.posting: Final = posting  # mergeable: the buffers the frame lands in
+        self.frame: Final = frame  # the XDP branch's decision (None: dropped before it)
+        self.delivery: Final = delivery  # XDP_PASS: the rest of receive_buf
+        self.errno: Final = errno  # virtnet_xdp_set refused the program
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.outcome, self.reason, self.counter, self.skb, self.cost, self.buffers,
+                self.guard, self.posting, self.frame, self.delivery, self.errno)
 
     @property
     def run(self) -> XdpRun | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from itertools import islice
+from typing import Final
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -46,6 +47,7 @@ from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 from vnetrx.paths.virtio_net_hdr import DATA_VALID, VnetHdr
 from vnetrx.paths.xdp import FILTER_SRC, VERDICT, Adjusted, adjust, narrate_helpers
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 SRC = "drivers/net/virtio_net.c"
 NEEDS_CSUM = 1  # VIRTIO_NET_HDR_F_NEEDS_CSUM
@@ -96,56 +98,99 @@ def outcome_of(run: XdpRun) -> str:
         f"xdp_{run.result}"
 
 
-class Verdict(NamedTuple):
+class Verdict(Value):
     """virtnet_xdp_handler's answer: the result, the xdp_buff as the program left it, the
     queue counters and, for a frame sent, what the device reads."""
 
-    result: str
-    errno: str | None
-    buff: Buff
-    counters: tuple[tuple[str, int], ...]
-    read_len: int | None = None
-    read_hdr: str | None = None
-    tx_packets: int = 0
-    tx_bytes: int = 0
-    meta_len: int = 0  # data - data_meta after the program
-    helpers: Adjusted | None = None  # the program's helper calls (None: it did not run)
-    total: int = 0  # the frame's bytes after the program, frags included
-    xdpf_headroom: int = 0  # xdp_frame->headroom of a frame sent or redirected
+    __slots__ = ("buff", "counters", "errno", "helpers", "meta_len", "read_hdr", "read_len",
+                 "result", "total", "tx_bytes", "tx_packets", "xdpf_headroom")
+    _names = ("result", "errno", "buff", "counters", "read_len", "read_hdr", "tx_packets",
+              "tx_bytes", "meta_len", "helpers", "total", "xdpf_headroom")
+
+    def __init__(self, result: str, errno: str | None, buff: Buff,
+                 counters: tuple[tuple[str, int], ...], read_len: int | None = None,
+                 read_hdr: str | None = None, tx_packets: int = 0, tx_bytes: int = 0,
+                 meta_len: int = 0, helpers: Adjusted | None = None, total: int = 0,
+                 xdpf_headroom: int = 0) -> None:
+        self.result: Final = result
+        self.errno: Final = errno
+        self.buff: Final = buff
+        self.counters: Final = counters
+        self.read_len: Final = read_len
+        self.read_hdr: Final = read_hdr
+        self.tx_packets: Final = tx_packets
+        self.tx_bytes: Final = tx_bytes
+        self.meta_len: Final = meta_len  # data - data_meta after the program
+        self.helpers: Final = helpers  # the program's helper calls (None: it did not run)
+        self.total: Final = total  # the frame's bytes after the program, frags included
+        # xdp_frame->headroom of a frame sent or redirected
+        self.xdpf_headroom: Final = xdpf_headroom
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.result, self.errno, self.buff, self.counters, self.read_len, self.read_hdr,
+                self.tx_packets, self.tx_bytes, self.meta_len, self.helpers, self.total,
+                self.xdpf_headroom)
 
 
-class Linearized(NamedTuple):
+class Linearized(Value):
     """xdp_linearize_page's answer for a program without frags: the buffers copied into one
     new page, or where and why it gave up."""
 
-    refused: str | None  # "len_check" | "linearize"; None: copied
-    copied: int  # bytes in the new page
-    at: int  # the buffer it stopped at (a refusal)
-    length: int  # that buffer's length
-    limit: int  # check_mergeable_len's limit for it
-    page_off: int  # where it would have gone in the new page
+    __slots__ = ("at", "copied", "length", "limit", "page_off", "refused")
+    _names = ("refused", "copied", "at", "length", "limit", "page_off")
+
+    def __init__(self, refused: str | None, copied: int, at: int, length: int, limit: int,
+                 page_off: int) -> None:
+        self.refused: Final = refused  # "len_check" | "linearize"; None: copied
+        self.copied: Final = copied  # bytes in the new page
+        self.at: Final = at  # the buffer it stopped at (a refusal)
+        self.length: Final = length  # that buffer's length
+        self.limit: Final = limit  # check_mergeable_len's limit for it
+        self.page_off: Final = page_off  # where it would have gone in the new page
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.refused, self.copied, self.at, self.length, self.limit, self.page_off)
 
 
-class XdpFrame(NamedTuple):
+class XdpFrame(Value):
     """One frame through the XDP branch, decided: the driver's checks before the program, the
     xdp_buff, the program's verdict and the skb XDP_PASS builds (as a ``Plan``, delivered by
     receive_buf like any other)."""
 
-    frame: int
-    run: XdpRun
-    plan: Plan | None  # XDP_PASS: the skb receive_*() returns; None: the frame was consumed
-    hdr: VnetHdr  # what virtnet_receive_done reads: the skb's zeroed cb (+ saved DATA_VALID)
-    refused: str | None  # the driver dropped the frame before the program ran
-    copied: int  # bytes copied into a new page before the program
-    buff: Buff  # the xdp_buff as xdp_prepare_buff made it
-    verdict: Verdict | None  # None: refused
-    buflen: int = 0  # small mode: receive_small's buflen
-    used: tuple[int, ...] = ()  # mergeable: what the device wrote into each buffer
-    num_buffers: int = 0  # mergeable: buffers in the xdp_buff (1 after a linearisation)
-    first_copy: bool | None = None  # 6.3+ frags program, old first buffer: copied / no room
-    linearized: Linearized | None = None
-    frags: tuple[PlanFrag, ...] = ()
-    frags_truesize: int = 0
+    __slots__ = ("buff", "buflen", "copied", "first_copy", "frags", "frags_truesize", "frame",
+                 "hdr", "linearized", "num_buffers", "plan", "refused", "run", "used", "verdict")
+    _names = ("frame", "run", "plan", "hdr", "refused", "copied", "buff", "verdict", "buflen",
+              "used", "num_buffers", "first_copy", "linearized", "frags", "frags_truesize")
+
+    def __init__(self, frame: int, run: XdpRun, plan: Plan | None, hdr: VnetHdr,
+                 refused: str | None, copied: int, buff: Buff, verdict: Verdict | None,
+                 buflen: int = 0, used: tuple[int, ...] = (), num_buffers: int = 0,
+                 first_copy: bool | None = None, linearized: Linearized | None = None,
+                 frags: tuple[PlanFrag, ...] = (), frags_truesize: int = 0) -> None:
+        self.frame: Final = frame
+        self.run: Final = run
+        # XDP_PASS: the skb receive_*() returns; None: the frame was consumed
+        self.plan: Final = plan
+        # what virtnet_receive_done reads: the skb's zeroed cb (+ saved DATA_VALID)
+        self.hdr: Final = hdr
+        self.refused: Final = refused  # the driver dropped the frame before the program ran
+        self.copied: Final = copied  # bytes copied into a new page before the program
+        self.buff: Final = buff  # the xdp_buff as xdp_prepare_buff made it
+        self.verdict: Final = verdict  # None: refused
+        self.buflen: Final = buflen  # small mode: receive_small's buflen
+        self.used: Final = used  # mergeable: what the device wrote into each buffer
+        # mergeable: buffers in the xdp_buff (1 after a linearisation)
+        self.num_buffers: Final = num_buffers
+        # 6.3+ frags program, old first buffer: copied / no room
+        self.first_copy: Final = first_copy
+        self.linearized: Final = linearized
+        self.frags: Final = frags
+        self.frags_truesize: Final = frags_truesize
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.frame, self.run, self.plan, self.hdr, self.refused, self.copied, self.buff,
+                self.verdict, self.buflen, self.used, self.num_buffers, self.first_copy,
+                self.linearized, self.frags, self.frags_truesize)
 
 
 class Received(NamedTuple):
@@ -357,12 +402,20 @@ def _posted(alloc: bufs.RxAllocator, given: tuple[PostedBuffer, ...], buffer_ind
                                          for s in slots))
 
 
-class Posting(NamedTuple):
+class Posting(Value):
     """The mergeable buffers a frame lands in with a program attached."""
 
-    slots: tuple[PostedBuffer, ...]
-    used: tuple[int, ...]
-    old: Plan | None  # posted before the attach: mergeable.py's plan of those buffers
+    __slots__ = ("old", "slots", "used")
+    _names = ("slots", "used", "old")
+
+    def __init__(self, slots: tuple[PostedBuffer, ...], used: tuple[int, ...],
+                 old: Plan | None) -> None:
+        self.slots: Final = slots
+        self.used: Final = used
+        self.old: Final = old  # posted before the attach: mergeable.py's plan of those buffers
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.slots, self.used, self.old)
 
 
 def mergeable_posting(c: Config, frame: int) -> Posting:
@@ -752,8 +805,8 @@ def narrate_mergeable(c: Config, f: XdpFrame, slots: tuple[PostedBuffer, ...],
         _narrate_linearize(c, f.linearized, slots, used, log)
     if f.refused == "too_many_buffers":
         log.add(SRC, "virtnet_build_xdp_buff_mrg",
-                f"{f.num_buffers} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the program "
-                "does not run; xdp_drops++, drops++", because=c.cite(VIRTIO_XDP_MULTI_BUF),
+                f"{f.num_buffers} buffers > MAX_SKB_FRAGS + 1 = {x.max_buffers}: -EINVAL; the "
+                "program does not run; xdp_drops++, drops++", because=c.cite(VIRTIO_XDP_MULTI_BUF),
                 num_buffers=f.num_buffers, xdp_drops=1, drops=1)
     if f.refused is not None:
         return
