@@ -96,8 +96,8 @@ PROGRESS_FROM = 20_000
     "napi:napi_poll tracepoint reported as work); they must add up to the frame count.",
 )
 @xdp_program_options("is attached before virtnet_open, so every buffer is posted with the "
-                     "XDP geometry (see `vnetrx trace --xdp`); each frame then runs the full "
-                     "trace (about 1 ms a frame).")
+                     "XDP geometry (see `vnetrx trace --xdp`); each frame is decided by the "
+                     "XDP branch's decisions, once per geometry.")
 @kernel_option
 @build_options
 @click.option(
