@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from vnetrx.errors import InputError, UnsupportedError, VnetrxError
+from vnetrx.files import parse_json
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import (
     IP_SUMMED,
@@ -460,13 +461,7 @@ def load_trace(data: bytes, label: str) -> Trace:
         raise InputError(f"{label}: not a JSON document (not UTF-8 text)") from None
     if not text.strip():
         raise InputError(f"{label} is empty (give what vnetrx trace --json printed)")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{label}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    except (ValueError, RecursionError) as exc:  # a number of 4,300+ digits, deep nesting
-        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
-        raise InputError(f"{label}: not a JSON document vnetrx reads ({why})") from None
+    doc = parse_json(text, label, "a JSON document")
     try:
         return from_dict(doc)
     except InputError as exc:

@@ -3,10 +3,11 @@ never more than a stated size, and every failure a one-line ``InputError``. Stdl
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from vnetrx.errors import InputError
 
@@ -57,3 +58,16 @@ def read_bounded(name: str | os.PathLike[str], limit: int, what: str = "") -> by
     if len(data) > limit:
         raise InputError(f"{label} is larger than {limit // MiB} MiB: not a file vnetrx reads")
     return data
+
+
+def parse_json(text: str, label: str, what: str) -> Any:
+    """``text`` parsed as JSON, or a one-line ``InputError`` naming ``label`` and what it is
+    not (``what``: "a JSON array", "a JSON document"): a syntax error with its line, a number
+    of 4,300+ digits or nesting too deep for the parser."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{label}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
+        raise InputError(f"{label}: not {what} vnetrx reads ({why})") from None

@@ -13,7 +13,6 @@ on the host's tap device records).
 from __future__ import annotations
 
 import io
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +20,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
 
 from vnetrx.errors import InputError
-from vnetrx.files import open_input
+from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
 from vnetrx.replay.capture import is_capture, read_capture
 
@@ -133,13 +132,7 @@ def open_frames(path: str, derive: Derive | None = None) -> Frames:
         ) from None
     body = text.strip()
     if body.startswith("["):
-        try:
-            value = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        except (ValueError, RecursionError) as exc:  # a number of 4,300+ digits, deep nesting
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:80]
-            raise InputError(f"{name}: not a JSON array vnetrx reads ({why})") from None
+        value = parse_json(body, name, "a JSON array")
         if isinstance(value, list) and value and isinstance(value[0], dict):
             lengths, hdrs = _json_objects(name, value)
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
