@@ -35,7 +35,7 @@ from vnetrx.model import Region, Step
 from vnetrx.paths.skbuff import kmalloc_reserve, shinfo_size
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tx import ip_output as ip
-from vnetrx.paths.tx.virtqueue import virtqueue_add
+from vnetrx.paths.tx.virtqueue import narrate_virtqueue_add, virtqueue_add
 
 SCHEMA = "vnetrx.headroom/1"
 SRC = "drivers/net/virtio_net.c"
@@ -76,6 +76,17 @@ class TxDevice:
 
 
 @dataclass(frozen=True)
+class Probe:
+    """virtnet_probe's decision: the device, and what decided its header and headroom."""
+
+    device: TxDevice
+    mergeable: bool  # the header is virtio_net_hdr_mrg_rxbuf (MRG_RXBUF or VERSION_1)
+    # how virtnet_probe sets needed_headroom: "hdr_len" (vi->hdr_len), "sizeof" (the header
+    # struct's size), "never" (before TX_NEEDED_HEADROOM: 0)
+    needed_rule: str
+
+
+@dataclass(frozen=True)
 class TxSkb:
     """One skb at ndo_start_xmit (start_xmit → xmit_skb), offsets from skb->head."""
 
@@ -84,6 +95,7 @@ class TxSkb:
     headlen: int
     nr_frags: int
     can_push: bool
+    aligned: bool  # skb->data is aligned for the header (its parity: the head is kmalloc'd)
     sg_entries: int  # num_sg handed to virtqueue_add_outbuf()
     ring_slots: int  # descriptors taken from the ring
     indirect_bytes: int  # kmalloc'd indirect table (0: direct descriptors)
@@ -162,31 +174,14 @@ def check_hdr_len(k: KernelProfile, s: TxSetup) -> None:
         raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
 
 
-def virtnet_probe(k: KernelProfile, s: TxSetup, log: StepLog) -> TxDevice:
+def virtnet_probe(k: KernelProfile, s: TxSetup) -> Probe:
     """virtnet_probe: vi->hdr_len, any_header_sg, dev->needed_headroom (fact sheet B.1)."""
     mergeable = s.mergeable if s.hdr_len is None else s.hdr_len != virtio_net_hdr().size
     hdr_len = s.hdr_len or (virtio_net_hdr_mrg_rxbuf().size if mergeable else virtio_net_hdr().size)
     needed = hdr_len if s.any_layout and k.has(TX_NEEDED_HEADROOM) else 0
-    if k.has(TX_NEEDED_HEADROOM_HDR_LEN):
-        form = "dev->needed_headroom = vi->hdr_len"
-    elif k.has(TX_NEEDED_HEADROOM):
-        size = "virtio_net_hdr_mrg_rxbuf" if mergeable else "virtio_net_hdr"
-        form = f"dev->needed_headroom = sizeof(struct {size})"
-    else:
-        form = "dev->needed_headroom is never set (0)"
-    log.add(
-        SRC,
-        "virtnet_probe",
-        f"hdr_len {hdr_len} ({'MRG_RXBUF or VERSION_1' if mergeable else 'legacy header'}); "
-        f"any_header_sg = {'VIRTIO_F_ANY_LAYOUT' if s.any_layout else 'false (no ANY_LAYOUT)'}; "
-        f"{form}{'' if s.any_layout else ' only with any_header_sg'}",
-        because=k.present(TX_NEEDED_HEADROOM, TX_NEEDED_HEADROOM_HDR_LEN),
-        hdr_len=hdr_len,
-        mergeable_rx_bufs=mergeable,
-        any_header_sg=s.any_layout,
-        needed_headroom=needed,
-    )
-    return TxDevice(
+    rule = ("hdr_len" if k.has(TX_NEEDED_HEADROOM_HDR_LEN) else
+            "sizeof" if k.has(TX_NEEDED_HEADROOM) else "never")
+    device = TxDevice(
         hdr_len=hdr_len,
         header=_header_struct(k),
         any_header_sg=s.any_layout,
@@ -194,6 +189,41 @@ def virtnet_probe(k: KernelProfile, s: TxSetup, log: StepLog) -> TxDevice:
         hard_header_len=ETH_HLEN,
         hh_len=ll_reserved_space(ETH_HLEN, needed),
         ufo=s.ufo and k.has(UDP_UFO),
+    )
+    return Probe(device, mergeable, rule)
+
+
+def narrate_probe(k: KernelProfile, s: TxSetup, p: Probe, log: StepLog) -> None:
+    """virtnet_probe's step, and LL_RESERVED_SPACE's."""
+    dev = p.device
+    form = {
+        "hdr_len": "dev->needed_headroom = vi->hdr_len",
+        "sizeof": "dev->needed_headroom = sizeof(struct "
+                  f"{'virtio_net_hdr_mrg_rxbuf' if p.mergeable else 'virtio_net_hdr'})",
+        "never": "dev->needed_headroom is never set (0)",
+    }[p.needed_rule]
+    log.add(
+        SRC,
+        "virtnet_probe",
+        f"hdr_len {dev.hdr_len} ({'MRG_RXBUF or VERSION_1' if p.mergeable else 'legacy header'}); "
+        f"any_header_sg = {'VIRTIO_F_ANY_LAYOUT' if s.any_layout else 'false (no ANY_LAYOUT)'}; "
+        f"{form}{'' if s.any_layout else ' only with any_header_sg'}",
+        because=k.present(TX_NEEDED_HEADROOM, TX_NEEDED_HEADROOM_HDR_LEN),
+        hdr_len=dev.hdr_len,
+        mergeable_rx_bufs=p.mergeable,
+        any_header_sg=s.any_layout,
+        needed_headroom=dev.needed_headroom,
+    )
+    log.add(
+        "include/linux/netdevice.h",
+        "LL_RESERVED_SPACE",
+        f"hh_len = ((hard_header_len {dev.hard_header_len} + needed_headroom "
+        f"{dev.needed_headroom}) & ~15) + 16 = {dev.hh_len}",
+        because=k.present(TX_NEEDED_HEADROOM),
+        hard_header_len=dev.hard_header_len,
+        needed_headroom=dev.needed_headroom,
+        HH_DATA_MOD=HH_DATA_MOD,
+        hh_len=dev.hh_len,
     )
 
 
@@ -218,18 +248,9 @@ def run_headroom(k: KernelProfile, s: TxSetup) -> HeadroomReport:
     require_path(k, "headroom")
     check(k, s)
     log = StepLog(k)
-    dev = virtnet_probe(k, s, log)
-    log.add(
-        "include/linux/netdevice.h",
-        "LL_RESERVED_SPACE",
-        f"hh_len = ((hard_header_len {dev.hard_header_len} + needed_headroom "
-        f"{dev.needed_headroom}) & ~15) + 16 = {dev.hh_len}",
-        because=k.present(TX_NEEDED_HEADROOM),
-        hard_header_len=dev.hard_header_len,
-        needed_headroom=dev.needed_headroom,
-        HH_DATA_MOD=HH_DATA_MOD,
-        hh_len=dev.hh_len,
-    )
+    probe = virtnet_probe(k, s)
+    narrate_probe(k, s, probe, log)
+    dev = probe.device
     mth = ip.max_tcp_header(k) if s.tcp else None
     if mth is not None:
         log.add(
@@ -269,18 +290,23 @@ def _notes(k: KernelProfile, s: TxSetup, log: StepLog) -> None:
 def _payload(
     k: KernelProfile, s: TxSetup, dev: TxDevice, mth: int | None, payload: int
 ) -> PayloadResult:
+    """One send's skbs at xmit, decided, then narrated."""
     log = StepLog(k)
     built = _build(k, s, dev, mth, payload, log)
-    skbs = tuple(_xmit(k, s, dev, skb, log) for skb in built)
+    skbs = tuple(_xmit(k, s, dev, skb) for skb in built)
+    for skb in skbs:
+        _narrate_xmit(s, dev, skb, log)
     return PayloadResult(payload, skbs, tuple(log.steps))
 
 
 def _build(
     k: KernelProfile, s: TxSetup, dev: TxDevice, mth: int | None, payload: int, log: StepLog
 ) -> tuple[ip.BuiltSkb, ...]:
+    """The IP layer's skbs (ip_output's decisions), and their steps."""
     if mth is not None:
         mss = s.mtu - (ip.IPV6_HDR if s.ipv6 else ip.IPV4_HDR) - ip.TCP_HDR
-        skb = ip.tcp_sendmsg(k, mth, s.ipv6, payload, mss, log)
+        sent = ip.tcp_sendmsg(k, mth, s.ipv6, payload, mss)
+        ip.narrate_tcp_sendmsg(k, sent, log)
         log.add(
             "net/ipv4/tcp_output.c",
             "tcp_transmit_skb",
@@ -288,40 +314,28 @@ def _build(
             "skb_header_cloned() is false for the clone and the headers may be written",
             skb_header_cloned=False,
         )
-        return (skb,)
+        return (sent.skb,)
     if ip.ufo_applies(k, dev.ufo, s.mtu, payload):
-        return ip.ufo_append_data(dev.hh_len, s.ipv6, payload, log)
+        skb = ip.ufo_append_data(dev.hh_len, s.ipv6, payload)
+        ip.narrate_ufo_append_data(skb, s.ipv6, log)
+        return (skb,)
     if s.ipv6:
-        return ip.ip6_append_data(dev.hh_len, s.mtu, payload, log)
-    return ip.ip_append_data(dev.hh_len, s.mtu, payload, log)
+        a = ip.ip6_append_data(dev.hh_len, s.mtu, payload)
+        ip.narrate_ip6_append_data(a, log)
+    else:
+        a = ip.ip_append_data(dev.hh_len, s.mtu, payload)
+        ip.narrate_ip_append_data(a, log)
+    return a.skbs
 
 
-def _xmit(k: KernelProfile, s: TxSetup, dev: TxDevice, skb: ip.BuiltSkb, log: StepLog) -> TxSkb:
+def _xmit(k: KernelProfile, s: TxSetup, dev: TxDevice, skb: ip.BuiltSkb) -> TxSkb:
     """neigh_hh_output pushes ETH_HLEN; xmit_skb's can_push; virtqueue_add's descriptors."""
-    headroom = neigh_hh_output(skb.headroom, log)
+    headroom = skb.headroom - ETH_HLEN  # neigh_hh_output
     # the head is kmalloc'd (at least 8-aligned), so skb->data has the parity of the headroom
     aligned = headroom % VNET_HDR_ALIGN == 0
     can_push = dev.any_header_sg and aligned and headroom >= dev.hdr_len  # header not cloned
     sg = (1 if can_push else 2) + len(skb.frags)  # header (unless pushed) + linear + frags
-    log.add(
-        SRC,
-        "xmit_skb",
-        (
-            f"headroom {headroom} >= hdr_len {dev.hdr_len}: header pushed inline, "
-            if can_push
-            else f"can_push fails ({_why_not(dev, aligned, headroom)}): header goes in skb->cb "
-            "as its own sg entry, "
-        )
-        + _plural(sg, "sg entry", "sg entries"),
-        any_header_sg=dev.any_header_sg,
-        aligned=aligned,
-        skb_header_cloned=False,
-        headroom=headroom,
-        hdr_len=dev.hdr_len,
-        can_push=can_push,
-        num_sg=sg,
-    )
-    slots, table = virtqueue_add(s.indirect, sg, log)
+    slots, table = virtqueue_add(s.indirect, sg)
     head = kmalloc_reserve(k, skb.alloc)
     return TxSkb(
         len=ETH_HLEN + skb.headlen + sum(skb.frags),
@@ -329,6 +343,7 @@ def _xmit(k: KernelProfile, s: TxSetup, dev: TxDevice, skb: ip.BuiltSkb, log: St
         headlen=ETH_HLEN + skb.headlen,
         nr_frags=len(skb.frags),
         can_push=can_push,
+        aligned=aligned,
         sg_entries=sg,
         ring_slots=slots,
         indirect_bytes=table,
@@ -339,6 +354,30 @@ def _xmit(k: KernelProfile, s: TxSetup, dev: TxDevice, skb: ip.BuiltSkb, log: St
         gso=skb.gso,
         regions=_regions(k, dev, skb, headroom, can_push, head.size),
     )
+
+
+def _narrate_xmit(s: TxSetup, dev: TxDevice, t: TxSkb, log: StepLog) -> None:
+    """neigh_hh_output's, xmit_skb's and virtqueue_add's steps for one skb."""
+    neigh_hh_output(t.headroom + ETH_HLEN, log)
+    log.add(
+        SRC,
+        "xmit_skb",
+        (
+            f"headroom {t.headroom} >= hdr_len {dev.hdr_len}: header pushed inline, "
+            if t.can_push
+            else f"can_push fails ({_why_not(dev, t.aligned, t.headroom)}): header goes in "
+            "skb->cb as its own sg entry, "
+        )
+        + _plural(t.sg_entries, "sg entry", "sg entries"),
+        any_header_sg=dev.any_header_sg,
+        aligned=t.aligned,
+        skb_header_cloned=False,
+        headroom=t.headroom,
+        hdr_len=dev.hdr_len,
+        can_push=t.can_push,
+        num_sg=t.sg_entries,
+    )
+    narrate_virtqueue_add(s.indirect, t.sg_entries, t.ring_slots, t.indirect_bytes, log)
 
 
 def _plural(n: int, one: str, many: str) -> str:

@@ -77,7 +77,22 @@ def frag_sizes(payload: int) -> tuple[int, ...]:
     return chunks(payload, TASK_FRAG_BYTES, TASK_FRAG_BYTES) if payload else ()
 
 
-def ip_append_data(hh_len: int, mtu: int, payload: int, log: StepLog) -> tuple[BuiltSkb, ...]:
+@dataclass(frozen=True)
+class Appended:
+    """What an append_data call decided: the skbs, and the lengths that sized them."""
+
+    skbs: tuple[BuiltSkb, ...]
+    hh_len: int
+    length: int  # the datagram: payload + the UDP header
+    maxfraglen: int
+    datalens: tuple[int, ...]  # each skb's data after the IP header
+
+    @property
+    def fragmented(self) -> bool:
+        return len(self.skbs) > 1
+
+
+def ip_append_data(hh_len: int, mtu: int, payload: int) -> Appended:
     """__ip_append_data @3.16.0 / @6.18.3: fraglen = datalen + 20, alloc fraglen + hh_len + 15."""
     length = payload + UDP_HDR  # udp_sendmsg passes ulen = len + sizeof(struct udphdr)
     maxfraglen = ((mtu - IPV4_HDR) & ~7) + IPV4_HDR
@@ -91,26 +106,29 @@ def ip_append_data(hh_len: int, mtu: int, payload: int, log: StepLog) -> tuple[B
         )
         for index, datalen in enumerate(datalens)
     )
+    return Appended(skbs, hh_len, length, maxfraglen, datalens)
+
+
+def narrate_ip_append_data(a: Appended, log: StepLog) -> None:
     log.add(
         IP4_SRC,
         "__ip_append_data",
         (
             "one skb: sock_alloc_send_skb(fraglen + hh_len + 15), skb_reserve(hh_len)"
-            if len(skbs) == 1
-            else f"{len(skbs)} IP fragments (the datagram exceeds mtu - 20), each "
+            if not a.fragmented
+            else f"{len(a.skbs)} IP fragments (the datagram exceeds mtu - 20), each "
             "sock_alloc_send_skb(fraglen + hh_len + 15) and skb_reserve(hh_len)"
         ),
-        hh_len=hh_len,
+        hh_len=a.hh_len,
         fragheaderlen=IPV4_HDR,
-        maxfraglen=maxfraglen,
-        length=length,
-        fraglen=", ".join(str(d + IPV4_HDR) for d in datalens),
-        alloc=", ".join(str(s.alloc) for s in skbs),
+        maxfraglen=a.maxfraglen,
+        length=a.length,
+        fraglen=", ".join(str(d + IPV4_HDR) for d in a.datalens),
+        alloc=", ".join(str(s.alloc) for s in a.skbs),
     )
-    return skbs
 
 
-def ip6_append_data(hh_len: int, mtu: int, payload: int, log: StepLog) -> tuple[BuiltSkb, ...]:
+def ip6_append_data(hh_len: int, mtu: int, payload: int) -> Appended:
     """__ip6_append_data @3.16.0: reserve hh_len + sizeof(frag_hdr); alloc datalen + 40 + 8 + hh_len.
 
     Fragments go out through ip6_fragment()'s fast path, which pushes the 8-byte fragment header
@@ -132,28 +150,31 @@ def ip6_append_data(hh_len: int, mtu: int, payload: int, log: StepLog) -> tuple[
         )
         for index, datalen in enumerate(datalens)
     )
+    return Appended(skbs, hh_len, length, maxfraglen, datalens)
+
+
+def narrate_ip6_append_data(a: Appended, log: StepLog) -> None:
     log.add(
         IP6_SRC,
         "__ip6_append_data",
         (
             "one skb: sock_alloc_send_skb(datalen + 40 + 8 + hh_len)"
-            if len(skbs) == 1
-            else f"{len(skbs)} IP fragments, each sock_alloc_send_skb(datalen + 40 + 8 + hh_len)"
+            if not a.fragmented
+            else f"{len(a.skbs)} IP fragments, each sock_alloc_send_skb(datalen + 40 + 8 + hh_len)"
         )
         + ", skb_reserve(hh_len + sizeof(struct frag_hdr))"
         + (
             "; ip6_fragment() then pushes the fragment header into those 8 bytes"
-            if fragmented
+            if a.fragmented
             else ""
         ),
-        hh_len=hh_len,
+        hh_len=a.hh_len,
         fragheaderlen=IPV6_HDR,
-        maxfraglen=maxfraglen,
-        length=length,
-        alloc=", ".join(str(s.alloc) for s in skbs),
-        headroom=skbs[0].headroom,
+        maxfraglen=a.maxfraglen,
+        length=a.length,
+        alloc=", ".join(str(s.alloc) for s in a.skbs),
+        headroom=a.skbs[0].headroom,
     )
-    return skbs
 
 
 def _udp_linear(
@@ -175,10 +196,10 @@ def ufo_applies(k: KernelProfile, ufo: bool, mtu: int, payload: int) -> bool:
     return ufo and k.has(UDP_UFO) and payload + UDP_HDR > mtu
 
 
-def ufo_append_data(hh_len: int, ipv6: bool, payload: int, log: StepLog) -> tuple[BuiltSkb, ...]:
+def ufo_append_data(hh_len: int, ipv6: bool, payload: int) -> BuiltSkb:
     """ip_ufo_append_data / ip6_ufo_append_data @3.16.0: one GSO skb, payload in task-frag pages."""
     ip_len = IPV6_HDR if ipv6 else IPV4_HDR
-    skb = BuiltSkb(
+    return BuiltSkb(
         alloc=hh_len + ip_len + UDP_HDR + 20,
         reserve=hh_len,
         headroom=hh_len,
@@ -186,6 +207,9 @@ def ufo_append_data(hh_len: int, ipv6: bool, payload: int, log: StepLog) -> tupl
         frags=frag_sizes(payload),
         gso="UFO",
     )
+
+
+def narrate_ufo_append_data(skb: BuiltSkb, ipv6: bool, log: StepLog) -> None:
     log.add(
         IP6_SRC if ipv6 else IP4_SRC,
         "ip6_ufo_append_data" if ipv6 else "ip_ufo_append_data",
@@ -195,7 +219,6 @@ def ufo_append_data(hh_len: int, ipv6: bool, payload: int, log: StepLog) -> tupl
         alloc=skb.alloc,
         nr_frags=len(skb.frags),
     )
-    return (skb,)
 
 
 def max_tcp_header(k: KernelProfile) -> int:
@@ -205,17 +228,26 @@ def max_tcp_header(k: KernelProfile) -> int:
     return align(raw, k.build.l1_cache_bytes) if k.has(MAX_TCP_HEADER_L1_ALIGNED) else raw
 
 
-def tcp_sendmsg(
-    k: KernelProfile, max_tcp_header: int, ipv6: bool, payload: int, mss: int, log: StepLog
-) -> BuiltSkb:
+@dataclass(frozen=True)
+class TcpSend:
+    """The skb tcp_sendmsg builds, and how it sized the linear part."""
+
+    skb: BuiltSkb
+    size: int  # the linear payload room asked for (0: frags only)
+    frags_only: bool  # TCP_SENDMSG_FRAGS_ONLY: tcp_stream_alloc_skb puts nothing linear
+    max_tcp_header: int
+    mss: int
+
+
+def tcp_sendmsg(k: KernelProfile, max_tcp_header: int, ipv6: bool, payload: int,
+                mss: int) -> TcpSend:
     """The skb tcp_sendmsg builds for one send on an idle connection (empty write queue)."""
-    if k.has(TCP_SENDMSG_FRAGS_ONLY):  # tcp_stream_alloc_skb: MAX_TCP_HEADER, all reserved
+    frags_only = k.has(TCP_SENDMSG_FRAGS_ONLY)
+    if frags_only:  # tcp_stream_alloc_skb: MAX_TCP_HEADER, all reserved
         size, linear_payload = 0, 0
-        why = "no payload in the linear area: it all goes to page frags"
     else:  # select_size(sg, sk_can_gso): SKB_WITH_OVERHEAD(2048 - MAX_TCP_HEADER), ALIGN(, 4)
         size = align(2048 - max_tcp_header - shinfo_size(k), 4)
         linear_payload = min(payload, size)
-        why = f"select_size(): up to {size} payload bytes follow the TCP header in the linear area"
     ip_name, ip_len = ("IPv6 header", IPV6_HDR) if ipv6 else ("IPv4 header", IPV4_HDR)
     linear = [(ip_name, ip_len), ("TCP header", TCP_HDR)]
     if linear_payload:
@@ -228,15 +260,21 @@ def tcp_sendmsg(
         frags=frag_sizes(payload - linear_payload),
         gso="TSO" if payload > mss else None,
     )
+    return TcpSend(skb, size, frags_only, max_tcp_header, mss)
+
+
+def narrate_tcp_sendmsg(k: KernelProfile, t: TcpSend, log: StepLog) -> None:
+    why = ("no payload in the linear area: it all goes to page frags" if t.frags_only else
+           f"select_size(): up to {t.size} payload bytes follow the TCP header in the linear "
+           "area")
     log.add(
         TCP_SRC,
         "tcp_sendmsg",
         f"alloc_skb_fclone(size + MAX_TCP_HEADER), skb_reserve(MAX_TCP_HEADER); {why}",
         because=k.present(TCP_SENDMSG_FRAGS_ONLY),
-        size=size,
-        MAX_TCP_HEADER=max_tcp_header,
-        alloc=skb.alloc,
-        nr_frags=len(skb.frags),
-        mss=mss,
+        size=t.size,
+        MAX_TCP_HEADER=t.max_tcp_header,
+        alloc=t.skb.alloc,
+        nr_frags=len(t.skb.frags),
+        mss=t.mss,
     )
-    return skb
