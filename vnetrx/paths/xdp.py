@@ -171,15 +171,6 @@ def _narrate_meta(a: Adjusted, log: StepLog) -> None:
             max=meta.max)
 
 
-def run_helpers(frame_struct: int, head: int, tail: int, data: int, data_end: int,
-                hard_end: int, log: StepLog, *, frags: bool = False,
-                meta: Meta = NO_META) -> Adjusted:
-    """``adjust``, narrated into ``log``."""
-    done = adjust(frame_struct, head, tail, data, data_end, hard_end, frags=frags, meta=meta)
-    narrate_helpers(done, log)
-    return done
-
-
 def fwd_limit(mtu: int) -> int:
     """xdp_ok_fwd_dev (include/linux/filter.h): fwd->mtu + fwd->hard_header_len + VLAN_HLEN,
     the longest frame a redirect may hand to an Ethernet device."""

@@ -358,7 +358,7 @@ def _xmit(k: KernelProfile, s: TxSetup, dev: TxDevice, skb: ip.BuiltSkb) -> TxSk
 
 def _narrate_xmit(s: TxSetup, dev: TxDevice, t: TxSkb, log: StepLog) -> None:
     """neigh_hh_output's, xmit_skb's and virtqueue_add's steps for one skb."""
-    neigh_hh_output(t.headroom + ETH_HLEN, log)
+    narrate_neigh_hh_output(t.headroom + ETH_HLEN, log)
     log.add(
         SRC,
         "xmit_skb",
@@ -384,9 +384,9 @@ def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def neigh_hh_output(headroom: int, log: StepLog) -> int:
+def narrate_neigh_hh_output(headroom: int, log: StepLog) -> None:
     """neigh_hh_output (include/net/neighbour.h @3.16.0, @6.18.3): copy the cached, 16-byte
-    aligned hardware header in front of skb->data and push ETH_HLEN."""
+    aligned hardware header in front of skb->data and push ETH_HLEN (``headroom``: before)."""
     log.add(
         "include/net/neighbour.h",
         "neigh_hh_output",
@@ -395,7 +395,6 @@ def neigh_hh_output(headroom: int, log: StepLog) -> int:
         headroom=headroom,
         ETH_HLEN=ETH_HLEN,
     )
-    return headroom - ETH_HLEN
 
 
 def _why_not(dev: TxDevice, aligned: bool, headroom: int) -> str:
