@@ -3,7 +3,6 @@ never more than a stated size, and every failure a one-line ``InputError``. Stdl
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -64,6 +63,8 @@ def parse_json(text: str, label: str, what: str) -> Any:
     """``text`` parsed as JSON, or a one-line ``InputError`` naming ``label`` and what it is
     not (``what``: "a JSON array", "a JSON document"): a syntax error with its line, a number
     of 4,300+ digits or nesting too deep for the parser."""
+    import json  # here: `vnetrx layout`'s fast path reads files through this module, without json
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
