@@ -19,6 +19,9 @@ def open_input(name: str | os.PathLike[str], what: str = "") -> BinaryIO:
     file. ``what``: the option that named it ("--btf"), for the hint."""
     path = os.fspath(name)
     if path == "-":
+        if sys.stdin is None:  # started with fd 0 closed (`<&-`): main points it at /dev/null
+            given = f"{what} -" if what else "-"
+            raise InputError(f"standard input is closed: nothing to read for {given}")
         return sys.stdin.buffer
     label = path
     if "\x00" in path:
@@ -52,7 +55,7 @@ def read_bounded(name: str | os.PathLike[str], limit: int, what: str = "") -> by
     except OSError as exc:
         raise InputError(f"cannot read {label}: {exc.strerror or exc}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if path != "-":
             stream.close()
     if len(data) > limit:
         raise InputError(f"{label} is larger than {limit // MiB} MiB: not a file vnetrx reads")

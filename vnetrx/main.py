@@ -78,7 +78,7 @@ def main() -> None:
     # reference machine. The CLI turns it back on once the command's modules are in
     # (``modules_loaded``); the layout fast path and --help end before that.
     gc.disable()
-    _encodable_streams()
+    _standard_streams()
     try:
         request = layout_request(sys.argv[1:])
         if request is not None and serve_layout(*request):
@@ -133,6 +133,44 @@ def exit_without_teardown(code: object) -> None:
     except (OSError, ValueError):  # a closed pipe or stream: let the normal exit report it
         return
     os._exit(code or 0)
+
+
+def _standard_streams() -> None:
+    """Make the standard streams safe to use, or end with a one-line error.
+
+    A stream closed by the caller (``vnetrx kernels >&-``, ``2>&-``, ``<&-``) leaves its file
+    descriptor free: the next file vnetrx opens (a capture, a tracefs file, a QEMU pipe) would
+    become fd 0, 1 or 2 and receive what was meant for the terminal. Each closed one is pointed
+    at /dev/null first. A closed stderr then swallows error lines, as ``2>/dev/null`` would
+    (exit statuses and --json errors on stdout are unchanged); a closed stdin stays None in
+    ``sys.stdin``, which the options that read "-" report; a closed stdout leaves nothing to
+    print the answer on: one line on stderr and exit 1, as coreutils report a write error.
+    """
+    import os
+
+    for fd in (0, 1, 2):
+        if not _is_open(fd):
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stderr.write("vnetrx: error: standard output is closed (nothing to print on)\n")
+        sys.stderr.flush()
+        os._exit(1)
+    _encodable_streams()
+
+
+def _is_open(fd: int) -> bool:
+    import os
+
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _encodable_streams() -> None:

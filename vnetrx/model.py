@@ -227,6 +227,8 @@ class Cost(NamedTuple):
 
 # a Trace's outcome when XDP kept the frame
 XDP_OUTCOMES = (Outcome.XDP_DROP, Outcome.XDP_TX, Outcome.XDP_REDIRECT)
+# ... when the stack receives an skb (napi_gro_receive, or netif_rx/netif_receive_skb for tun)
+STACK_OUTCOMES = (Outcome.BUILD_SKB, Outcome.COPY, Outcome.ALLOC_SKB)
 
 
 class XdpRun(NamedTuple):

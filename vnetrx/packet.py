@@ -242,28 +242,33 @@ def parse_gso(text: str) -> tuple[int, int]:
     ecn = spec.endswith("+ecn")
     spec = spec.removesuffix("+ecn")
     name, _, size_text = spec.partition(":")
-    if name not in GSO_TYPES or not size_text.isdigit():
+    # ASCII digits only ("²".isdigit() is true), and no more than 5 of them before int()
+    if name not in GSO_TYPES or not (size_text.isascii() and size_text.isdigit()):
         raise InputError(
             f"--gso {text!r}: expected TYPE:SIZE[+ecn] with TYPE one of "
             f"{', '.join(GSO_TYPES)} (e.g. tcpv4:1448)"
         )
-    size = int(size_text)
+    size = int(size_text) if len(size_text) <= 5 else 1 << 20
     if not 1 <= size <= 0xFFFF:
-        raise InputError(f"--gso size {size} out of range (valid: 1..65535)")
+        shown = size_text if len(size_text) <= 12 else f"{size_text[:12]}... ({len(size_text)} digits)"
+        raise InputError(f"--gso size {shown} out of range (valid: 1..65535)")
     return GSO_TYPES[name] | (GSO_ECN if ecn else 0), size
 
 
-def offload_header(headers: Headers, csum: str | None, gso: tuple[int, int] | None) -> VnetHdr:
+def offload_header(
+    headers: Headers | None, csum: str | None, gso: tuple[int, int] | None
+) -> VnetHdr:
     """The header a sender writes: NEEDS_CSUM → csum_start at the transport header, csum_offset
     at its check field (16 TCP, 6 UDP); DATA_VALID for ``valid``; a GSO type and size with hdr_len
-    = the headers' length. GSO without ``csum`` means NEEDS_CSUM, as every GSO sender does."""
+    = the headers' length. GSO without ``csum`` means NEEDS_CSUM, as every GSO sender does.
+    ``valid`` and ``none`` without GSO need no headers (None: the frame is only a length)."""
     if csum is None:
         csum = "partial" if gso is not None else "none"
     if csum not in CSUM_CHOICES:
         raise InputError(f"--csum {csum!r} is not one of {', '.join(CSUM_CHOICES)}")
     flags, start, offset = 0, 0, 0
     if csum == "partial":
-        if headers.l4 is None:
+        if headers is None or headers.l4 is None:
             raise InputError(
                 "--csum partial needs a TCP or UDP frame (--l4, or a --frame with one): "
                 "csum_start is the transport header's offset"
@@ -274,7 +279,9 @@ def offload_header(headers: Headers, csum: str | None, gso: tuple[int, int] | No
     elif csum == "valid":
         flags = DATA_VALID
     gso_type, gso_size = gso if gso is not None else (GSO_NONE, 0)
-    hdr_len = headers.end if gso is not None else 0
+    if gso is not None and headers is None:
+        raise InputError("--gso needs the frame's headers (--l4 or --frame): hdr_len is their length")
+    hdr_len = headers.end if gso is not None and headers is not None else 0
     return VnetHdr(flags, gso_type, hdr_len, gso_size, start, offset)
 
 

@@ -514,7 +514,7 @@ _RING = _obj(
         "ewma": _nullable(_NAT),
         "mergeable_rx_buffer_size": _nullable(_NAT),
         "allocator": _STR,
-        "page": _STR,
+        "page": _nullable(_STR),
         "offset": _NAT,
         "page_size": _NAT,
         "posted": _NAT,

@@ -7,7 +7,7 @@ import sys
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import Count, kernel_option, load_profile
+from vnetrx.cli.options import EXIT_CHECK, Count, check_option, kernel_option, load_profile
 from vnetrx.decode import MAX_INPUT, decode, parse_hex
 from vnetrx.errors import InputError
 from vnetrx.paths.tun import MAX_FRAME_LEN
@@ -30,6 +30,8 @@ def _read(hex_arg: str | None, file: str | None) -> bytes:
     if hex_arg is None:
         raise InputError("no bytes given (pass hex digits, --file F or - for stdin)")
     if hex_arg == "-":
+        if sys.stdin is None:
+            raise InputError("standard input is closed: nothing to read for -")
         text = sys.stdin.read(4 * MAX_INPUT)
         return parse_hex(text)
     return parse_hex(hex_arg)
@@ -61,6 +63,7 @@ def _read(hex_arg: str | None, file: str | None) -> bytes:
 )
 @kernel_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema vnetrx.decode/1).")
+@check_option("the kernel refuses the write (tun_get_user or virtio_net_hdr_to_skb: EINVAL)")
 def decode_command(
     hex_args: tuple[str, ...],
     file: str | None,
@@ -69,6 +72,7 @@ def decode_command(
     kernel: str | None,
     config: str,
     as_json: bool,
+    check: bool,
 ) -> None:
     """Decode a virtio_net_hdr, optionally followed by a frame, and say what a tap write of it
     gets from the kernel: every field explained, the Ethernet/VLAN/IP/TCP/UDP headers
@@ -94,8 +98,11 @@ def decode_command(
         from vnetrx.render.json_out import dumps
 
         sys.stdout.write(dumps(decoded_to_dict(result)))
-        return
-    from vnetrx.render.decode_text import decode_renderable
-    from vnetrx.render.text import stdout_console
+    else:
+        from vnetrx.render.decode_text import decode_renderable
+        from vnetrx.render.text import stdout_console
 
-    stdout_console().print(decode_renderable(result))
+        stdout_console().print(decode_renderable(result))
+    if check and result.verdict is not None and result.verdict.accepted is False:
+        sys.stdout.flush()
+        sys.exit(EXIT_CHECK)

@@ -132,7 +132,6 @@ def frame_input(frame_len: int | None, o: dict[str, Any]) -> FrameInput:
     if hdr_bytes is not None:
         hdr = VnetHdr.from_bytes(hdr_bytes)
     elif o["csum"] is not None or gso is not None:
-        assert headers is not None
         hdr = offload_header(headers, o["csum"], gso)
         hdr_bytes = hdr.to_bytes(10)
     return FrameInput(frame_len, frame, headers, hdr, hdr_bytes)

@@ -63,4 +63,9 @@ def _between(text: str, changes: list[Change]) -> list[Change]:
     if not sep or not a.strip() or not b.strip():
         raise InputError(f"--between {text!r} is not A..B (e.g. 5.12..5.13)")
     old, new = lookup(a.strip()), lookup(b.strip())
+    if old.version > new.version:
+        raise InputError(
+            f"--between {text.strip()} is reversed: {a.strip()} ({old.version}) is newer than "
+            f"{b.strip()} ({new.version}); give the older kernel first"
+        )
     return [c for c in changes if c.key in new.change_keys and c.key not in old.change_keys]

@@ -76,7 +76,7 @@ _OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
 )
 @click.option(
     "--buf-len",
-    type=Count(1, 65536),
+    type=Count(1, 65536, "bytes"),
     default=None,
     help="Trace text only: mergeable_rx_buffer_size.",
 )

@@ -35,6 +35,9 @@ class Count(click.ParamType):  # type: ignore[type-arg]
         else:
             text = str(value).strip()
             shown = text if len(text) <= 40 else text[:37] + "..."
+            if len(text) > 20 and text.isascii() and text.lstrip("+-").isdigit():
+                self.fail(f"{shown} is out of range (valid: {self.low}..{self.high} {self.what})",
+                          param, ctx)
             try:
                 if len(text) > 20:
                     raise ValueError(text)
@@ -48,6 +51,33 @@ class Count(click.ParamType):  # type: ignore[type-arg]
                 f"{number} is out of range (valid: {self.low}..{self.high} {self.what})", param, ctx
             )
         return number
+
+
+class PowerOfTwo(Count):
+    """A Count that must be a power of two (a split virtqueue's size: virtio 1.2, 2.7 "Queue
+    Size ... must be a power of 2")."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        number = super().convert(value, param, ctx)
+        if number & (number - 1):
+            self.fail(
+                f"{number} is not a power of two (valid: 1, 2, 4, ... {self.high} {self.what}; "
+                "a split virtqueue's size is a power of two)", param, ctx
+            )
+        return number
+
+
+EXIT_CHECK = 3  # --check: the kernel dropped or refused the frame (README, "Exit status")
+
+
+def check_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--check: exit status EXIT_CHECK when ``what`` (the output is printed as usual)."""
+    return click.option(
+        "--check",
+        is_flag=True,
+        help=f"Exit with status {EXIT_CHECK} when {what} (for scripts; the output is the same). "
+        "Without it the status is 0 whatever the kernel does with the frame.",
+    )
 
 
 def kernel_option(f: Any) -> Any:

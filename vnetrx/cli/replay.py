@@ -13,6 +13,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.options import (
     BuildChoice,
     Count,
+    PowerOfTwo,
     build_options,
     kernel_option,
     load_profile,
@@ -76,7 +77,7 @@ PROGRESS_FROM = 20_000
 )
 @click.option(
     "--ring-size",
-    type=Count(1, MAX_RING_SIZE, "entries"),
+    type=PowerOfTwo(1, MAX_RING_SIZE, "entries"),
     default=256,
     show_default=True,
     help="Entries in the rx virtqueue (QEMU's rx_queue_size).",

@@ -10,12 +10,20 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.frame_options import frame_input, frame_options
-from vnetrx.cli.options import BuildChoice, Count, build_options, kernel_option, load_profile
+from vnetrx.cli.options import (
+    EXIT_CHECK,
+    BuildChoice,
+    Count,
+    build_options,
+    check_option,
+    kernel_option,
+    load_profile,
+)
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Trace
+from vnetrx.model import STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
@@ -46,7 +54,7 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 
 # what --load leaves to the saved trace's reader: how to print it (every other option describes
 # a new trace)
-_LOAD_KEEPS = ("load", "as_json", "svg", "html")
+_LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 
 
 @cli.command()
@@ -165,6 +173,8 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html")
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (schema vnetrx.trace/1)."
 )
+@check_option("no skb reaches the stack: the driver drops the frame, the write fails, or an "
+              "XDP program's verdict keeps it")
 @export_options
 @click.pass_context
 def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) -> None:
@@ -220,10 +230,13 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
         from vnetrx.render.json_out import render_trace
 
         sys.stdout.write(render_trace(result))
-        return
-    from vnetrx.render.text import print_trace, stdout_console
+    else:
+        from vnetrx.render.text import print_trace, stdout_console
 
-    print_trace(result, stdout_console())
+        print_trace(result, stdout_console())
+    if opts["check"] and result.outcome not in STACK_OUTCOMES:
+        sys.stdout.flush()
+        sys.exit(EXIT_CHECK)
 
 
 def _picture(result: Trace) -> Any:

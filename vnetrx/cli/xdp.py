@@ -36,9 +36,9 @@ def xdp() -> None:
               help="The device's MTU when attaching.")
 @click.option("--xdp-frags", is_flag=True,
               help="The program is loaded with BPF_F_XDP_HAS_FRAGS (multi-buffer, 6.3+).")
-@click.option("--queues", type=Count(1, MAX_QUEUE_PAIRS), default=1, show_default=True,
+@click.option("--queues", type=Count(1, MAX_QUEUE_PAIRS, "queue pairs"), default=1, show_default=True,
               help="max_queue_pairs (VIRTIO_NET_F_MQ).")
-@click.option("--cpus", type=Count(1, 8192), default=2, show_default=True,
+@click.option("--cpus", type=Count(1, 8192, "CPUs"), default=2, show_default=True,
               help="nr_cpu_ids of the guest.")
 @kernel_option
 @click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {xdp_json.SCHEMA}).")

@@ -57,7 +57,7 @@ def diff_renderable(d: TraceDiff) -> RenderableType:
         table.add_column("A", justify="right")
         table.add_column("B", justify="right")
         for field, a, b in d.fields:
-            table.add_row(field, str(a), str(b))
+            table.add_row(field, _cell(a), _cell(b))
         parts += [Text("Results that differ", style="bold underline"), table, Text()]
     parts.append(SideBySide(_side(d.a), _side(d.b)))
     return Group(*parts)
@@ -84,3 +84,13 @@ SIDE_BY_SIDE = 140  # two memory maps (bar, offset, size, region, note) of ~68 c
 
 def print_diff(d: TraceDiff, console: Console) -> None:
     console.print(diff_renderable(d))
+
+
+def _cell(value: object) -> str:
+    """A result value as the rest of the text output writes it: "-" where a side has none (no
+    skb, no XDP program), 0/1 for a flag (as the skb line prints l4_hash)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(int(value))
+    return str(value)

@@ -126,7 +126,7 @@ def _table(r: Ring, frames: Iterable[FrameRecord]) -> Text:
         f"{name:{align}{width}}" for (name, align), width in zip(_COLUMNS, widths, strict=True)
     )
     text.append(header.rstrip() + "\n", style="bold")
-    text.append("-" * len(header.rstrip()) + "\n", style="dim")
+    text.append("─" * len(header.rstrip()) + "\n", style="dim")  # as rich's SIMPLE_HEAD tables
     for row in rows:
         cells = [
             (f"{value:{align}{width}}", style)
@@ -147,8 +147,9 @@ def _ring_line(r: Ring, v: RingView, title: str) -> Text:
     text.append(f"{title}: ", style="bold")
     if v.ewma is not None:
         text.append(f"EWMA {v.ewma} · mergeable_rx_buffer_size {v.mergeable_rx_buffer_size} · ")
+    held = f"at {v.page}+{v.offset}" if v.page is not None else "holds no fragment page"
     text.append(
-        f"{v.allocator} at {v.page}+{v.offset} · {v.posted} posted ("
+        f"{v.allocator} {held} · {v.posted} posted ("
         + ", ".join(f"{n}×{size}" for size, n in v.posted_lens)
         + f"), {v.num_free} free · "
         f"{v.polls} poll(s), {v.fills} fill(s)"

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table as _RichTable
 
-from vnetrx.render.color import console_kwargs
+from vnetrx.render.console import console_on_stdout
 
 
 class Table(_RichTable):
@@ -22,7 +22,7 @@ class Table(_RichTable):
 def report_console(min_width: int = 0) -> Console:
     """A console on stdout, coloured as --color says, at least ``min_width`` columns wide (a
     report's table of predicted≠observed cells is laid out whole, never squeezed)."""
-    console = Console(highlight=False, **console_kwargs())
+    console = console_on_stdout()
     if console.width < min_width:
-        console = Console(highlight=False, **{**console_kwargs(), "width": min_width})
+        console = console_on_stdout(width=min_width)
     return console

@@ -290,6 +290,6 @@ def print_trace(trace: Trace, console: Console) -> None:
 
 def stdout_console() -> Console:
     """A console on stdout: colour as --color says (auto: a terminal without NO_COLOR)."""
-    from vnetrx.render.color import console_kwargs
+    from vnetrx.render.console import console_on_stdout
 
-    return Console(highlight=False, soft_wrap=True, **console_kwargs())
+    return console_on_stdout(soft_wrap=True)

@@ -121,7 +121,7 @@ class Viewer:
             ewma,
             None if ewma is None else self.buf_len(ewma),
             self.allocator,
-            self.label(cursor.page),
+            None if cursor.page < 0 else self.label(cursor.page),
             cursor.offset,
             cursor.size,
             len(posted),

@@ -132,7 +132,8 @@ class RingView(NamedTuple):
     ewma: int | None
     mergeable_rx_buffer_size: int | None  # /sys/class/net/<dev>/queues/rx-0/...; mergeable only
     allocator: str  # "page_frag" | "page_pool"
-    page: str  # label of the current backing page ("frag12")
+    page: str | None  # the current backing page ("frag12"); None: none held (page_pool,
+    # every buffer a whole page of its own)
     offset: int
     page_size: int
     posted: int

@@ -116,13 +116,19 @@ class Totals:
         d = self.to_dict()
         t = d["truesize"]
         drops = ", ".join(f"{n} {reason}" for reason, n in d["drops"].items()) or "none"
-        share = "-" if d["build_skb_share"] is None else f"{100 * d['build_skb_share']:.1f}%"
+        skbs = f"{d['skbs']} skbs"
+        if d["build_skb_share"] is not None:  # None: no skb was made (every frame dropped)
+            skbs += f" ({100 * d['build_skb_share']:.1f}% build_skb)"
+        truesize = f"truesize sum {t['sum']}"
+        if t["min"] is not None:
+            truesize += (f" (min {t['min']}, median {t['median']}, p99 {t['p99']}, "
+                         f"max {t['max']})")
+        if d["truesize_per_byte"] is not None:
+            truesize += f", {d['truesize_per_byte']} per frame byte"
         return (
-            f"{d['frames']} frames, {d['frame_bytes']} bytes; {d['skbs']} skbs ({share} "
-            f"build_skb), drops: {drops}; {d['bytes_copied']} bytes copied, "
-            f"{d['allocations']} allocations, {d['buffers']} buffers"
-            + (f" on {d['pages']} page(s)" if pages else "") + "; "
-            f"truesize sum {t['sum']} (min {t['min']}, median {t['median']}, p99 {t['p99']}, "
-            f"max {t['max']}), {d['truesize_per_byte']} per frame byte; "
+            f"{d['frames']} frames, {d['frame_bytes']} bytes; {skbs}, drops: {drops}; "
+            f"{d['bytes_copied']} bytes copied, {d['allocations']} allocations, "
+            f"{d['buffers']} buffers"
+            + (f" on {d['pages']} page(s)" if pages else "") + f"; {truesize}; "
             f"{d['frag_list_skbs']} frag_list skb(s)"
         )
