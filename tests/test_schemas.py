@@ -67,6 +67,10 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("diff", ["diff", "--", "--len", "100", "--", "--len", "100"], 0),  # the same trace twice
     ("diff", ["diff", "--", "--path", "tap", "--len", "1000", "--", "--path", "tap", "--len",
               "1000", "--blocking"], 0),
+    ("gro", ["trace", "--len", "1514", "--l4", "tcp4", "--mergeable", "--gro", "--segments",
+             "47", "--kernel", "6.12"], 0),  # frags, frag_list, -E2BIG, a lone skb after it
+    ("gro", ["trace", "--len", "300", "--l4", "tcp6", "--gro", "--segments", "3",
+             "--kernel", "5.12"], 0),  # small mode: heads stolen as frags
     ("headroom", ["headroom"], 0),
     ("headroom", ["headroom", "--kernel", "3.16", "--compare", "3.15"], 0),
     ("headroom", ["headroom", "--tcp", "--ipv6", "--payload", "100,9000"], 0),

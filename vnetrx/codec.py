@@ -16,7 +16,7 @@ Schema ledger:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetrx.errors import InputError, UnsupportedError, VnetrxError
 from vnetrx.files import parse_json
@@ -40,6 +40,9 @@ from vnetrx.model import (
     Value,
     XdpRun,
 )
+
+if TYPE_CHECKING:
+    from vnetrx.flow import FlowRun
 
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
@@ -157,6 +160,61 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         },
         "notes": list(t.notes),
         **({} if t.xdp is None else xdp_to_dict(t.xdp)),
+    }
+
+
+def flow_to_dict(run: FlowRun) -> dict[str, Any]:
+    """``vnetrx trace --gro``: the segments the driver made, what GRO did with each, the skbs
+    the stack receives (``len`` from the IP header, as net:netif_receive_skb reports it)."""
+    gro = run.gro
+    charged = sum(d.skb.truesize for d in gro.delivered)
+    return {
+        "schema": run.schema,
+        "kernel": kernel_to_dict(run.kernel),
+        "input": dict(run.input),
+        "path": run.path,
+        "limits": {"max_skb_frags": gro.max_skb_frags, "gro_max_size": gro.gro_max_size},
+        "segments": [
+            {
+                "frame": s.frame,
+                "outcome": s.outcome,
+                "head_frag": s.head_frag,
+                "len": s.skb.len,
+                "data_len": s.skb.data_len,
+                "headlen": s.skb.headlen,
+                "truesize": s.skb.truesize,
+                "nr_frags": s.skb.nr_frags,
+            }
+            for s in run.segments
+        ],
+        "steps": [
+            {
+                "frame": st.frame,
+                "result": str(st.result),
+                "how": str(st.how),
+                "payload": st.payload,
+                "delta_truesize": st.delta_truesize,
+                "len": st.len,
+                "truesize": st.truesize,
+                "nr_frags": st.nr_frags,
+                "frag_list": st.frag_list,
+            }
+            for st in gro.steps
+        ],
+        "delivered": [
+            {"frames": list(d.frames), "flush": str(d.flush), "segs": d.segs,
+             "skb": skb_to_dict(d.skb)}
+            for d in gro.delivered
+        ],
+        "totals": {
+            "segments": len(run.segments),
+            "skbs": len(gro.delivered),
+            "payload": run.payload,
+            "truesize_before": sum(s.skb.truesize for s in run.segments),
+            "truesize": charged,
+            "truesize_per_payload_byte": round(charged / run.payload, 4) if run.payload else None,
+        },
+        "notes": list(run.notes),
     }
 
 

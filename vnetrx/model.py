@@ -10,6 +10,7 @@ from vnetrx.records import NamedTuple
 
 Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 
+GRO_SCHEMA = "vnetrx.gro/1"  # vnetrx trace --gro (vnetrx.flow)
 TRACE_SCHEMA = "vnetrx.trace/1"  # a Trace's ``schema``: the JSON document codec makes of it
 
 
@@ -48,6 +49,41 @@ class XdpMode(Label):
 
     NATIVE = "native"  # in the driver, on its xdp_buff
     GENERIC = "generic"  # do_xdp_generic, on an skb already built
+
+
+class GroResult(Label):
+    """vnetrx trace --gro: enum gro_result, as the net:napi_gro_receive_exit tracepoint prints it."""
+
+    MERGED = "merged"  # GRO_MERGED (0): chained on the held skb's frag_list
+    MERGED_FREE = "merged_free"  # GRO_MERGED_FREE (1): its frags (and head) moved, skb freed
+    HELD = "held"  # GRO_HELD (2): the first skb of a flow, waiting for more
+    NORMAL = "normal"  # GRO_NORMAL (3): to the stack as it is
+
+
+class GroHow(Label):
+    """vnetrx trace --gro: why an input got its GroResult."""
+
+    FIRST = "first"  # no held skb of this flow: held, gso_size = its payload (the mss)
+    FRAGS = "frags"  # skb_gro_receive: the payload is in frags; they move to the held skb
+    HEAD_FRAG = "head_frag"  # skb_gro_receive: a page-fragment head becomes a frag too
+    FRAG_LIST = "frag_list"  # skb_gro_receive: chained (frags would pass MAX_SKB_FRAGS, or a
+    # linear payload in a kmalloc'd head)
+    AFTER_E2BIG = "after_e2big"  # p->len + len >= gro_max_size: the held skb was completed and
+    # this one is held in its place
+    AFTER_LONGER = "after_longer"  # len > mss: not merged; the held skb completed, this one held
+    GSO = "gso"  # a GSO skb with SKB_GSO_DODGY: flushed, delivered alone
+
+
+class GroFlush(Label):
+    """Why a held skb was completed (napi_gro_complete) and handed to the stack."""
+
+    SHORT = "short"  # tcp_gro_receive: a merged segment shorter than mss ends the aggregate
+    E2BIG = "e2big"  # the next segment would reach gro_max_size
+    LONGER = "longer"  # the next segment is longer than mss
+    GSO = "gso"  # a GSO skb of the flow arrived (flush set by dev_gro_receive)
+    POLL_END = "poll_end"  # napi_complete_done after a poll below budget: everything flushed
+    BUDGET = "budget"  # __napi_poll after a whole budget, HZ < 1000: everything flushed
+    NOT_HELD = "not_held"  # a GRO_NORMAL skb: never held
 
 
 class Refusal(NamedTuple):

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from vnetrx.model import SKB_FIELDS, TRACE_SCHEMA, XDP_FIELDS, Outcome, Path
+from vnetrx.model import (
+    GRO_SCHEMA,
+    SKB_FIELDS,
+    TRACE_SCHEMA,
+    XDP_FIELDS,
+    GroFlush,
+    GroHow,
+    GroResult,
+    Outcome,
+    Path,
+)
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 BASE = "https://vnetrx.invalid/schema/"
@@ -730,8 +740,35 @@ XDP_CHECK = _obj(
     }
 )
 
+# vnetrx trace --gro (vnetrx.flow, vnetrx.paths.gro)
+_GRO_STEP = _obj({"frame": _NAT, "result": {"enum": [r.value for r in GroResult]},
+                  "how": {"enum": [h.value for h in GroHow]}, "payload": _NAT,
+                  "delta_truesize": _NAT, "len": _NAT, "truesize": _NAT, "nr_frags": _NAT,
+                  "frag_list": _NAT})
+GRO = _obj(
+    {
+        "schema": {"const": GRO_SCHEMA},
+        "kernel": KERNEL,
+        "input": {"type": "object", "additionalProperties": _SCALAR},
+        "path": {"enum": [p.value for p in Path]},
+        "limits": _obj({"max_skb_frags": _NAT, "gro_max_size": _NAT}),
+        "segments": _arr(_obj({"frame": _NAT, "outcome": {"enum": _OUTCOMES},
+                               "head_frag": _BOOL, "len": _NAT, "data_len": _NAT,
+                               "headlen": _NAT, "truesize": _NAT, "nr_frags": _NAT})),
+        "steps": _arr(_GRO_STEP),
+        "delivered": _arr(_obj({"frames": _arr(_NAT),
+                                "flush": {"enum": [f.value for f in GroFlush]},
+                                "segs": _NAT, "skb": SKB})),
+        "totals": _obj({"segments": _NAT, "skbs": _NAT, "payload": _NAT,
+                        "truesize_before": _NAT, "truesize": _NAT,
+                        "truesize_per_payload_byte": _nullable({"type": "number"})}),
+        "notes": _arr(_STR),
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
+    "gro": (GRO_SCHEMA, GRO),
     "diff": ("vnetrx.diff/1", DIFF),
     "headroom": ("vnetrx.headroom/1", HEADROOM),
     "layout": ("vnetrx.layout/1", LAYOUT),

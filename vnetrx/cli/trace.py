@@ -22,6 +22,7 @@ from vnetrx.cli.options import (
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
+from vnetrx.flow import MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
@@ -118,6 +119,21 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     default=0,
     help="Which posted buffer the frame lands in, counted from a fresh page (0): e.g. 20 is "
     "the 21st buffer of a 32 KiB page_frag page, which absorbs the leftover hole.",
+)
+@click.option(
+    "--gro",
+    is_flag=True,
+    help="virtio: send a TCP flow of --segments frames of this shape (--l4 tcp4|tcp6 or a TCP "
+    "--frame) into the next posted buffers, then through GRO: what each segment became "
+    "(held, its frags moved, its head stolen as a frag, chained on frag_list, flushed) and the "
+    "skbs the stack receives (schema vnetrx.gro/1 with --json).",
+)
+@click.option(
+    "--segments",
+    type=Count(1, MAX_SEGMENTS, "segments"),
+    default=2,
+    show_default=True,
+    help="With --gro: the flow's segments (polls of up to 64, the NAPI budget).",
 )
 @frame_options
 @tap_options
@@ -218,6 +234,11 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --load t.json                       # the same text, from the file
       vnetrx trace --len 1000 --xdp tx --json | vnetrx trace --load -
     """
+    if opts["gro"]:
+        _gro(ctx, path, frame_len, opts)
+        return
+    if ctx.get_parameter_source("segments") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--segments goes with --gro (a flow of segments through GRO)")
     result = _run(ctx, path, frame_len, opts)
     export_pictures(
         lambda: _picture(result),
@@ -237,6 +258,36 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
     if opts["check"] and result.outcome not in STACK_OUTCOMES:
         sys.stdout.flush()
         sys.exit(EXIT_CHECK)
+
+
+def _gro(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> None:
+    """``--gro``: the flow through virtio-net's receive path and GRO."""
+    if path != "virtio":
+        raise click.UsageError(
+            "--gro applies to --path virtio: a tap write reaches GRO only with IFF_NAPI, "
+            "which vnetrx does not model yet"
+        )
+    clash = _given(ctx, ("load", "svg", "html", "check"))
+    if clash:
+        raise click.UsageError(f"{', '.join(clash)} does not go with --gro")
+    from vnetrx.flow import virtio_flow
+
+    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
+    profile = load_profile(opts["kernel"], opts["config"], choice)
+    frame = frame_input(frame_len, opts)
+    if frame.headers is None:
+        raise InputError("--gro needs a TCP frame: add --l4 tcp4|tcp6 or --frame FILE")
+    run = virtio_flow(profile, virtio_setup(frame_len, opts), frame.headers, opts["segments"])
+    if opts["as_json"]:
+        from vnetrx.codec import flow_to_dict
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(flow_to_dict(run)))
+        return
+    from vnetrx.render.gro_text import flow_renderable
+    from vnetrx.render.text import stdout_console
+
+    stdout_console().print(flow_renderable(run))
 
 
 def _picture(result: Trace) -> Any:

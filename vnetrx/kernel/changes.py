@@ -619,6 +619,27 @@ UDP_MAX_SEGMENTS_128 = Change(
     note="64 in 6.8.0, 128 in 6.11.11",
 )
 
+GRO_GSO_TCP_AGGREGATED = Change(
+    key="gro_gso_tcp_aggregated",
+    subject="gro: add support of (hw)gro packets to gro stack",
+    commit="5eddb24901ee",
+    since=v("6.1"),
+    summary="dev_gro_receive counts a GSO skb as gso_segs segments and lets TCP GSO skbs be "
+    "aggregated (before: every GSO skb is flushed, skb_is_gso); SKB_GSO_DODGY ones included, "
+    "so a GSO frame from a virtio_net_hdr merges",
+    note="5.18.19 still flushes every GSO skb and 6.1.0 has the new rule "
+    "(../shared/reference/gro-vhost-captures.md §1.2); 6.0 was not read",
+)
+GRO_DODGY_FLUSH = Change(
+    key="gro_dodgy_flush",
+    subject="gro: take care of DODGY packets",
+    commit="7871f54e3dee",
+    since=v("6.2"),
+    summary="dev_gro_receive flushes a GSO skb that is not TCP or carries SKB_GSO_DODGY (every "
+    "GSO skb virtio_net_hdr_to_skb builds): it is delivered alone, never merged",
+    backports=(v("6.1.7"),),
+)
+
 CHANGES: tuple[Change, ...] = (
     UDP_UFO,
     TX_NEEDED_HEADROOM,
@@ -673,4 +694,6 @@ CHANGES: tuple[Change, ...] = (
     VNET_HDR_TRANSPORT_FLOOR,
     VNET_HDR_TCP_MIN_GSO_SIZE,
     UDP_MAX_SEGMENTS_128,
+    GRO_GSO_TCP_AGGREGATED,
+    GRO_DODGY_FLUSH,
 )

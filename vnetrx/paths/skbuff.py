@@ -83,6 +83,7 @@ class Head(NamedTuple):
     label: str
     size: int  # bytes of the allocation, skb_shared_info included
     truesize: int
+    frag: bool = False  # skb->head_frag: a page fragment (GRO can steal it as a frag), not kmalloc
 
 
 @lru_cache(maxsize=4096)  # a tap sweep asks for every head size
@@ -107,7 +108,8 @@ def napi_alloc_head(k: KernelProfile, length: int) -> Head:
         and length <= skb_with_overhead(k, 1024)
     ):
         return Head(
-            "1 KiB slice of the napi page_frag (page_frag_alloc_1k)", 1024, 1024 + k.sk_buff_aligned
+            "1 KiB slice of the napi page_frag (page_frag_alloc_1k)", 1024, 1024 + k.sk_buff_aligned,
+            frag=True,
         )
     small_limit = small_head_cache_size(k) if k.has(SMALL_HEAD_GRO_SIZED) else 1024
     if length <= skb_with_overhead(k, small_limit) or length > skb_with_overhead(
@@ -115,7 +117,7 @@ def napi_alloc_head(k: KernelProfile, length: int) -> Head:
     ):
         return kmalloc_reserve(k, length)
     frag = skb_head_align(k, length)  # napi_alloc_frag() + __napi_build_skb()
-    return Head(f"napi page_frag ({frag} B)", frag, frag + k.sk_buff_aligned)
+    return Head(f"napi page_frag ({frag} B)", frag, frag + k.sk_buff_aligned, frag=True)
 
 
 def skb_from_head(k: KernelProfile, head: Head) -> Skb:

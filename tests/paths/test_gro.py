@@ -1,0 +1,160 @@
+"""vnetrx/paths/gro.py: dev_gro_receive / skb_gro_receive / tcp_gro_receive / napi_gro_complete
+on one TCP flow. The expected numbers come from the kernel source (net/core/gro.c
+skb_gro_receive @6.1-6.18: case A delta = truesize - SKB_TRUESIZE(skb_end_offset), case B delta
+= truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff)) = truesize - 256, case C delta = truesize)
+and from the worked example of ../shared/reference/gro-vhost-captures.md §1.4, computed there
+by hand, not by this code."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from vnetrx.errors import InputError
+from vnetrx.kernel.registry import lookup
+from vnetrx.model import Frag, GroFlush, GroHow, GroResult, Skb
+from vnetrx.paths.gro import Segment, gro_receive
+
+K61 = lookup("6.1")
+MSS = 1448
+HEADERS = 52  # IPv4 20 + TCP 32 (timestamps)
+
+
+def copied(frame: int, payload: int = MSS) -> Segment:
+    """A 6.1 mergeable copy-path skb as the worked example has it: after eth_type_trans no
+    linear bytes (page_to_skb copied only ETH_HLEN), the rest in one 1536-byte buffer's frag;
+    head: a 1 KiB slice of the napi page_frag (end 704: SKB_TRUESIZE(704) = 1280)."""
+    length = HEADERS + payload
+    skb = Skb(head="1 KiB slice", head_size=1024, data=78, tail=78, end=704, len=length,
+              data_len=length, truesize=1280 + 1536, nr_frags=1,
+              frags=(Frag(f"frag{frame}", 26, length, 1536),))
+    return Segment(frame, skb, True, False, 20, 32)
+
+
+def built(frame: int, payload: int = MSS, truesize: int = 2176) -> Segment:
+    """A 6.12 small-mode build_skb skb: the whole frame linear in a page-fragment head."""
+    length = HEADERS + payload
+    skb = Skb(head="the rx buffer (build_skb)", head_size=1920, data=90, tail=90 + length,
+              end=1600, len=length, data_len=0, truesize=truesize)
+    return Segment(frame, skb, True, False, 20, 32, page=f"frag{frame}", page_offset=0)
+
+
+def run(segments: list[Segment], per_poll: int = 64):  # type: ignore[no-untyped-def]
+    polls = [segments[i:i + per_poll] for i in range(0, len(segments), per_poll)]
+    return gro_receive(K61, polls)
+
+
+def test_the_worked_example_45_segments_make_one_skb() -> None:
+    # §1.4: segments 2-17 take case A (+1536), 18 is chained (+2816), 19-34 fill its frags,
+    # 35 is chained, 36-45 fill its frags; 46 would reach 66,660 >= 65,536
+    r = run([copied(i) for i in range(46)])
+    first, second = r.delivered
+    skb = first.skb
+    assert first.frames == tuple(range(45)) and first.flush is GroFlush.E2BIG
+    assert skb.len == 65212 and skb.gso_size == MSS and skb.gso_segs == 45
+    assert skb.truesize == 3 * 2816 + 42 * 1536 == 72960
+    assert skb.nr_frags == 17 and len(skb.frag_list) == 2
+    assert [len(m.frags) for m in skb.frag_list] == [17, 11]
+    assert skb.ip_summed == 3 and skb.gso_type_names == ("SKB_GSO_TCPV4",)
+    assert second.frames == (45,) and r.steps[45].how is GroHow.AFTER_E2BIG
+
+
+def test_the_held_skb_gets_its_headers_pulled_from_frag0() -> None:
+    # gro_pull_from_frag0: 52 header bytes copied to the linear area, frags[0] shrinks by 52
+    r = run([copied(0), copied(1)])
+    skb = r.delivered[0].skb
+    assert skb.headlen == HEADERS and skb.data_len == 2 * MSS
+    assert skb.frags[0] == Frag("frag0", 26 + HEADERS, MSS, 1536)
+    # the merged segment's frag is trimmed by skb_gro_offset - headlen = 52 (not pulled)
+    assert skb.frags[1] == Frag("frag1", 26 + HEADERS, MSS, 1536)
+
+
+@pytest.mark.parametrize(("count", "chained"), [(17, 0), (18, 1)])
+def test_max_skb_frags_boundary(count: int, chained: int) -> None:
+    # the held skb has 1 frag after the pull; 16 more fit (17 = MAX_SKB_FRAGS), the 18th
+    # segment is chained on frag_list
+    skb = run([copied(i) for i in range(count)]).delivered[0].skb
+    assert skb.nr_frags == 17 and len(skb.frag_list) == chained
+
+
+def test_e2big_boundary_is_p_len_plus_len_reaching_65536() -> None:
+    # p->len + len >= gro_max_size: 52 + 2 * 32742 = 65536 refuses the second segment,
+    # 52 + 2 * 32741 = 65534 merges it
+    refused = run([built(0, 32742, 34000), built(1, 32742, 34000)])
+    assert len(refused.delivered) == 2 and refused.delivered[0].flush is GroFlush.E2BIG
+    merged = run([built(0, 32741, 34000), built(1, 32741, 34000)])
+    assert len(merged.delivered) == 1 and merged.delivered[0].skb.len == 52 + 2 * 32741
+
+
+def test_a_page_fragment_head_is_stolen_as_a_frag() -> None:
+    # case B: first frag = the head's page from data + offset, size headlen - offset;
+    # delta = 2176 - 256 = 1920
+    r = run([built(0), built(1)])
+    assert r.steps[1].how is GroHow.HEAD_FRAG and r.steps[1].delta_truesize == 1920
+    assert r.steps[1].result is GroResult.MERGED_FREE
+    skb = r.delivered[0].skb
+    assert skb.truesize == 2176 + 1920 and skb.nr_frags == 1
+    assert skb.frags == (Frag("frag1", 90 + HEADERS, MSS, 1920),)
+    assert skb.headlen == HEADERS + MSS  # the held skb keeps its linear payload
+
+
+def test_a_linear_payload_in_a_kmalloc_head_is_chained() -> None:
+    seg = built(1)
+    kmalloc = seg._replace(head_frag=False)
+    r = run([built(0), kmalloc])
+    assert r.steps[1].how is GroHow.FRAG_LIST and r.steps[1].result is GroResult.MERGED
+    assert r.steps[1].delta_truesize == 2176
+    assert r.delivered[0].skb.frag_list[0].len == MSS
+
+
+def test_a_lone_skb_leaves_without_gso_and_validated() -> None:
+    # napi_gro_complete: count 1 → gso_size 0; CHECKSUM_NONE validated → UNNECESSARY
+    (only,) = run([copied(0)]).delivered
+    assert only.skb.gso_size == 0 and only.skb.gso_segs == 0 and only.skb.ip_summed == 1
+    assert only.flush is GroFlush.POLL_END and only.segs == 1
+
+
+def test_an_aggregate_is_checksum_partial_at_the_tcp_header() -> None:
+    skb = run([copied(0), copied(1)]).delivered[0].skb
+    assert (skb.ip_summed, skb.csum_start, skb.csum_offset) == (3, 78 + 20, 16)
+    assert skb.gso_segs == 2 and skb.gso_type == 1
+
+
+def test_a_short_segment_is_merged_and_ends_the_aggregate() -> None:
+    r = run([copied(0), copied(1, 1000), copied(2)])
+    assert [d.frames for d in r.delivered] == [(0, 1), (2,)]
+    assert r.delivered[0].flush is GroFlush.SHORT
+
+
+def test_a_longer_segment_is_not_merged_and_held_anew() -> None:
+    r = run([copied(0, 1000), copied(1)])
+    assert [d.frames for d in r.delivered] == [(0,), (1,)]
+    assert r.delivered[0].flush is GroFlush.LONGER and r.steps[1].how is GroHow.AFTER_LONGER
+
+
+def test_a_gso_skb_flushes_the_flow_and_goes_alone() -> None:
+    gso = copied(1)
+    gso = gso._replace(skb=gso.skb._replace(gso_size=MSS, gso_type=1 | 2))  # TCPV4 | DODGY
+    r = run([copied(0), gso, copied(2)])
+    assert [d.frames for d in r.delivered] == [(0,), (1,), (2,)]
+    assert r.delivered[0].flush is GroFlush.GSO and r.steps[1].result is GroResult.NORMAL
+
+
+def test_6_1_0_to_6_1_6_aggregate_dodgy_gso_and_are_refused() -> None:
+    gso = copied(0)
+    gso = gso._replace(skb=gso.skb._replace(gso_size=MSS, gso_type=1 | 2))
+    with pytest.raises(InputError, match=re.escape("6.1.0-6.1.6")):
+        gro_receive(lookup("6.1.6"), [[gso]])
+    assert gro_receive(lookup("6.1.7"), [[gso]]).delivered[0].flush is GroFlush.NOT_HELD
+
+
+@pytest.mark.parametrize(("count", "flushes"), [
+    (64, [GroFlush.BUDGET]),
+    (63, [GroFlush.POLL_END]),
+    (65, [GroFlush.BUDGET, GroFlush.POLL_END]),
+])
+def test_a_whole_budget_flushes_at_the_poll(count: int, flushes: list[GroFlush]) -> None:
+    # 100-byte payloads: no -E2BIG (52 + 65 * 100 < 65536), frag_list past 17 frags
+    r = run([built(i, 100, 1000) for i in range(count)])
+    assert [d.flush for d in r.delivered] == flushes

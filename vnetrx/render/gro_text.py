@@ -1,0 +1,113 @@
+"""``vnetrx trace --gro`` as text: each segment as the driver built it and what GRO did with it,
+then each skb the stack receives, with its frags and frag_list. Reads the records only."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from vnetrx.flow import FlowRun
+from vnetrx.model import IP_SUMMED, Skb
+from vnetrx.model import GroFlush as Flush
+from vnetrx.model import GroHow as How
+from vnetrx.paths.gro import Delivered
+from vnetrx.render.tables import Table
+
+HOW = {
+    How.FIRST: "the first of the flow, held (gso_size = its payload: the mss)",
+    How.FRAGS: "its frags moved to the held skb's last (NAPI_GRO_FREE)",
+    How.HEAD_FRAG: "its page-fragment head became a frag, then its frags (NAPI_GRO_FREE_STOLEN_HEAD)",
+    How.FRAG_LIST: "chained whole on frag_list (no room left in MAX_SKB_FRAGS, or linear payload "
+    "in a kmalloc'd head)",
+    How.AFTER_E2BIG: "held in place of the held skb, which it would have taken past "
+    "gro_max_size (-E2BIG)",
+    How.AFTER_LONGER: "held in place of the held skb: longer than the flow's mss",
+    How.GSO: "to the stack alone: a GSO skb (SKB_GSO_DODGY) is never merged",
+}
+FLUSH = {
+    Flush.SHORT: "a segment shorter than the mss ended it (tcp_gro_receive)",
+    Flush.E2BIG: "the next segment would reach gro_max_size (skb_gro_receive: -E2BIG)",
+    Flush.LONGER: "the next segment was longer than the mss (tcp_gro_receive)",
+    Flush.GSO: "a GSO skb of the flow arrived (dev_gro_receive sets flush)",
+    Flush.POLL_END: "the poll ended below its budget (napi_complete_done flushes everything)",
+    Flush.BUDGET: "the poll used its whole budget (__napi_poll flushes everything, HZ < 1000)",
+    Flush.NOT_HELD: "never held (GRO_NORMAL)",
+}
+
+
+def flow_renderable(run: FlowRun) -> RenderableType:
+    frame_len = dict(run.input)["frame_len"]
+    l4 = dict(run.input)["l4"]
+    title = Text()
+    title.append(f"{run.path}", style="bold cyan")
+    title.append(f" on Linux {run.kernel.name}", style="bold")
+    title.append(f": {len(run.segments)} segments of a {frame_len}-byte {l4} frame, then GRO "
+                 f"(MAX_SKB_FRAGS {run.gro.max_skb_frags}, gro_max_size {run.gro.gro_max_size})")
+    parts: list[RenderableType] = [title, Text(), _steps(run)]
+    hows = {step.how for step in run.gro.steps}
+    parts.extend(Text(f"  {how}: {HOW[how]}", style="dim") for how in How if how in hows)
+    parts.append(Text())
+    parts.append(Text("What the stack receives (napi_gro_complete, then netif_receive_skb; len "
+                      "from the IP header)", style="bold"))
+    for n, d in enumerate(run.gro.delivered, 1):
+        parts.append(_delivered(n, d))
+    parts.append(_totals(run))
+    parts.extend(Text(f"note: {note}", style="yellow") for note in run.notes)
+    return Group(*parts)
+
+
+def _steps(run: FlowRun) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for name in ("#", "driver", "len", "headlen", "truesize", "head_frag", "GRO", "how",
+                 "payload", "+truesize", "p len", "p truesize", "frags", "frag_list"):
+        table.add_column(name, justify="left" if name in ("driver", "GRO", "how") else "right",
+                         no_wrap=True)
+    for seg, step in zip(run.segments, run.gro.steps, strict=True):
+        table.add_row(
+            str(seg.frame), seg.outcome, str(seg.skb.len), str(seg.skb.headlen),
+            str(seg.skb.truesize), "yes" if seg.head_frag else "no",
+            str(step.result), str(step.how), str(step.payload),
+            str(step.delta_truesize) if step.delta_truesize else "-", str(step.len),
+            str(step.truesize), str(step.nr_frags), str(step.frag_list),
+        )
+    return table
+
+
+def _delivered(n: int, d: Delivered) -> Text:
+    s = d.skb
+    first, last = d.frames[0], d.frames[-1]
+    frames = f"frame {first}" if first == last else f"frames {first}-{last}"
+    text = Text()
+    text.append(f"skb {n}: {frames} ({d.segs} segment{'s' if d.segs > 1 else ''}); ",
+                style="bold")
+    text.append(f"completed: {FLUSH[d.flush]}\n")
+    text.append(f"  len {s.len}  data_len {s.data_len}  headlen {s.headlen}  truesize "
+                f"{s.truesize}  nr_frags {s.nr_frags}  frag_list {len(s.frag_list)}\n")
+    gso = " | ".join(s.gso_type_names) or "0"
+    text.append(f"  gso_size {s.gso_size}  gso_segs {s.gso_segs}  gso_type {gso}  ip_summed "
+                f"{s.ip_summed} ({IP_SUMMED[s.ip_summed]})")
+    if s.csum_start is not None:
+        text.append(f"  csum_start {s.csum_start}  csum_offset {s.csum_offset}")
+    text.append("\n")
+    text.append_text(_frags(s))
+    return text
+
+
+def _frags(s: Skb) -> Text:
+    text = Text()
+    if s.frags:
+        text.append("  frags: " + ", ".join(f"{f.page}+{f.offset} {f.size} B" for f in s.frags)
+                    + "\n", style="dim")
+    for i, member in enumerate(s.frag_list):
+        text.append(f"  frag_list[{i}]: len {member.len}  truesize {member.truesize}  nr_frags "
+                    f"{len(member.frags)}\n", style="dim")
+    return text
+
+
+def _totals(run: FlowRun) -> Text:
+    before = sum(seg.skb.truesize for seg in run.segments)
+    after = sum(d.skb.truesize for d in run.gro.delivered)
+    per = f", {after / run.payload:.3f} per payload byte" if run.payload else ""
+    return Text(f"totals: {len(run.segments)} segments → {len(run.gro.delivered)} skb(s); "
+                f"{run.payload} payload bytes; truesize {before} before GRO, {after} after{per}")
