@@ -1,32 +1,61 @@
-"""A TCP flow through a receive path and then GRO (``vnetrx trace --gro --segments N``).
+"""A TCP flow through a receive path and then GRO (``vnetrx trace --gro``).
 
-N segments of the traced frame's shape arrive back to back: each lands in the next posted
-buffer (``buffer_index`` + i, carved from a fresh page as add_recvbuf_* would; big mode: a page
-chain each) and is decided by
-the receive path alone; the skbs then go through GRO (vnetrx.paths.gro) in NAPI polls of up to
-64 (a device that writes the burst before one interrupt: vhost-net's used-ring update). Core
-only: no click, no rich.
+virtio-net: N segments of the traced frame's shape arrive back to back; each lands in the next
+posted buffer (``buffer_index`` + i, carved from a fresh page as add_recvbuf_* would; big mode: a
+page chain each) and is decided by the receive path alone; the skbs then go through GRO
+(vnetrx.paths.gro) in NAPI polls of up to 64 (a device that writes the burst before one interrupt:
+vhost-net's used-ring update). tun/tap: each write(2) goes through tun_get_user, and a tap with
+IFF_NAPI polls it as its NAPI mode says (``TAP_NAPI``). Core only: no click, no rich.
 """
 
 from __future__ import annotations
 
-from vnetrx.engine import trace_virtio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import GRO_SCHEMA, Outcome, Skb, Value
-from vnetrx.packet import Headers
+from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
-from vnetrx.paths.gro import NAPI_POLL_WEIGHT, GroRun, Segment, gro_receive
+from vnetrx.paths.gro import (
+    NAPI_POLL_WEIGHT,
+    GroLimits,
+    GroRun,
+    Segment,
+    gro_receive,
+    parse_tcp,
+    udp_checksum_validated,
+)
 from vnetrx.records import NamedTuple
+
+if TYPE_CHECKING:
+    from vnetrx.paths.tun import TapSetup
 
 MAX_SEGMENTS = 4096
 
-NOTES = (
-    "segments of one TCP flow, contiguous, flags ACK only, the same options and ack_seq, "
-    "incrementing IPv4 IDs with DF (a Linux sender), correct checksums",
+VIRTIO_NOTES = (
     "skb->hash is 0 before GRO (no HASH_REPORT): every flow is in GRO bucket 0",
     "the device writes the burst before one interrupt: polls of up to 64 (NAPI_POLL_WEIGHT); a "
     "poll that uses its whole budget flushes everything (HZ < 1000: Debian's 250)",
+)
+# How a tap with IFF_NAPI polls (tun_get_user queues the skb on the tfile's NAPI and schedules
+# it; write() passes more = false, so every write schedules a poll). Each checked on 6.18.44
+# (tests/data/gro).
+TAP_NAPI = {
+    "write": "IFF_NAPI as the kernel sets it up: every write(2) is polled at once, in the softirq "
+    "its local_bh_enable() runs, one skb a poll, and napi_complete_done flushes it: nothing "
+    "merges",
+    "timeout": "gro_flush_timeout > 0 (/sys/class/net/DEV/gro_flush_timeout): napi_complete_done "
+    "keeps the skbs held in the current jiffy and arms the timer, so writes within one jiffy "
+    "(4 ms at HZ 250) merge and the timer's poll flushes them (assumed: the whole burst lands "
+    "within one jiffy)",
+    "threaded": "threaded NAPI (/sys/class/net/DEV/threaded) with the writer and the napi kthread "
+    "pinned to one CPU: the kthread polls the queued writes, up to 64 a poll",
+}
+TAP_NOTES = (
+    "skb->hash is 0 before GRO (tun does not set it): every flow is in GRO bucket 0",
+    "HZ < 1000 (Debian's 250): a poll that uses its whole budget (64) flushes everything",
 )
 
 
@@ -56,24 +85,25 @@ class FlowRun(NamedTuple):
         return sum(step.payload for step in self.gro.steps)
 
 
-def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, headers: Headers,
-                count: int) -> FlowRun:
-    """``count`` segments of ``setup``'s frame (whose headers are ``headers``) through
-    virtio-net's receive path, then GRO."""
+def check_segments(count: int) -> None:
     if not 1 <= count <= MAX_SEGMENTS:
         raise InputError(f"--segments {count} out of range (valid: 1..{MAX_SEGMENTS})")
-    if not headers.tcp:
-        raise InputError(
-            "--gro needs a TCP frame (--l4 tcp4|tcp6, or --frame with one): GRO merges TCP "
-            "segments; plain UDP is not merged without a UDP GRO socket"
-        )
+
+
+def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Sequence[bytes],
+                limits: GroLimits | None = None) -> FlowRun:
+    """``frames`` (e.g. packet.tcp_flow_frames of the traced frame) received by virtio-net
+    with ``setup``'s device, one a buffer, then GRO."""
+    check_segments(len(frames))
+    limits = limits or GroLimits()
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
-    segments = []
-    path = ""
     # big mode posts page chains from rq->pages: every segment gets the same kind of chain
     step = 0 if c.mode == "big" else 1
-    for i in range(count):
-        trace = trace_virtio(k, setup._replace(buffer_index=setup.buffer_index + i * step))
+    segments, gro_segments = [], []
+    path = ""
+    for i, frame in enumerate(frames):
+        trace = trace_virtio(k, setup._replace(frame_len=len(frame),
+                                               buffer_index=setup.buffer_index + i * step))
         path = trace.path
         if trace.skb is None or trace.buffer is None or trace.outcome not in (
             Outcome.BUILD_SKB, Outcome.COPY
@@ -85,20 +115,17 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, headers: Head
         # build_skb wraps the rx buffer (a page fragment: head_frag); a copy's head comes from
         # napi_alloc_skb, a page fragment or kmalloc as its size says
         head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(FlowSegment(i, trace.outcome, trace.skb, head_frag, trace.buffer.page,
-                                    trace.buffer.page_offset))
-    gro_segments = [
-        Segment(s.frame, s.skb, s.head_frag, headers.ipv6, headers.transport - headers.network,
-                headers.transport_len, s.buffer_page, s.buffer_offset)
-        for s in segments
-    ]
-    polls = [gro_segments[i:i + NAPI_POLL_WEIGHT]
-             for i in range(0, len(gro_segments), NAPI_POLL_WEIGHT)]
-    run = gro_receive(k, polls)
+        seg = FlowSegment(i, trace.outcome, trace.skb, head_frag, trace.buffer.page,
+                          trace.buffer.page_offset)
+        segments.append(seg)
+        gro_segments.append(_segment(seg, frame))
+    # each poll ends with napi_complete_done, which flushes everything: a run per poll
+    runs = [[gro_segments[i:i + NAPI_POLL_WEIGHT]]
+            for i in range(0, len(gro_segments), NAPI_POLL_WEIGHT)]
+    run = gro_receive(k, runs, limits=limits)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", setup.frame_len),
-        ("l4", headers.l4),
-        ("segments", count),
+        ("frame_len", len(frames[0])),
+        ("segments", len(frames)),
         ("mergeable", setup.mergeable),
         ("guest_gso", setup.guest_gso),
         ("mtu", setup.mtu),
@@ -106,5 +133,63 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, headers: Head
         ("buffer_index", setup.buffer_index),
         ("hdr", None if setup.hdr is None else setup.hdr.to_bytes(c.hdr_len).hex()),
         ("xdp", setup.xdp),
+        ("gro_max_size", limits.gro_max_size),
+        ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
     )
-    return FlowRun(GRO_SCHEMA, k, path, inputs, tuple(segments), run, NOTES)
+    return FlowRun(GRO_SCHEMA, k, path, inputs, tuple(segments), run, VIRTIO_NOTES)
+
+
+def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
+             napi: str, gro: bool = True, limits: GroLimits | None = None) -> FlowRun:
+    """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
+    with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI)."""
+    if napi not in TAP_NAPI:
+        raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
+    check_segments(len(writes))
+    limits = limits or GroLimits()
+    segments, gro_segments = [], []
+    for i, (hdr, frame) in enumerate(writes):
+        trace = trace_tap(k, setup._replace(frame_len=len(frame),
+                                            hdr=setup.hdr if hdr is None else hdr))
+        if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
+            raise InputError(
+                f"write {i} does not reach GRO: {trace.outcome}"
+                + (f" ({trace.reason})" if trace.reason else "")
+            )
+        # tun_build_skb: build_skb on a page fragment (head_frag); tun_alloc_skb: a kmalloc'd
+        # head from sock_alloc_send_pskb
+        seg = FlowSegment(i, trace.outcome, trace.skb, trace.outcome == Outcome.BUILD_SKB,
+                          trace.buffer.page if trace.buffer is not None else "task_frag",
+                          trace.buffer.page_offset if trace.buffer is not None else 0)
+        segments.append(seg)
+        gro_segments.append(_segment(seg, frame))
+    if napi == "timeout":
+        runs = [[[s] for s in gro_segments]]
+        end = GroFlush.TIMER
+    elif napi == "threaded":
+        runs = [[gro_segments[i:i + NAPI_POLL_WEIGHT]]
+                for i in range(0, len(gro_segments), NAPI_POLL_WEIGHT)]
+        end = GroFlush.POLL_END
+    else:
+        runs = [[[s]] for s in gro_segments]
+        end = GroFlush.POLL_END
+    run = gro_receive(k, runs, end=end, gro=gro, limits=limits)
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("frame_len", len(writes[0][1])),
+        ("segments", len(writes)),
+        ("napi", napi),
+        ("gro", gro),
+        ("blocking", setup.blocking),
+        ("sndbuf", setup.sndbuf),
+        ("vnet_hdr", setup.vnet_hdr),
+        ("gro_max_size", limits.gro_max_size),
+        ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
+    )
+    return FlowRun(GRO_SCHEMA, k, "tap", inputs, tuple(segments), run,
+                   (*TAP_NOTES, TAP_NAPI[napi]))
+
+
+def _segment(seg: FlowSegment, frame: bytes) -> Segment:
+    tcp = parse_tcp(frame)
+    return Segment(seg.frame, seg.skb, seg.head_frag, tcp, seg.buffer_page, seg.buffer_offset,
+                   tcp is None and udp_checksum_validated(frame))

@@ -71,7 +71,14 @@ class GroHow(Label):
     AFTER_E2BIG = "after_e2big"  # p->len + len >= gro_max_size: the held skb was completed and
     # this one is held in its place
     AFTER_LONGER = "after_longer"  # len > mss: not merged; the held skb completed, this one held
+    AFTER_MISMATCH = "after_mismatch"  # a header differs from the held skb's (flags, window,
+    # ack, options, TTL/TOS/DF, IP ID, sequence): that one completed, this one held
     GSO = "gso"  # a GSO skb with SKB_GSO_DODGY: flushed, delivered alone
+    FLAGS = "flags"  # URG, PSH, RST, SYN or FIN and nothing to merge into: delivered alone
+    BAD_CHECKSUM = "bad_checksum"  # CHECKSUM_NONE and the TCP checksum is wrong: alone
+    BAD_NETWORK = "bad_network"  # IPv4 options, a fragment, a bad header checksum or length
+    GRO_OFF = "gro_off"  # NETIF_F_GRO off (netif_elide_gro): every skb as it is
+    NOT_TCP = "not_tcp"  # not TCP over IPv4/IPv6: nothing merges it, it passes the flows by
 
 
 class GroFlush(Label):
@@ -84,6 +91,10 @@ class GroFlush(Label):
     POLL_END = "poll_end"  # napi_complete_done after a poll below budget: everything flushed
     BUDGET = "budget"  # __napi_poll after a whole budget, HZ < 1000: everything flushed
     NOT_HELD = "not_held"  # a GRO_NORMAL skb: never held
+    MISMATCH = "mismatch"  # a segment of the flow whose headers differ arrived
+    FLAGS = "flags"  # a merged segment with PSH or FIN ended it
+    EVICTED = "evicted"  # a ninth flow was held (MAX_GRO_SKBS 8): the oldest completed
+    TIMER = "timer"  # the gro_flush_timeout hrtimer's poll (napi_complete_done with no work)
 
 
 class Refusal(NamedTuple):

@@ -289,3 +289,43 @@ def gso_l4(gso_type: int) -> str:
     """The --l4 a GSO type implies when none is given."""
     base = gso_type & ~GSO_ECN
     return {GSO_TCPV4: "tcp4", GSO_TCPV6: "tcp6"}.get(base, "udp4")
+
+
+def ones_complement_sum(data: bytes, start: int = 0) -> int:
+    """The 16-bit one's complement sum of ``data`` (RFC 1071), folded; ``start`` adds a sum."""
+    if len(data) % 2:
+        data += b"\0"
+    total: int = start + sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def tcp_flow_frames(template: bytes, headers: Headers, count: int) -> list[bytes]:
+    """``count`` segments of one TCP flow shaped like ``template`` (a TCP frame whose headers
+    are ``headers``): sequence numbers following each other, IPv4 IDs incrementing (DF as the
+    template has it), IP and TCP checksums right. What a Linux sender's bulk flow looks like."""
+    if not headers.tcp:
+        raise InputError("a TCP flow needs a TCP frame")
+    net, tcp = headers.network, headers.transport
+    payload = len(template) - headers.end
+    out = []
+    seq0, ip_id0 = struct.unpack_from("!I", template, tcp + 4)[0], 0
+    if not headers.ipv6:
+        ip_id0 = struct.unpack_from("!H", template, net + 4)[0]
+    for i in range(count):
+        frame = bytearray(template)
+        struct.pack_into("!I", frame, tcp + 4, (seq0 + i * payload) & 0xFFFFFFFF)
+        struct.pack_into("!H", frame, tcp + 16, 0)
+        if headers.ipv6:
+            pseudo = bytes(frame[net + 8:net + 40]) + struct.pack("!IxxxB", len(frame) - tcp, 6)
+        else:
+            struct.pack_into("!H", frame, net + 4, (ip_id0 + i) & 0xFFFF)
+            struct.pack_into("!H", frame, net + 10, 0)
+            struct.pack_into("!H", frame, net + 10,
+                             0xFFFF - ones_complement_sum(bytes(frame[net:tcp])))
+            pseudo = bytes(frame[net + 12:net + 20]) + struct.pack("!BBH", 0, 6, len(frame) - tcp)
+        check = 0xFFFF - ones_complement_sum(bytes(frame[tcp:]), ones_complement_sum(pseudo))
+        struct.pack_into("!H", frame, tcp + 16, check)
+        out.append(bytes(frame))
+    return out

@@ -45,15 +45,44 @@ def test_text_names_every_step_and_skb() -> None:
     assert "totals: 3 segments → 1 skb(s)" in out
 
 
-def test_gro_needs_a_tcp_frame_and_the_virtio_path() -> None:
+def test_gro_needs_a_tcp_frame() -> None:
     code, _, err = _run(["trace", "--len", "300", "--gro"])
     assert code == 2 and "--gro needs a TCP frame" in err
     code, _, err = _run(["trace", "--len", "300", "--l4", "udp4", "--gro"])
     assert code == 2 and "GRO merges TCP segments" in err
-    code, _, err = _run(["trace", "--path", "tap", "--len", "300", "--l4", "tcp4", "--gro"])
-    assert code == 2 and "IFF_NAPI" in err
-    code, _, err = _run(["trace", "--len", "300", "--segments", "3"])
-    assert code == 2 and "--segments goes with --gro" in err
+    for option, value in (("--segments", "3"), ("--napi", "timeout"),
+                          ("--gro-max-size", "32768")):
+        code, _, err = _run(["trace", "--len", "300", option, value])
+        assert code == 2 and f"{option} goes with --gro" in err
+    code, _, err = _run(["trace", "--len", "300", "--l4", "tcp4", "--gro", "--napi", "timeout"])
+    assert code == 2 and "--napi applies to --path tap" in err
+
+
+# Measured on 6.18.44 (tests/data/gro/linux-6.18.44.json, cases timeout0, seg20,
+# seg20-threaded-pinned): 1514-byte writes into an IFF_NAPI tap merge only with
+# gro_flush_timeout or threaded NAPI
+def test_a_tap_merges_only_with_a_flush_timeout_or_threaded_napi() -> None:
+    args = ["trace", "--path", "tap", "--len", "1514", "--l4", "tcp4", "--tcp-options", "12",
+            "--gro", "--segments", "20", "--kernel", "6.18", "--json"]
+    code, out, _ = _run([*args, "--napi", "write"])
+    assert code == 0 and [d["frames"] for d in json.loads(out)["delivered"]] == [
+        [i] for i in range(20)]
+    for napi in ("timeout", "threaded"):
+        code, out, _ = _run([*args, "--napi", napi])
+        (skb,) = [d["skb"] for d in json.loads(out)["delivered"]]
+        # tun_build_skb heads: 17 stolen as frags (+1920 each), the 19th chained (+2176),
+        # the 20th stolen into the chained one
+        assert (skb["len"], skb["nr_frags"], len(skb["frag_list"])) == (29012, 17, 1)
+        assert skb["truesize"] == 2176 + 17 * 1920 + 2176 + 1920
+
+
+def test_gro_max_size_needs_a_kernel_with_the_knob() -> None:
+    code, _, err = _run(["trace", "--len", "1514", "--l4", "tcp6", "--gro", "--gro-max-size",
+                         "185000", "--kernel", "5.15"])
+    assert code == 2 and "gro_max_size does not exist on 5.15.0" in err
+    code, _, err = _run(["trace", "--len", "1514", "--l4", "tcp4", "--gro",
+                         "--gro-ipv4-max-size", "185000", "--kernel", "6.1"])
+    assert code == 2 and "gro_ipv4_max_size does not exist on 6.1." in err
     code, _, err = _run(["trace", "--len", "300", "--l4", "tcp4", "--gro", "--segments", "0"])
     assert code == 2 and "(valid: 1..4096 segments)" in err
 

@@ -14,14 +14,28 @@ import pytest
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Frag, GroFlush, GroHow, GroResult, Skb
-from vnetrx.paths.gro import Segment, gro_receive
+from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
+from vnetrx.paths.gro import Segment, TcpHeaders, gro_receive, parse_tcp
 
 K61 = lookup("6.1")
 MSS = 1448
 HEADERS = 52  # IPv4 20 + TCP 32 (timestamps)
+TCP4 = headers_of("tcp4", 12)
 
 
-def copied(frame: int, payload: int = MSS) -> Segment:
+FLOW = [parse_tcp(f) for f in tcp_flow_frames(build_frame(14 + HEADERS + MSS, "tcp4", 12),
+                                                TCP4, 70)]
+
+
+def tcp(frame: int, payload: int = MSS, seq: int | None = None) -> TcpHeaders:
+    """Segment ``frame`` of a steady flow (sequence numbers as if every segment before it
+    carried ``MSS`` bytes, unless ``seq`` says)."""
+    h = FLOW[frame]
+    assert h is not None
+    return h if seq is None else h._replace(seq=seq)
+
+
+def copied(frame: int, payload: int = MSS, seq: int | None = None) -> Segment:
     """A 6.1 mergeable copy-path skb as the worked example has it: after eth_type_trans no
     linear bytes (page_to_skb copied only ETH_HLEN), the rest in one 1536-byte buffer's frag;
     head: a 1 KiB slice of the napi page_frag (end 704: SKB_TRUESIZE(704) = 1280)."""
@@ -29,7 +43,7 @@ def copied(frame: int, payload: int = MSS) -> Segment:
     skb = Skb(head="1 KiB slice", head_size=1024, data=78, tail=78, end=704, len=length,
               data_len=length, truesize=1280 + 1536, nr_frags=1,
               frags=(Frag(f"frag{frame}", 26, length, 1536),))
-    return Segment(frame, skb, True, False, 20, 32)
+    return Segment(frame, skb, True, tcp(frame, seq=seq))
 
 
 def built(frame: int, payload: int = MSS, truesize: int = 2176) -> Segment:
@@ -37,11 +51,12 @@ def built(frame: int, payload: int = MSS, truesize: int = 2176) -> Segment:
     length = HEADERS + payload
     skb = Skb(head="the rx buffer (build_skb)", head_size=1920, data=90, tail=90 + length,
               end=1600, len=length, data_len=0, truesize=truesize)
-    return Segment(frame, skb, True, False, 20, 32, page=f"frag{frame}", page_offset=0)
+    return Segment(frame, skb, True, tcp(frame, seq=1 + frame * payload), page=f"frag{frame}",
+                   page_offset=0)
 
 
 def run(segments: list[Segment], per_poll: int = 64):  # type: ignore[no-untyped-def]
-    polls = [segments[i:i + per_poll] for i in range(0, len(segments), per_poll)]
+    polls = [[segments[i:i + per_poll]] for i in range(0, len(segments), per_poll)]
     return gro_receive(K61, polls)
 
 
@@ -122,13 +137,13 @@ def test_an_aggregate_is_checksum_partial_at_the_tcp_header() -> None:
 
 
 def test_a_short_segment_is_merged_and_ends_the_aggregate() -> None:
-    r = run([copied(0), copied(1, 1000), copied(2)])
+    r = run([copied(0), copied(1, 1000), copied(2, seq=1 + 2 * MSS + 1000)])
     assert [d.frames for d in r.delivered] == [(0, 1), (2,)]
     assert r.delivered[0].flush is GroFlush.SHORT
 
 
 def test_a_longer_segment_is_not_merged_and_held_anew() -> None:
-    r = run([copied(0, 1000), copied(1)])
+    r = run([copied(0, 1000), copied(1, seq=1 + 1000)])
     assert [d.frames for d in r.delivered] == [(0,), (1,)]
     assert r.delivered[0].flush is GroFlush.LONGER and r.steps[1].how is GroHow.AFTER_LONGER
 
@@ -145,8 +160,8 @@ def test_6_1_0_to_6_1_6_aggregate_dodgy_gso_and_are_refused() -> None:
     gso = copied(0)
     gso = gso._replace(skb=gso.skb._replace(gso_size=MSS, gso_type=1 | 2))
     with pytest.raises(InputError, match=re.escape("6.1.0-6.1.6")):
-        gro_receive(lookup("6.1.6"), [[gso]])
-    assert gro_receive(lookup("6.1.7"), [[gso]]).delivered[0].flush is GroFlush.NOT_HELD
+        gro_receive(lookup("6.1.6"), [[[gso]]])
+    assert gro_receive(lookup("6.1.7"), [[[gso]]]).delivered[0].flush is GroFlush.NOT_HELD
 
 
 @pytest.mark.parametrize(("count", "flushes"), [

@@ -133,7 +133,30 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     type=Count(1, MAX_SEGMENTS, "segments"),
     default=2,
     show_default=True,
-    help="With --gro: the flow's segments (polls of up to 64, the NAPI budget).",
+    help="With --gro: the flow's segments (virtio: polls of up to 64, the NAPI budget; tap: "
+    "one write each).",
+)
+@click.option(
+    "--napi",
+    type=click.Choice(["write", "timeout", "threaded"]),
+    default="write",
+    show_default=True,
+    help="With --gro --path tap: how the IFF_NAPI tap is polled. write: as the kernel sets it "
+    "up, each write polled at once (nothing merges); timeout: gro_flush_timeout > 0 (writes "
+    "within a jiffy merge); threaded: threaded NAPI with the writer pinned to the kthread's CPU.",
+)
+@click.option(
+    "--gro-max-size",
+    type=Count(1, 8 * 65535, "bytes"),
+    default=None,
+    help="With --gro: the device's gro_max_size (5.18+; above 65536: IPv6 BIG TCP, 5.19+). "
+    "65536 or less sets the IPv4 limit too, as ip link does.",
+)
+@click.option(
+    "--gro-ipv4-max-size",
+    type=Count(1, 8 * 65535, "bytes"),
+    default=None,
+    help="With --gro: the device's gro_ipv4_max_size (6.3+; above 65536: IPv4 BIG TCP).",
 )
 @frame_options
 @tap_options
@@ -237,8 +260,9 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
     if opts["gro"]:
         _gro(ctx, path, frame_len, opts)
         return
-    if ctx.get_parameter_source("segments") is not click.core.ParameterSource.DEFAULT:
-        raise click.UsageError("--segments goes with --gro (a flow of segments through GRO)")
+    stray = _given(ctx, ("segments", "napi", "gro_max_size", "gro_ipv4_max_size"))
+    if stray:
+        raise click.UsageError(f"{', '.join(stray)} goes with --gro (a TCP flow through GRO)")
     result = _run(ctx, path, frame_len, opts)
     export_pictures(
         lambda: _picture(result),
@@ -261,23 +285,35 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
 
 
 def _gro(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> None:
-    """``--gro``: the flow through virtio-net's receive path and GRO."""
-    if path != "virtio":
-        raise click.UsageError(
-            "--gro applies to --path virtio: a tap write reaches GRO only with IFF_NAPI, "
-            "which vnetrx does not model yet"
-        )
+    """``--gro``: a TCP flow of the traced frame's shape through the receive path and GRO."""
     clash = _given(ctx, ("load", "svg", "html", "check"))
     if clash:
         raise click.UsageError(f"{', '.join(clash)} does not go with --gro")
-    from vnetrx.flow import virtio_flow
+    if path == "virtio" and ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
+                               "after its interrupt)")
+    from vnetrx.flow import check_segments, tap_flow, virtio_flow
+    from vnetrx.packet import tcp_flow_frames
+    from vnetrx.paths.gro import gro_limits
 
     choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
     profile = load_profile(opts["kernel"], opts["config"], choice)
     frame = frame_input(frame_len, opts)
-    if frame.headers is None:
+    if frame.frame is None or frame.headers is None:
         raise InputError("--gro needs a TCP frame: add --l4 tcp4|tcp6 or --frame FILE")
-    run = virtio_flow(profile, virtio_setup(frame_len, opts), frame.headers, opts["segments"])
+    if not frame.headers.tcp:
+        raise InputError(
+            "--gro needs a TCP frame (--l4 tcp4|tcp6, or --frame with one): GRO merges TCP "
+            "segments; plain UDP is not merged without a UDP GRO socket"
+        )
+    check_segments(opts["segments"])
+    frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
+    limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
+    if path == "tap":
+        run = tap_flow(profile, tap_setup(frame_len, opts), [(None, f) for f in frames],
+                       opts["napi"], limits=limits)
+    else:
+        run = virtio_flow(profile, virtio_setup(frame_len, opts), frames, limits)
     if opts["as_json"]:
         from vnetrx.codec import flow_to_dict
         from vnetrx.render.json_out import dumps

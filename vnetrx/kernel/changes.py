@@ -640,6 +640,67 @@ GRO_DODGY_FLUSH = Change(
     backports=(v("6.1.7"),),
 )
 
+GRO_CWR_COMPARED = Change(
+    key="gro_cwr_compared",
+    subject="tcp: accecn: ... GRO (CWR no longer masked in tcp_gro_receive's flag comparison)",
+    commit="",
+    since=v("6.18"),
+    summary="tcp_gro_receive compares CWR with the held segment's flags too (only FIN and PSH "
+    "are masked): a segment without CWR after one with it flushes, and an aggregate never "
+    "starts with CWR (tcp_gro_complete's ECN bit becomes SKB_GSO_TCP_ACCECN)",
+    note="part of the AccECN series; observed on 6.18.44 (tests/data/gro: cwr0, cwr3); 6.12.15's "
+    "source still masks CWR (../shared/reference/gro-vhost-captures.md §1.2); 6.13-6.17 were "
+    "not read: the release is inferred",
+)
+GRO_FIXEDID_WITHOUT_DF = Change(
+    key="gro_fixedid_without_df",
+    subject="net: gro: only merge packets with incrementing or fixed outer ids",
+    commit="21f7484220ac",
+    since=v("6.18"),
+    summary="inet_gro_flush: a flow whose second segment repeats the first one's IP ID is a "
+    "fixed-ID flow with or without DF (before: only with DF; without it the ID must increment)",
+    note="net-next Sep 2025, so 6.18; observed on 6.18.44 (tests/data/gro: ipid-fixed-nodf merges)",
+)
+GRO_FIXEDID_BIT_30 = Change(
+    key="gro_fixedid_bit_30",
+    subject="net: gro: ... outer and inner SKB_GSO_TCP_FIXEDID",
+    commit="",
+    since=v("6.18"),
+    summary="SKB_GSO_TCP_FIXEDID is bit 30 (SKB_GSO_TCP_FIXEDID_INNER bit 31); it was bit 3",
+    note="bit 30 seen on 6.18.44 (a fixed-ID aggregate's gso_type 0x40000001) and in 6.18.7's "
+    "skbuff.h; 6.12.15 has 1 << 3; the commit id was not read",
+)
+
+GRO_MAX_SIZE_KNOB = Change(
+    key="gro_max_size_knob",
+    subject="net: add IFLA_GRO_MAX_SIZE attribute",
+    commit="",
+    since=v("5.18"),
+    summary="skb_gro_receive's limit is dev->gro_max_size (ip link set DEV gro_max_size N, "
+    "default 65536) instead of a literal 65536",
+    note="5.15.215's source has the literal and 5.18.19's the field "
+    "(../shared/reference/gro-vhost-captures.md §1.4); 5.16 and 5.17 were not read",
+)
+GRO_BIG_TCP_IPV6 = Change(
+    key="gro_big_tcp_ipv6",
+    subject="ipv6: add support for BIG TCP (gro_max_size above 64 KiB)",
+    commit="",
+    since=v("5.19"),
+    summary="gro_max_size may exceed 65536 (up to 8 * 65535): an IPv6 TCP aggregate grows past "
+    "64 KiB and ipv6_gro_complete inserts the 8-byte hop-by-hop jumbo header",
+    note="the BIG TCP series (Dumazet, May 2022), believed 5.19; present in 6.1.0",
+)
+GRO_BIG_TCP_IPV4 = Change(
+    key="gro_big_tcp_ipv4",
+    subject="net: add gso_ipv4_max_size and gro_ipv4_max_size per device",
+    commit="",
+    since=v("6.3"),
+    summary="IPv4 aggregates are limited by dev->gro_ipv4_max_size (may exceed 65536: the "
+    "IPv4 tot_len is then 0); setting gro_max_size to 65536 or less sets it too",
+    note="present in 6.6.150, absent in 6.1.166 (../shared/reference/gro-vhost-captures.md "
+    "§1.4): 6.3 inferred; observed on 6.18.44 (tests/data/gro: ipv4-big-tcp, gro-max-size32768)",
+)
+
 CHANGES: tuple[Change, ...] = (
     UDP_UFO,
     TX_NEEDED_HEADROOM,
@@ -696,4 +757,10 @@ CHANGES: tuple[Change, ...] = (
     UDP_MAX_SEGMENTS_128,
     GRO_GSO_TCP_AGGREGATED,
     GRO_DODGY_FLUSH,
+    GRO_CWR_COMPARED,
+    GRO_FIXEDID_WITHOUT_DF,
+    GRO_FIXEDID_BIT_30,
+    GRO_MAX_SIZE_KNOB,
+    GRO_BIG_TCP_IPV6,
+    GRO_BIG_TCP_IPV4,
 )

@@ -1,83 +1,187 @@
-"""GRO: what napi_gro_receive() makes of the skbs a receive path hands it, for one TCP flow.
+"""GRO: what napi_gro_receive() makes of the TCP skbs a receive path hands it.
 
-One home for net/core/gro.c (dev_gro_receive, gro_pull_from_frag0, skb_gro_receive,
-napi_gro_complete; net/core/dev.c and net/core/skbuff.c before 5.17), the TCP parts of
-net/ipv4/tcp_offload.c and net/ipv6/tcpv6_offload.c (tcp_gro_receive, tcp_gro_complete) and
-the flushes of napi_complete_done / __napi_poll. Read at 5.15.215, 6.1.166, 6.12.15 and 6.18.7
-(../shared/reference/gro-vhost-captures.md §1, checked against net/core/gro.c @torvalds HEAD).
+One home for net/core/gro.c (dev_gro_receive, gro_list_prepare, gro_pull_from_frag0,
+skb_gro_receive, napi_gro_complete, gro_flush_oldest; net/core/dev.c and net/core/skbuff.c
+before 5.17), inet_gro_receive / ipv6_gro_receive and inet_gro_flush, tcp_gro_receive and
+tcp_gro_complete (net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c), and the flushes of
+napi_complete_done / __napi_poll. Read at 5.15.215, 6.1.166, 6.12.15 and 6.18.7
+(../shared/reference/gro-vhost-captures.md §1) and net/core/gro.c @torvalds HEAD; checked against
+the running 6.18.44 (tests/data/gro: bursts written into IFF_NAPI taps).
 
-``gro_receive`` takes the skbs of one flow in arrival order, grouped into NAPI polls, and
-returns a record per input (``GroStep``: the gro_result and why) and per skb the stack receives
-(``Delivered``: the skb as it leaves GRO and why it was completed). It decides; nothing here
-writes words (``vnetrx.render.gro_text`` explains the records).
+``gro_receive`` takes skbs in arrival order, grouped into runs of NAPI polls, and returns a
+record per input (``GroStep``: the gro_result and why) and per skb the stack receives
+(``Delivered``: the skb as it leaves GRO, the frames it carries, why it was completed). It
+decides; nothing here writes words (``vnetrx.render.gro_text`` explains the records).
 
-What is modelled, and what is assumed (said in the output's notes):
-- one TCP flow over IPv4 or IPv6, segments contiguous, with the same flags (ACK), options and
-  ack_seq, incrementing IPv4 IDs with DF (what a Linux sender writes), correct checksums;
-  skb->hash 0 (virtio without HASH_REPORT, tun), so one GRO bucket;
-- a GSO skb from a virtio_net_hdr carries SKB_GSO_DODGY (virtio_net_hdr_to_skb): it flushes the
-  flow and is delivered alone, except on 6.1.0–6.1.6 (refused: not modelled);
-- HZ below 1000 (Debian, Ubuntu and Fedora build with 250): a poll that uses its whole budget
-  (64) flushes everything, as napi_complete_done does at the end of a shorter poll.
+Assumed (the callers' notes say so): skb->hash is 0 (virtio without HASH_REPORT, tun), so every
+flow is in GRO bucket 0; no VLAN tag, no tunnel; HZ below 1000 (Debian's 250): a poll that uses
+its whole budget flushes everything.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from vnetrx.errors import InputError
-from vnetrx.kernel.changes import GRO_DODGY_FLUSH, GRO_GSO_TCP_AGGREGATED
+from vnetrx.kernel.changes import (
+    GRO_BIG_TCP_IPV4,
+    GRO_BIG_TCP_IPV6,
+    GRO_CWR_COMPARED,
+    GRO_DODGY_FLUSH,
+    GRO_FIXEDID_BIT_30,
+    GRO_FIXEDID_WITHOUT_DF,
+    GRO_GSO_TCP_AGGREGATED,
+    GRO_MAX_SIZE_KNOB,
+)
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Frag, FragListSkb, Skb
 from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.model import GroResult as Result
+from vnetrx.packet import ones_complement_sum
 from vnetrx.paths.skbuff import skb_truesize
-from vnetrx.paths.virtio_net_hdr import SKB_GSO_TCPV4, SKB_GSO_TCPV6, gso_type_names
+from vnetrx.paths.virtio_net_hdr import (
+    SKB_GSO_TCP_ECN,
+    SKB_GSO_TCPV4,
+    SKB_GSO_TCPV6,
+    gso_type_names,
+)
 from vnetrx.records import NamedTuple
 
 GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
 NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
+MAX_GRO_SKBS = 8  # held skbs per GRO hash bucket (net/core/gro.c)
 TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
 CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL = 0, 1, 3
+# tcp_flag_word(): the TCP header's fourth 32-bit word (doff, flags, window), as the kernel
+# masks it
+TCP_FLAG_CWR, TCP_FLAG_URG, TCP_FLAG_PSH = 0x00800000, 0x00200000, 0x00080000
+TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_FIN = 0x00040000, 0x00020000, 0x00010000
+_ENDS = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
+SKB_GSO_TCP_FIXEDID_OLD, SKB_GSO_TCP_FIXEDID_NEW = 1 << 3, 1 << 30
+
+
+class TcpHeaders(NamedTuple):
+    """What GRO reads of a segment's Ethernet, IP and TCP headers."""
+
+    mac: bytes  # the Ethernet header: compare_ether_header
+    ipv6: bool
+    addresses: bytes  # what must match for the same flow: v4 saddr, daddr, protocol; v6 the
+    # addresses, next header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
+    network_ok: bool  # IPv4: no options, not a fragment, header checksum right
+    tot_len_ok: bool  # the IP length is the packet's (no padding): otherwise flushed
+    network_len: int
+    ttl: int  # TTL / hop limit
+    tos: int  # TOS / traffic class
+    df: bool
+    ip_id: int
+    sport: int
+    dport: int
+    seq: int
+    ack: int
+    flag_word: int  # tcp_flag_word(): doff, flags and window
+    options: bytes
+    tcp_len: int
+    tcp_csum_ok: bool  # the TCP checksum verifies (GRO checks it for CHECKSUM_NONE)
+
+
+def parse_tcp(frame: bytes) -> TcpHeaders | None:
+    """An Ethernet frame's headers as GRO reads them; None when it is not IPv4/IPv6 + TCP."""
+    if len(frame) < 14:
+        return None
+    ethertype = struct.unpack_from("!H", frame, 12)[0]
+    at = 14
+    if ethertype == 0x0800 and len(frame) >= at + 20:
+        ihl = (frame[at] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, at)
+        if proto != 6 or len(frame) < at + ihl + 20:
+            return None
+        network_ok = (frame[at] == 0x45 and not frag_off & 0x3FFF
+                      and ones_complement_sum(frame[at:at + 20]) == 0xFFFF)
+        addresses = frame[at + 12:at + 20] + bytes([proto])
+        tot_len_ok = tot_len == len(frame) - at
+        pseudo = frame[at + 12:at + 20] + struct.pack("!BBH", 0, 6, len(frame) - at - ihl)
+        tos, df, ipv6 = frame[at + 1], bool(frag_off & 0x4000), False
+    elif ethertype == 0x86DD and len(frame) >= at + 60:
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, at)
+        if nexthdr != 6:
+            return None
+        ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
+        addresses = frame[at + 8:at + 40] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
+        tot_len_ok = payload_len == len(frame) - at - 40
+        pseudo = frame[at + 8:at + 40] + struct.pack("!IxxxB", len(frame) - at - 40, 6)
+        tos = (first >> 20) & 0xFF
+    else:
+        return None
+    t = at + ihl
+    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
+    tcp_len = (flag_word >> 28) * 4
+    if tcp_len < 20 or len(frame) < t + tcp_len:
+        return None
+    tcp_ok = ones_complement_sum(frame[t:], ones_complement_sum(pseudo)) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+                      ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
+                      tcp_len, tcp_ok)
+
+
+def udp_checksum_validated(frame: bytes) -> bool:
+    """udp4/6_gro_receive on a CHECKSUM_NONE skb: a nonzero UDP checksum is validated (and
+    the skb becomes CHECKSUM_UNNECESSARY); a zero one is left alone. Without a UDP GRO socket
+    the datagram is then flushed, never merged."""
+    if len(frame) < 14:
+        return False
+    ethertype = struct.unpack_from("!H", frame, 12)[0]
+    if ethertype == 0x0800 and len(frame) >= 34 and frame[23] == 17:
+        ihl = (frame[14] & 0x0F) * 4
+        pseudo = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - 14 - ihl)
+        at = 14 + ihl
+    elif ethertype == 0x86DD and len(frame) >= 62 and frame[20] == 17:
+        pseudo = frame[22:54] + struct.pack("!IxxxB", len(frame) - 54, 17)
+        at = 54
+    else:
+        return False
+    if len(frame) < at + 8 or frame[at + 6:at + 8] == b"\0\0":
+        return False
+    return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
 
 
 class Segment(NamedTuple):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
-    counts from the IP header) and what GRO reads of it."""
+    counts from the IP header) and its headers."""
 
     frame: int  # the input frame's index
     skb: Skb
     head_frag: bool  # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
-    ipv6: bool
-    network_len: int  # the IP header's bytes (20, 40)
-    tcp_len: int  # the TCP header's bytes, options included (doff * 4)
+    tcp: TcpHeaders | None  # None: not TCP over IPv4/IPv6 (GRO_NORMAL, see ``udp_validated``)
     page: str = ""  # the page the head lies in (case B makes it a frag), e.g. "frag0"
     page_offset: int = 0  # where skb->head lies in that page
+    udp_validated: bool = False  # a UDP datagram whose nonzero checksum udp_gro_receive verifies
 
     @property
     def offset(self) -> int:
         """skb_gro_offset() once TCP is parsed: the headers' bytes from the IP header."""
-        return self.network_len + self.tcp_len
+        assert self.tcp is not None
+        return self.tcp.network_len + self.tcp.tcp_len
 
     @property
     def payload(self) -> int:
-        """skb_gro_len(): the TCP payload."""
-        return self.skb.len - self.offset
+        """skb_gro_len(): the TCP payload (0 for a segment that is not TCP)."""
+        return self.skb.len - self.offset if self.tcp is not None else 0
 
 
 class GroStep(NamedTuple):
-    """What GRO did with one input, and the held skb (the aggregate) after it."""
+    """What GRO did with one input, and the skb it joined or started after it."""
 
     frame: int
     result: Result
     how: How
     payload: int  # skb_gro_len()
     delta_truesize: int  # what the aggregate's truesize grew by (0 unless merged)
-    len: int  # the aggregate's len after this input (the input's own when held or normal)
+    len: int  # the held skb's len after this input (the input's own when normal)
     truesize: int  # ... its truesize
     nr_frags: int  # the frags of the skb the next merge fills (NAPI_GRO_CB(p)->last)
-    frag_list: int  # skbs chained on the aggregate's frag_list
+    frag_list: int  # skbs chained on the held skb's frag_list
 
 
 class Delivered(NamedTuple):
@@ -89,6 +193,42 @@ class Delivered(NamedTuple):
     segs: int  # NAPI_GRO_CB(skb)->count: gso_segs when it leaves as a GSO skb
 
 
+class GroLimits(NamedTuple):
+    """The device's aggregate limits (ip link ... gro_max_size / gro_ipv4_max_size)."""
+
+    gro_max_size: int = GRO_MAX_SIZE  # IPv6 (and IPv4 before 6.3)
+    gro_ipv4_max_size: int = GRO_MAX_SIZE  # IPv4 from 6.3 (netif_get_gro_max_size)
+
+
+GRO_MAX_SIZE_BIG = 8 * 65535  # GRO_MAX_SIZE with BIG TCP (include/linux/netdevice.h)
+
+
+def gro_limits(k: KernelProfile, gro_max_size: int | None = None,
+               gro_ipv4_max_size: int | None = None) -> GroLimits:
+    """What ``ip link set DEV gro_max_size N gro_ipv4_max_size M`` leaves on kernel ``k``
+    (rtnetlink: netif_set_gro_max_size also sets the IPv4 limit when N <= 65536); refused
+    where the kernel has no such knob or limit."""
+    if gro_max_size is not None:
+        if not k.has(GRO_MAX_SIZE_KNOB):
+            raise InputError(f"gro_max_size does not exist on {k.name}: skb_gro_receive's "
+                             "limit is a literal 65536 (the knob came in 5.18)")
+        top = GRO_MAX_SIZE_BIG if k.has(GRO_BIG_TCP_IPV6) else GRO_MAX_SIZE
+        if not 1 <= gro_max_size <= top:
+            raise InputError(f"gro_max_size {gro_max_size} out of range (valid: 1..{top} on "
+                             f"{k.name})")
+    if gro_ipv4_max_size is not None:
+        if not k.has(GRO_BIG_TCP_IPV4):
+            raise InputError(f"gro_ipv4_max_size does not exist on {k.name} (6.3+): IPv4 uses "
+                             "gro_max_size, at most 65536")
+        if not 1 <= gro_ipv4_max_size <= GRO_MAX_SIZE_BIG:
+            raise InputError(f"gro_ipv4_max_size {gro_ipv4_max_size} out of range (valid: "
+                             f"1..{GRO_MAX_SIZE_BIG})")
+    v6 = GRO_MAX_SIZE if gro_max_size is None else gro_max_size
+    # IPv4 follows gro_max_size up to 64 KiB; before 6.3 IPv4 stops at 64 KiB anyway
+    v4 = min(v6, GRO_MAX_SIZE) if gro_ipv4_max_size is None else gro_ipv4_max_size
+    return GroLimits(v6, v4)
+
+
 class GroRun(NamedTuple):
     steps: tuple[GroStep, ...]
     delivered: tuple[Delivered, ...]
@@ -97,87 +237,201 @@ class GroRun(NamedTuple):
 
 
 class _Held:
-    """The skb GRO holds for the flow, with its frag_list members (NAPI_GRO_CB(p)->last is
-    the last member, or p itself)."""
+    """A held skb (p) with its frag_list members (NAPI_GRO_CB(p)->last is the last member, or
+    p itself), and what tcp_gro_receive compares the next segment with."""
 
-    __slots__ = ("first", "frames", "members", "mss", "skb")
+    __slots__ = ("fixed_id", "flag_word", "frames", "headers", "members", "mss", "next_seq", "skb")
 
-    def __init__(self, first: Segment, skb: Skb, mss: int) -> None:
-        self.first = first
+    def __init__(self, seg: Segment, headers: TcpHeaders, skb: Skb) -> None:
+        self.headers = headers
         self.skb = skb
-        self.mss = mss
-        self.frames = [first.frame]
+        self.mss = seg.payload
+        self.frames = [seg.frame]
         self.members: list[FragListSkb] = []
+        self.next_seq = (headers.seq + seg.payload) & 0xFFFFFFFF
+        self.flag_word = headers.flag_word
+        self.fixed_id = False
 
     def last_frags(self) -> int:
         return len(self.members[-1].frags) if self.members else self.skb.nr_frags
 
+    def same_flow(self, h: TcpHeaders) -> bool:
+        """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
+        p = self.headers
+        return (p.mac == h.mac and p.ipv6 == h.ipv6 and p.addresses == h.addresses
+                and p.sport == h.sport and p.dport == h.dport)
 
-def gro_receive(k: KernelProfile, polls: Sequence[Sequence[Segment]],
-                budget: int = NAPI_POLL_WEIGHT) -> GroRun:
-    """dev_gro_receive for each segment of each poll, then the poll's flush."""
+
+class _Run:
+    """GRO state across polls: the held skbs, oldest first (the bucket list read backwards)."""
+
+    def __init__(self, k: KernelProfile, limits: GroLimits) -> None:
+        self.k = k
+        self.limits = limits
+        self.held: list[_Held] = []
+        self.steps: list[GroStep] = []
+        self.delivered: list[Delivered] = []
+
+    def limit(self, h: TcpHeaders) -> int:
+        """skb_gro_receive's size limit: netif_get_gro_max_size (IPv6: gro_max_size, IPv4:
+        gro_ipv4_max_size); above GRO_LEGACY_MAX_SIZE only TCP, IPv6 with room in the headroom
+        for the jumbo hop-by-hop header (ours always have it)."""
+        return self.limits.gro_max_size if h.ipv6 else self.limits.gro_ipv4_max_size
+
+    def complete(self, p: _Held, flush: Flush) -> None:
+        self.held.remove(p)
+        self.delivered.append(_complete(self.k, p, flush))
+
+    def flush_all(self, flush: Flush) -> None:
+        for p in list(self.held):  # napi_gro_flush: the oldest first
+            self.complete(p, flush)
+
+
+def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
+                budget: int = NAPI_POLL_WEIGHT, end: Flush = Flush.POLL_END,
+                gro: bool = True, limits: GroLimits | None = None) -> GroRun:
+    """dev_gro_receive for each segment. ``runs``: groups of polls GRO keeps its held skbs
+    across (one run per poll, unless gro_flush_timeout keeps them); after a poll that used its
+    whole ``budget`` everything is flushed, and at the end of each run everything left, with
+    ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
+    on as GRO_NORMAL, unchanged."""
     if k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH) and any(
-        s.skb.gso_size for poll in polls for s in poll
+        s.skb.gso_size for run in runs for poll in run for s in poll
     ):
         raise InputError(
             f"GRO of GSO skbs on {k.name} is not modelled: 6.1.0-6.1.6 aggregate SKB_GSO_DODGY "
             "TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from 6.1.7)"
         )
-    steps: list[GroStep] = []
-    delivered: list[Delivered] = []
-    held: _Held | None = None
-    for poll in polls:
-        for seg in poll:
-            held = _receive(k, seg, held, steps, delivered)
-        if held is not None:
-            whole = len(poll) >= budget
-            delivered.append(_complete(held, Flush.BUDGET if whole else Flush.POLL_END))
-            held = None
-    return GroRun(tuple(steps), tuple(delivered), k.build.max_skb_frags, GRO_MAX_SIZE)
+    limits = limits or GroLimits()
+    state = _Run(k, limits)
+    for run in runs:
+        for poll in run:
+            for seg in poll:
+                if gro:
+                    _receive(state, seg)
+                else:
+                    state.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF,
+                                               seg.payload, 0, seg.skb.len, seg.skb.truesize,
+                                               seg.skb.nr_frags, 0))
+                    state.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+            if len(poll) >= budget:
+                state.flush_all(Flush.BUDGET)
+        state.flush_all(end)
+    return GroRun(tuple(state.steps), tuple(state.delivered), k.build.max_skb_frags,
+                  limits.gro_max_size)
 
 
-def _receive(k: KernelProfile, seg: Segment, held: _Held | None, steps: list[GroStep],
-             delivered: list[Delivered]) -> _Held | None:
-    if seg.skb.gso_size:
-        # dev_gro_receive: "Only support TCP and non DODGY users" (6.1.7+, 6.2+); 5.x flushes
-        # every GSO skb (skb_is_gso). Either way: flush set, skb_gro_receive refuses (-E2BIG),
-        # the held skb is completed, this one goes on as GRO_NORMAL.
-        if held is not None:
-            delivered.append(_complete(held, Flush.GSO))
-        skb = _pull_headers(seg)
-        steps.append(GroStep(seg.frame, Result.NORMAL, How.GSO, seg.payload, 0, skb.len,
-                             skb.truesize, skb.nr_frags, 0))
-        delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
-        return None
-    if held is not None:
-        # tcp_gro_receive: "flush |= (len - 1) >= mss" refuses a longer segment;
-        # skb_gro_receive: "p->len + len >= gro_max_size" refuses with -E2BIG
-        refused = (Flush.LONGER if seg.payload > held.mss
-                   else Flush.E2BIG if held.skb.len + seg.payload >= GRO_MAX_SIZE else None)
+def _receive(state: _Run, seg: Segment) -> None:
+    """One dev_gro_receive: find the flow's held skb, compare, merge or not, hold or not."""
+    h = seg.tcp
+    if h is None:
+        # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
+        # the held TCP skbs by (another protocol or flow: not the same flow)
+        skb = seg.skb
+        if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
+            skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
+        state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
+                                   skb.truesize, skb.nr_frags, 0))
+        state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+        return
+    if not h.network_ok:
+        # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
+        # flush set; no held skb is completed
+        _normal(state, seg, How.BAD_NETWORK)
+        return
+    # dev_gro_receive: a GSO skb that is not TCP or is DODGY is flushed (5.x: every GSO skb);
+    # inet_gro_receive: tot_len must be the packet's
+    flush = bool(seg.skb.gso_size) or not h.tot_len_ok
+    if not flush and seg.skb.ip_summed == CHECKSUM_NONE:
+        # tcp4/6_gro_receive: skb_gro_checksum_validate computes the sum of a CHECKSUM_NONE
+        # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
+        # (__skb_incr_checksum_unnecessary)
+        if not h.tcp_csum_ok:
+            _normal(state, seg, How.BAD_CHECKSUM)
+            return
+        seg = seg._replace(skb=seg.skb._replace(ip_summed=CHECKSUM_UNNECESSARY))
+    p = next((q for q in state.held if q.same_flow(h)), None)
+    flags = h.flag_word
+    if p is not None:
+        mismatch = _mismatch(state.k, p, h)
+        refused: Flush | None = None
+        if flush:
+            refused = Flush.GSO if seg.skb.gso_size else Flush.MISMATCH
+        elif mismatch:
+            refused = Flush.MISMATCH
+        elif seg.payload > p.mss:  # "flush |= (len - 1) >= mss"
+            refused = Flush.LONGER
+        elif p.skb.len + seg.payload >= state.limit(h):  # skb_gro_receive: -E2BIG
+            refused = Flush.E2BIG
         if refused is None:
-            before = held.skb.truesize
-            how = _merge(k, held, seg)
+            before = p.skb.truesize
+            how = _merge(state.k, p, seg)
+            p.next_seq = (p.next_seq + seg.payload) & 0xFFFFFFFF
+            p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
-            steps.append(GroStep(seg.frame, result, how, seg.payload, held.skb.truesize - before,
-                                 held.skb.len, held.skb.truesize, held.last_frags(),
-                                 len(held.members)))
-            if seg.payload < held.mss:  # out_check_final: "flush = len < mss"
-                delivered.append(_complete(held, Flush.SHORT))
-                return None
-            return held
-        delivered.append(_complete(held, refused))
-        return _hold(seg, steps, How.AFTER_E2BIG if refused is Flush.E2BIG else How.AFTER_LONGER)
-    return _hold(seg, steps, How.FIRST)
+            state.steps.append(GroStep(seg.frame, result, how, seg.payload,
+                                       p.skb.truesize - before, p.skb.len, p.skb.truesize,
+                                       p.last_frags(), len(p.members)))
+            # out_check_final: a segment shorter than mss, or URG/PSH/RST/SYN/FIN, ends it
+            if seg.payload < p.mss:
+                state.complete(p, Flush.SHORT)
+            elif flags & _ENDS:
+                state.complete(p, Flush.FLAGS)
+            return
+        state.complete(p, refused)
+        after = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}.get(
+            refused, How.AFTER_MISMATCH)
+    else:
+        after = How.FIRST
+    # not merged: out_check_final with mss 1 flushes on URG/PSH/RST/SYN/FIN; a flushed skb
+    # goes on as GRO_NORMAL, any other is held
+    if flush:
+        _normal(state, seg, How.GSO if seg.skb.gso_size else How.BAD_NETWORK)
+    elif flags & _ENDS:
+        _normal(state, seg, How.FLAGS)
+    else:
+        _hold(state, seg, h, after)
 
 
-def _hold(seg: Segment, steps: list[GroStep], how: How) -> _Held:
-    """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), then the
-    headers GRO parsed are pulled into the linear area."""
+def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+    """tcp_gro_receive's flush terms for a segment of p's flow (and inet_gro_flush's)."""
+    q = p.headers
+    masked = TCP_FLAG_FIN | TCP_FLAG_PSH
+    if not k.has(GRO_CWR_COMPARED):  # before AccECN: a CWR difference alone does not flush
+        masked |= TCP_FLAG_CWR
+    if (h.flag_word & TCP_FLAG_CWR or (h.flag_word ^ p.flag_word) & ~masked
+            or h.ack != q.ack or h.options != q.options or h.seq != p.next_seq):
+        return True
+    if h.ttl != q.ttl or h.tos != q.tos or h.df != q.df:
+        return True
+    if h.ipv6:
+        return False
+    # the IP ID: incrementing by the segments held, or fixed, decided at the second frame;
+    # fixed only with DF before 21f7484220ac (6.18)
+    offset = (h.ip_id - q.ip_id) & 0xFFFF
+    if len(p.frames) == 1 and offset == 0 and (h.df or k.has(GRO_FIXEDID_WITHOUT_DF)):
+        p.fixed_id = True
+    return offset != (0 if p.fixed_id else len(p.frames))
+
+
+def _normal(state: _Run, seg: Segment, how: How) -> None:
+    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers."""
     skb = _pull_headers(seg)
-    held = _Held(seg, skb._replace(gso_size=seg.payload), seg.payload)
-    steps.append(GroStep(seg.frame, Result.HELD, how, seg.payload, 0, skb.len, skb.truesize,
-                         skb.nr_frags, 0))
-    return held
+    state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
+                               skb.truesize, skb.nr_frags, 0))
+    state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+
+
+def _hold(state: _Run, seg: Segment, h: TcpHeaders, how: How) -> None:
+    """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), the headers
+    GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
+    if len(state.held) >= MAX_GRO_SKBS:
+        state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
+    skb = _pull_headers(seg)
+    p = _Held(seg, h, skb._replace(gso_size=seg.payload))
+    state.held.append(p)
+    state.steps.append(GroStep(seg.frame, Result.HELD, how, seg.payload, 0, skb.len,
+                               skb.truesize, skb.nr_frags, 0))
 
 
 def _pull_headers(seg: Segment) -> Skb:
@@ -211,15 +465,14 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
     """skb_gro_receive(p, skb): the three ways a segment joins the held skb."""
     skb, offset, headlen = seg.skb, seg.offset, seg.skb.headlen
     room = k.build.max_skb_frags - held.last_frags()
+    held.frames.append(seg.frame)
     if headlen <= offset and len(skb.frags) <= room:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
         moved = (skb.frags[0]._replace(offset=skb.frags[0].offset + trim,
                                        size=skb.frags[0].size - trim), *skb.frags[1:])
-        delta = skb.truesize - skb_truesize(k, skb.end)
-        _add(held, moved, seg.payload, delta)
-        held.frames.append(seg.frame)
+        _add(held, moved, seg.payload, skb.truesize - skb_truesize(k, skb.end))
         return How.FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
@@ -228,7 +481,6 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
         head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
                     delta - sum(f.truesize for f in skb.frags))
         _add(held, (head, *skb.frags), seg.payload, delta)
-        held.frames.append(seg.frame)
         return How.HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
     # headers are not all linear); delta = skb->truesize
@@ -241,7 +493,6 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
     held.skb = held.skb._replace(len=held.skb.len + seg.payload,
                                  data_len=held.skb.data_len + seg.payload,
                                  truesize=held.skb.truesize + skb.truesize)
-    held.frames.append(seg.frame)
     return How.FRAG_LIST
 
 
@@ -260,25 +511,36 @@ def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None
                               frags=p.frags + frags)
 
 
-def _complete(held: _Held, flush: Flush) -> Delivered:
+def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     """napi_gro_complete: a lone skb leaves with gso_size 0; an aggregate through
-    inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6,
-    csum_start at the TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
+    inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6 (+
+    FIXEDID for a fixed-ID flow, + TCP_ECN when its first segment has CWR), csum_start at the
+    TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
     skb = held.skb._replace(frag_list=tuple(held.members))
     count = len(held.frames)
     if count == 1:
-        # the lone skb: gso_size back to 0; CHECKSUM_NONE was validated by
-        # skb_gro_checksum_validate → __skb_incr_checksum_unnecessary: UNNECESSARY
-        summed = CHECKSUM_UNNECESSARY if skb.ip_summed == CHECKSUM_NONE else skb.ip_summed
-        return Delivered(skb._replace(gso_size=0, ip_summed=summed), tuple(held.frames), flush,
-                         1)
-    gso_type = SKB_GSO_TCPV6 if held.first.ipv6 else SKB_GSO_TCPV4
+        return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
+    h = held.headers
+    gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
+    names = gso_type_names(gso_type)
+    if held.fixed_id:
+        gso_type |= SKB_GSO_TCP_FIXEDID_NEW if k.has(GRO_FIXEDID_BIT_30) else (
+            SKB_GSO_TCP_FIXEDID_OLD)
+        names += ("SKB_GSO_TCP_FIXEDID",)
+    if h.flag_word & TCP_FLAG_CWR:
+        gso_type |= SKB_GSO_TCP_ECN
+        names += ("SKB_GSO_TCP_ECN",)
+    tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points
+    if h.ipv6 and skb.len - h.network_len > 0xFFFF:
+        # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
+        # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
+        skb = skb._replace(data=skb.data - 8, len=skb.len + 8)
     skb = skb._replace(
         gso_type=gso_type,
-        gso_type_names=gso_type_names(gso_type),
+        gso_type_names=names,
         gso_segs=count,
         ip_summed=CHECKSUM_PARTIAL,
-        csum_start=skb.data + held.first.network_len,
+        csum_start=tcp_header,
         csum_offset=TCP_CHECK_OFFSET,
     )
     return Delivered(skb, tuple(held.frames), flush, count)

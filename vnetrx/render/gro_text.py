@@ -23,7 +23,15 @@ HOW = {
     How.AFTER_E2BIG: "held in place of the held skb, which it would have taken past "
     "gro_max_size (-E2BIG)",
     How.AFTER_LONGER: "held in place of the held skb: longer than the flow's mss",
+    How.AFTER_MISMATCH: "held in place of the held skb of its flow, whose headers differ (flags, "
+    "window, ack, options, TTL/TOS/DF, IP ID or sequence)",
     How.GSO: "to the stack alone: a GSO skb (SKB_GSO_DODGY) is never merged",
+    How.FLAGS: "to the stack alone: URG, PSH, RST, SYN or FIN and nothing it could join",
+    How.BAD_CHECKSUM: "to the stack alone: CHECKSUM_NONE and its TCP checksum is wrong",
+    How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP GRO socket)",
+    How.GRO_OFF: "to the stack as it is: GRO is off on the device (netif_elide_gro)",
+    How.BAD_NETWORK: "to the stack alone: IPv4 options, a fragment, or a wrong IP header "
+    "checksum or length",
 }
 FLUSH = {
     Flush.SHORT: "a segment shorter than the mss ended it (tcp_gro_receive)",
@@ -33,16 +41,20 @@ FLUSH = {
     Flush.POLL_END: "the poll ended below its budget (napi_complete_done flushes everything)",
     Flush.BUDGET: "the poll used its whole budget (__napi_poll flushes everything, HZ < 1000)",
     Flush.NOT_HELD: "never held (GRO_NORMAL)",
+    Flush.MISMATCH: "a segment of its flow with other headers arrived (tcp_gro_receive)",
+    Flush.FLAGS: "a merged segment with PSH or FIN ended it (tcp_gro_receive)",
+    Flush.EVICTED: "a ninth flow was held (MAX_GRO_SKBS 8): gro_flush_oldest",
+    Flush.TIMER: "the gro_flush_timeout timer's poll flushed it",
 }
 
 
 def flow_renderable(run: FlowRun) -> RenderableType:
     frame_len = dict(run.input)["frame_len"]
-    l4 = dict(run.input)["l4"]
+    what = "writes" if run.path == "tap" else "segments"
     title = Text()
     title.append(f"{run.path}", style="bold cyan")
     title.append(f" on Linux {run.kernel.name}", style="bold")
-    title.append(f": {len(run.segments)} segments of a {frame_len}-byte {l4} frame, then GRO "
+    title.append(f": {len(run.segments)} {what} of a {frame_len}-byte TCP frame, then GRO "
                  f"(MAX_SKB_FRAGS {run.gro.max_skb_frags}, gro_max_size {run.gro.gro_max_size})")
     parts: list[RenderableType] = [title, Text(), _steps(run)]
     hows = {step.how for step in run.gro.steps}
