@@ -85,6 +85,8 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             "gro_flush_timeout": int(case.get("gro_flush_timeout", DEFAULT_TIMEOUT_NS)),
             "threaded": case.get("threaded", False),  # False, True or "pinned"
             "mtu": case.get("mtu"),
+            # sleep this long after write "after" (tests: a burst split on purpose)
+            "pause": case.get("pause"),
             "gro": bool(case.get("gro", True))}
 
 
@@ -462,7 +464,11 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
     with _tap(ifname, opts) as fd:
         probe.drain()  # nothing from an earlier tap
         with _pinned(ifname, opts["threaded"] == "pinned"):
-            results = [_write(fd, iov) for iov in payloads]
+            results = []
+            for index, iov in enumerate(payloads):
+                results.append(_write(fd, iov))
+                if opts["pause"] and opts["pause"]["after"] == index:
+                    time.sleep(opts["pause"]["ms"] / 1000)
             written_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns
         # the flush timer delivers what is still held; then the record queue is complete
         time.sleep(opts["gro_flush_timeout"] / 1e9 + 0.03)
