@@ -63,6 +63,22 @@ def cases() -> list[dict[str, Any]]:
     out.extend(_case(f"ipid-{ipid}-{'df' if df else 'nodf'}",
                      {"segments": 8, "ipid": ipid, "df": df})
                for ipid in ("inc", "fixed") for df in (True, False))
+    out.append(_case("tos4", {"segments": 8, "tos_change": [4]}))
+    out.append(_case("df-change4", {"segments": 8, "df_change": [4]}))
+    out.append(_case("ip-options4", {"segments": 8, "ip_options": [4]}))
+    out.append(_case("more-fragments4", {"segments": 8, "more_fragments": [4]}))
+    out.append(_case("udp4-between", {"segments": 8, "udp": [4]}))
+    out.append(_case("non-ip-between", {"segments": 8, "other": [4]}))
+    out.append(_case("ipv6-tclass4", {"family": 6, "segments": 8, "tos_change": [4]}))
+    out.append(_case("ipv6-flowlabel4", {"family": 6, "segments": 8,
+                                         "flowlabel_change": [4]}))
+    out.append(_case("ipv6-hoplimit4", {"family": 6, "segments": 8, "ttl_change": [4]}))
+    # gro_max_size (IFLA_GRO_MAX_SIZE) and BIG TCP (IPv4 also needs gro_ipv4_max_size)
+    out.append(_case("gro-max-size32768", {"segments": 30}, gro_max_size=32768))
+    out.append(_case("ipv6-big-tcp", {"family": 6, "segments": 100}, gro_max_size=185000))
+    out.append(_case("ipv4-gro-max-size-only", {"segments": 100}, gro_max_size=185000))
+    out.append(_case("ipv4-big-tcp", {"segments": 100}, gro_max_size=185000,
+                     gro_ipv4_max_size=185000))
     out.append(_case("bad-tcp-csum3", {"segments": 8, "bad_tcp_csum": [3]}))
     out.append(_case("bad-ip-csum3", {"segments": 8, "bad_ip_csum": [3]}))
     # interleaved flows: 8 fit the bucket (MAX_GRO_SKBS), the 9th evicts the oldest

@@ -70,6 +70,34 @@ def test_gso_frame_has_a_dodgy_candidate_vnet_header() -> None:
     assert writes[2].seq == gro_frames.SEQ0 + 5 * 1448
 
 
+def test_ip_level_variations() -> None:
+    writes = gro_frames.build({"segments": 6, "tos_change": [1], "df_change": [2],
+                               "ip_options": [3], "more_fragments": [4], "udp": [5]})
+    frames = [w.frame for w in writes]
+    assert [f[15] for f in frames] == [0, 4, 0, 0, 0, 0]  # TOS
+    assert [f[20:22].hex() for f in frames] == ["4000", "4000", "0000", "4000", "6000",
+                                                "4000"]  # DF flipped; DF|MF
+    assert frames[3][14] == 0x46 and ones_sum(frames[3][14:38]) == 0xFFFF  # ihl 6
+    assert frames[5][23] == 17 and len(frames[5]) == 14 + 20 + 8 + 1448  # UDP
+    udp = frames[5][34:]
+    pseudo = frames[5][26:34] + struct.pack("!HH", 17, len(udp))
+    assert ones_sum(pseudo + udp) == 0xFFFF
+    # the UDP datagram takes no TCP sequence space
+    assert writes[5].seq == gro_frames.SEQ0 + 5 * 1448
+
+
+def test_ipv6_traffic_class_and_flow_label() -> None:
+    writes = gro_frames.build({"family": 6, "segments": 3, "tos_change": [1],
+                               "flowlabel_change": [2]})
+    assert [w.frame[14:18].hex() for w in writes] == ["60000000", "60400000", "60000001"]
+
+
+def test_non_ip_frame_in_a_burst() -> None:
+    writes = gro_frames.build({"segments": 3, "other": [1]})
+    assert writes[1].frame == gro_frames.DST_MAC + gro_frames.SRC_MAC + b"\x88\xb5" + bytes(46)
+    assert writes[2].seq == gro_frames.SEQ0 + 1448
+
+
 def test_writev_split() -> None:
     (write,) = gro_frames.build({"segments": 1, "split": [14, 66]})
     assert [len(v) for v in write.iovecs()] == [14, 52, 1448]

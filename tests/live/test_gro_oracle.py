@@ -38,7 +38,8 @@ pytestmark = [
 CASES = ("seg8", "seg18", "seg19", "seg46", "seg8-blocking", "payload3390", "payload3391",
          "psh3", "bad-tcp-csum3", "flows9", "ipid-fixed-nodf", "vnet-gso2",
          "vnet-needs_csum", "ipv6-seg8", "napi-frags-split14", "timeout0",
-         "seg46-threaded-pinned")
+         "seg46-threaded-pinned", "udp4-between", "ip-options4", "gro-max-size32768",
+         "ipv6-big-tcp")
 
 
 def saved() -> dict[str, dict[str, Any]]:

@@ -69,6 +69,10 @@ SIOCSIFMTU = 0x8922
 CLONE_NEWNS = 0x00020000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
+# include/uapi/linux/rtnetlink.h, if_link.h
+RTM_NEWLINK = 16
+NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
+IFLA_GRO_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE = 58, 64
 DEFAULT_TIMEOUT_NS = 20_000_000  # gro_flush_timeout: 5 jiffies at HZ=250 (see the docstring)
 REPLY_TIMEOUT = 30.0
 VERDICTS = {0: "MERGED", 1: "MERGED_FREE", 2: "HELD", 3: "NORMAL", 4: "CONSUMED"}
@@ -87,7 +91,9 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             "mtu": case.get("mtu"),
             # sleep this long after write "after" (tests: a burst split on purpose)
             "pause": case.get("pause"),
-            "gro": bool(case.get("gro", True))}
+            "gro": bool(case.get("gro", True)),
+            "gro_max_size": case.get("gro_max_size"),
+            "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
 
 
 class GroTap:
@@ -175,10 +181,16 @@ def _flow_key(packet_hex: str) -> str:
 
 
 def _seq(packet_hex: str) -> int | None:
+    """The TCP sequence number at the network header (None: not IPv4/IPv6 + TCP)."""
     raw = bytes.fromhex(packet_hex)
-    if not raw:
+    if len(raw) < 40:
         return None
-    at = (raw[0] & 0xF) * 4 + 4 if raw[0] >> 4 == 4 else 44
+    if raw[0] >> 4 == 4 and raw[9] == 6:
+        at = (raw[0] & 0xF) * 4 + 4
+    elif raw[0] >> 4 == 6 and raw[6] == 6:
+        at = 44
+    else:
+        return None
     return int.from_bytes(raw[at:at + 4], "big") if len(raw) >= at + 4 else None
 
 
@@ -438,9 +450,28 @@ def _tap(ifname: str, opts: dict[str, Any]) -> Iterator[int]:
             _ifreq_flags(ifname, sock, True)
         if not opts["gro"]:
             _set_gro(ifname, False)
+        for attr, key in ((IFLA_GRO_MAX_SIZE, "gro_max_size"),
+                          (IFLA_GRO_IPV4_MAX_SIZE, "gro_ipv4_max_size")):
+            if opts.get(key) is not None:
+                _set_link_u32(ifname, attr, int(opts[key]))
         yield fd
     finally:
         os.close(fd)
+
+
+def _set_link_u32(ifname: str, attr: int, value: int) -> None:
+    """RTM_NEWLINK with one u32 attribute (``ip link set dev IFNAME gro_max_size N``)."""
+    body = struct.pack("<BxHiII", socket.AF_UNSPEC, 0, socket.if_nametoindex(ifname), 0, 0)
+    body += struct.pack("<HHI", 8, attr, value)
+    header = struct.pack("<IHHII", 16 + len(body), RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, 1,
+                         0)
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as sock:
+        sock.bind((0, 0))
+        sock.sendall(header + body)
+        reply = sock.recv(65536)
+    (error,) = struct.unpack_from("<i", reply, 16)
+    if error:
+        raise OSError(-error, f"setting link attribute {attr} to {value}: {os.strerror(-error)}")
 
 
 def _set_gro(ifname: str, on: bool) -> None:

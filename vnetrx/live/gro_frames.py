@@ -13,6 +13,13 @@ A burst description (every key optional)::
      "ipid": "inc" | "fixed",  "df": true,  "ttl": 64, "ttl_change": [k, ...],
      "window_change": [k, ...], "ack_change": [k, ...],
      "bad_tcp_csum": [k, ...], "bad_ip_csum": [k, ...],
+     "tos_change": [k, ...],      # IPv4 TOS / IPv6 traffic class + 4 on segment k
+     "df_change": [k, ...],       # DF flipped on segment k (IPv4)
+     "flowlabel_change": [k, ...],  # IPv6 flow label + 1
+     "ip_options": [k, ...],      # IPv4 header with 4 bytes of options (NOP x 3, EOL)
+     "more_fragments": [k, ...],  # IPv4 MF set (a first fragment)
+     "udp": [k, ...],             # segment k is a UDP datagram (same addresses, ports)
+     "other": [k, ...],           # segment k is a 60-byte non-IP frame (EtherType 0x88B5)
      "vnet": null | "data_valid" | "needs_csum" | "none",   # a 10-byte virtio_net_hdr
      "gso": {"at": k, "segments": n},    # segment k is one GSO frame of n x payload (vnet hdr)
      "split": [o1, o2, ...]}              # writev boundaries (IFF_NAPI_FRAGS)
@@ -45,7 +52,9 @@ VNET_HDR_LEN = 10
 
 KEYS = {"family", "segments", "payload", "flows", "psh", "fin", "urg", "cwr", "syn", "rst",
         "seq_gap", "timestamps", "tsval_change", "ipid", "df", "ttl", "ttl_change",
-        "window_change", "ack_change", "bad_tcp_csum", "bad_ip_csum", "vnet", "gso", "split"}
+        "window_change", "ack_change", "bad_tcp_csum", "bad_ip_csum", "vnet", "gso", "split",
+        "tos_change", "df_change", "flowlabel_change", "ip_options", "more_fragments", "udp",
+        "other"}
 
 
 @dataclass(frozen=True)
@@ -76,10 +85,10 @@ def checksum(data: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def _pseudo_sum(family: int, length: int) -> bytes:
+def _pseudo_sum(family: int, length: int, proto: int = 6) -> bytes:
     if family == 4:
-        return SADDR4 + DADDR4 + struct.pack("!BBH", 0, 6, length)
-    return SADDR6 + DADDR6 + struct.pack("!IxxxB", length, 6)
+        return SADDR4 + DADDR4 + struct.pack("!BBH", 0, proto, length)
+    return SADDR6 + DADDR6 + struct.pack("!IxxxB", length, proto)
 
 
 def _fold(data: bytes) -> int:
@@ -89,30 +98,43 @@ def _fold(data: bytes) -> int:
 
 def tcp_segment(family: int, *, sport: int, seq: int, ack: int, flags: int, window: int,
                 options: bytes, payload: bytes, ipid: int, df: bool, ttl: int,
-                bad_tcp: bool = False, bad_ip: bool = False, partial: bool = False) -> bytes:
-    """An Ethernet frame with one TCP segment; ``partial``: the TCP checksum field holds the
-    pseudo-header sum only (what a sender with NEEDS_CSUM leaves)."""
-    doff = (20 + len(options)) // 4
-    tcp = struct.pack("!HHIIBBHHH", sport, DPORT, seq, ack, doff << 4, flags, window, 0, 0)
-    tcp += options + payload
-    pseudo = _pseudo_sum(family, len(tcp))
+                bad_tcp: bool = False, bad_ip: bool = False, partial: bool = False,
+                tos: int = 0, flowlabel: int = 0, ip_options: bool = False,
+                more_fragments: bool = False, udp: bool = False) -> bytes:
+    """An Ethernet frame with one TCP segment (``udp``: a UDP datagram with the payload);
+    ``partial``: the TCP checksum field holds the pseudo-header sum only (what a sender with
+    NEEDS_CSUM leaves)."""
+    proto = 17 if udp else 6
+    if udp:
+        l4 = struct.pack("!HHHH", sport, DPORT, 8 + len(payload), 0) + payload
+        csum_at = 6
+    else:
+        doff = (20 + len(options)) // 4
+        l4 = struct.pack("!HHIIBBHHH", sport, DPORT, seq, ack, doff << 4, flags, window, 0, 0)
+        l4 += options + payload
+        csum_at = 16
+    pseudo = _pseudo_sum(family, len(l4), proto)
     if partial:
         csum = _fold(pseudo)
     else:
-        csum = checksum(pseudo + tcp)
+        csum = checksum(pseudo + l4)
         if bad_tcp:
             csum ^= 0x5555
-    tcp = tcp[:16] + struct.pack("!H", csum) + tcp[18:]
+    l4 = l4[:csum_at] + struct.pack("!H", csum) + l4[csum_at + 2:]
     if family == 4:
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), ipid & 0xFFFF,
-                         0x4000 if df else 0, ttl, 6, 0, SADDR4, DADDR4)
+        opts = b"\x01\x01\x01\x00" if ip_options else b""
+        frag = (0x4000 if df else 0) | (0x2000 if more_fragments else 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x40 | (5 + len(opts) // 4), tos,
+                         20 + len(opts) + len(l4), ipid & 0xFFFF, frag, ttl, proto, 0,
+                         SADDR4, DADDR4) + opts
         ip_csum = checksum(ip) ^ (0x1111 if bad_ip else 0)
         ip = ip[:10] + struct.pack("!H", ip_csum) + ip[12:]
         ethertype = 0x0800
     else:
-        ip = struct.pack("!IHBB16s16s", 6 << 28, len(tcp), 6, ttl, SADDR6, DADDR6)
+        ip = struct.pack("!IHBB16s16s", 6 << 28 | tos << 20 | flowlabel, len(l4), proto, ttl,
+                         SADDR6, DADDR6)
         ethertype = 0x86DD
-    return DST_MAC + SRC_MAC + struct.pack("!H", ethertype) + ip + tcp
+    return DST_MAC + SRC_MAC + struct.pack("!H", ethertype) + ip + l4
 
 
 def vnet_header(flags: int = 0, gso_type: int = 0, hdr_len: int = 0, gso_size: int = 0,
@@ -166,14 +188,23 @@ def build(spec: dict[str, Any]) -> list[Write]:
         length = lengths[k] * n_seg
         data = _payload(length, seq[f])
         partial = vnet == "needs_csum" or n_seg > 1
+        if k in _at(spec, "other"):
+            frame = (DST_MAC + SRC_MAC + struct.pack("!H", 0x88B5)).ljust(60, b"\0")
+            hdr = vnet_header() if vnet is not None or gso else b""
+            writes.append(Write(frame, hdr, split, f, seq[f], 0))
+            continue
         frame = tcp_segment(
             family, sport=SPORT + f, seq=seq[f],
             ack=ACK0 + (1 if k in _at(spec, "ack_change") else 0), flags=flags,
             window=WINDOW + (1 if k in _at(spec, "window_change") else 0), options=options,
-            payload=data, ipid=ipid[f], df=spec.get("df", True),
+            payload=data, ipid=ipid[f],
+            df=spec.get("df", True) != (k in _at(spec, "df_change")),
             ttl=spec.get("ttl", 64) - (1 if k in _at(spec, "ttl_change") else 0),
             bad_tcp=k in _at(spec, "bad_tcp_csum"), bad_ip=k in _at(spec, "bad_ip_csum"),
-            partial=partial)
+            partial=partial, tos=4 if k in _at(spec, "tos_change") else 0,
+            flowlabel=1 if k in _at(spec, "flowlabel_change") else 0,
+            ip_options=k in _at(spec, "ip_options"),
+            more_fragments=k in _at(spec, "more_fragments"), udp=k in _at(spec, "udp"))
         l3 = 20 if family == 4 else 40
         hdr = b""
         if vnet is not None or gso:
@@ -188,6 +219,8 @@ def build(spec: dict[str, Any]) -> list[Write]:
             else:
                 hdr = vnet_header(flag)
         writes.append(Write(frame, hdr, split, f, seq[f], length))
+        if k in _at(spec, "udp"):  # the TCP flow goes on as if it were not there
+            continue
         seq[f] = (seq[f] + length) & 0xFFFFFFFF
         if spec.get("ipid", "inc") == "inc":
             ipid[f] += n_seg
