@@ -147,9 +147,10 @@ def _bpf(cmd: int, attr: bytes) -> tuple[int, bytes]:
     return ret, buf.raw
 
 
-def loaded_vnetrx_programs() -> list[int]:
-    """The ids of loaded BPF programs named ``vnetrx_xdp`` (root; a freed program can take a
-    moment to disappear: its release is RCU-deferred)."""
+def loaded_vnetrx_programs(name: bytes = PROG_NAME) -> list[int]:
+    """The ids of loaded BPF programs named ``name`` (default ``vnetrx_xdp``; the GRO oracle's
+    are ``vnetrx_gro``) (root; a freed program can take a moment to disappear: its release is
+    RCU-deferred)."""
     ids: list[int] = []
     start = 0
     while True:
@@ -166,7 +167,7 @@ def loaded_vnetrx_programs() -> list[int]:
             info = ctypes.create_string_buffer(128)
             _bpf(BPF_OBJ_GET_INFO_BY_FD,
                  struct.pack("<IIQ", fd, len(info), ctypes.addressof(info)))
-            if info.raw[64:80].split(b"\0")[0] == PROG_NAME:
+            if info.raw[64:80].split(b"\0")[0] == name:
                 ids.append(start)
         except OSError:
             pass
