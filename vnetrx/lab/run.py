@@ -78,22 +78,20 @@ def cache_dir() -> Path:
 
 
 def check_lab_dir(path: Path) -> None:
-    """Refuse a lab directory another user could plant files in (as root especially)."""
+    """Refuse a lab directory another user could plant files in or redirect (as root
+    especially): under vnetrx's cache, every component from the home down must be a directory
+    of this user (vnetrx.cache.open_chain); anywhere, the directories above it must be root's
+    or this user's, writable by nobody else (vnetrx.cache.path_problem)."""
     from vnetrx import cache
 
-    for where in (path, *path.parents):
-        try:
-            st = where.lstat()
-        except OSError:
-            continue  # not created yet: it will be, 0700
-        problem = cache.unsafe_reason(st) if where == path else (
-            "other users can write to it" if st.st_mode & 0o002 and not st.st_mode & 0o1000
-            else None)
-        if problem:
-            raise LabSetupError(f"unsafe lab directory {where}: {problem}",
-                                hint="use a directory only you can write (VNETRX_LAB_DIR)")
-        if where != path:
-            break  # the nearest existing parent is enough
+    base = cache.root()
+    problem = None
+    if base is not None and (path == Path(base) or Path(base) in path.parents):
+        problem = cache.problem(create=True)
+    problem = problem or cache.path_problem(str(path))
+    if problem:
+        raise LabSetupError(f"unsafe lab directory {path}: {problem}",
+                            hint="use a directory only you can write (VNETRX_LAB_DIR)")
 
 
 def image_release(image: Path) -> str:
