@@ -188,13 +188,18 @@ def in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_interrupting = False  # an interrupt_once() is active (nested ones leave it in charge)
+
+
 @contextlib.contextmanager
 def interrupt_once() -> Iterator[None]:
     """While active, the first SIGINT or SIGTERM raises KeyboardInterrupt, so ``finally``
     blocks clean up and the command ends as after Ctrl-C (exit 130); later ones are absorbed,
     so that a second signal arriving before a cleanup has blocked signals (:func:`shielded`)
-    cannot cut it short. Leaving restores the previous handlers."""
-    if not in_main_thread():
+    cannot cut it short. Leaving restores the previous handlers. Nested inside another, it
+    changes nothing: the outer one has already raised for the first signal, or will."""
+    global _interrupting
+    if not in_main_thread() or _interrupting:
         yield
         return
     fired = False
@@ -206,9 +211,11 @@ def interrupt_once() -> Iterator[None]:
             raise KeyboardInterrupt
 
     old = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    _interrupting = True
     try:
         yield
     finally:
+        _interrupting = False
         for signum, previous in old.items():
             signal.signal(signum, previous)
 
