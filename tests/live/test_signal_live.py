@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,35 @@ if __name__ == "__main__":
 
     print(json.dumps(storm(int(sys.argv[1]) if len(sys.argv) > 1 else 60,
                            Path(sys.argv[2]) if len(sys.argv) > 2 else ROOT)))
+
+
+def _wait_for(found: Callable[[], object], proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not found() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.0002)
+
+
+@pytest.mark.parametrize("when", ["lock", "instance"])
+def test_sigkill_then_the_next_run_removes_everything(when: str) -> None:
+    """SIGKILL right after the run took its lock (before it created anything: issue 29 found
+    such lock files left for ever) or right after its instance appeared: the next run removes
+    the lock file, the instance and the private mount."""
+    from vnetrx import owner
+
+    mounts = tracefs_mounts()
+    proc = subprocess.Popen(VERIFY, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True)
+    if when == "lock":
+        _wait_for(lambda: list(owner.lock_dir().glob(f"{proc.pid}x*.lock")), proc)
+    else:
+        _wait_for(lambda: _instance_of(proc.pid), proc)
+    proc.kill()
+    proc.wait()
+    after = subprocess.run([*VERIFY[:-2], "--len", "60"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert after.returncode == 0, after.stderr
+    mine = f"{proc.pid}x"
+    assert [n for n in instance_names() if n.startswith(f"vnetrx-{mine}")] == []
+    assert [p.name for p in owner.lock_dir().glob(f"{mine}*")] == []
+    assert [p.name for p in Path("/tmp").glob(f"vnetrx-tracefs-{mine}*")] == []
+    assert tracefs_mounts() == mounts
