@@ -17,7 +17,8 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -53,6 +54,10 @@ class Owner:
         self._fd: int | None = None
 
     def __enter__(self) -> Owner:
+        with shielded():  # a signal cannot land between the rename and keeping the fd
+            return self._enter()
+
+    def _enter(self) -> Owner:
         folder = _own_lock_dir()
         # Lock first, then give it its name: a lock file is never visible unlocked while its
         # owner lives (else a concurrent is_stale() could take it for a dead run's).
@@ -73,11 +78,14 @@ class Owner:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def release(self) -> None:
+    def release(self, keep_file: bool = False) -> None:
+        """Unlock; the lock file is removed unless ``keep_file`` (something of this run could
+        not be removed: the file tells a later run whose leftover it is)."""
         if self._fd is None:
             return
-        with contextlib.suppress(OSError):
-            (lock_dir() / f"{self.token}.lock").unlink()
+        if not keep_file:
+            with contextlib.suppress(OSError):
+                (lock_dir() / f"{self.token}.lock").unlink()
         with contextlib.suppress(OSError):
             os.close(self._fd)
         self._fd = None
@@ -139,8 +147,48 @@ def forget(token: str) -> None:
         (lock_dir() / f"{token}.lock").unlink()
 
 
+DRAFT_AGE = 60.0  # seconds: an unlocked draft older than this belongs to a dead run
+
+
+def remove_stale_locks(in_use: Sequence[str] = ()) -> None:
+    """Remove lock files of dead owners that left nothing behind: no name in ``in_use`` (what
+    the caller sees, e.g. tracefs instances and mounts) and no ``vnetrx-*`` entry in the
+    temporary directory carries their token. Also drafts (``.<token>.new``) of runs killed
+    while taking their lock, once unlocked and older than DRAFT_AGE."""
+    try:
+        folder = _own_lock_dir()
+        entries = list(folder.iterdir())
+        names = [*in_use, *(p.name for p in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"))]
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.endswith(".lock"):
+            token = entry.name.removesuffix(".lock")
+            if any(name.endswith(f"-{token}") for name in names) or not is_stale(token):
+                continue
+            forget(token)
+        elif entry.name.startswith(".") and entry.name.endswith(".new"):
+            with contextlib.suppress(OSError):
+                if time.time() - entry.lstat().st_mtime > DRAFT_AGE and _unheld(entry):
+                    entry.unlink()
+
+
+def _unheld(path: Path) -> bool:
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
+
+
+_interrupting = False  # an interrupt_once() is active (nested ones leave it in charge)
 
 
 @contextlib.contextmanager
@@ -148,8 +196,10 @@ def interrupt_once() -> Iterator[None]:
     """While active, the first SIGINT or SIGTERM raises KeyboardInterrupt, so ``finally``
     blocks clean up and the command ends as after Ctrl-C (exit 130); later ones are absorbed,
     so that a second signal arriving before a cleanup has blocked signals (:func:`shielded`)
-    cannot cut it short. Leaving restores the previous handlers."""
-    if not in_main_thread():
+    cannot cut it short. Leaving restores the previous handlers. Nested inside another, it
+    changes nothing: the outer one has already raised for the first signal, or will."""
+    global _interrupting
+    if not in_main_thread() or _interrupting:
         yield
         return
     fired = False
@@ -161,9 +211,11 @@ def interrupt_once() -> Iterator[None]:
             raise KeyboardInterrupt
 
     old = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    _interrupting = True
     try:
         yield
     finally:
+        _interrupting = False
         for signum, previous in old.items():
             signal.signal(signum, previous)
 

@@ -463,8 +463,10 @@ ERROR = _obj(
         "schema": {"const": "vnetrx.error/1"},
         "error": _STR,
         "hint": _nullable(_STR),
-        "exit_code": {"enum": [1, 2]},
-    }
+        "exit_code": {"enum": [1, 2, 130]},  # 130: Ctrl-C/SIGTERM before there was a result
+        "interrupted": {"const": True},  # only then
+    },
+    optional=("interrupted",),
 )
 
 SWEEP_ROW = _obj(

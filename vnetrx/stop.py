@@ -48,3 +48,28 @@ class StopOnSignal:
             if self.signal is not None:
                 return
             yield item
+
+
+class Deferred:
+    """``with Deferred() as held:`` SIGINT and SIGTERM are only recorded (``held.signal``), so
+    that what is printed inside is printed whole; the caller then exits 130 if one came. No-op
+    outside the main thread."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> Deferred:
+        """Entering again while active changes nothing."""
+        if not self._old and threading.current_thread() is threading.main_thread():
+            self._old = {signum: signal.signal(signum, self._handler) for signum in SIGNALS}
+        return self
+
+    def _handler(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signal is None:
+            self.signal = signum
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._old.items():
+            signal.signal(signum, previous)
+        self._old = {}

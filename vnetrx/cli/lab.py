@@ -6,6 +6,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -190,24 +191,66 @@ def lab_virtio(
         else parse_lengths(lengths, 1, lab_run.MAX_FRAME)
     )
     from vnetrx.owner import interrupt_once
+    from vnetrx.stop import Deferred
 
-    with interrupt_once(), stage_line() as on_stage:  # SIGTERM cleans up as Ctrl-C does
-        result = lab_run.run_virtio(
-            image,
-            mode,
-            frames,
-            modules=modules,
-            mtu=mtu,
-            accel="kvm" if kvm else "tcg",
-            kprobe=not no_kprobe,
-            timeout_s=float(timeout),
-            offloads=offloads,
-            on_stage=on_stage,
-            xdp_check=xdp_check,
-            xdp=xdp,
-            xdp_frags=xdp_frags,
-            xdp_late=xdp_late,
-        )
+    held = Deferred()  # entered once the result is in: printing is never cut short
+    try:
+        with interrupt_once(), stage_line() as on_stage:  # SIGTERM cleans up as Ctrl-C does
+            result = _run_virtio(lab_run, image, mode, frames, modules, mtu, kvm, no_kprobe,
+                                 timeout, offloads, on_stage, xdp_check, xdp, xdp_frags,
+                                 xdp_late)
+            held.__enter__()
+    except KeyboardInterrupt:
+        # the guest's frames are compared only once it has finished: nothing was checked
+        with Deferred():
+            _interrupted(as_json)
+    with held:
+        _print_run(result, serial_log, as_json)
+    if held.signal is not None:
+        click.echo("vnetrx: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0 if result.report.match else 1)
+
+
+def _interrupted(as_json: bool) -> None:
+    """Ctrl-C or SIGTERM before the guest's frames were compared (everything the run created
+    is removed by then): with --json a whole error document saying so; exit 130."""
+    message = "interrupted before the guest's frames were compared"
+    if as_json:
+        from vnetrx.codec import error_to_dict
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps({**error_to_dict(message, 130), "interrupted": True}))
+        sys.stdout.flush()
+    click.echo(f"vnetrx: {message}", err=True)
+    sys.exit(130)
+
+
+def _run_virtio(lab_run: Any, image: Path, mode: str, frames: tuple[int, ...],
+                modules: Path | None, mtu: int | None, kvm: bool, no_kprobe: bool,
+                timeout: int, offloads: bool, on_stage: Callable[[str], None],
+                xdp_check: bool, xdp: str | None, xdp_frags: bool, xdp_late: bool) -> Any:
+    return lab_run.run_virtio(
+        image,
+        mode,
+        frames,
+        modules=modules,
+        mtu=mtu,
+        accel="kvm" if kvm else "tcg",
+        kprobe=not no_kprobe,
+        timeout_s=float(timeout),
+        offloads=offloads,
+        on_stage=on_stage,
+        xdp_check=xdp_check,
+        xdp=xdp,
+        xdp_frags=xdp_frags,
+        xdp_late=xdp_late,
+    )
+
+
+def _print_run(result: Any, serial_log: Path | None, as_json: bool) -> None:
+    from vnetrx.lab.compare import report_to_dict
+
     if serial_log is not None:
         serial_log.write_text(result.serial)
     report = result.report
@@ -215,12 +258,12 @@ def lab_virtio(
         from vnetrx.render.json_out import dumps
 
         sys.stdout.write(dumps(report_to_dict(report, result.boot_s, result.total_s)))
+        sys.stdout.flush()
     else:
         from vnetrx.render.lab_text import WIDTH, lab_renderable
         from vnetrx.render.tables import report_console
 
         report_console(WIDTH).print(lab_renderable(report, result.boot_s, result.total_s))
-    sys.exit(0 if report.match else 1)
 
 
 @lab.command("fetch-kernel")

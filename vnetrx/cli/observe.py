@@ -144,17 +144,24 @@ def observe_command(
             seen = seen[:count]
         profile = _profile(kernel, setup, log is not None)
         report = core.observe(profile, setup, seen)
-    if as_json:
-        from vnetrx.render.json_out import dumps
+    from vnetrx.stop import Deferred
 
-        sys.stdout.write(dumps(core.report_to_dict(report)))
-    else:
-        from vnetrx.render.observe_text import WIDTH, observe_renderable
-        from vnetrx.render.tables import report_console
+    with Deferred() as held:  # a signal now cannot cut the document short
+        if as_json:
+            from vnetrx.render.json_out import dumps
 
-        report_console(WIDTH).print(observe_renderable(report))
+            sys.stdout.write(dumps(core.report_to_dict(report)))
+            sys.stdout.flush()
+        else:
+            from vnetrx.render.observe_text import WIDTH, observe_renderable
+            from vnetrx.render.tables import report_console
+
+            report_console(WIDTH).print(observe_renderable(report))
     if report.interrupted:
         click.echo(f"vnetrx: interrupted after {len(report.frames)} skbs", err=True)
+        sys.exit(130)
+    if held.signal is not None:
+        click.echo("vnetrx: interrupted", err=True)
         sys.exit(130)
     sys.exit(0 if report.match else 1)
 
@@ -231,9 +238,11 @@ def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveRepo
     missing = _missing()
     if missing:
         raise VnetrxError("observe needs " + "; ".join(missing))
+    from vnetrx.owner import interrupt_once
+
     interrupted = False
     try:
-        with _progress(count, dev) as advance:
+        with interrupt_once(), _progress(count, dev) as advance:
             def keep(line: str) -> bool:
                 ours = _ours(line, dev, setup.event)
                 if ours:
@@ -241,13 +250,12 @@ def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveRepo
                 return ours
 
             lines = collect(dev, setup.event, count, float(timeout), keep)
-    except Interrupted as exc:  # keep what was seen (the tracing is already removed)
-        lines = cast("list[str]", exc.partial)
-        if not lines:
-            raise
+    except KeyboardInterrupt as exc:  # keep what was seen (the tracing is already removed),
+        # even nothing: README's Ctrl-C "prints what was seen so far"
+        lines = cast("list[str]", exc.partial) if isinstance(exc, Interrupted) else []
         interrupted = True
     seen = [s for line in lines if (s := core.parse_line(line)) is not None]
-    if not seen:
+    if not seen and not interrupted:
         raise VnetrxError(f"no skb arrived on {dev} within {timeout} s")
     report = core.observe(profile, setup, seen)
     return replace(report, interrupted=True) if interrupted else report

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, cast
 
@@ -128,36 +131,55 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
         l4=frame.headers.l4 if frame.headers is not None else None,
         tcp_options=opts["tcp_options"],
     )
+    from vnetrx.owner import interrupt_once
+    from vnetrx.stop import Deferred
+
     profile = running_profile()
     cases = (live_verify.offload_cases(base) if offloads
              else [case for action in (actions or [None])
                    for case in live_verify.build_cases(
                        frames, replace(base, xdp=action, xdp_adjust_head=xdp_adjust_head,
                                        xdp_adjust_tail=xdp_adjust_tail), variants)])
-    planned = live_verify.plan(profile, cases)  # a request the model rejects fails before setup
+    # A request the model rejects is an error whoever runs it: one case of each shape is
+    # predicted first. Then the privileges, before predicting every case (65535 lengths take
+    # seconds: a normal user must not wait that long to be told to run as root).
+    live_verify.plan(profile, list({replace(c, frame_len=0): c for c in cases}.values()))
     missing = missing_requirements()
     if missing:
         raise VnetrxError("verify tap needs " + "; ".join(missing))
-    interrupted = False
-    try:
-        checks = _run_with_progress(profile, cases, planned, quiet=as_json)
-    except Interrupted as exc:  # keep what was seen: print it, then exit 130
-        checks = cast("list[FrameCheck]", exc.partial)
-        if not checks:
-            raise
-        interrupted = True
-    if as_json:
-        from vnetrx.render.json_out import dumps
+    with interrupt_once():  # Ctrl-C or SIGTERM, predicting or writing: print what was checked
+        interrupted = False
+        checks: list[FrameCheck] = []
+        held = Deferred()  # entered as soon as the checks are in: printing is never cut short
+        try:
+            with _progress(len(cases)) as progress:
+                # a request the model rejects fails before setup
+                planned = live_verify.plan(profile, cases, progress.predicted)
+                checks = live_verify.run(profile, cases, progress.written, planned)
+            held.__enter__()
+        except KeyboardInterrupt as exc:  # keep what was seen: print it, then exit 130
+            if isinstance(exc, Interrupted):
+                checks = cast("list[FrameCheck]", exc.partial)
+            interrupted = True
+        with held:
+            if as_json:
+                from vnetrx.render.json_out import dumps
 
-        sys.stdout.write(dumps(live_verify.report(
-            profile, checks, len(cases) if interrupted else None)))
-    else:
-        from vnetrx.render.tables import report_console
-        from vnetrx.render.verify_text import WIDTH, verify_renderable
+                sys.stdout.write(dumps(live_verify.report(
+                    profile, checks, len(cases) if interrupted else None)))
+                sys.stdout.flush()
+            else:
+                from vnetrx.render.tables import report_console
+                from vnetrx.render.verify_text import WIDTH, verify_renderable
 
-        report_console(WIDTH).print(verify_renderable(profile.name, profile.source, checks))
-    if interrupted:
-        click.echo(f"vnetrx: interrupted after {len(checks)} of {len(cases)} writes", err=True)
+                report_console(WIDTH).print(verify_renderable(profile.name, profile.source,
+                                                              checks))
+    if interrupted or held.signal is not None:
+        if interrupted:
+            click.echo(f"vnetrx: interrupted after {len(checks)} of {len(cases)} writes",
+                       err=True)
+        else:
+            click.echo("vnetrx: interrupted", err=True)
         sys.exit(130)
     sys.exit(0 if all(c.match for c in checks) else 1)
 
@@ -179,26 +201,46 @@ def _xdp_actions(text: str | None) -> list[str | None]:
     return chosen
 
 
-def _run_with_progress(
-    profile: Any, cases: list[WriteCase], planned: list[FrameCheck], quiet: bool
-) -> list[FrameCheck]:
-    from vnetrx.live import verify as live_verify
+PLAIN_EVERY = 10.0  # seconds: without a terminal, a progress line this often (long runs only)
 
-    if quiet or len(cases) < PROGRESS_FROM or not sys.stderr.isatty():  # --json: no rich
-        return live_verify.run(profile, cases, checks=planned)
+
+class _Progress:
+    """Predicting and writing, on stderr: a bar on a terminal (lists of PROGRESS_FROM frames
+    or more), else one plain line every PLAIN_EVERY seconds once a run has taken that long
+    (a 65535-frame run takes tens of seconds: it must not look hung). Never on stdout."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: Any = None
+        self.task: Any = None
+        self.last = time.monotonic()
+
+    def predicted(self, done: int, total: int) -> None:
+        self._show("predicting frames", done, total)
+
+    def written(self, done: int, total: int) -> None:
+        self._show("writing frames", done, total)
+
+    def _show(self, what: str, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, description=what, completed=done, total=total)
+            return
+        now = time.monotonic()
+        if now - self.last >= PLAIN_EVERY:
+            self.last = now
+            click.echo(f"vnetrx: verify tap: {what}: {done} of {total}", err=True)
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[_Progress]:
+    progress = _Progress(total)
+    if total < PROGRESS_FROM or not sys.stderr.isatty():
+        yield progress
+        return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(
-        TextColumn("writing frames"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task("write", total=len(cases))
-
-        def advance(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        return live_verify.run(profile, cases, advance, planned)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        progress.bar, progress.task = bar, bar.add_task("predicting frames", total=total)
+        yield progress

@@ -83,7 +83,8 @@ def fetch(series: str, dest: Path, package: str | None = None,
         return FetchedKernel(package, image, modules)
     dest.mkdir(parents=True, exist_ok=True, mode=0o700)
     download = dest / "download"
-    download.mkdir(exist_ok=True)
+    download.mkdir(exist_ok=True, mode=0o700)
+    check_lab_dir(download)  # apt-get runs in it: a real directory of ours
     for old in download.glob("*.deb"):
         old.unlink()
     stage(f"apt-get download {package}")

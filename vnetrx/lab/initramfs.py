@@ -54,14 +54,14 @@ def modinfo_vermagic(data: bytes) -> str | None:
 
 
 def decompress_module(path: Path) -> bytes:
-    """The ELF bytes of a module file (.ko, .ko.xz, .ko.gz; .ko.zst needs the zstd tool)."""
+    """The ELF bytes of a module file (.ko, .ko.xz, .ko.gz, .ko.zst)."""
     from vnetrx.layouts.kernel_image import decompress
 
     data = path.read_bytes()
     try:
         plain = decompress(data, str(path))
     except VnetrxError as exc:
-        raise LabSetupError(exc.message, hint=exc.hint or "install the zstd package") from None
+        raise LabSetupError(exc.message, hint=exc.hint) from None
     return data if plain is None else plain
 
 

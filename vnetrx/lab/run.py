@@ -78,22 +78,20 @@ def cache_dir() -> Path:
 
 
 def check_lab_dir(path: Path) -> None:
-    """Refuse a lab directory another user could plant files in (as root especially)."""
+    """Refuse a lab directory another user could plant files in or redirect (as root
+    especially): under vnetrx's cache, every component from the home down must be a directory
+    of this user (vnetrx.cache.open_chain); anywhere, the directories above it must be root's
+    or this user's, writable by nobody else (vnetrx.cache.path_problem)."""
     from vnetrx import cache
 
-    for where in (path, *path.parents):
-        try:
-            st = where.lstat()
-        except OSError:
-            continue  # not created yet: it will be, 0700
-        problem = cache.unsafe_reason(st) if where == path else (
-            "other users can write to it" if st.st_mode & 0o002 and not st.st_mode & 0o1000
-            else None)
-        if problem:
-            raise LabSetupError(f"unsafe lab directory {where}: {problem}",
-                                hint="use a directory only you can write (VNETRX_LAB_DIR)")
-        if where != path:
-            break  # the nearest existing parent is enough
+    base = cache.root()
+    problem = None
+    if base is not None and (path == Path(base) or Path(base) in path.parents):
+        problem = cache.problem(create=True)
+    problem = problem or cache.path_problem(str(path))
+    if problem:
+        raise LabSetupError(f"unsafe lab directory {path}: {problem}",
+                            hint="use a directory only you can write (VNETRX_LAB_DIR)")
 
 
 def image_release(image: Path) -> str:
@@ -330,23 +328,32 @@ def xdp_from_header(text: str) -> tuple[str | None, bool, bool]:
 
 
 def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
-    """Compare a saved serial log (``--serial-log``) with the model again, without a boot."""
+    """Compare a saved serial log (``--serial-log``) with the model again, without a boot.
+    ``lengths`` (--len) picks frames among those the log's first line says were sent: every
+    frame sent is predicted (a mergeable frame's buffer depends on the frames before it), then
+    only the chosen ones are reported. A length the log did not send is refused: its missing
+    event would otherwise read as a drop."""
     log = parse_log(text)
     if not log.complete:
         raise InputError("the log has no complete trace (no 'VNETRX trace-end' line)")
     hdrs: list[VnetHdr | None] | None = None
     first = text.split("\n", 1)[0]
-    if lengths is None and first.startswith(HEADER) and first.rstrip().endswith("--offloads"):
+    sent = lengths_from_header(text)
+    if first.startswith(HEADER) and first.rstrip().endswith("--offloads"):
         chosen = offload_frames()
-        lengths = tuple(f.length for f in chosen)
+        sent = tuple(f.length for f in chosen)
         hdrs = [f.hdr for f in chosen]
-    if lengths is None:
-        lengths = lengths_from_header(text)
-        if lengths is None:
-            raise InputError(
-                "the log does not say which frames were sent",
-                hint="pass --len, or use a log written by --serial-log",
-            )
+    wanted = lengths
+    if sent is not None:
+        if wanted is not None:
+            _check_sent(wanted, sent)
+        lengths = sent
+    elif hdrs is None and lengths is None:
+        raise InputError(
+            "the log does not say which frames were sent",
+            hint="pass --len, or use a log written by --serial-log",
+        )
+    assert lengths is not None
     try:
         mode = lab_mode_for(log.features, log.mtu)
     except ValueError as exc:
@@ -362,4 +369,23 @@ def recheck_log(text: str, lengths: tuple[int, ...] | None) -> LabReport:
             profile, log.features, log.mtu, cpus_of(log.status.get("xdp-cpus", "0")),
             log.status.get("xdp-attach", ""), log.status.get("xdp-dmesg", "").strip("| "),
             xdp_frags))
+    if wanted is not None and sent is not None:
+        chosen_frames = set(wanted)
+        report = replace(report, frames=tuple(f for f in report.frames
+                                               if f.frame_len in chosen_frames))
     return report
+
+
+def _check_sent(wanted: tuple[int, ...], sent: tuple[int, ...]) -> None:
+    """Refuse --len values the log never sent (they are not in the log: neither a match nor a
+    drop)."""
+    known = set(sent)
+    absent = [n for n in wanted if n not in known]
+    if absent:
+        shown = ",".join(map(str, absent[:5])) + (",…" if len(absent) > 5 else "")
+        raise InputError(
+            f"--len: {len(absent)} of {len(wanted)} lengths are not in the log ({shown}): it "
+            f"sent {len(sent)} frames",
+            hint="choose among the lengths on the log's first line: "
+            + ",".join(map(str, sorted(known)))[:200],
+        )

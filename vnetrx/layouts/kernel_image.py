@@ -14,7 +14,7 @@ _ZSTD = b"\x28\xb5\x2f\xfd"
 
 
 def bzimage_payload(image: bytes) -> bytes:
-    """The decompressed vmlinux ELF inside a bzImage (xz or gzip; zstd via the zstd tool)."""
+    """The decompressed vmlinux ELF inside a bzImage (xz, gzip or zstd)."""
     if len(image) < 0x250 or image[0x202:0x206] != b"HdrS":
         raise VnetrxError("not a bzImage (no HdrS signature)")
     setup_sects = image[0x1F1] or 4
@@ -23,7 +23,7 @@ def bzimage_payload(image: bytes) -> bytes:
     payload = image[start : start + length]
     if payload.startswith(_ZSTD):
         # The payload ends with the 4-byte decompressed size (arch/x86/boot/compressed/Makefile,
-        # cmd_zstd22_with_size), which zstd would read as a broken frame.
+        # cmd_zstd22_with_size), which would read as a broken frame.
         payload = payload[:-4]
     plain = decompress(payload, "the kernel payload")
     if plain is None:
@@ -32,7 +32,8 @@ def bzimage_payload(image: bytes) -> bytes:
 
 
 def decompress(data: bytes, what: str) -> bytes | None:
-    """xz, gzip or zstd (via the zstd tool) data decompressed; None if it is none of them."""
+    """xz, gzip or zstd (the zstandard package) data decompressed; None if it is none of
+    them."""
     import gzip
     import lzma
     import zlib
@@ -46,19 +47,20 @@ def decompress(data: bytes, what: str) -> bytes | None:
         raise VnetrxError(f"cannot decompress {what}: {exc}") from None
     if not data.startswith(_ZSTD):
         return None
-    import subprocess
+    import zstandard
 
+    # every frame, as zstd -d reads them; no frame needs to state its size, each must end
+    out, rest = [], data
     try:
-        proc = subprocess.run(["zstd", "-dc"], input=data, capture_output=True)
-    except OSError as exc:
-        raise VnetrxError(
-            f"cannot decompress {what} (zstd): {exc}", hint="apt-get install zstd"
-        ) from None
-    if proc.returncode != 0:
-        raise VnetrxError(
-            f"cannot decompress {what} (zstd): " + proc.stderr.decode(errors="replace").strip()
-        )
-    return proc.stdout
+        while rest:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out.append(frame.decompress(rest))
+            if not frame.eof:
+                raise zstandard.ZstdError("truncated input")
+            rest = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise VnetrxError(f"cannot decompress {what} (zstd): {exc}") from None
+    return b"".join(out)
 
 
 def elf_section(elf: bytes, wanted: str) -> bytes | None:

@@ -103,7 +103,9 @@ class LiveTap:
     # --- setup ---------------------------------------------------------------------------
     def __enter__(self) -> LiveTap:
         try:
-            self.watch = DeviceWatch(self.ifname, "netif_receive_skb_entry").__enter__()
+            # Held before it is entered: a signal just after __enter__ returns still removes it.
+            self.watch = DeviceWatch(self.ifname, "netif_receive_skb_entry")
+            self.watch.__enter__()
             self._start_child()
         except BaseException:
             self.close()
@@ -117,12 +119,14 @@ class LiveTap:
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(down_w)
-            os.close(up_r)
-            _child_main(down_r, up_w, self.ifname, parent)
-        self.child = pid
+        # SIGINT/SIGTERM wait until the child's pid is recorded: a signal between fork() and
+        # the assignment would leave a helper nobody kills, holding trace_pipe open (the
+        # instance could not be removed). The child starts with them blocked too.
+        with owners.shielded():
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                _child_start(down_r, up_w, self.ifname, parent)
+            self.child = pid
         os.close(down_r)
         os.close(up_w)
         self._to_child = os.fdopen(down_w, "w", buffering=1)
@@ -210,12 +214,35 @@ def run_writes(
 # --- the child, inside its own network namespace ---------------------------------------------
 
 
+def _child_start(requests: int, replies: int, ifname: str, parent: int) -> None:
+    """Right after fork(), SIGINT and SIGTERM still blocked: keep only stdio and the two pipe
+    ends (the parent's trace_pipe, lock file and the pipes' other ends are closed, so this
+    process never keeps the parent's tracefs instance busy or its lock held), restore the
+    default dispositions, then unblock. Never returns."""
+    try:
+        keep = sorted((requests, replies))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, _max_fd())
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        _child_main(requests, replies, ifname, parent)
+    finally:
+        os._exit(1)
+
+
+def _max_fd() -> int:
+    try:
+        return max(os.sysconf("SC_OPEN_MAX"), 1024)
+    except (OSError, ValueError):
+        return 65536
+
+
 def _child_main(requests: int, replies: int, ifname: str, parent: int) -> None:
     code = 1
     out = os.fdopen(replies, "w", buffering=1)
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         c_lib = libc()
         c_lib.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the parent is already gone (it may be PID 1 itself)

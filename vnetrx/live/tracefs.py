@@ -82,8 +82,8 @@ def remove_stale(tracefs: Path) -> None:
         token = owners.token_of(entry.name)
         if token is None or not owners.is_stale(token):
             continue
-        _remove_instance(entry)
-        dead.add(token)
+        if _remove_instance(entry):
+            dead.add(token)  # else its lock stays: a later run tries again
     for point in _all_tracefs_mounts():
         token = owners.token_of(Path(point).name, MOUNT_KIND)
         if token is None or not (token in dead or owners.is_stale(token)):
@@ -98,6 +98,10 @@ def remove_stale(tracefs: Path) -> None:
             dead.add(token)
     for token in dead:
         owners.forget(token)
+    # Lock files of runs that died before they created anything (SIGKILL right after locking)
+    in_use = [entry.name for entry in _entries(tracefs / "instances")]
+    in_use += [Path(point).name for point in _all_tracefs_mounts()]
+    owners.remove_stale_locks(in_use)
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -107,14 +111,16 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
-def _remove_instance(instance: Path) -> None:
+def _remove_instance(instance: Path) -> bool:
+    """Disable and remove an instance; False when the kernel still refused after 10 s."""
     for event in EVENTS:
         with contextlib.suppress(OSError):
             (instance / "events" / "net" / event / "enable").write_text("0\n")
     for _ in range(200):  # the kernel refuses (EBUSY) while a trace_pipe reader is still open
         if _rmdir(instance):
-            return
+            return True
         time.sleep(0.05)
+    return False
 
 
 def _rmdir(folder: Path) -> bool:
@@ -251,15 +257,18 @@ class DeviceWatch:
             with contextlib.suppress(OSError):
                 os.close(self._pipe)
             self._pipe = None
+        removed = True
         if self.instance is not None:
             with contextlib.suppress(OSError):
                 (self.instance / self.event / "enable").write_text("0\n")
-            _remove_instance(self.instance)
+            removed = _remove_instance(self.instance)
             self.instance = None
         if self.mounted is not None:
             _unmount(self.mounted)
             self.mounted = None
-        self.owner.release()
+        # An instance the kernel would not remove keeps its lock file (unlocked once this
+        # process ends): the next run sees a dead owner's instance and removes it.
+        self.owner.release(keep_file=not removed)
 
 
 def collect(

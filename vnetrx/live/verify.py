@@ -214,9 +214,18 @@ def compare(predicted: dict[str, Value], observed: dict[str, Value]) -> dict[str
     return fields
 
 
-def plan(k: KernelProfile, cases: list[WriteCase]) -> list[FrameCheck]:
-    """Predict every case first, so that a bad request fails before anything is created."""
-    return [FrameCheck(c.frame_len, options_of(c), predict(k, c), None, {}) for c in cases]
+def plan(
+    k: KernelProfile, cases: list[WriteCase],
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[FrameCheck]:
+    """Predict every case first, so that a bad request fails before anything is created.
+    ``on_progress`` hears (predicted so far, total) every 256 cases and at the end."""
+    out = []
+    for index, c in enumerate(cases, 1):
+        out.append(FrameCheck(c.frame_len, options_of(c), predict(k, c), None, {}))
+        if on_progress is not None and (index % 256 == 0 or index == len(cases)):
+            on_progress(index, len(cases))
+    return out
 
 
 def run(
