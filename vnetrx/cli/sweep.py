@@ -114,12 +114,16 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         raise click.UsageError("--svg/--html draw the ranges table: they do not combine with "
                                "--jsonl, --csv or --weights (use them with the text or --json)")
 
+    # the setups' frame length (the rows take theirs from the list): the shortest, which
+    # frame_input checks against the headers --l4/--gso ask for
+    shortest = min(lengths)
+
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(1, opts), todo)
-        return virtio_rows(profile, trace_cli.virtio_setup(1, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(shortest, opts), todo)
+        return virtio_rows(profile, trace_cli.virtio_setup(shortest, opts), todo)
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)
