@@ -72,7 +72,7 @@ def test_diff_same(runner: CliRunner) -> None:
     (["diff"], "give the trace options after `--`"),
     (["diff", "--kernel", "5.12", "--kernel", "5.13", "--kernel", "6.1", "--", "--len", "1"],
      "at most twice"),
-    (["diff", "--", "--len", "0"], "out of range (valid: 1..65535"),
+    (["diff", "--", "--len", "65536"], "out of range (valid: 0..65535"),
 ])
 def test_diff_bad_input(runner: CliRunner, args: list[str], message: str) -> None:
     result = runner.invoke(cli, args)

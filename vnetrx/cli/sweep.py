@@ -83,7 +83,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
         lengths: Any = sorted(weights)
     else:
         assert length_list is not None
-        lengths = parse_lengths(length_list, low=1)
+        lengths = parse_lengths(length_list, low=0)  # 0: a header-only write
     if opts["frame_file"] is not None:
         raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
                          "--csum/--gso or --hdr) instead")
@@ -178,9 +178,9 @@ def _weights(path: str) -> dict[int, int]:
     counts = Counter(x if isinstance(x, int) else x[0] for x in frames.items)
     if not counts:
         raise InputError(f"{path}: no frames")
-    bad = [n for n in counts if not 1 <= n <= 65535]
+    bad = [n for n in counts if not 0 <= n <= 65535]
     if bad:
-        raise InputError(f"{path}: length {bad[0]} out of range (valid: 1..65535)")
+        raise InputError(f"{path}: length {bad[0]} out of range (valid: 0..65535)")
     return dict(counts)
 
 

@@ -140,9 +140,9 @@ def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
     if len(frames) > MAX_FRAMES:
         raise InputError(f"{len(frames)} frames is too many (valid: 1..{MAX_FRAMES})")
     for index, length in enumerate(frames):
-        if not 1 <= length <= MAX_FRAME_LEN:
+        if not 0 <= length <= MAX_FRAME_LEN:  # 0: a header-only write (a short packet)
             raise InputError(
-                f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
+                f"frame {index}: length {length} out of range (valid: 0..{MAX_FRAME_LEN})"
             )
     if cfg.polls and (min(cfg.polls) < 1 or sum(cfg.polls) != len(frames)):
         raise InputError(
