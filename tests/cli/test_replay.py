@@ -211,6 +211,14 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
         (["--len", "60", "--show", "1"], "--show 1: there are 1 frames (valid: 0..0)"),
         (["--len", "60", "--json", "--jsonl"], "exclude each other"),
         (["--len", "9000", "--mtu", "9000"], "big mode"),
+        # big mode is said so, in one line naming what replay models and where big mode is
+        (["--len", "60", "--big"], "replay models the small and mergeable rings (--mergeable, "
+         "or neither); guest GSO without --mergeable selects big mode, which replay does not "
+         "model: each frame is what `vnetrx trace --big --len N` shows"),
+        (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --big --mtu 1400 "
+         "--weights FILE` totals a capture"),
+        (["--len", "60", "--mtu", "1501"], "MTU 1501 (above 1500) without --mergeable"),
+        (["--len", "60", "--big", "--mergeable"], "--mergeable and --big exclude each other"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(runner: CliRunner, args: list[str], message: str) -> None:
