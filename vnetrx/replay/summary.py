@@ -122,7 +122,8 @@ class Totals:
             f"build_skb), drops: {drops}; {d['bytes_copied']} bytes copied, "
             f"{d['allocations']} allocations, {d['buffers']} buffers"
             + (f" on {d['pages']} page(s)" if pages else "") + "; "
-            f"truesize sum {t['sum']} (min {t['min']}, median {t['median']}, p99 {t['p99']}, "
-            f"max {t['max']}), {d['truesize_per_byte']} per frame byte; "
-            f"{d['frag_list_skbs']} frag_list skb(s)"
+            + (f"truesize sum {t['sum']} (min {t['min']}, median {t['median']}, p99 "
+               f"{t['p99']}, max {t['max']}), {d['truesize_per_byte']} per frame byte; "
+               if self.delivered else "no skb, so no truesize; ")
+            + f"{d['frag_list_skbs']} frag_list skb(s)"
         )
