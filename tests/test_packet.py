@@ -11,6 +11,7 @@ from vnetrx.decode import parse_frame
 from vnetrx.errors import InputError
 from vnetrx.packet import (
     build_frame,
+    check_fits,
     find_headers,
     headers_of,
     offload_header,
@@ -48,6 +49,19 @@ def test_built_frames_parse_back_with_their_lengths() -> None:
 
 def test_a_frame_shorter_than_its_headers_is_cut() -> None:
     assert len(build_frame(40, "tcp4")) == 40
+
+
+@pytest.mark.parametrize(("l4", "options", "end"), [
+    ("tcp4", 0, 54), ("tcp4", 12, 66), ("tcp6", 0, 74), ("tcp6", 40, 114), ("udp4", 0, 42),
+    ("udp6", 0, 62),
+])
+def test_a_frame_asked_for_must_hold_its_headers(l4: str, options: int, end: int) -> None:
+    """Ethernet 14 + IPv4 20 / IPv6 40 + TCP 20 (+ options) / UDP 8: one byte short is refused
+    (it would carry no whole TCP/UDP header), the headers alone are a frame."""
+    assert check_fits(end, l4, options).end == end
+    with pytest.raises(InputError, match=rf"--len {end - 1} is too short for a {l4} frame.*"
+                                         rf"its headers take {end} bytes.*valid: {end}\.\.65535"):
+        check_fits(end - 1, l4, options)
 
 
 def test_offload_headers() -> None:

@@ -108,7 +108,7 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
              str(LAB.parent / "lab_vhost_user" / "big-gso-6.1.0-57-amd64.log"), "--json"], 0),
     ("lab", ["lab", "virtio", "--from-log",
              str(LAB.parent / "lab_xdp" / "mergeable-drop-6.1.0-57-amd64.log"), "--json"], 0),
-    ("error", ["trace", "--len", "0"], 2),
+    ("error", ["trace", "--len", "65536"], 2),
     ("error", ["trace", "--len", "100", "--kernel", "2.6"], 2),
     ("error", ["headroom", "--payload", "x"], 2),
     ("error", ["decode", "0100"], 2),

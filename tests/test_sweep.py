@@ -113,7 +113,7 @@ def test_cli_tap_path(runner: CliRunner) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--len", "0-10"], "length 0 out of range (valid: 1..65535)"),
+    (["--len", "0-65536"], "length 65536 out of range (valid: 0..65535)"),
     (["--len", "10-5"], "bad range"),
     (["--len", "abc"], "cannot read length 'abc'"),
     (["--len", "1-10", "--jsonl", "--csv"], "choose one of --jsonl, --csv and --json"),

@@ -93,6 +93,9 @@ def diff_to_dict(d: TraceDiff) -> dict[str, Any]:
     return {
         "schema": DIFF_SCHEMA,
         "same": d.first_step is None and not d.fields,
+        # the result fields compared (RESULT_FIELDS) all agree: when "same" is false, only the
+        # steps (what each kernel's narration says) differ
+        "results_same": not d.fields,
         "first_difference": None if d.first_step is None else {"a": step(d.a), "b": step(d.b)},
         "fields": [{"field": f, "a": x, "b": y} for f, x, y in d.fields],
         "a": trace_to_dict(d.a),

@@ -86,6 +86,28 @@ def headers_of(l4: str, tcp_options: int = 0) -> Headers:
     return Headers(l4, ETH_HLEN + ip_len, l4_len)
 
 
+def _headers_text(h: Headers) -> str:
+    ip = "IPv6 40" if h.ipv6 else "IPv4 20"
+    l4 = (f"TCP {h.transport_len}" if h.tcp else "UDP 8")
+    return f"Ethernet {ETH_HLEN} + {ip} + {l4}"
+
+
+def check_fits(length: int, l4: str, tcp_options: int = 0, max_len: int = 0xFFFF) -> Headers:
+    """The headers of the ``l4`` frame asked for (``--l4``, or the one ``--gso``/``--csum
+    partial`` imply), refusing a frame length too short to hold them: such a frame carries no
+    whole TCP/UDP header (``build_frame`` cuts it) and so is not the frame asked for. (The
+    frames vnetrx writes itself, e.g. verify's offload cases, call ``build_frame``.)"""
+    h = headers_of(l4, tcp_options)
+    if length < h.end:
+        options = f" with {tcp_options} option bytes" if tcp_options else ""
+        raise InputError(
+            f"--len {length} is too short for a {l4} frame{options}: its headers take "
+            f"{h.end} bytes ({_headers_text(h)}) (valid: {h.end}..{max_len})",
+            hint="leave out --l4, --gso and --csum partial for a frame of any length, of no "
+            "particular protocol")
+    return h
+
+
 def build_frame(length: int, l4: str, tcp_options: int = 0) -> bytes:
     """Ethernet + IP + TCP/UDP + zero payload, ``length`` bytes in all (cut when shorter than the
     headers). Lengths and the IP version are right; checksums are 0 (the offload's to fill)."""

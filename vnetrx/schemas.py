@@ -167,6 +167,7 @@ DIFF = _obj(
     {
         "schema": {"const": "vnetrx.diff/1"},
         "same": _BOOL,
+        "results_same": _BOOL,
         "first_difference": _nullable(
             _obj({"a": _nullable(_DIFF_STEP), "b": _nullable(_DIFF_STEP)})
         ),

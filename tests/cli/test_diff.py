@@ -25,6 +25,7 @@ def test_diff_json(runner: CliRunner) -> None:
                                  "--len", "1000", "--mergeable"])
     doc = json.loads(result.stdout)
     assert doc["schema"] == "vnetrx.diff/1" and doc["same"] is False
+    assert doc["results_same"] is False  # truesize and outcome differ
     assert doc["first_difference"]["a"]["function"] == "page_to_skb"
     fields = {f["field"]: (f["a"], f["b"]) for f in doc["fields"]}
     assert fields["skb.truesize"] == (2304, 1792)
@@ -42,6 +43,18 @@ def test_diff_two_option_sets(runner: CliRunner) -> None:
     assert fields["buffer.size"] == (1536, 2048)
 
 
+def test_diff_only_the_steps_differ(runner: CliRunner) -> None:
+    # a 100-byte frame is copied on both (len <= GOOD_COPY_LEN): 5.12 narrates "no build_skb
+    # path" where 5.13 narrates the copy branch of page_to_skb; every result field agrees
+    args = ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "100", "--mergeable"]
+    doc = json.loads(runner.invoke(cli, [*args[:1], "--json", *args[1:]]).stdout)
+    assert (doc["same"], doc["results_same"], doc["fields"]) == (False, True, [])
+    assert doc["first_difference"]["a"]["function"] == "page_to_skb"
+    text = runner.invoke(cli, args).stdout
+    assert "The results are the same (every result field agrees); only the steps differ." in text
+    assert "First differing step: #7" in text and "Results that differ" not in text
+
+
 def test_diff_same(runner: CliRunner) -> None:
     # 6.1.0 and 6.1.192 differ only where a 1000-byte mergeable frame does not go (big mode's
     # length check, virtio_net_hdr_to_skb's checks)
@@ -49,13 +62,17 @@ def test_diff_same(runner: CliRunner) -> None:
                                  "--len", "1000", "--mergeable"])
     assert result.exit_code == 0
     assert "The two traces are the same." in result.stdout
+    assert "only the steps differ" not in result.stdout
+    doc = json.loads(runner.invoke(cli, ["diff", "--json", "--kernel", "6.1.0", "--kernel",
+                                         "6.1.192", "--", "--len", "1000", "--mergeable"]).stdout)
+    assert (doc["same"], doc["results_same"]) == (True, True)
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["diff"], "give the trace options after `--`"),
     (["diff", "--kernel", "5.12", "--kernel", "5.13", "--kernel", "6.1", "--", "--len", "1"],
      "at most twice"),
-    (["diff", "--", "--len", "0"], "out of range (valid: 1..65535"),
+    (["diff", "--", "--len", "65536"], "out of range (valid: 0..65535"),
 ])
 def test_diff_bad_input(runner: CliRunner, args: list[str], message: str) -> None:
     result = runner.invoke(cli, args)

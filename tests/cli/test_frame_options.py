@@ -66,6 +66,30 @@ def test_bad_frame_options_are_one_line_usage_errors(
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["trace", "--len", "10", "--l4", "tcp4"], "--len 10 is too short for a tcp4 frame: its "
+     "headers take 54 bytes (Ethernet 14 + IPv4 20 + TCP 20) (valid: 54..65535)"),
+    (["trace", "--len", "53", "--l4", "tcp4", "--path", "tap"], "--len 53 is too short"),
+    (["trace", "--len", "85", "--l4", "tcp6", "--tcp-options", "12"],
+     "too short for a tcp6 frame with 12 option bytes: its headers take 86 bytes"),
+    (["trace", "--len", "1", "--gso", "tcpv4:1448"], "too short for a tcp4 frame"),  # implied
+    (["trace", "--len", "41", "--csum", "partial", "--l4", "udp4"], "(valid: 42..65535)"),
+    (["sweep", "--len", "53-60", "--l4", "tcp4"], "--len 53 is too short"),  # the shortest
+])
+def test_a_frame_too_short_for_its_headers_is_refused(
+        runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_frame_of_just_its_headers_is_traced(runner: CliRunner) -> None:
+    doc = json.loads(runner.invoke(cli, ["trace", "--len", "54", "--l4", "tcp4", "--json"]).stdout)
+    assert doc["input"]["frame_len"] == 54 and doc["outcome"] != "drop"
+    rows = runner.invoke(cli, ["sweep", "--len", "54-55", "--l4", "tcp4", "--jsonl"]).stdout
+    assert [json.loads(line)["frame_len"] for line in rows.splitlines()] == [54, 55]
+
+
 def test_frame_and_len_must_agree(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "f.bin"
     path.write_bytes(build_frame(100, "udp4"))

@@ -153,7 +153,7 @@ def test_output_is_whole_and_the_exit_status_kept_without_teardown() -> None:
     assert rows.returncode == 0 and rows.stderr == ""
     lines = rows.stdout.splitlines()
     assert len(lines) == 20000 and json.loads(lines[-1])["frame_len"] == 20000
-    bad = _entry("", "trace", "--len", "0", "--json")
+    bad = _entry("", "trace", "--len", "65536", "--json")
     assert bad.returncode == 2 and json.loads(bad.stdout)["exit_code"] == 2
 
 

@@ -200,7 +200,7 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
     [
         (["--len", ""], "no frame lengths given"),
         (["--len", ","], "no frame lengths given"),
-        (["--len", "60,0"], "frame 1: length 0 out of range (valid: 1..65535)"),
+        (["--len", "60,65536"], "frame 1: length 65536 out of range (valid: 0..65535)"),
         (["--len", "60,abc"], "'abc' is not a number N"),
         (["--len", "9-3"], "runs backwards"),
         (["--len", "60", "--ring-size", "0"], "0 is out of range (valid: 1..32768 entries)"),
@@ -211,6 +211,14 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
         (["--len", "60", "--show", "1"], "--show 1: there are 1 frames (valid: 0..0)"),
         (["--len", "60", "--json", "--jsonl"], "exclude each other"),
         (["--len", "9000", "--mtu", "9000"], "big mode"),
+        # big mode is said so, in one line naming what replay models and where big mode is
+        (["--len", "60", "--big"], "replay models the small and mergeable rings (--mergeable, "
+         "or neither); guest GSO without --mergeable selects big mode, which replay does not "
+         "model: each frame is what `vnetrx trace --big --len N` shows"),
+        (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --big --mtu 1400 "
+         "--weights FILE` totals a capture"),
+        (["--len", "60", "--mtu", "1501"], "MTU 1501 (above 1500) without --mergeable"),
+        (["--len", "60", "--big", "--mergeable"], "--mergeable and --big exclude each other"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(runner: CliRunner, args: list[str], message: str) -> None:
@@ -235,9 +243,10 @@ def test_unreadable_files(runner: CliRunner, tmp_path: Path) -> None:
 
 
 def test_error_as_json(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["replay", "--len", "0", "--json"])
+    result = runner.invoke(cli, ["replay", "--len", "65536", "--json"])
     assert result.exit_code == 2
-    assert json.loads(result.stdout)["error"] == "frame 0: length 0 out of range (valid: 1..65535)"
+    assert json.loads(result.stdout)["error"] == (
+        "frame 0: length 65536 out of range (valid: 0..65535)")
 
 
 def test_stall_is_a_runtime_failure(runner: CliRunner) -> None:
@@ -380,3 +389,33 @@ def test_offload_auto_derives_headers_from_a_capture(runner: CliRunner, tmp_path
     assert text.exit_code == 0
     bad = runner.invoke(cli, ["replay", "--len", "60", "--offload", "auto"])
     assert bad.exit_code == 2 and "capture's bytes" in bad.stderr
+
+
+@pytest.mark.parametrize(("mode", "kernel"), [([], "6.1"), (["--mergeable"], "6.12"),
+                                              (["--mergeable"], "6.1")])
+def test_a_header_only_frame_replays_as_a_short_packet(
+        runner: CliRunner, tmp_path: Path, mode: list[str], kernel: str) -> None:
+    """A recorded sequence with frames of length 0 (the device wrote the virtio-net header
+    alone): each takes one buffer, is dropped by receive_buf's short-packet guard into
+    rx_length_errors (what a 6.1/6.12 guest's /sys/class/net/*/statistics show) and leaves
+    the EWMA as it was (ewma_pkt_len_add runs in receive_mergeable only)."""
+    path = tmp_path / "seq.json"
+    path.write_text(json.dumps([{"len": 60}, {"len": 0, "hdr": "00"}, {"len": 1514},
+                                {"len": 0}]))
+    args = ["replay", "--from", str(path), *mode, "--kernel", kernel]
+    result = runner.invoke(cli, [*args, "--jsonl"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["frame_len"], r["outcome"] == "drop", r["reason"], r["counter"])
+            for r in rows] == [(60, False, None, None), (0, True, "short_packet",
+                                                         "rx_length_errors"),
+                               (1514, False, None, None), (0, True, "short_packet",
+                                                           "rx_length_errors")]
+    assert all(len(r["buffers"]) == 1 for r in rows)
+    assert [b[1] for r in rows for b in r["buffers"]] == sorted(
+        {b[1] for r in rows for b in r["buffers"]})  # one posted buffer after the other
+    if mode:
+        assert rows[1]["ewma"] == rows[0]["ewma"] and rows[3]["ewma"] == rows[2]["ewma"]
+    summary = json.loads(runner.invoke(cli, [*args, "--summary", "--json"]).stdout)
+    assert (summary["frames"], summary["skbs"], summary["drops"], summary["counters"]) == (
+        4, 2, {"short_packet": 2}, {"rx_length_errors": 2})

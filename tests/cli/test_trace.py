@@ -63,11 +63,11 @@ def test_debian_release_string(runner: CliRunner) -> None:
 
 
 BAD = [
-    (["--len", "0"], "0 is out of range (valid: 1..65535"),
-    (["--len", "-5"], "-5 is out of range (valid: 1..65535"),
-    (["--len", "abc"], "'abc' is not a whole number (valid: 1..65535)"),
-    (["--len", "65536"], "65536 is out of range (valid: 1..65535"),
-    (["--len", "99999999999999999999"], "out of range (valid: 1..65535"),
+    (["--len", "-1"], "-1 is out of range (valid: 0..65535"),
+    (["--len", "-5"], "-5 is out of range (valid: 0..65535"),
+    (["--len", "abc"], "'abc' is not a whole number (valid: 0..65535)"),
+    (["--len", "65536"], "65536 is out of range (valid: 0..65535"),
+    (["--len", "99999999999999999999"], "out of range (valid: 0..65535"),
     (["--len", "100", "--kernel", "9.99"], "no profile for kernel 9.99"),
     (["--len", "100", "--kernel", "nope"], "cannot read kernel version 'nope'"),
     (["--len", "100", "--kernel", "3.15"], "the virtio path is not modelled for kernel 3.15"),
@@ -101,6 +101,27 @@ def test_bad_input_with_json_gives_json_error(runner: CliRunner, args: list[str]
     doc = json.loads(result.stdout)
     assert doc["schema"] == "vnetrx.error/1" and doc["exit_code"] == 2
     assert message in doc["error"] + (doc["hint"] or "")
+
+
+def test_a_frame_of_length_0(runner: CliRunner) -> None:
+    """--len 0: on the virtio path the device wrote the header alone (a short packet,
+    rx_length_errors); on the tap path write(2) of the header alone fails with EINVAL on a TAP
+    (no counter) and on a TUN (rx_dropped), as measured on 6.18.44."""
+    doc = json.loads(runner.invoke(cli, ["trace", "--len", "0", "--json"]).stdout)
+    assert (doc["outcome"], doc["reason"], doc["counter"]) == ("drop", "short_packet",
+                                                               "rx_length_errors")
+    assert doc["buffer"]["used"] == 12
+    text = runner.invoke(cli, ["trace", "--len", "0"]).stdout
+    assert "Summary: dropped (short_packet); rx_length_errors++" in text
+    tap = runner.invoke(cli, ["trace", "--path", "tap", "--len", "0"])
+    assert tap.exit_code == 0
+    assert "write() fails with EINVAL (frame of 0 bytes below ETH_HLEN (14))" in tap.stdout
+    tun = runner.invoke(cli, ["trace", "--path", "tap", "--tun", "--len", "0"])
+    assert "write() fails with EINVAL (a TUN frame of 0 bytes has no IP version " \
+        "(ip_version 0)); rx_dropped++" in tun.stdout
+    rows = runner.invoke(cli, ["sweep", "--len", "0-1", "--jsonl"]).stdout.splitlines()
+    assert [(r["frame_len"], r["reason"]) for r in map(json.loads, rows)] == [
+        (0, "short_packet"), (1, "short_packet")]
 
 
 def test_help_teaches(runner: CliRunner) -> None:

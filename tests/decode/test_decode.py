@@ -181,7 +181,9 @@ def test_short_tap_frame_and_short_hdr_len() -> None:
 def test_wrapped_hdr_len_fails_the_eth_hlen_check() -> None:
     v = validate(K612, VnetHdr(1, 0, 0, 0, 65535, 0), 100, headroom=64)
     assert v.hdr_len == 1
-    assert v.reason == "frame of 100 bytes or hdr_len 1 below ETH_HLEN (14)"
+    assert v.reason == "hdr_len 1 below ETH_HLEN (14)"
+    assert validate(K612, VnetHdr(0, 0, 0, 0, 0, 0), 13, headroom=64).reason == (
+        "frame of 13 bytes below ETH_HLEN (14)")
 
 
 # --- validation: virtio_net_hdr_to_skb ----------------------------------------------------

@@ -97,7 +97,7 @@ def test_7x_second_buffer_of_a_pool_page_is_2560() -> None:
     ("cfg", "frames", "message"),
     [
         (MERGEABLE, [], "no frames"),
-        (MERGEABLE, [60, 0], "frame 1: length 0 out of range"),
+        (MERGEABLE, [60, -1], r"frame 1: length -1 out of range \(valid: 0\.\.65535\)"),
         (MERGEABLE, [65536], "length 65536 out of range"),
         (RingConfig(mergeable=True, ring_size=0), [60], "ring size 0 out of range"),
         (RingConfig(mergeable=True, batch=0), [60], "batch 0 out of range"),

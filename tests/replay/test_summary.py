@@ -29,3 +29,16 @@ def test_totals_of_a_short_mergeable_replay() -> None:
 def test_no_skbs() -> None:
     d = Totals().to_dict()
     assert (d["frames"], d["truesize"]["median"], d["truesize_per_byte"]) == (0, None, None)
+
+
+def test_a_replay_with_no_skb_says_so_instead_of_none() -> None:
+    """Every frame a short packet (header-only and 5-byte writes): no truesize to sum, and the
+    line says so rather than printing Python's None."""
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    out = CliRunner().invoke(cli, ["replay", "--len", "0x2,5", "--mergeable", "--summary"])
+    assert out.exit_code == 0, out.output
+    assert "drops: 3 short_packet" in out.stdout and "no skb, so no truesize" in out.stdout
+    assert "None" not in out.stdout

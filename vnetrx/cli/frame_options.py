@@ -17,9 +17,9 @@ from vnetrx.packet import (
     MAX_TCP_OPTIONS,
     Headers,
     build_frame,
+    check_fits,
     find_headers,
     gso_l4,
-    headers_of,
     offload_header,
     parse_gso,
     read_frame,
@@ -125,7 +125,7 @@ def frame_input(frame_len: int | None, o: dict[str, Any]) -> FrameInput:
                 "tcp4|tcp6|udp4|udp6 or --frame FILE"
             )
     if l4 is not None:
-        headers = headers_of(l4, o["tcp_options"])
+        headers = check_fits(frame_len, l4, o["tcp_options"])
         frame = build_frame(frame_len, l4, o["tcp_options"])
     hdr: VnetHdr | None = None
     hdr_bytes: bytes | None = o["hdr"]

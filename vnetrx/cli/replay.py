@@ -61,6 +61,12 @@ PROGRESS_FROM = 20_000
     "sizes rq->min_buf_len for IP_MAX_MTU (matters with a small ring and an MTU below 65535).",
 )
 @click.option(
+    "--big",
+    is_flag=True,
+    help="Big mode (guest GSO without MRG_RXBUF): not replayed, said so (its page chains "
+    "carry no history: see `vnetrx trace --big` and `vnetrx sweep --big`).",
+)
+@click.option(
     "--mtu",
     type=Count(68, MAX_FRAME_LEN),
     default=1500,
@@ -186,6 +192,9 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         raise click.UsageError("--batch and --polls exclude each other")
     if o["mss"] is not None and o["offload"] == "none":
         raise click.UsageError("--mss sets the gso_size --offload derives: give --offload too")
+    if o["big"] and o["mergeable"]:
+        raise InputError("--mergeable and --big exclude each other (MRG_RXBUF selects "
+                         "mergeable mode; --big means guest GSO without it)")
     if o["xdp_frags"] and o["xdp"] is None:
         raise click.UsageError("--xdp-frags describes the program: give --xdp ACTION too")
     derive = None
@@ -211,7 +220,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     profile = load_profile(o["kernel"], o["config"], choice)
     config = RingConfig(
         mergeable=o["mergeable"],
-        guest_gso=o["guest_gso"],
+        guest_gso=o["guest_gso"] or o["big"],  # --big: guest GSO without MRG_RXBUF
         mtu=o["mtu"],
         hdr_len=int(o["hdr_len"]),
         ring_size=o["ring_size"],

@@ -83,7 +83,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
         lengths: Any = sorted(weights)
     else:
         assert length_list is not None
-        lengths = parse_lengths(length_list, low=1)
+        lengths = parse_lengths(length_list, low=0)  # 0: a header-only write
     if opts["frame_file"] is not None:
         raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
                          "--csum/--gso or --hdr) instead")
@@ -114,12 +114,16 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         raise click.UsageError("--svg/--html draw the ranges table: they do not combine with "
                                "--jsonl, --csv or --weights (use them with the text or --json)")
 
+    # the setups' frame length (the rows take theirs from the list): the shortest, which
+    # frame_input checks against the headers --l4/--gso ask for
+    shortest = min(lengths)
+
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(1, opts), todo)
-        return virtio_rows(profile, trace_cli.virtio_setup(1, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(shortest, opts), todo)
+        return virtio_rows(profile, trace_cli.virtio_setup(shortest, opts), todo)
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)
@@ -174,9 +178,9 @@ def _weights(path: str) -> dict[int, int]:
     counts = Counter(x if isinstance(x, int) else x[0] for x in frames.items)
     if not counts:
         raise InputError(f"{path}: no frames")
-    bad = [n for n in counts if not 1 <= n <= 65535]
+    bad = [n for n in counts if not 0 <= n <= 65535]
     if bad:
-        raise InputError(f"{path}: length {bad[0]} out of range (valid: 1..65535)")
+        raise InputError(f"{path}: length {bad[0]} out of range (valid: 0..65535)")
     return dict(counts)
 
 

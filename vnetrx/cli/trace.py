@@ -70,10 +70,10 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @click.option(
     "--len",
     "frame_len",
-    type=Count(1, MAX_FRAME_LEN),
+    type=Count(0, MAX_FRAME_LEN),
     default=None,
-    help="Frame length in bytes after the virtio-net header (Ethernet header included). "
-    "Required unless --frame gives the frame.",
+    help="Frame length in bytes after the virtio-net header (Ethernet header included; 0: "
+    "the header alone). Required unless --frame gives the frame.",
 )
 @click.option(
     "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."

@@ -115,7 +115,9 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
                      is click.core.ParameterSource.COMMANDLINE):
         raise click.UsageError("--offloads writes its own frames and headers: drop --len and "
                                + ", ".join("--" + n for n in given or ["the header options"]))
-    frame = frame_input(1, opts)  # the header and the frame kind, the same for every length
+    # the header and the frame kind, the same for every length (each length is written as
+    # built: one shorter than the --l4 headers is cut, and the kernel's answer to it measured)
+    frame = frame_input(max(frames), opts)
     if opts["no_vnet_hdr"] and (opts["vnet_hdr_sz"] is not None or frame.hdr_bytes is not None):
         raise click.UsageError(
             "--vnet-hdr-sz and a header (--hdr, --csum, --gso) need IFF_VNET_HDR "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from vnetrx.errors import UnknownProfileError, UnsupportedError
-from vnetrx.kernel.build import BuildConfig
+from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.changes import CHANGES
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
@@ -102,18 +104,33 @@ def profile_for(
         return _derived(release, build, source)
     notes: list[str] = []
     patch = release.version.patch
-    if patch is None:
+    distro = release.distro
+    if patch is None and distro is not None and distro.key == "rhel":
+        patch = 0  # a nominal base: the release as tagged, not a stable point
+    elif patch is None:
         patch = series.default_patch
-        if release.local:
+        if distro is not None and distro.key == "debian":
             notes.append(
                 f"{release.text} is a Debian ABI name: its upstream point release is "
                 f"not in it; assumed {series.name}.{patch} ({series.why})"
+            )
+        elif distro is not None:
+            notes.append(
+                f"{release.text} is a{'n' if distro.name[0] in 'AEIOU' else ''} {distro.name} "
+                f"ABI name: its upstream point release is not in it; assumed "
+                f"{series.name}.{patch} ({series.why})"
+            )
+        elif release.local:
+            notes.append(
+                f"{release.text} is an ABI name of no vendor scheme vnetrx knows: its upstream "
+                f"point release is not in it; assumed {series.name}.{patch} ({series.why})"
             )
         elif patch:
             notes.append(
                 f"{series.name} means {series.name}.{patch} ({series.why}); give "
                 f"{series.name}.0 for the release as tagged"
             )
+    notes.extend(vendor_notes(release, build))
     version = KernelVersion(series.major, series.minor, patch)
     notes.extend(
         f"whether {version} carries '{change.subject}' is not known (seen in {bp}, absent from "
@@ -157,15 +174,46 @@ def _derived(release: ParsedRelease, build: BuildConfig | None, source: str) -> 
         "the change table by release"
         + (f": assumed present {', '.join(present)}" if present else "")
         + (f"; assumed absent {', '.join(absent)}" if absent else ""),
-        "distribution kernels carry backports the table cannot know: where a distribution "
-        "backported a change, the real kernel differs",
+        *vendor_notes(release, build),
     ]
-    if not release.point_known:
+    if not release.point_known and not (release.distro and release.distro.key == "rhel"):
         notes.append(f"{release.text} does not say its upstream point release: assumed "
                      f"{version.major}.{version.minor}.0, without stable backports")
     if version.series < (5, 12) and "virtio" in paths_of(version):
         notes.append("virtio-net's receive path before 5.12 was not read: 5.12's is used")
     return KernelProfile(version, k.build, k.source, tuple(notes))
+
+
+def vendor_notes(release: ParsedRelease, build: BuildConfig | None) -> list[str]:
+    """What a distribution kernel's string leaves open: its scheme and what vnetrx assumed
+    (vnetrx.kernel.distro), where the machine pins the point release, and the .config preset
+    used in place of the vendor's. A plain upstream version gets none; a suffix of no known
+    scheme gets the general caveat."""
+    d = release.distro
+    if d is None:
+        if not release.local or not _VENDOR_LIKE.match(release.local):
+            return []
+        return ["a vendor kernel carries backports the change table cannot know: where its "
+                "vendor backported a change, the real kernel differs"]
+    notes = [f"{d.name} kernel ({d.detail}): {d.assumption}" if d.detail else
+             f"{d.name} kernel: {d.assumption}"]
+    if not d.point_known:
+        notes.append(d.pin)
+    config = (build or BuildConfig()).config
+    flavour = d.detail.rsplit("flavour ", 1)[-1] if "flavour " in d.detail else ""
+    if d.key == "debian":
+        if flavour.startswith("cloud-") and config == "debian":
+            notes.append("the debian preset (MAX_HEADER 176) is Debian's generic flavour; "
+                         f"{flavour} is --config debian-cloud (no WLAN: MAX_HEADER 80)")
+    elif config.startswith("debian"):
+        notes.append(f"config: the {config} preset (MAX_HEADER {MAX_HEADER_BY_CONFIG[config]}) "
+                     f"is assumed: {d.name}'s .config was not read (--config minimal for one "
+                     "without WLAN and tunnels, or --kernel running on that machine)")
+    return notes
+
+
+# a local suffix that is not just a build tag: an ABI number or a vendor release field
+_VENDOR_LIKE = re.compile(r"^[-+_~.]\d")
 
 
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 
 from vnetrx.errors import UnknownProfileError
+from vnetrx.kernel.distro import Distro, distro_of
 from vnetrx.records import NamedTuple
 
 _RELEASE = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(.{0,200})$")
-# Debian, Ubuntu and RHEL name their kernels by ABI, not by upstream point release:
-# "6.1.0-57-amd64" (Debian), "6.8.0-45-generic" (Ubuntu), "5.14.0-427.13.1.el9_4.x86_64" (RHEL)
-# are some X.Y.z whose z is not in the name. A ".0" followed by "-<number>" is such a name;
-# "6.11.4-301.fc41.x86_64" (Fedora) and "6.1.102-111.182.amzn2023.x86_64" carry the real one.
-_DEBIAN_ABI = re.compile(r"^-\d+[.\-_+~a-zA-Z0-9]*$")
+# A vendor's ABI name that vnetrx.kernel.distro does not know ("6.6.0-1005-gke"): a ".0"
+# followed by "-<number>" is some X.Y.z whose z is not in the name.
+_ABI_NAME = re.compile(r"^-\d+[.\-_+~a-zA-Z0-9]*$")
 
 
 class KernelVersion(NamedTuple):
@@ -40,8 +39,9 @@ class ParsedRelease(NamedTuple):
 
     version: KernelVersion
     text: str
-    point_known: bool  # False for "6.1" and for Debian ABI names such as "6.1.0-57-amd64"
+    point_known: bool  # False for "6.1" and for ABI names such as "6.1.0-57-amd64"
     local: str  # the local-version suffix ("-57-amd64", "-fc-v782"), or ""
+    distro: Distro | None = None  # the vendor scheme the string follows (None: upstream/unknown)
 
 
 def v(text: str) -> KernelVersion:
@@ -60,11 +60,12 @@ def parse_release(text: str) -> ParsedRelease:
         )
     major, minor, patch_text, local = match.groups()
     patch = None if patch_text is None else int(patch_text)
-    if local and not local.startswith(("-", "+", "_", "~")):
+    distro = distro_of((int(major), int(minor)), patch, local)
+    if local and not local.startswith(("-", "+", "_", "~")) and distro is None:
         raise UnknownProfileError(f"cannot read kernel version {text!r}")
-    point_known = patch is not None
-    if patch == 0 and _DEBIAN_ABI.match(local):
+    point_known = patch is not None if distro is None else distro.point_known
+    if not point_known or (patch == 0 and distro is None and _ABI_NAME.match(local)):
         patch, point_known = None, False
     return ParsedRelease(
-        KernelVersion(int(major), int(minor), patch), text.strip(), point_known, local
+        KernelVersion(int(major), int(minor), patch), text.strip(), point_known, local, distro
     )

@@ -19,7 +19,14 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import profile_for
 from vnetrx.kernel.version import parse_release
 
+# /proc/version (Debian): "... (gcc-12 (Debian 12.2.0-14) 12.2.0, ...) #1 SMP PREEMPT_DYNAMIC
+# Debian 6.1.106-3 (2024-08-26)": the compiler's version comes first, so the point release is the
+# "Debian X.Y.Z" of the kernel's own series
 _DEBIAN_POINT = re.compile(r"Debian (\d+\.\d+\.\d+)")
+# /proc/version_signature (Ubuntu): "Ubuntu <package version>-<flavour> <upstream X.Y.Z>", e.g.
+# "Ubuntu 4.15.0-55.60~16.04.2-generic 4.15.18"; libbpf's get_kernel_version reads the same
+# third field (tools/lib/bpf/libbpf.c:get_kernel_version, sscanf "%*s %*s %u.%u.%u")
+_UBUNTU_POINT = re.compile(r"^Ubuntu \S+ (\d+\.\d+\.\d+)\s*$")
 
 
 def _read(path: str) -> str | None:
@@ -51,11 +58,17 @@ def running_profile(root: str = "") -> KernelProfile:
         raise VnetrxError("cannot read the running kernel's release (uname -r)")
     parsed = parse_release(release)
     read: list[str] = [f"release {release} (uname -r)"]
-    proc_version = _read(root + "/proc/version") or ""
-    match = _DEBIAN_POINT.search(proc_version)
-    if not parsed.point_known and match:
-        parsed = parse_release(match.group(1))._replace(text=release, local="")
-        read.append(f"point release {match.group(1)} (/proc/version)")
+    if not parsed.point_known:
+        for path, pattern in (("/proc/version_signature", _UBUNTU_POINT),
+                              ("/proc/version", _DEBIAN_POINT)):
+            series = f"{parsed.version.major}.{parsed.version.minor}."
+            point = next((m.group(1) for m in pattern.finditer(_read(root + path) or "")
+                          if m.group(1).startswith(series)), None)
+            if point is not None:
+                distro = parsed.distro._replace(point_known=True) if parsed.distro else None
+                parsed = parse_release(point)._replace(text=release, local="", distro=distro)
+                read.append(f"point release {point} ({path})")
+                break
     build = BuildConfig(
         page_size=os.sysconf("SC_PAGE_SIZE"),
         config="running",

@@ -39,6 +39,9 @@ def diff_renderable(d: TraceDiff) -> RenderableType:
     if d.first_step is None and not d.fields:
         parts.append(Text("The two traces are the same.", style="bold green"))
         return Group(*parts)
+    if not d.fields:
+        parts += [Text("The results are the same (every result field agrees); only the steps "
+                       "differ.", style="bold green"), Text()]
     if d.first_step is not None:
         parts.append(Text(f"First differing step: #{d.first_step + 1}", style="bold underline"))
         for name, t in (("A", d.a), ("B", d.b)):

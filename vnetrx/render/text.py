@@ -202,6 +202,8 @@ def _summary(trace: Trace) -> Text:
     if trace.outcome == "error":
         what = "write()" if trace.path == "tap" else "attaching the XDP program"
         text.append(f"{what} fails with {trace.errno} ({trace.reason})", style="bold red")
+        if trace.counter is not None:  # a tap write's "drops" is the netdev's rx_dropped
+            text.append(f"; {'rx_dropped' if trace.counter == 'drops' else trace.counter}++")
         return text
     if trace.xdp is not None and trace.skb is None:
         text.append_text(xdp_summary(trace.xdp))

@@ -140,9 +140,9 @@ def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
     if len(frames) > MAX_FRAMES:
         raise InputError(f"{len(frames)} frames is too many (valid: 1..{MAX_FRAMES})")
     for index, length in enumerate(frames):
-        if not 1 <= length <= MAX_FRAME_LEN:
+        if not 0 <= length <= MAX_FRAME_LEN:  # 0: a header-only write (a short packet)
             raise InputError(
-                f"frame {index}: length {length} out of range (valid: 1..{MAX_FRAME_LEN})"
+                f"frame {index}: length {length} out of range (valid: 0..{MAX_FRAME_LEN})"
             )
     if cfg.polls and (min(cfg.polls) < 1 or sum(cfg.polls) != len(frames)):
         raise InputError(
@@ -161,15 +161,15 @@ def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
     if cfg.polls and min(cfg.polls) < 1:
         raise InputError(f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 "
                          "frame each")
-    if not cfg.mergeable and cfg.guest_gso:
+    if not cfg.mergeable and (cfg.guest_gso or cfg.mtu > ETH_DATA_LEN):
+        why = "guest GSO" if cfg.guest_gso else f"MTU {cfg.mtu} (above 1500)"
+        mode = "--big" + (f" --mtu {cfg.mtu}" if cfg.mtu != ETH_DATA_LEN else "") \
+            if cfg.guest_gso else f"--mtu {cfg.mtu}"
         raise UnsupportedError(
-            "replay models the small and mergeable rings; guest GSO without --mergeable "
-            "selects big mode, whose page chains carry no history (use vnetrx trace --big)"
-        )
-    if not cfg.mergeable and cfg.mtu > ETH_DATA_LEN:
-        raise UnsupportedError(
-            "replay models the small and mergeable rings; without --mergeable an MTU above "
-            "1500 selects big mode, whose page chains carry no history (use vnetrx trace)"
+            f"replay models the small and mergeable rings (--mergeable, or neither); {why} "
+            "without --mergeable selects big mode, which replay does not model: each frame "
+            f"is what `vnetrx trace {mode} --len N` shows (big-mode page chains are all "
+            f"alike, with no EWMA), and `vnetrx sweep {mode} --weights FILE` totals a capture"
         )
     ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
 

@@ -390,10 +390,10 @@ def feed(
             break
         for item in source:
             length, hdr = (item, None) if isinstance(item, int) else item
-            if not 1 <= length <= MAX_FRAME_LEN:
+            if not 0 <= length <= MAX_FRAME_LEN:  # 0: a header-only write (a short packet)
                 raise InputError(
                     f"frame {index - first_index}: length {length} out of range "
-                    f"(valid: 1..{MAX_FRAME_LEN})"
+                    f"(valid: 0..{MAX_FRAME_LEN})"
                 )
             arriving.append((index, length, hdr))
             index += 1

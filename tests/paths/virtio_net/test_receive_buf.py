@@ -15,6 +15,32 @@ def test_short_packet(mode: dict[str, bool]) -> None:
     assert run("6.1", frame_len=14, **mode).skb is not None
 
 
+@pytest.mark.parametrize(("kernel", "mode", "freed"), [
+    ("6.1", {}, "put_page(virt_to_head_page(buf))"),
+    ("6.1", {"mergeable": True}, "put_page(virt_to_head_page(buf))"),
+    ("6.12", {"guest_gso": True}, "give_pages"),
+    ("6.12", {"mtu": 9000}, "give_pages"),
+    ("7.3", {"mergeable": True}, "page_pool"),
+])
+@pytest.mark.parametrize("hdr_len", [10, 12, 20])
+def test_a_header_only_write_is_a_short_packet(kernel: str, mode: dict[str, object], freed: str,
+                                              hdr_len: int) -> None:
+    """The device wrote the virtio-net header alone (frame length 0): receive_buf's guard
+    ``len < vi->hdr_len + ETH_HLEN`` drops it into rx_length_errors (no drops++), as 6.1 and
+    6.12 guests count it; the buffer goes back by mode."""
+    if hdr_len == 10 and mode.get("mergeable"):
+        hdr_len = 12  # mergeable buffers always carry num_buffers
+    t = run(kernel, frame_len=0, hdr_len=hdr_len, **mode)
+    assert (t.outcome, t.reason, t.counter, t.skb) == ("drop", "short_packet",
+                                                       "rx_length_errors", None)
+    guard = next(step for step in t.steps if step.function == "receive_buf")
+    assert dict(guard.values) == {"len": hdr_len, "hdr_len": hdr_len, "ETH_HLEN": 14}
+    assert "the device wrote the header alone" in guard.summary and freed in guard.summary
+    assert "header alone" not in next(
+        s.summary for s in run(kernel, frame_len=1, hdr_len=hdr_len, **mode).steps
+        if s.function == "receive_buf")
+
+
 @pytest.mark.parametrize(("mode", "path"), [
     ({}, "virtio-small"), ({"guest_gso": True}, "virtio-big"), ({"mtu": 9000}, "virtio-big"),
     ({"mergeable": True}, "virtio-mergeable"), ({"mergeable": True, "guest_gso": True},

@@ -61,14 +61,13 @@ from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.values import Value
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
+NO_IP_VERSION = "a TUN frame of 0 bytes has no IP version (ip_version 0)"
 
 
 def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
     """Check the request against the kernel and fill in the defaults tun_set_iff would give."""
     if not 0 <= s.frame_len <= MAX_FRAME_LEN:
         raise InputError(f"frame length {s.frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
-    if s.tun and s.frame_len < 1:
-        raise UnsupportedError("a TUN write needs at least the IP version byte (--len >= 1)")
     sndbuf = INT_MAX if s.sndbuf is None else s.sndbuf
     if not 1 <= sndbuf <= INT_MAX:  # tun_set_sndbuf path: TUNSETSNDBUF <= 0 is -EINVAL
         raise InputError(f"sndbuf {sndbuf} out of range (TUNSETSNDBUF accepts 1..{INT_MAX})")
@@ -232,6 +231,12 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
     if offload.skb is None:  # rx_frame_errors++, -EINVAL
         return TapPlan(frame_len, total, front, "error", "EINVAL", run=run, can_build=can,
                        built=built, alloc=alloc, offload=offload)
+    if s.tun and frame_len == 0:
+        # IFF_TUN with IFF_NO_PI: ip_version = skb->len ? (skb->data[0] >> 4) : 0, and 0 is
+        # neither 4 nor 6: rx_dropped++, kfree_skb, -EINVAL (drivers/net/tun.c:tun_get_user
+        # @ 5.15.100, 6.1.192, 6.12.117; measured on 6.18.44: EINVAL, rx_dropped +1)
+        return TapPlan(frame_len, total, front, "error", "EINVAL", run=run, can_build=can,
+                       built=built, alloc=alloc, offload=offload)
     # tun_get_user's switch on the device type: TUN reads the IP version, TAP eth_type_trans
     pulled = skb_reset_mac_header(offload.skb) if s.tun else eth_type_trans(offload.skb)
     skb, g = pulled, None
@@ -268,6 +273,8 @@ def result_of(c: TapConfig, p: TapPlan) -> Received:
         assert p.offload.failed is not None
         return error(p.offload.failed.reason, counter="rx_frame_errors",
                      refused_by=p.offload.failed.refused())
+    if p.outcome == "error" and p.errno == "EINVAL":  # tap_plan: a TUN write of no byte
+        return error(NO_IP_VERSION, counter="drops")
     maps = (build_map(c, p.built),) if p.built is not None else (
         alloc_maps(p.alloc) if p.alloc is not None else ())
     return Received("tap", p.outcome, None, maps[0] if maps else None, maps, p.skb, p.cost,
@@ -304,6 +311,12 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:
         log.add(SRC, "tun_get_user", "virtio_net_hdr_to_skb failed: rx_frame_errors++, the skb is "
                 "freed and write() returns -EINVAL (rx_dropped does not move)",
                 rx_frame_errors=1)
+        return
+    if p.outcome == "error":  # a TUN write of no byte: no IP version to read
+        log.add(SRC, "tun_get_user", "TUN with IFF_NO_PI: ip_version = skb->len ? "
+                "(skb->data[0] >> 4) : 0 = 0 (an empty frame), neither 4 nor 6: rx_dropped++, "
+                "the skb is freed and write() returns -EINVAL", len=0, ip_version=0,
+                rx_dropped=1)
         return
     assert p.pulled is not None
     _get_user_protocol(s, p.pulled, log)

@@ -141,7 +141,8 @@ def front_checks(r: FrontRules, frame_len: int, words: bool = True) -> Front:
     if fits and r.tap:
         add(get_user, "TAP: len ≥ ETH_HLEN, and hdr_len 0 or ≥ ETH_HLEN", not short,
             f"len {frame_len}, hdr_len {hdr_len}, ETH_HLEN {ETH_HLEN}", (),
-            f"frame of {frame_len} bytes or hdr_len {hdr_len} below ETH_HLEN ({ETH_HLEN})")
+            f"frame of {frame_len} bytes below ETH_HLEN ({ETH_HLEN})" if frame_len < ETH_HLEN
+            else f"hdr_len {hdr_len} below ETH_HLEN ({ETH_HLEN})")
     return Front(hdr_len, tuple(checks), checks[-1] if refused else None, refused)
 
 

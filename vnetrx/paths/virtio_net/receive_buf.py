@@ -414,7 +414,9 @@ def _narrate_guard(c: Config, p: Plan | None, frame: int, log: StepLog) -> bool:
     log.add(
         SRC,
         "receive_buf",
-        f"short packet: {used_len} < hdr_len + ETH_HLEN; dropped, rx_length_errors++"
+        f"short packet: {used_len} < hdr_len + ETH_HLEN"
+        + (" (the device wrote the header alone)" if frame == 0 else "")
+        + f"; dropped, rx_length_errors++ (no drops++); {_short_free(c)}"
         if short
         else "length passes the short-packet guard; dispatch by mode",
         len=used_len,
@@ -422,6 +424,19 @@ def _narrate_guard(c: Config, p: Plan | None, frame: int, log: StepLog) -> bool:
         ETH_HLEN=ETH_HLEN,
     )
     return short
+
+
+def _short_free(c: Config) -> str:
+    """How receive_buf's short-packet guard gives the buffer back: 6.1.0 open-codes
+    put_page(virt_to_head_page(buf)) / give_pages(rq, buf) per mode; 6.3 calls
+    virtnet_rq_free_unused_buf, 6.6+ virtnet_rq_free_buf, which do the same
+    (drivers/net/virtio_net.c:receive_buf @ 6.1, 6.12; virtnet_rq_free_buf @ 6.12); 7.x returns
+    small and mergeable buffers to the page_pool (docs/kernel/virtio-net-rx.md §4.2)."""
+    if c.mode == "big":
+        return "the page chain goes back to rq->pages (give_pages)"
+    if c.alloc.page_pool:
+        return "the buffer goes back to the page_pool"
+    return "the buffer's page reference is dropped (put_page(virt_to_head_page(buf)))"
 
 
 def _narrate_receive_done(c: Config, d: Delivery, log: StepLog,
