@@ -40,5 +40,5 @@ def test_a_replay_with_no_skb_says_so_instead_of_none() -> None:
 
     out = CliRunner().invoke(cli, ["replay", "--len", "0x2,5", "--mergeable", "--summary"])
     assert out.exit_code == 0, out.output
-    assert "drops: 3 short_packet" in out.stdout and "no skb, so no truesize" in out.stdout
+    assert "0 skbs, drops: 3 short_packet" in out.stdout and "truesize sum 0;" in out.stdout
     assert "None" not in out.stdout

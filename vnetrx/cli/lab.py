@@ -170,7 +170,7 @@ def lab_virtio(
     if from_log is not None:
         report = lab_run.recheck_log(
             read_bounded(str(from_log), 256 * MiB, "--from-log").decode(errors="replace"),
-            None if lengths is None else parse_lengths(lengths, 1, lab_run.MAX_FRAME),
+            None if lengths is None else parse_lengths(lengths, 0, lab_run.MAX_FRAME),
         )
         if as_json:
             from vnetrx.render.json_out import dumps
@@ -188,7 +188,7 @@ def lab_virtio(
     frames = (
         lab_run.default_lengths(mode, xdp is not None)
         if lengths is None
-        else parse_lengths(lengths, 1, lab_run.MAX_FRAME)
+        else parse_lengths(lengths, 0, lab_run.MAX_FRAME)
     )
     from vnetrx.owner import interrupt_once
     from vnetrx.stop import Deferred
