@@ -71,6 +71,8 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
              "47", "--kernel", "6.12"], 0),  # frags, frag_list, -E2BIG, a lone skb after it
     ("gro", ["trace", "--len", "300", "--l4", "tcp6", "--gro", "--segments", "3",
              "--kernel", "5.12"], 0),  # small mode: heads stolen as frags
+    ("gro-diff", ["diff", "--kernel", "5.12", "--kernel", "5.13", "--", "--len", "1000",
+                  "--l4", "tcp4", "--mergeable", "--gro", "--segments", "45"], 0),
     ("headroom", ["headroom"], 0),
     ("headroom", ["headroom", "--kernel", "3.16", "--compare", "3.15"], 0),
     ("headroom", ["headroom", "--tcp", "--ipv6", "--payload", "100,9000"], 0),

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vnetrx.codec import trace_to_dict
-from vnetrx.model import SKB_FIELDS, XDP_FIELDS, Step, Trace
+from vnetrx.codec import flow_to_dict, trace_to_dict
+from vnetrx.model import SKB_FIELDS, XDP_FIELDS, GroHow, Step, Trace
+
+if TYPE_CHECKING:
+    from vnetrx.flow import FlowRun
 
 DIFF_SCHEMA = "vnetrx.diff/1"
+GRO_DIFF_SCHEMA = "vnetrx.gro-diff/1"
 
 
 def _xdp_fields() -> tuple[str, ...]:
@@ -100,4 +104,65 @@ def diff_to_dict(d: TraceDiff) -> dict[str, Any]:
         "fields": [{"field": f, "a": x, "b": y} for f, x, y in d.fields],
         "a": trace_to_dict(d.a),
         "b": trace_to_dict(d.b),
+    }
+
+
+# What two GRO flows are compared on: the totals, where segments were chained on frag_list,
+# and each skb the stack receives (the n-th with the n-th)
+FLOW_TOTALS = ("skbs", "payload", "truesize_before", "truesize", "truesize_per_payload_byte")
+FLOW_SKB_FIELDS = ("frames", "len", "data_len", "headlen", "truesize", "nr_frags", "frag_list",
+                   "gso_size", "gso_segs", "gso_type", "ip_summed")
+
+
+@dataclass(frozen=True)
+class FlowDiff:
+    a: FlowRun
+    b: FlowRun
+    first_segment: int | None  # the first input the two treat differently (None: alike)
+    fields: tuple[tuple[str, Any, Any], ...]  # (field, a, b) for every differing result
+
+
+def _flow_fields(doc: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {f"totals.{k}": doc["totals"][k] for k in FLOW_TOTALS}
+    out["chained_on_frag_list"] = [s["frame"] for s in doc["steps"]
+                                   if s["how"] == GroHow.FRAG_LIST.value]
+    for n, d in enumerate(doc["delivered"], 1):
+        skb = d["skb"]
+        for f in FLOW_SKB_FIELDS:
+            value = d["frames"] if f == "frames" else (
+                len(skb["frag_list"]) if f == "frag_list" else skb[f])
+            out[f"skb{n}.{f}"] = value
+    return out
+
+
+def diff_flows(a: FlowRun, b: FlowRun) -> FlowDiff:
+    """Where two GRO flows part: the first segment whose driver outcome or GRO result differs,
+    and every result that differs."""
+    first = next((x.frame for x, y, sx, sy in zip(a.segments, b.segments, a.gro.steps,
+                                                  b.gro.steps, strict=False)
+                  if (x.outcome, sx.result, sx.how) != (y.outcome, sy.result, sy.how)), None)
+    if first is None and len(a.segments) != len(b.segments):
+        first = min(len(a.segments), len(b.segments))
+    fa, fb = _flow_fields(flow_to_dict(a)), _flow_fields(flow_to_dict(b))
+    fields = tuple((k, fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb])
+                   if fa.get(k) != fb.get(k))
+    return FlowDiff(a, b, first, fields)
+
+
+def flow_diff_to_dict(d: FlowDiff) -> dict[str, Any]:
+    def segment(run: FlowRun) -> dict[str, Any] | None:
+        if d.first_segment is None or d.first_segment >= len(run.segments):
+            return None
+        seg, step = run.segments[d.first_segment], run.gro.steps[d.first_segment]
+        return {"frame": seg.frame, "outcome": seg.outcome, "result": str(step.result),
+                "how": str(step.how)}
+
+    return {
+        "schema": GRO_DIFF_SCHEMA,
+        "same": d.first_segment is None and not d.fields,
+        "first_difference": None if d.first_segment is None else {"a": segment(d.a),
+                                                                   "b": segment(d.b)},
+        "fields": [{"field": f, "a": x, "b": y} for f, x, y in d.fields],
+        "a": flow_to_dict(d.a),
+        "b": flow_to_dict(d.b),
     }

@@ -769,9 +769,25 @@ GRO = _obj(
     }
 )
 
+# vnetrx diff of two --gro flows (vnetrx.diff.diff_flows)
+_FLOW_SEGMENT = _nullable(_obj({"frame": _NAT, "outcome": {"enum": _OUTCOMES},
+                                "result": {"enum": [r.value for r in GroResult]},
+                                "how": {"enum": [h.value for h in GroHow]}}))
+GRO_DIFF = _obj(
+    {
+        "schema": {"const": "vnetrx.gro-diff/1"},
+        "same": _BOOL,
+        "first_difference": _nullable(_obj({"a": _FLOW_SEGMENT, "b": _FLOW_SEGMENT})),
+        "fields": _arr(_obj({"field": _STR, "a": {}, "b": {}})),
+        "a": GRO,
+        "b": GRO,
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
+    "gro-diff": ("vnetrx.gro-diff/1", GRO_DIFF),
     "diff": ("vnetrx.diff/1", DIFF),
     "headroom": ("vnetrx.headroom/1", HEADROOM),
     "layout": ("vnetrx.layout/1", LAYOUT),

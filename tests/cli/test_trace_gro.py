@@ -90,3 +90,29 @@ def test_gro_max_size_needs_a_kernel_with_the_knob() -> None:
 def test_a_segment_the_driver_drops_is_named() -> None:
     code, _, err = _run(["trace", "--len", "2000", "--l4", "tcp4", "--gro", "--kernel", "6.1"])
     assert code == 2 and "segment 0 does not reach GRO: drop" in err
+
+
+def test_diff_of_two_flows_shows_the_seeds_frag_slot() -> None:
+    # 45 segments of a 1000-byte frame, mergeable, 1536-byte buffers (the 21st and 42nd of a
+    # 32 KiB page_frag page absorb 512 more). 5.12 copies (truesize 768 + 1536, payload in a
+    # frag): held with 1 frag, 16 merge by frags (+1536), the 18th (#17) is chained (+2304).
+    # 5.13 builds around the buffer (1536 + 256, payload linear): held with 0 frags, 17 heads
+    # stolen (+1536), the 19th (#18) chained (+1792).
+    code, out, err = _run(["diff", "--json", "--kernel", "5.12", "--kernel", "5.13", "--",
+                           "--len", "1000", "--l4", "tcp4", "--mergeable", "--gro",
+                           "--segments", "45"])
+    assert code == 0, err
+    fields = {f["field"]: (f["a"], f["b"]) for f in json.loads(out)["fields"]}
+    assert fields["chained_on_frag_list"] == ([17, 34], [18, 36])
+    assert fields["skb1.truesize"] == (3 * 2304 + 42 * 1536 + 2 * 512,
+                                       3 * 1792 + 42 * 1536 + 2 * 512)
+    assert json.loads(out)["first_difference"]["a"]["outcome"] == "copy"
+
+
+def test_diff_needs_gro_on_both_sides() -> None:
+    code, _, err = _run(["diff", "--", "--len", "1000", "--l4", "tcp4", "--gro", "--",
+                         "--len", "1000", "--l4", "tcp4"])
+    assert code == 2 and "give --gro on both sides" in err
+    code, out, _ = _run(["diff", "--kernel", "6.12", "--kernel", "6.12", "--", "--len", "1000",
+                         "--l4", "tcp4", "--gro", "--segments", "3"])
+    assert code == 0 and "The two flows are the same." in out

@@ -79,6 +79,13 @@ def diff_command(
     if kernels:
         args_a = [*args_a, "--kernel", kernels[0]]
         args_b = [*args_b, "--kernel", kernels[-1]]
+    gro = ["--gro" in args for args in (args_a, args_b)]
+    if any(gro):
+        if not all(gro):
+            raise click.UsageError("give --gro on both sides, or on neither: a GRO flow is "
+                                   "compared with another flow")
+        _diff_flows(args_a, args_b, as_json, svg, html)
+        return
     result = diff(run_trace_args(args_a), run_trace_args(args_b))
     export_pictures(lambda: _picture(result), svg, html, "vnetrx diff")
     if as_json:
@@ -90,6 +97,25 @@ def diff_command(
     from vnetrx.render.text import stdout_console
 
     print_diff(result, stdout_console())
+
+
+def _diff_flows(args_a: list[str], args_b: list[str], as_json: bool, svg: str | None,
+                html: str | None) -> None:
+    from vnetrx.cli.trace import run_flow_args
+    from vnetrx.diff import diff_flows, flow_diff_to_dict
+
+    if svg or html:
+        raise click.UsageError("--svg and --html do not go with --gro flows yet")
+    result = diff_flows(run_flow_args(args_a), run_flow_args(args_b))
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(flow_diff_to_dict(result)))
+        return
+    from vnetrx.render.diff_text import flow_diff_renderable
+    from vnetrx.render.text import stdout_console
+
+    stdout_console().print(flow_diff_renderable(result))
 
 
 def _picture(result: TraceDiff) -> Any:

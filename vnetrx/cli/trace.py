@@ -22,7 +22,7 @@ from vnetrx.cli.options import (
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
-from vnetrx.flow import MAX_SEGMENTS
+from vnetrx.flow import MAX_SEGMENTS, FlowRun
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
@@ -286,6 +286,20 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
 
 def _gro(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> None:
     """``--gro``: a TCP flow of the traced frame's shape through the receive path and GRO."""
+    run = _flow(ctx, path, frame_len, opts)
+    if opts["as_json"]:
+        from vnetrx.codec import flow_to_dict
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(flow_to_dict(run)))
+        return
+    from vnetrx.render.gro_text import flow_renderable
+    from vnetrx.render.text import stdout_console
+
+    stdout_console().print(flow_renderable(run))
+
+
+def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> FlowRun:
     clash = _given(ctx, ("load", "svg", "html", "check"))
     if clash:
         raise click.UsageError(f"{', '.join(clash)} does not go with --gro")
@@ -310,26 +324,22 @@ def _gro(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
     frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
     limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
     if path == "tap":
-        run = tap_flow(profile, tap_setup(frame_len, opts), [(None, f) for f in frames],
-                       opts["napi"], limits=limits)
-    else:
-        run = virtio_flow(profile, virtio_setup(frame_len, opts), frames, limits)
-    if opts["as_json"]:
-        from vnetrx.codec import flow_to_dict
-        from vnetrx.render.json_out import dumps
-
-        sys.stdout.write(dumps(flow_to_dict(run)))
-        return
-    from vnetrx.render.gro_text import flow_renderable
-    from vnetrx.render.text import stdout_console
-
-    stdout_console().print(flow_renderable(run))
+        return tap_flow(profile, tap_setup(frame_len, opts), [(None, f) for f in frames],
+                        opts["napi"], limits=limits)
+    return virtio_flow(profile, virtio_setup(frame_len, opts), frames, limits)
 
 
 def _picture(result: Trace) -> Any:
     from vnetrx.render.text import trace_renderable
 
     return trace_renderable(result)
+
+
+def run_flow_args(args: list[str]) -> FlowRun:
+    """The flow ``vnetrx trace ARGS --gro`` would print (``vnetrx diff`` of two flows)."""
+    with trace.make_context("trace", list(args)) as ctx:
+        params = dict(ctx.params)
+        return _flow(ctx, params.pop("path"), params.pop("frame_len"), params)
 
 
 def run_trace_args(args: list[str]) -> Trace:

@@ -7,7 +7,8 @@ from rich.columns import Columns
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from vnetrx.diff import TraceDiff
+from vnetrx.diff import FlowDiff, TraceDiff
+from vnetrx.flow import FlowRun
 from vnetrx.model import Trace
 from vnetrx.render.tables import Table
 from vnetrx.render.text import buffer_map, skb_map, xdp_summary
@@ -87,6 +88,49 @@ SIDE_BY_SIDE = 140  # two memory maps (bar, offset, size, region, note) of ~68 c
 
 def print_diff(d: TraceDiff, console: Console) -> None:
     console.print(diff_renderable(d))
+
+
+def flow_diff_renderable(d: FlowDiff) -> RenderableType:
+    """Two GRO flows: the first segment they treat differently, every result that differs."""
+    def label(run: FlowRun) -> str:
+        inputs = dict(run.input)
+        return (f"{run.path} on {run.kernel.name}, {inputs.get('segments')} segments of "
+                f"{inputs.get('frame_len')} B, then GRO")
+
+    parts: list[RenderableType] = [Text(f"A: {label(d.a)}\nB: {label(d.b)}", style="bold"),
+                                   Text()]
+    if d.first_segment is None and not d.fields:
+        parts.append(Text("The two flows are the same.", style="bold green"))
+        return Group(*parts)
+    if d.first_segment is not None:
+        parts.append(Text(f"First segment treated differently: #{d.first_segment}",
+                          style="bold underline"))
+        for name, run in (("A", d.a), ("B", d.b)):
+            if d.first_segment < len(run.segments):
+                seg, step = run.segments[d.first_segment], run.gro.steps[d.first_segment]
+                parts.append(Text(f"{name}  driver: {seg.outcome}, truesize {seg.skb.truesize}, "
+                                  f"headlen {seg.skb.headlen}; GRO: {step.result} ({step.how})"))
+            else:
+                parts.append(Text(f"{name}  (no such segment)"))
+        parts.append(Text())
+    if d.fields:
+        table = Table(box=box.SIMPLE_HEAD, title=None, show_edge=False)
+        table.add_column("result", style="bold")
+        table.add_column("A", justify="right")
+        table.add_column("B", justify="right")
+        for field, a, b in d.fields:
+            table.add_row(field, _flow_cell(a), _flow_cell(b))
+        parts += [Text("Results that differ", style="bold underline"), table]
+    return Group(*parts)
+
+
+def _flow_cell(value: object) -> str:
+    """Frame lists as ranges (0-44), the rest as _cell writes them."""
+    if isinstance(value, list):
+        if value and value == list(range(value[0], value[0] + len(value))) and len(value) > 2:
+            return f"{value[0]}-{value[-1]}"
+        return ", ".join(str(v) for v in value) or "-"
+    return _cell(value)
 
 
 def _cell(value: object) -> str:
