@@ -383,7 +383,8 @@ def test_mergeable_ring_limit() -> None:
         ("small", 9000, (60,), "small mode needs an MTU"),
         ("big", 1500, (60,), "big mode needs --mtu above 1500"),
         ("mergeable", None, (60, 60), "distinct"),
-        ("mergeable", None, (0,), "out of range"),
+        ("mergeable", None, (0,), "needs a vhost-user mode"),  # a dgram backend sends no empty datagram
+        ("mergeable-gso", None, (65536,), "out of range"),
         ("tiny", None, (60,), "unknown mode"),
     ],
 )
@@ -430,8 +431,9 @@ def test_ethernet_frame() -> None:
     assert frame[14:18] == (7).to_bytes(4, "big")
     assert len(qemu.ethernet_frame(13, 0)) == 13
     assert qemu.sentinel_frame()[12:14] == b"\x88\xb6"
-    with pytest.raises(ValueError, match="at least 1 byte"):
-        qemu.ethernet_frame(0, 0)
+    assert qemu.ethernet_frame(0, 0) == b""  # a header-only write (vhost-user modes)
+    with pytest.raises(ValueError, match="not negative"):
+        qemu.ethernet_frame(-1, 0)
 
 
 def test_newest_package() -> None:
