@@ -44,8 +44,9 @@ _OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
     "trace_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Read a saved trace instead: a `vnetrx lab virtio --serial-log` file or text from "
-    "tracefs trace/trace_pipe.",
+    help="Read a saved trace instead: a `vnetrx lab virtio --serial-log` file, text from "
+    "tracefs trace/trace_pipe, or `perf script` output of net:napi_gro_receive_entry / "
+    "net:netif_receive_skb_entry (e.g. perf record -e net:napi_gro_receive_entry -a).",
 )
 @click.option(
     "--kernel",
@@ -137,7 +138,10 @@ def observe_command(
             if not seen:
                 raise VnetrxError(
                     f"{trace_file}: no napi_gro_receive_entry or netif_receive_skb_entry lines"
-                    + (f" for {dev}" if dev else "")
+                    + (f" for {dev}" if dev else ""),
+                    hint="reads tracefs text (trace, trace_pipe), `perf script` of those "
+                    "net: tracepoints, or a `vnetrx lab virtio --serial-log` file; pwru, retis "
+                    "and bpftrace output are not read yet",
                 )
             setup = _setup_from_options(seen, offline)
         if count is not None:
