@@ -197,7 +197,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
-              else open_frames(str(from_file), derive))
+              else open_frames(str(from_file), derive, partial=True))
     known = len(frames.items) if isinstance(frames.items, tuple) else None
     if o["show"] is not None and known is not None and o["show"] >= known:
         raise InputError(f"--show {o['show']}: there are {known} frames (valid: 0..{known - 1})")
@@ -242,7 +242,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if stop.stopped:
             doc["interrupted"] = True
         sys.stdout.write(dumps(doc))
-        return len(done.frames)
+        return _after(frames, len(done.frames))
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
@@ -260,7 +260,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.render.replay_json import write_rows
 
         write_rows(stream, sys.stdout, detail=o["detail"])
-        return None
+        return _after(frames, None)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
         from vnetrx.replay.summary import Totals
@@ -272,7 +272,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if stop.stopped:
             summary["interrupted"] = True
         sys.stdout.write(dumps(summary))
-        return totals.frames
+        return _after(frames, totals.frames)
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
@@ -280,7 +280,17 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if show is not None and show >= totals.frames and not stop.stopped:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
-    return totals.frames
+    return _after(frames, totals.frames)
+
+
+def _after(frames: Frames, count: int | None) -> int | None:
+    """``count``, once the output is written; a capture damaged after its first record is
+    reported now, after the output of every whole record before the damage (tcpdump prints
+    them, then its error, and exits 1)."""
+    if frames.damage:
+        sys.stdout.flush()
+        raise frames.damage[0]
+    return count
 
 
 def _offload_note(mode: str, mtu: int, mss: int | None) -> str:

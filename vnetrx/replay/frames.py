@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
 
-from vnetrx.errors import InputError
+from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
 from vnetrx.replay.capture import is_capture, read_capture
@@ -93,22 +93,29 @@ class Frames(NamedTuple):
     items: Iterable[Item]
     known: int | None  # how many, when known before they are read
     has_headers: bool
+    # a damaged capture read with ``partial``: the damage, once the whole records before it
+    # have been read (the caller reports it after its output)
+    damage: list[DamagedInput] | None = None
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
 
 
-def open_frames(path: str, derive: Derive | None = None) -> Frames:
+def open_frames(path: str, derive: Derive | None = None, partial: bool = False) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
-    captured bytes)``: each captured frame's header, from its bytes (a capture only)."""
+    captured bytes)``: each captured frame's header, from its bytes (a capture only).
+    ``partial``: a capture damaged after its first record gives the records before the damage,
+    and the damage in ``Frames.damage`` (tcpdump prints those records, then its error), for the
+    caller to report after its output, instead of raising it."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
+        damage: list[DamagedInput] | None = [] if partial else None
         if derive is not None:
-            return Frames(_derived(stream, name, derive), None, True)
-        return Frames(_lengths(stream, name), None, False)
+            return Frames(_derived(stream, name, derive, damage), None, True, damage)
+        return Frames(_lengths(stream, name, damage), None, False, damage)
     if derive is not None:
         if path != "-":
             stream.close()
@@ -147,11 +154,16 @@ def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
 
-def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:
+def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None
+             ) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
     try:
         for frame in read_capture(stream, name, data=False):
             yield frame.length
+    except DamagedInput as exc:
+        if damage is None or not exc.read:
+            raise
+        damage.append(exc)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
@@ -159,12 +171,16 @@ def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:
             stream.close()
 
 
-def _derived(stream: io.BufferedReader, name: str, derive: Derive
-             ) -> Iterator[tuple[int, VnetHdr | None]]:
+def _derived(stream: io.BufferedReader, name: str, derive: Derive,
+             damage: list[DamagedInput] | None) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
     try:
         for frame in read_capture(stream, name):
             yield frame.length, derive(frame.length, frame.data)
+    except DamagedInput as exc:
+        if damage is None or not exc.read:
+            raise
+        damage.append(exc)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
