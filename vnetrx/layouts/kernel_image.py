@@ -5,6 +5,7 @@ payload is the compressed vmlinux ELF."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from vnetrx.errors import VnetrxError
 
@@ -31,34 +32,118 @@ def bzimage_payload(image: bytes) -> bytes:
     return plain
 
 
+MAX_PLAIN = 1 << 30  # bytes a compressed module or kernel payload may decompress to
+STEP = 1 << 20
+
+
 def decompress(data: bytes, what: str) -> bytes | None:
-    """xz, gzip or zstd (via the zstd tool) data decompressed; None if it is none of them."""
-    import gzip
+    """xz, gzip or zstd (via the zstd tool) data decompressed; None if it is none of them.
+    In steps, each bounded: what does not begin as an ELF file or BTF is refused after its
+    first MiB, and nothing may decompress to more than MAX_PLAIN (a gzip bomb stops there)."""
     import lzma
     import zlib
 
     try:
         if data.startswith(_XZ):
-            return lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(data)
+            xz = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+            return _bounded(lambda chunk: xz.decompress(chunk, STEP), data,
+                            lambda: xz.eof or xz.needs_input, what)
         if data.startswith(_GZIP):
-            return gzip.decompress(data)
+            gz = zlib.decompressobj(wbits=31)
+
+            def step(chunk: bytes) -> bytes:
+                return gz.decompress(chunk or gz.unconsumed_tail, STEP)
+
+            return _bounded(step, data, lambda: gz.eof or not gz.unconsumed_tail, what)
     except (lzma.LZMAError, OSError, EOFError, zlib.error) as exc:
         raise VnetrxError(f"cannot decompress {what}: {exc}") from None
     if not data.startswith(_ZSTD):
         return None
+    return _zstd(data, what)
+
+
+def _bounded(step: Callable[[bytes], bytes], data: bytes, done: Callable[[], bool],
+             what: str) -> bytes:
+    out = bytearray(step(data))
+    end = _plain_end(bytes(out[:0x40]), what)
+    while not done() and len(out) < end:
+        out += step(b"")
+    return bytes(out[:end])
+
+
+def _plain_end(head: bytes, what: str) -> int:
+    """Where the decompressed file ends, as its header says: an ELF file's section header
+    table (last in a vmlinux or module; a section past it is refused by ``elf_section``), or
+    a BTF's string section. Nothing past it is decompressed (a gzip bomb behind a header)."""
+    if head.startswith(b"\x7fELF") and len(head) >= 0x40 and head[4:6] == b"\x02\x01":
+        shoff = struct.unpack_from("<Q", head, 0x28)[0]
+        shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
+        end: int = shoff + shentsize * shnum
+    elif head.startswith(b"\x9f\xeb") and len(head) >= 24:
+        hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from("<5I", head, 4)
+        end = hdr_len + max(type_off + type_len, str_off + str_len)
+    else:
+        raise VnetrxError(f"cannot decompress {what}: it holds neither a 64-bit little-endian "
+                          f"ELF file nor BTF (it begins {head[:8].hex() or 'empty'})")
+    if end > MAX_PLAIN:
+        raise VnetrxError(f"cannot decompress {what}: its header gives a {end}-byte file, more "
+                          f"than {MAX_PLAIN >> 20} MiB")
+    return end
+
+
+def _zstd(data: bytes, what: str) -> bytes:
     import subprocess
+    import threading
 
     try:
-        proc = subprocess.run(["zstd", "-dc"], input=data, capture_output=True)
+        proc = subprocess.Popen(["zstd", "-dc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
     except OSError as exc:
         raise VnetrxError(
             f"cannot decompress {what} (zstd): {exc}", hint="apt-get install zstd"
         ) from None
-    if proc.returncode != 0:
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None
+    assert stdout is not None
+    assert stderr is not None
+
+    def feed() -> None:
+        try:
+            stdin.write(data)
+            stdin.close()
+        except OSError:  # zstd stopped reading: killed below, or failed
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    out = bytearray()
+    whole = False
+    end = MAX_PLAIN
+    try:
+        while len(out) < end:
+            piece = stdout.read(STEP)
+            if not piece:
+                whole = True
+                break
+            if not out:
+                end = _plain_end(piece[:0x40], what)
+            out += piece
+        enough = not whole  # the header's length read: what zstd has left is not needed
+    finally:
+        if not whole:  # refused part way, or all that is needed read: zstd is stopped
+            proc.kill()
+        writer.join()
+        error = stderr.read()
+        proc.wait()
+        stdout.close()
+        stderr.close()
+    if proc.returncode != 0 and not enough:
         raise VnetrxError(
-            f"cannot decompress {what} (zstd): " + proc.stderr.decode(errors="replace").strip()
+            f"cannot decompress {what} (zstd): " + error.decode(errors="replace").strip()
         )
-    return proc.stdout
+    if not out:
+        _plain_end(b"", what)
+    return bytes(out[:end])
 
 
 def elf_section(elf: bytes, wanted: str) -> bytes | None:
@@ -87,6 +172,9 @@ def _elf_section(elf: bytes, wanted: str) -> bytes | None:
         name_off, offset, size = header(i)
         end = names.find(b"\0", name_off)
         if names[name_off:end].decode(errors="replace") == wanted:
+            if offset + size > len(elf):
+                raise VnetrxError(f"truncated ELF file: section {wanted} (bytes {offset}.."
+                                  f"{offset + size}) runs past the end ({len(elf)} bytes)")
             return elf[offset : offset + size]
     return None
 
@@ -97,8 +185,19 @@ def read_btf_bytes(path: str) -> tuple[bytes, str]:
     from vnetrx.errors import InputError, LayoutError
     from vnetrx.files import MiB, read_bounded
 
+    def check(head: bytes) -> None:
+        """What the file is, from its first bytes, before the rest is read."""
+        if len(head) < 8 or head.startswith((b"\x9f\xeb", b"\x7fELF", _XZ, _GZIP, _ZSTD)):
+            return
+        if head[0x202:0x206] == b"HdrS":
+            return
+        from vnetrx.layouts.btf import Btf
+
+        Btf(head, path)  # raises the message reading it all would have: "not BTF at byte 0"
+
     try:
-        data = read_bounded(path, 2048 * MiB, "--btf")  # a vmlinux with debug info is < 1 GiB
+        # a vmlinux with debug info is < 1 GiB
+        data = read_bounded(path, 2048 * MiB, "--btf", check)
     except InputError as exc:
         raise LayoutError(exc.message.replace("cannot read ", "cannot read BTF from ", 1),
                           hint=exc.hint) from None

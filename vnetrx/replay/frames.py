@@ -13,8 +13,8 @@ on the host's tap device records).
 from __future__ import annotations
 
 import io
+import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
@@ -28,17 +28,17 @@ if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MAX_FRAMES = 100_000
-MAX_TEXT = 64 << 20  # bytes of a JSON or LIST file
+MAX_TEXT = 16 << 20  # bytes of a JSON or LIST file (100,000 frames of ~160 bytes)
+_TOKEN = re.compile(r"[^,\s]+")
+_COMMENT = re.compile(r"#[^\r\n]*")
 _ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?|x(\d{1,9}))?$")
 
 
 def parse_list(text: str, where: str = "--len") -> tuple[int, ...]:
     """Expand a LIST (``60,1000,3400-3500:8,60x11``)."""
     out: list[int] = []
-    for raw in re.split(r"[,\s]+", text.strip()):
-        if not raw:
-            continue
-        out.extend(_item(raw, where, MAX_FRAMES - len(out)))
+    for match in _TOKEN.finditer(text):  # one at a time: the count is checked as they come
+        out.extend(_item(match.group(), where, MAX_FRAMES - len(out)))
     if not out:
         raise InputError(f"{where}: no frame lengths given")
     return tuple(out)
@@ -122,13 +122,15 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False) 
         raise InputError(f"{name} is not a capture: deriving headers needs the frames' bytes "
                          "(a pcap or pcapng file)")
     try:
-        data = stream.read(MAX_TEXT + 1)
+        # a regular file by its size, before reading it
+        big = path != "-" and os.fstat(stream.fileno()).st_size > MAX_TEXT
+        data = b"" if big else stream.read(MAX_TEXT + 1)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
         if path != "-":
             stream.close()
-    if len(data) > MAX_TEXT:
+    if big or len(data) > MAX_TEXT:
         raise InputError(f"{name} is more than {MAX_TEXT >> 20} MiB of text: give a capture, "
                          "which is read as a stream")
     try:
@@ -139,14 +141,14 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False) 
         ) from None
     body = text.strip()
     if body.startswith("["):
-        value = parse_json(body, name, "a JSON array")
+        # a frame: a length, or an object of at most 4 keys (4 ":" and 3 ",") and its ","
+        value = parse_json(body, name, "a JSON array", max_values=8 * MAX_FRAMES + 1)
         if isinstance(value, list) and value and isinstance(value[0], dict):
             lengths, hdrs = _json_objects(name, value)
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
         lengths = _json_lengths(name, value)
         return Frames(lengths, len(lengths), False)
-    lines = [line.split("#", 1)[0] for line in text.splitlines()]
-    lengths = parse_list(" ".join(lines), where=name)
+    lengths = parse_list(_COMMENT.sub("", text), where=name)
     return Frames(lengths, len(lengths), False)
 
 
@@ -167,7 +169,7 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if name != "standard input":
             stream.close()
 
 
@@ -184,7 +186,7 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if name != "standard input":
             stream.close()
 
 
