@@ -22,7 +22,6 @@ from vnetrx.cli.options import (
 from vnetrx.errors import InputError
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
-from vnetrx.replay import replay as run_replay
 from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
 
@@ -223,8 +222,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
-        from vnetrx.render.json_out import dumps
-        from vnetrx.render.replay_json import replay_to_dict
+        from vnetrx.render.replay_json import write_replay
+        from vnetrx.replay import validate
 
         listed = tuple(islice(items, MAX_FRAMES + 1))
         if not listed:
@@ -235,14 +234,12 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
                 hint="--jsonl and --summary stream any number of frames",
             )
         lens = tuple(x if isinstance(x, int) else x[0] for x in listed)
-        hdrs = None if not frames.has_headers else tuple(
-            None if isinstance(x, int) else x[1] for x in listed)
-        done = run_replay(profile, config, lens, hdrs, until=stop.items)
-        doc = replay_to_dict(done, source)
-        if stop.stopped:
-            doc["interrupted"] = True
-        sys.stdout.write(dumps(doc))
-        return _after(frames, len(done.frames))
+        validate(profile, config, lens)  # every frame, before the document begins
+        # written as the frames go through: a document of 100,000 traced frames is gigabytes
+        # as one dict (the same text; its input.frames is the input's count)
+        stream = Stream(profile, config, stop.items(listed), want_trace=every_frame)
+        done = write_replay(stream, source, len(listed), sys.stdout, lambda: stop.stopped)
+        return _after(frames, done)
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
