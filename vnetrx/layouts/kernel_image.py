@@ -79,6 +79,8 @@ def _plain_end(head: bytes, what: str) -> int:
         shoff = struct.unpack_from("<Q", head, 0x28)[0]
         shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
         end: int = shoff + shentsize * shnum
+        if not shoff or not shnum:
+            raise VnetrxError(f"cannot decompress {what}: an ELF file without section headers")
     elif head.startswith(b"\x9f\xeb") and len(head) >= 24:
         hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from("<5I", head, 4)
         end = hdr_len + max(type_off + type_len, str_off + str_len)
