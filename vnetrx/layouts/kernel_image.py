@@ -14,8 +14,9 @@ _GZIP = b"\x1f\x8b\x08"
 _ZSTD = b"\x28\xb5\x2f\xfd"
 
 
-def bzimage_payload(image: bytes) -> bytes:
-    """The decompressed vmlinux ELF inside a bzImage (xz or gzip; zstd via the zstd tool)."""
+def bzimage_payload(image: bytes, headed: bool = False) -> bytes:
+    """The decompressed vmlinux ELF inside a bzImage (xz or gzip; zstd via the zstd tool);
+    ``headed``: as far as its ELF header says (see ``decompress``)."""
     if len(image) < 0x250 or image[0x202:0x206] != b"HdrS":
         raise VnetrxError("not a bzImage (no HdrS signature)")
     setup_sects = image[0x1F1] or 4
@@ -26,7 +27,7 @@ def bzimage_payload(image: bytes) -> bytes:
         # The payload ends with the 4-byte decompressed size (arch/x86/boot/compressed/Makefile,
         # cmd_zstd22_with_size), which zstd would read as a broken frame.
         payload = payload[:-4]
-    plain = decompress(payload, "the kernel payload")
+    plain = decompress(payload, "the kernel payload", headed)
     if plain is None:
         raise VnetrxError(f"unknown kernel payload compression (magic {payload[:4].hex()})")
     return plain
@@ -36,10 +37,11 @@ MAX_PLAIN = 1 << 30  # bytes a compressed module or kernel payload may decompres
 STEP = 1 << 20
 
 
-def decompress(data: bytes, what: str) -> bytes | None:
+def decompress(data: bytes, what: str, headed: bool = False) -> bytes | None:
     """xz, gzip or zstd (via the zstd tool) data decompressed; None if it is none of them.
-    In steps, each bounded: what does not begin as an ELF file or BTF is refused after its
-    first MiB, and nothing may decompress to more than MAX_PLAIN (a gzip bomb stops there)."""
+    In steps of a MiB: nothing may decompress to more than MAX_PLAIN (a gzip bomb stops
+    there). ``headed`` (a file read for its BTF): what does not begin as an ELF file or BTF is
+    refused after the first step, and nothing past the end its header gives is decompressed."""
     import lzma
     import zlib
 
@@ -47,27 +49,29 @@ def decompress(data: bytes, what: str) -> bytes | None:
         if data.startswith(_XZ):
             xz = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
             return _bounded(lambda chunk: xz.decompress(chunk, STEP), data,
-                            lambda: xz.eof or xz.needs_input, what)
+                            lambda: xz.eof or xz.needs_input, what, headed)
         if data.startswith(_GZIP):
             gz = zlib.decompressobj(wbits=31)
 
             def step(chunk: bytes) -> bytes:
                 return gz.decompress(chunk or gz.unconsumed_tail, STEP)
 
-            return _bounded(step, data, lambda: gz.eof or not gz.unconsumed_tail, what)
+            return _bounded(step, data, lambda: gz.eof or not gz.unconsumed_tail, what, headed)
     except (lzma.LZMAError, OSError, EOFError, zlib.error) as exc:
         raise VnetrxError(f"cannot decompress {what}: {exc}") from None
     if not data.startswith(_ZSTD):
         return None
-    return _zstd(data, what)
+    return _zstd(data, what, headed)
 
 
 def _bounded(step: Callable[[bytes], bytes], data: bytes, done: Callable[[], bool],
-             what: str) -> bytes:
+             what: str, headed: bool) -> bytes:
     out = bytearray(step(data))
-    end = _plain_end(bytes(out[:0x40]), what)
+    end = _plain_end(bytes(out[:0x40]), what) if headed else MAX_PLAIN + 1
     while not done() and len(out) < end:
         out += step(b"")
+    if len(out) > MAX_PLAIN:
+        raise VnetrxError(f"cannot decompress {what}: more than {MAX_PLAIN >> 20} MiB")
     return bytes(out[:end])
 
 
@@ -93,7 +97,7 @@ def _plain_end(head: bytes, what: str) -> int:
     return end
 
 
-def _zstd(data: bytes, what: str) -> bytes:
+def _zstd(data: bytes, what: str, headed: bool) -> bytes:
     import subprocess
     import threading
 
@@ -120,14 +124,14 @@ def _zstd(data: bytes, what: str) -> bytes:
     writer.start()
     out = bytearray()
     whole = False
-    end = MAX_PLAIN
+    end = MAX_PLAIN + 1
     try:
         while len(out) < end:
             piece = stdout.read(STEP)
             if not piece:
                 whole = True
                 break
-            if not out:
+            if not out and headed:
                 end = _plain_end(piece[:0x40], what)
             out += piece
         enough = not whole  # the header's length read: what zstd has left is not needed
@@ -143,7 +147,9 @@ def _zstd(data: bytes, what: str) -> bytes:
         raise VnetrxError(
             f"cannot decompress {what} (zstd): " + error.decode(errors="replace").strip()
         )
-    if not out:
+    if len(out) > MAX_PLAIN:
+        raise VnetrxError(f"cannot decompress {what}: more than {MAX_PLAIN >> 20} MiB")
+    if not out and headed:
         _plain_end(b"", what)
     return bytes(out[:end])
 
@@ -204,7 +210,7 @@ def read_btf_bytes(path: str) -> tuple[bytes, str]:
         raise LayoutError(exc.message.replace("cannot read ", "cannot read BTF from ", 1),
                           hint=exc.hint) from None
     try:
-        plain = decompress(data, path)  # a compressed module: virtio_net.ko.xz
+        plain = decompress(data, path, headed=True)  # a compressed module: virtio_net.ko.xz
     except VnetrxError as exc:
         raise LayoutError(exc.message) from None
     data = data if plain is None else plain
@@ -212,7 +218,7 @@ def read_btf_bytes(path: str) -> tuple[bytes, str]:
         where = "ELF"
     elif data[0x202:0x206] == b"HdrS":
         try:
-            data, where = bzimage_payload(data), "the vmlinux in the bzImage"
+            data, where = bzimage_payload(data, headed=True), "the vmlinux in the bzImage"
         except VnetrxError as exc:
             raise LayoutError(f"{path}: {exc.message}") from None
     else:
