@@ -99,12 +99,12 @@ def vnetrx(*args: str, close_stdin: bool = False, timeout: float = 60
     (["decode", "-"], 2),
 ])
 def test_closed_standard_input(args: list[str], code: int) -> None:
-    """`<&-`: Python has no sys.stdin ('NoneType' object has no attribute 'buffer' before)."""
+    """`<&-`: Python has no sys.stdin ("'NoneType' object has no attribute 'buffer'" before)."""
     done = vnetrx(*args, close_stdin=True)
     assert done.returncode == code
     assert _one_error(done.stderr).startswith("vnetrx: error: standard input is closed")
     if "--json" in args:
-        assert json.loads(done.stdout)["error"] == "standard input is closed"
+        assert json.loads(done.stdout)["error"].startswith("standard input is closed")
 
 
 @pytest.fixture
