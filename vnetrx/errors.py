@@ -55,3 +55,16 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, partial: object) -> None:
         super().__init__()
         self.partial = partial
+
+
+class DamagedInput(InputError):
+    """A file damaged after its start: a capture cut inside a record (the disk filled, tcpdump
+    was killed) or a block a strict reader refuses. ``read``: the whole records before the
+    damage, which a reader hands on first (as tcpdump prints them before its error); exit 1,
+    as tcpdump's."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, read: int = 0, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.read = read

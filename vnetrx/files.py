@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from vnetrx.errors import InputError
@@ -46,28 +47,53 @@ def open_input(name: str | os.PathLike[str], what: str = "") -> BinaryIO:
         raise
 
 
-def read_bounded(name: str | os.PathLike[str], limit: int, what: str = "") -> bytes:
-    """All of a file (or standard input), refused past ``limit`` bytes."""
+HEAD = 4096  # bytes ``read_bounded``'s ``check`` sees before the rest is read
+
+
+def read_bounded(name: str | os.PathLike[str], limit: int, what: str = "",
+                 check: Callable[[bytes], None] | None = None) -> bytes:
+    """All of a file (or standard input), refused past ``limit`` bytes: a regular file by its
+    size before any byte is read, standard input after ``limit`` + 1. ``check(first bytes)``
+    (at most HEAD) raises when they are not the start of what is wanted (a magic number): a
+    2 GiB file of something else is refused after 4 KiB, not read whole first."""
     path = label = os.fspath(name)
     stream = open_input(path, what)
     try:
-        data = stream.read(limit + 1)
+        if path != "-" and os.fstat(stream.fileno()).st_size > limit:
+            raise InputError(f"{label} is larger than {_size(limit)}: not a file vnetrx reads")
+        head = b""
+        if check is not None:
+            head = stream.read(min(HEAD, limit + 1))
+            check(head)
+        data = head + stream.read(limit + 1 - len(head))
     except OSError as exc:
         raise InputError(f"cannot read {label}: {exc.strerror or exc}") from None
     finally:
         if path != "-":
             stream.close()
     if len(data) > limit:
-        raise InputError(f"{label} is larger than {limit // MiB} MiB: not a file vnetrx reads")
+        raise InputError(f"{label} is larger than {_size(limit)}: not a file vnetrx reads")
     return data
 
 
-def parse_json(text: str, label: str, what: str) -> Any:
+def _size(limit: int) -> str:
+    return f"{limit // MiB} MiB" if limit >= MiB else f"{limit:,} bytes"
+
+
+MAX_JSON_VALUES = 500_000  # values (counted by their separators) a JSON input may hold
+
+
+def parse_json(text: str, label: str, what: str, max_values: int = MAX_JSON_VALUES) -> Any:
     """``text`` parsed as JSON, or a one-line ``InputError`` naming ``label`` and what it is
     not (``what``: "a JSON array", "a JSON document"): a syntax error with its line, a number
-    of 4,300+ digits or nesting too deep for the parser."""
+    of 4,300+ digits, nesting too deep for the parser, or more than ``max_values`` values,
+    which is refused before parsing (each value past the first follows a "," or ":"): what
+    the parse builds is bounded by that, not by the text's size."""
     import json  # here: `vnetrx layout`'s fast path reads files through this module, without json
 
+    if text.count(",") + text.count(":") >= max_values:
+        raise InputError(f"{label}: more than {max_values:,} JSON values: not {what} vnetrx "
+                         "reads")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

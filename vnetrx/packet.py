@@ -233,29 +233,38 @@ def capture_deriver(mode: str, mtu: int, mss: int | None
 
 
 def read_frame(path: str) -> bytes:
-    """A frame's bytes: the first packet of a pcap/pcapng capture, or the file as it is."""
+    """A frame's bytes: the first packet of a pcap/pcapng capture, or the file as it is. A
+    regular file only (a FIFO, /dev/zero: refused before any read), of which at most a frame's
+    65535 bytes (+1, to refuse more) or a capture's first record are read."""
+    from vnetrx.files import open_input
     from vnetrx.replay.capture import is_capture, read_capture
 
+    stream = open_input(path, "--frame")
     try:
-        with open(path, "rb") as stream:
-            if is_capture(stream.peek(4)[:4]):
-                first = next(read_capture(stream, path), None)
-                if first is None:
-                    raise InputError(f"{path}: the capture holds no packets")
-                if len(first.data) < first.length:
-                    raise InputError(
-                        f"{path}: the capture holds {len(first.data)} of the first frame's "
-                        f"{first.length} bytes (its snaplen cut it); --frame needs all of them"
-                    )
-                return first.data
-            data = stream.read()
+        if is_capture(stream.peek(4)[:4]):  # type: ignore[attr-defined]
+            first = next(read_capture(stream, path), None)
+            if first is None:
+                raise InputError(f"{path}: the capture holds no packets")
+            if len(first.data) < first.length:
+                raise InputError(
+                    f"{path}: the capture holds {len(first.data)} of the first frame's "
+                    f"{first.length} bytes (its snaplen cut it); --frame needs all of them"
+                )
+            return first.data
+        data = stream.read(MAX_FRAME + 1)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        stream.close()
     if not data:
         raise InputError(f"{path} is empty")
-    if len(data) > 65535:
-        raise InputError(f"{path} holds {len(data)} bytes: a frame is at most 65535")
+    if len(data) > MAX_FRAME:
+        raise InputError(f"{path} holds more than {MAX_FRAME} bytes: a frame is at most "
+                         f"{MAX_FRAME}")
     return data
+
+
+MAX_FRAME = 65535
 
 
 def parse_gso(text: str) -> tuple[int, int]:

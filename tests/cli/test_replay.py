@@ -178,7 +178,10 @@ def test_from_text_and_json(runner: CliRunner, tmp_path: Path) -> None:
 def test_from_capture(runner: CliRunner, tmp_path: Path, fmt: str) -> None:
     path = tmp_path / f"frames.{fmt}"
     with path.open("wb") as fh:
-        writer = dpkt.pcap.Writer(fh) if fmt == "pcap" else dpkt.pcapng.Writer(fh)
+        # snaplen 65535: dpkt's default 1500 makes a pcapng whose 9014-byte packets tcpdump
+        # 4.99.3 refuses ("invalid packet capture length 9014, bigger than snaplen of 1500")
+        writer = (dpkt.pcap.Writer(fh, snaplen=65535) if fmt == "pcap"
+                  else dpkt.pcapng.Writer(fh, snaplen=65535))
         for n, length in enumerate(_expected()):
             writer.writepkt(bytes(length), ts=1700000000 + n)
     assert _lens_of(runner, path) == _expected()

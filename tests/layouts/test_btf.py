@@ -369,3 +369,54 @@ def test_layout_text_nests_like_pahole(name: str, tmp_path: Path,
         assert ours.splitlines()[0] == theirs.splitlines()[0]  # "struct x {" or "union x {"
         count = re.search(r"members: (\d+)", theirs)  # pahole prints none for a union
         assert count is None or f"members: {count.group(1)} */" in ours
+
+
+# --- impossible offsets: damaged BTF is refused, not printed as a layout ------------------------
+
+# tiny_btf: struct pair (8 bytes) at byte 40; member b's bit offset at byte 72
+@pytest.mark.parametrize(("bits", "fits"), [(32, True), (33, False), (64, False),
+                                            (4_194_363, False), (0xFFFFFFFF, False)])
+def test_a_member_past_the_struct_is_refused(bits: int, fits: bool) -> None:
+    """b is a 4-byte int: at bit 32 it ends at bit 64, the 8-byte struct's end; one bit
+    later it does not fit (the battery found b at 4,194,363 in a 304-byte virtnet_info
+    printed as a layout)."""
+    blob = tiny_btf()
+    btf = Btf(blob[:72] + struct.pack("<I", bits) + blob[76:], "bad.btf")
+    if fits:
+        assert [m.offset for m in btf.struct("pair").members] == [0, 4]
+        return
+    with pytest.raises(LayoutError, match=rf"bad.btf: damaged BTF: member 'b' of 'pair' \(type "
+                       rf"id 2, byte 40\) ends at bit {bits + 32}, past the 8-byte size"):
+        btf.struct("pair")
+
+
+def test_a_bit_field_past_the_struct_is_refused() -> None:
+    """kind_flag set: the offset word is bit size (8) << 24 | bit offset; 56 + 8 = 64 fits,
+    57 + 8 does not."""
+    blob = bytearray(tiny_btf())
+    blob[40 + 7] |= 0x80  # kind_flag: bit 31 of pair's info word
+    for offset, fits in ((56, True), (57, False)):
+        blob[72:76] = struct.pack("<I", 8 << 24 | offset)
+        btf = Btf(bytes(blob), "bits.btf")
+        if fits:
+            assert btf.struct("pair").members[1].bit_size == 8
+        else:
+            with pytest.raises(LayoutError, match="ends at bit 65, past the 8-byte size"):
+                btf.struct("pair")
+
+
+def test_a_name_with_undecodable_bytes_is_not_found(tmp_path: Path) -> None:
+    """`vnetrx layout $'pair\\xff' --btf FILE`: the name's bytes are searched as they were
+    given (surrogates from the command line), not a UnicodeEncodeError."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "tiny.btf"
+    path.write_bytes(tiny_btf())
+    for argv in ([b"layout", b"pair\xff", b"--btf", bytes(path)],
+                 [b"layout", b"pair\xff", b"--btf", bytes(path), b"--json"]):
+        done = subprocess.run([sys.executable.encode(), b"-m", b"vnetrx", *argv],
+                              capture_output=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr
+        assert b"no struct or union named 'pair\\udcff'" in done.stderr

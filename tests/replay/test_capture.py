@@ -131,12 +131,12 @@ def test_pcapng_blocks_up_to_libpcaps_maximum() -> None:
 @pytest.mark.parametrize(("data", "message"), [
     (pcap([(60, 60)], link=113), "link type 113, not Ethernet"),
     (pcapng(link=113), "link type 113, not Ethernet"),
-    (pcap([(60, 60)])[:-10], "it ends inside record 0"),
+    (pcap([(60, 60)])[:-10], "cut inside record 0 at byte 24"),
     (pcap([(60, 60)])[:20], "it ends inside the file header"),
     (pcap([(60, 60), (MAX_CAPLEN + 1, MAX_CAPLEN + 1)]),  # tcpdump: "invalid packet capture
-     "record 1 holds 262145 captured bytes, more than a pcap record can"),  # length 262145"
-    (pcapng_of([60, MAX_CAPLEN + 1]), "packet 1 holds 262145 captured bytes"),
-    (pcapng()[:-6], "it ends inside a block"),
+     "record 1 \\(at byte 100\\) holds 262145 captured bytes, more than a pcap record can"),  # length 262145"
+    (pcapng_of([60, MAX_CAPLEN + 1]), "a packet of 262145 captured bytes, more than the snaplen \\(262144\\)"),
+    (pcapng()[:-6], "cut inside a block of 132 bytes at byte 464.*the 3 whole record"),
 ])
 def test_broken_captures(data: bytes, message: str) -> None:
     with pytest.raises(InputError, match=message):

@@ -22,7 +22,6 @@ from vnetrx.cli.options import (
 from vnetrx.errors import InputError
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
-from vnetrx.replay import replay as run_replay
 from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
 
@@ -206,7 +205,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
-              else open_frames(str(from_file), derive))
+              else open_frames(str(from_file), derive, partial=True))
     known = len(frames.items) if isinstance(frames.items, tuple) else None
     if o["show"] is not None and known is not None and o["show"] >= known:
         raise InputError(f"--show {o['show']}: there are {known} frames (valid: 0..{known - 1})")
@@ -232,8 +231,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
-        from vnetrx.render.json_out import dumps
-        from vnetrx.render.replay_json import replay_to_dict
+        from vnetrx.render.replay_json import write_replay
+        from vnetrx.replay import validate
 
         listed = tuple(islice(items, MAX_FRAMES + 1))
         if not listed:
@@ -244,14 +243,12 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
                 hint="--jsonl and --summary stream any number of frames",
             )
         lens = tuple(x if isinstance(x, int) else x[0] for x in listed)
-        hdrs = None if not frames.has_headers else tuple(
-            None if isinstance(x, int) else x[1] for x in listed)
-        done = run_replay(profile, config, lens, hdrs, until=stop.items)
-        doc = replay_to_dict(done, source)
-        if stop.stopped:
-            doc["interrupted"] = True
-        sys.stdout.write(dumps(doc))
-        return len(done.frames)
+        validate(profile, config, lens)  # every frame, before the document begins
+        # written as the frames go through: a document of 100,000 traced frames is gigabytes
+        # as one dict (the same text; its input.frames is the input's count)
+        stream = Stream(profile, config, stop.items(listed), want_trace=every_frame)
+        done = write_replay(stream, source, len(listed), sys.stdout, lambda: stop.stopped)
+        return _after(frames, done)
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
@@ -269,7 +266,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.render.replay_json import write_rows
 
         write_rows(stream, sys.stdout, detail=o["detail"])
-        return None
+        return _after(frames, None)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
         from vnetrx.replay.summary import Totals
@@ -281,7 +278,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if stop.stopped:
             summary["interrupted"] = True
         sys.stdout.write(dumps(summary))
-        return totals.frames
+        return _after(frames, totals.frames)
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
@@ -289,7 +286,17 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if show is not None and show >= totals.frames and not stop.stopped:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
-    return totals.frames
+    return _after(frames, totals.frames)
+
+
+def _after(frames: Frames, count: int | None) -> int | None:
+    """``count``, once the output is written; a capture damaged after its first record is
+    reported now, after the output of every whole record before the damage (tcpdump prints
+    them, then its error, and exits 1)."""
+    if frames.damage:
+        sys.stdout.flush()
+        raise frames.damage[0]
+    return count
 
 
 def _offload_note(mode: str, mtu: int, mss: int | None) -> str:

@@ -376,7 +376,7 @@ def _load(ctx: click.Context, file: str) -> Trace:
     from vnetrx.codec import load_trace
     from vnetrx.files import MiB, read_bounded
 
-    data = read_bounded(file, 64 * MiB, "--load")
+    data = read_bounded(file, 4 * MiB, "--load")  # a saved trace: ~20 KB
     return load_trace(data, "standard input" if file == "-" else file)
 
 

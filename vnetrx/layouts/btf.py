@@ -298,7 +298,8 @@ class Btf:
         own string is tried first; offsets into longer strings ("struct_page" ends in "page")
         only when that finds nothing, since nothing forbids such a name_off."""
         found = [] if self.base is None else self.base._named(name)
-        wanted = name.encode() + b"\0"
+        # (a name from the command line may hold undecodable bytes as surrogates)
+        wanted = name.encode("utf-8", "surrogateescape") + b"\0"
         whole, suffixes = self._name_offsets(wanted)
         if self.base is not None:  # a module's struct may be named by a base string
             base_whole, base_suffixes = self.base._name_offsets(wanted)
@@ -352,6 +353,15 @@ class Btf:
         members: list[Member] = []
         groups: list[Group] = []
         self._collect(type_id, 0, 0, members, groups)
+        for m in members:  # a member past the end: damaged BTF, not a layout to print
+            start = m.offset * 8 if m.bit_offset is None else m.bit_offset
+            end = start + (m.bit_size or m.size * 8)
+            if end > size * 8:
+                owner, i = self._record(type_id)[:2]
+                raise LayoutError(
+                    f"{owner.path}: damaged BTF: member {m.name or '(anonymous)'!r} of "
+                    f"{name!r} (type id {type_id}, byte {owner._byte(i)}) ends at bit {end}, "
+                    f"past the {size}-byte size of the {'struct' if kind == STRUCT else 'union'}")
         groups.sort(key=lambda g: (g[0], g[5]))  # by first row, outer before inner
         return StructLayout(
             name, "struct" if kind == STRUCT else "union", size, tuple(members), tuple(groups)

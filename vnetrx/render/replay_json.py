@@ -106,6 +106,46 @@ def replay_to_dict(r: Replay, source: str) -> dict[str, Any]:
     }
 
 
+def write_replay(s: Stream, source: str, count: int, out: TextIO,
+                 interrupted: Callable[[], bool]) -> int:
+    """The vnetrx.replay/1 document of a replay of ``count`` frames, written as it runs: each
+    frame as soon as it is through (memory stays flat: the document of 100,000 frames is
+    gigabytes as one dict), the text exactly ``render_replay``'s. ``interrupted()``: the
+    frames ended early (a signal); the document then says so. Returns the frames written."""
+    c = s.config
+    head = {
+        "schema": REPLAY_SCHEMA,
+        "kernel": kernel_to_dict(s.kernel),
+        "input": {
+            "source": source,
+            "frames": count,
+            "mergeable": c.mergeable,
+            "guest_gso": c.guest_gso,
+            "mtu": c.mtu,
+            "hdr_len": c.hdr_len,
+            "ring_size": c.ring_size,
+            "batch": c.batch,
+            "budget": c.budget,
+            "refill_threshold": c.refill_threshold,
+        },
+        "min_buf_len": s.min_buf_len,
+        "initial_fill": _fill(s, s.initial_fill),
+    }
+    # at indent 2 a top-level key's text is the same in any top-level object: each part is
+    # dumped on its own, less its braces; a frame is a top-level object indented two levels
+    out.write(dumps(head)[:-3] + ',\n  "frames": [')
+    written = 0
+    for f in s.records:
+        text = json.dumps(frame_to_dict(s, f), indent=2).replace("\n", "\n    ")
+        out.write(("\n    " if not written else ",\n    ") + text)
+        written += 1
+    tail: dict[str, Any] = {"final_ring": _ring(s, s.final()), "notes": list(s.notes)}
+    if interrupted():
+        tail["interrupted"] = True
+    out.write(("\n  ]," if written else "],") + dumps(tail)[1:])
+    return written
+
+
 def render_replay(r: Replay, source: str) -> str:
     return dumps(replay_to_dict(r, source))
 

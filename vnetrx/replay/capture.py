@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO, Final
 
-from vnetrx.errors import InputError
+from vnetrx.errors import DamagedInput, InputError
 from vnetrx.values import Value
 
 LINKTYPE_ETHERNET = 1
@@ -51,7 +51,10 @@ def is_capture(head: bytes) -> bool:
 
 def read_capture(stream: BinaryIO, name: str, data: bool = True) -> Iterator[Frame]:
     """The frames of a pcap or pcapng capture, in order, as they are read (``data`` False:
-    their lengths only, the bytes left out)."""
+    their lengths only, the bytes left out). What libpcap 1.10 refuses is refused: a problem
+    in the file header is an ``InputError``; damage after it (a capture cut inside a record, a
+    block whose lengths disagree) a ``DamagedInput`` raised once every whole record before it
+    has been yielded, as tcpdump prints them before its error."""
     reads = _Reads(stream)
     if not reads.fill(4):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
@@ -68,31 +71,36 @@ CHUNK = 1 << 20  # bytes read at a time
 # libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
 # capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
 # the same, which also bounds its read buffer
-MAX_CAPLEN = 262144
+MAX_CAPLEN = 262144  # also max_snaplen_for_dlt(DLT_EN10MB), the snaplen of a 0 or larger one
 MAX_PCAPNG_BLOCK = 16 << 20
+MAX_SHB = 1 << 20  # libpcap's BT_SHB_INSANE_MAX: a first Section Header Block is at most 1 MiB
+SHB_MIN = 28  # block header 8, byte-order magic 4, versions 4, section length 8, trailer 4
+BOM_LE, BOM_BE = b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"
 
 
 class _Reads:
     """A capture read in large steps into one buffer, reused: a read per record, or a new
     1 MiB bytes object per read (a fresh allocation the kernel faults in), costs more than the
-    parsing (~1 us a frame of mixed lengths). ``buf[pos:end]``: read but not yet parsed."""
+    parsing (~1 us a frame of mixed lengths). ``buf[pos:end]``: read but not yet parsed;
+    ``base``: the file offset of ``buf[0]``."""
 
-    __slots__ = ("buf", "end", "pos", "readinto", "view")
+    __slots__ = ("base", "buf", "end", "pos", "readinto", "view")
 
     def __init__(self, stream: BinaryIO) -> None:
-        # readinto1 takes what a pipe holds now: a live `tcpdump -U -w - |` feed is replayed as
+        # readinto1 takes what a pipe holds now: a live `tcpdump -U -w -|` feed is replayed as
         # it arrives rather than in 1 MiB steps (and a signal ends it at the next frame). Every
         # binary stream has readinto; typing.BinaryIO does not declare it.
         self.readinto = getattr(stream, "readinto1", None) or stream.readinto  # type: ignore[attr-defined]
         self.buf = bytearray(CHUNK)
         self.view = memoryview(self.buf)
-        self.pos = self.end = 0
+        self.pos = self.end = self.base = 0
 
     def fill(self, need: int) -> bool:
         """At least ``need`` unparsed bytes (the buffer grows for a record larger than it);
         False when the capture ends first."""
         while self.end - self.pos < need:
             rest = self.end - self.pos
+            self.base += self.pos
             if need > len(self.buf):
                 self.view.release()
                 self.buf = self.buf[self.pos:self.end] + bytearray(need - rest)
@@ -114,10 +122,22 @@ def _ethernet(name: str, link: int) -> None:
         )
 
 
+def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
+    return DamagedInput(
+        f"{name}: the capture is cut inside {what} at byte {offset} (tcpdump: \"truncated dump "
+        f"file\"); the {read} whole record(s) before it were read", read)
+
+
 def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
     if not reads.fill(24):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
-    link = struct.unpack_from(order + "I", reads.buf, reads.pos + 20)[0]
+    major, minor = struct.unpack_from(order + "HH", reads.buf, 4)
+    if major != 2 or minor > 4:  # libpcap: "archaic pcap savefile format", "unsupported
+        # pcap savefile version 2.5"
+        raise InputError(f"{name}: pcap version {major}.{minor} (libpcap reads 2.0 to 2.4)")
+    # versions before 2.3 wrote the lengths the other way round; 2.3 either way (libpcap)
+    swapped = 2 if minor < 3 else 1 if minor == 3 else 0
+    link = struct.unpack_from(order + "I", reads.buf, 20)[0]
     _ethernet(name, link & 0x0FFFFFFF)  # the top bits may carry FCS flags
     reads.pos += 24
     unpack = struct.Struct(order + "8xII").unpack_from
@@ -128,9 +148,20 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
         need = 16
         while end - pos >= 16:
             caplen, length = unpack(buf, pos)
-            if caplen > MAX_CAPLEN:
-                raise InputError(f"{name}: record {index} holds {caplen} captured bytes, more "
-                                 f"than a pcap record can ({MAX_CAPLEN})")
+            if swapped and (swapped == 2 or caplen > length):
+                caplen, length = length, caplen
+            if caplen > MAX_CAPLEN:  # libpcap: "invalid packet capture length"
+                reads.pos = pos
+                raise DamagedInput(
+                    f"{name}: record {index} (at byte {reads.base + pos}) holds {caplen} "
+                    f"captured bytes, more than a pcap record can ({MAX_CAPLEN}); the {index} "
+                    "record(s) before it were read", index)
+            if caplen > length:
+                reads.pos = pos
+                raise DamagedInput(
+                    f"{name}: record {index} (at byte {reads.base + pos}) holds {caplen} "
+                    f"captured bytes of a {length}-byte frame; the {index} record(s) before it "
+                    "were read", index)
             start = pos + 16
             if start + caplen > end:
                 need = 16 + caplen
@@ -141,69 +172,168 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
         reads.pos = pos
         if not reads.fill(need):
             if reads.end > reads.pos:
-                raise InputError(f"{name}: unreadable capture (it ends inside record {index})")
+                raise _cut(name, f"record {index}", reads.base + reads.pos, index)
             return
 
 
+class _Section:
+    """What a pcapng reader knows at a block: the byte order, the first interface's link type
+    and snaplen (libpcap refuses later ones that differ), and the interfaces this section
+    described."""
+
+    __slots__ = ("interfaces", "link", "order", "snapshot")
+
+    def __init__(self, order: str) -> None:
+        self.order = order
+        self.link = -1
+        self.snapshot = 0
+        self.interfaces = 0
+
+
 def _pcapng(reads: _Reads, name: str, data: bool) -> Iterator[Frame]:
-    order = "<"
-    links: list[tuple[int, int]] = []  # (link type, snaplen) per interface of this section
+    if not reads.fill(12):
+        raise InputError(f"{name}: unreadable capture (it ends inside the section header)")
+    bom = bytes(reads.view[8:12])
+    if bom not in (BOM_LE, BOM_BE):
+        raise InputError(f"{name}: unreadable capture (bad pcapng byte-order magic)")
+    s = _Section("<" if bom == BOM_LE else ">")
+    first = True
     index = 0
     while True:
         if not reads.fill(8):
             if reads.end > reads.pos:
-                what = ("a section header" if reads.buf.startswith(PCAPNG_SHB, reads.pos)
-                        else "a block")
-                raise InputError(f"{name}: unreadable capture (it ends inside {what})")
+                raise _cut(name, "a block header", reads.base + reads.pos, index)
+            if s.link < 0:  # libpcap: "the capture file has no Interface Description Blocks"
+                raise InputError(f"{name}: no Interface Description Block: the capture "
+                                 "describes no interface")
             return
         at = reads.pos
-        section = reads.buf.startswith(PCAPNG_SHB, at)
-        if section:
-            if not reads.fill(12):
-                raise InputError(f"{name}: unreadable capture (it ends inside a section header)")
-            at = reads.pos
-            bom = reads.buf[at + 8:at + 12]
-            order = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
-            if not order:
-                raise InputError(f"{name}: unreadable capture (bad pcapng byte-order magic)")
-            links = []
-        kind, total = struct.unpack_from(order + "II", reads.buf, at)
-        if total < 12 or total % 4:
-            raise InputError(f"{name}: unreadable capture (a block of {total} bytes)")
-        if total > MAX_PCAPNG_BLOCK:
-            raise InputError(f"{name}: a block of {total} bytes, more than a pcapng block can "
-                             f"({MAX_PCAPNG_BLOCK})")
+        offset = reads.base + at
+        kind, total = struct.unpack_from(s.order + "II", reads.buf, at)
+        if first and not SHB_MIN <= total <= MAX_SHB:
+            raise InputError(f"{name}: unreadable capture (a section header of {total} bytes; "
+                             f"valid: {SHB_MIN}..{MAX_SHB})")
+        problem = _block_size(kind, total)
+        if problem:
+            raise DamagedInput(f"{name}: {problem} at byte {offset}; the {index} packet(s) "
+                               "before it were read", index)
         if not reads.fill(total):
-            what = "a section header" if section else "a block"
-            raise InputError(f"{name}: unreadable capture (it ends inside {what})")
+            raise _cut(name, f"a block of {total} bytes", offset, index)
         at = reads.pos
+        trailer = struct.unpack_from(s.order + "I", reads.buf, at + total - 4)[0]
         body = reads.view[at + 8:at + total - 4]
+        problem = (f"a block's total length is {total} in its header and {trailer} in its "
+                   "trailer" if trailer != total else _block(name, kind, body, s, first))
+        if problem:
+            raise DamagedInput(f"{name}: {problem} (block at byte {offset}); the {index} "
+                               "packet(s) before it were read", index)
+        first = False
         reads.pos = at + total
-        if kind == 1:  # Interface Description Block
-            link, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
-            links.append((link, snaplen))
-        elif kind in (6, 3, 2):
-            yield _packet(kind, body, order, links, name, index, data)
+        if kind in (6, 3, 2):
+            yield _packet(kind, body, s, data)
             index += 1
 
 
-def _packet(kind: int, body: memoryview, order: str, links: list[tuple[int, int]], name: str,
-            index: int, data: bool) -> Frame:
-    if kind == 6:  # Enhanced Packet Block
-        iface, _hi, _lo, caplen, length = struct.unpack_from(order + "IIIII", body)
-        start = 20
-    elif kind == 2:  # Packet Block (obsolete)
-        iface, _drops, _hi, _lo, caplen, length = struct.unpack_from(order + "HHIIII", body)
-        start = 20
-    else:  # Simple Packet Block: interface 0, captured = min(length, snaplen)
+def _block_size(kind: int, total: int) -> str:
+    if total < 12 or total % 4:
+        return f"a block of {total} bytes (at least 12, a multiple of 4)"
+    if total > MAX_PCAPNG_BLOCK:
+        return f"a block of {total} bytes, more than a pcapng block can ({MAX_PCAPNG_BLOCK})"
+    if kind == 0x0A0D0D0A and total < SHB_MIN:
+        return f"a section header of {total} bytes (at least {SHB_MIN})"
+    return ""
+
+
+FIXED = {6: 20, 2: 20, 3: 4, 1: 8}  # a packet block's or an IDB's fixed part, in bytes
+
+
+def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> str:
+    """What libpcap refuses in a block (its error, in other words), or ""."""
+    order = s.order
+    if kind == 0x0A0D0D0A:
+        bom = bytes(body[:4])
+        if bom != (BOM_LE if order == "<" else BOM_BE):
+            return ("a section in the other byte order" if bom in (BOM_LE, BOM_BE)
+                    else "a section header with a bad byte-order magic")
+        major, minor = struct.unpack_from(order + "HH", body, 4)
+        if major != 1 or (first and minor not in (0, 2)):
+            return f"pcapng version {major}.{minor} (libpcap reads 1.0 and 1.2)"
+        s.interfaces = 0
+        return ""
+    fixed = FIXED.get(kind, 0)
+    if len(body) < fixed:
+        return f"a block of type {kind} too short for its {fixed}-byte fixed part"
+    if kind == 1:
+        link, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
+        snapshot = snaplen if 0 < snaplen <= MAX_CAPLEN else MAX_CAPLEN
+        if s.link < 0:
+            _ethernet(name, link)
+            s.link, s.snapshot = link, snapshot
+        elif link != s.link:
+            return f"an interface of link type {link}, not the first interface's {s.link}"
+        elif snapshot != s.snapshot:
+            return (f"an interface with snaplen {snaplen}, not the first interface's "
+                    f"{s.snapshot}")
+        s.interfaces += 1
+        return _options(body[8:], order)
+    if kind in (6, 3, 2):
+        if s.link < 0:
+            return "a packet block before any Interface Description Block"
+        if kind == 3:
+            iface = 0
+            (length,) = struct.unpack_from(order + "I", body)
+            caplen = min(length, s.snapshot)
+        elif kind == 6:
+            iface, _hi, _lo, caplen, length = struct.unpack_from(order + "IIIII", body)
+        else:
+            iface, _drops, _hi, _lo, caplen, length = struct.unpack_from(order + "HHIIII", body)
+        if iface >= s.interfaces:
+            return f"a packet on interface {iface}, which is not described"
+        if caplen > s.snapshot:
+            return f"a packet of {caplen} captured bytes, more than the snaplen ({s.snapshot})"
+        if caplen > len(body) - fixed:
+            return (f"a packet of {caplen} captured bytes in a block that holds "
+                    f"{len(body) - fixed}")
+        if caplen > length:
+            return f"a packet of {caplen} captured bytes of a {length}-byte frame"
+    return ""
+
+
+def _options(opts: memoryview, order: str) -> str:
+    """An Interface Description Block's options, as libpcap checks them (the time stamp
+    resolution and offset: vnetrx reads neither, but a file libpcap refuses is refused)."""
+    at, seen = 0, set()
+    while at < len(opts):
+        if len(opts) - at < 4:
+            return "an interface option cut short"
+        code, size = struct.unpack_from(order + "HH", opts, at)
+        padded = (size + 3) // 4 * 4
+        if len(opts) - at - 4 < padded:
+            return f"an interface option of {size} bytes past its block"
+        value = opts[at + 4:at + 4 + size]
+        at += 4 + padded
+        if code == 0:  # opt_endofopt
+            return "" if size == 0 else f"an opt_endofopt of {size} bytes"
+        if code in (9, 14):  # if_tsresol, if_tsoffset
+            want = 1 if code == 9 else 8
+            what = "if_tsresol" if code == 9 else "if_tsoffset"
+            if size != want:
+                return f"an {what} option of {size} bytes (it has {want})"
+            if code in seen:
+                return f"more than one {what} option"
+            seen.add(code)
+            if code == 9 and (value[0] & 0x7F > 63 if value[0] & 0x80 else value[0] > 19):
+                return f"an if_tsresol of {value[0]:#x}, finer than a 64-bit time stamp"
+    return ""
+
+
+def _packet(kind: int, body: memoryview, s: _Section, data: bool) -> Frame:
+    """A packet block's frame (``_block`` has checked it)."""
+    order = s.order
+    if kind == 3:
         (length,) = struct.unpack_from(order + "I", body)
-        iface, start = 0, 4
-        snaplen = links[0][1] if links else 0
-        caplen = min(length, snaplen) if snaplen else length
-    if iface >= len(links):
-        raise InputError(f"{name}: packet {index} names interface {iface}, which is not described")
-    if caplen > MAX_CAPLEN:
-        raise InputError(f"{name}: packet {index} holds {caplen} captured bytes, more than a "
-                         f"pcap record can ({MAX_CAPLEN})")
-    _ethernet(name, links[iface][0])
+        caplen, start = min(length, s.snapshot), 4
+    else:
+        caplen, length = struct.unpack_from(order + "II", body, 12)
+        start = 20
     return Frame(length, bytes(body[start:start + caplen]) if data else b"")

@@ -13,13 +13,13 @@ on the host's tap device records).
 from __future__ import annotations
 
 import io
+import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
 
-from vnetrx.errors import InputError
+from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
 from vnetrx.replay.capture import is_capture, read_capture
@@ -28,17 +28,17 @@ if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MAX_FRAMES = 100_000
-MAX_TEXT = 64 << 20  # bytes of a JSON or LIST file
+MAX_TEXT = 16 << 20  # bytes of a JSON or LIST file (100,000 frames of ~160 bytes)
+_TOKEN = re.compile(r"[^,\s]+")
+_COMMENT = re.compile(r"#[^\r\n]*")
 _ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?|x(\d{1,9}))?$")
 
 
 def parse_list(text: str, where: str = "--len") -> tuple[int, ...]:
     """Expand a LIST (``60,1000,3400-3500:8,60x11``)."""
     out: list[int] = []
-    for raw in re.split(r"[,\s]+", text.strip()):
-        if not raw:
-            continue
-        out.extend(_item(raw, where, MAX_FRAMES - len(out)))
+    for match in _TOKEN.finditer(text):  # one at a time: the count is checked as they come
+        out.extend(_item(match.group(), where, MAX_FRAMES - len(out)))
     if not out:
         raise InputError(f"{where}: no frame lengths given")
     return tuple(out)
@@ -93,35 +93,44 @@ class Frames(NamedTuple):
     items: Iterable[Item]
     known: int | None  # how many, when known before they are read
     has_headers: bool
+    # a damaged capture read with ``partial``: the damage, once the whole records before it
+    # have been read (the caller reports it after its output)
+    damage: list[DamagedInput] | None = None
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
 
 
-def open_frames(path: str, derive: Derive | None = None) -> Frames:
+def open_frames(path: str, derive: Derive | None = None, partial: bool = False) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
-    captured bytes)``: each captured frame's header, from its bytes (a capture only)."""
+    captured bytes)``: each captured frame's header, from its bytes (a capture only).
+    ``partial``: a capture damaged after its first record gives the records before the damage,
+    and the damage in ``Frames.damage`` (tcpdump prints those records, then its error), for the
+    caller to report after its output, instead of raising it."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
+        damage: list[DamagedInput] | None = [] if partial else None
         if derive is not None:
-            return Frames(_derived(stream, name, derive), None, True)
-        return Frames(_lengths(stream, name), None, False)
+            return Frames(_derived(stream, name, derive, damage), None, True, damage)
+        return Frames(_lengths(stream, name, damage), None, False, damage)
     if derive is not None:
         if path != "-":
             stream.close()
         raise InputError(f"{name} is not a capture: deriving headers needs the frames' bytes "
                          "(a pcap or pcapng file)")
     try:
-        data = stream.read(MAX_TEXT + 1)
+        # a regular file by its size, before reading it
+        big = path != "-" and os.fstat(stream.fileno()).st_size > MAX_TEXT
+        data = b"" if big else stream.read(MAX_TEXT + 1)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
         if path != "-":
             stream.close()
-    if len(data) > MAX_TEXT:
+    if big or len(data) > MAX_TEXT:
         raise InputError(f"{name} is more than {MAX_TEXT >> 20} MiB of text: give a capture, "
                          "which is read as a stream")
     try:
@@ -132,14 +141,14 @@ def open_frames(path: str, derive: Derive | None = None) -> Frames:
         ) from None
     body = text.strip()
     if body.startswith("["):
-        value = parse_json(body, name, "a JSON array")
+        # a frame: a length, or an object of at most 4 keys (4 ":" and 3 ",") and its ","
+        value = parse_json(body, name, "a JSON array", max_values=8 * MAX_FRAMES + 1)
         if isinstance(value, list) and value and isinstance(value[0], dict):
             lengths, hdrs = _json_objects(name, value)
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
         lengths = _json_lengths(name, value)
         return Frames(lengths, len(lengths), False)
-    lines = [line.split("#", 1)[0] for line in text.splitlines()]
-    lengths = parse_list(" ".join(lines), where=name)
+    lengths = parse_list(_COMMENT.sub("", text), where=name)
     return Frames(lengths, len(lengths), False)
 
 
@@ -147,28 +156,37 @@ def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
 
-def _lengths(stream: io.BufferedReader, name: str) -> Iterator[int]:
+def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None
+             ) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
     try:
         for frame in read_capture(stream, name, data=False):
             yield frame.length
+    except DamagedInput as exc:
+        if damage is None or not exc.read:
+            raise
+        damage.append(exc)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if name != "standard input":
             stream.close()
 
 
-def _derived(stream: io.BufferedReader, name: str, derive: Derive
-             ) -> Iterator[tuple[int, VnetHdr | None]]:
+def _derived(stream: io.BufferedReader, name: str, derive: Derive,
+             damage: list[DamagedInput] | None) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
     try:
         for frame in read_capture(stream, name):
             yield frame.length, derive(frame.length, frame.data)
+    except DamagedInput as exc:
+        if damage is None or not exc.read:
+            raise
+        damage.append(exc)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
     finally:
-        if stream is not sys.stdin.buffer:
+        if name != "standard input":
             stream.close()
 
 

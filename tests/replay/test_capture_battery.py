@@ -1,0 +1,229 @@
+"""A battery that damaged captures cannot come back through (issue 29): every field of a small
+valid pcap and pcapng mutated, and each file cut at every offset. Whatever the damage, the
+reader yields whole frames and then ends or raises an InputError (never another exception); a
+cut capture yields every record that is whole before the cut, then a DamagedInput (exit 1)
+naming the cut's byte offset. Where tcpdump is installed, a deterministic sample is also read
+by tcpdump 4.99.3 (libpcap 1.10.3): a file it refuses is never read as whole, and a cut file
+gives the packets it prints."""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vnetrx.errors import DamagedInput, InputError
+from vnetrx.replay.capture import read_capture
+
+SHB, IDB, EPB, SPB, OPB, ISB = 0x0A0D0D0A, 1, 6, 3, 2, 5
+
+
+def block(order: str, kind: int, body: bytes) -> bytes:
+    body += bytes(-len(body) % 4)
+    total = 12 + len(body)
+    return struct.pack(order + "II", kind, total) + body + struct.pack(order + "I", total)
+
+
+def pcap(order: str) -> tuple[bytes, list[int]]:
+    """Three records (captured 60, 42, 70 of 70, 52, 80 bytes); the file, and the offset at
+    which each record ends (the file header ends at 24)."""
+    out = struct.pack(order + "IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    ends = []
+    for n in (60, 42, 70):
+        out += struct.pack(order + "IIII", 1, 2, n, n + 10) + bytes(range(n))
+        ends.append(len(out))
+    return out, ends
+
+
+def pcapng(order: str) -> tuple[bytes, list[int]]:
+    """A section, an interface (snaplen 128, an if_tsresol option, opt_endofopt), then an
+    EPB, a statistics block, an SPB, an obsolete Packet Block and an EPB; the file, and the
+    offset at which each block after the interface's ends (a packet's, or the statistics
+    block's, which holds none: negative)."""
+    out = block(order, SHB, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+    out += block(order, IDB, struct.pack(order + "HHI", 1, 0, 128)
+                 + struct.pack(order + "HHB3x", 9, 1, 6) + struct.pack(order + "HH", 0, 0))
+    ends = []
+    for kind, body in [
+        (EPB, struct.pack(order + "IIIII", 0, 0, 0, 60, 60) + bytes(60)),
+        (ISB, bytes(8)),
+        (SPB, struct.pack(order + "I", 100) + bytes(100)),
+        (OPB, struct.pack(order + "HHIIII", 0, 0, 0, 0, 50, 50) + bytes(50)),
+        (EPB, struct.pack(order + "IIIII", 0, 0, 0, 30, 64) + bytes(30)),
+    ]:
+        out += block(order, kind, body)
+        ends.append(len(out) if kind != ISB else -len(out))
+    return out, ends
+
+
+BASES = {f"{kind}{order}": (pcap if kind == "pcap" else pcapng)(order)
+         for kind in ("pcap", "pcapng") for order in "<>"}
+WORDS = (0, 1, 4, 12, 16, 28, 0xFFFF, 262144, 262145, 0x7FFFFFFF, 0xFFFFFFFF)
+
+
+def mutants(data: bytes) -> Iterator[tuple[str, bytes]]:
+    """Every 32-bit word set to edge values and to itself +-1, +-4; every byte 0, 0xff and
+    with its low bit flipped."""
+    for at in range(0, len(data) - 3, 4):
+        (word,) = struct.unpack_from("<I", data, at)
+        for new in (*WORDS, word + 1, word - 1, word + 4, word - 4, word ^ 0x80000000):
+            yield f"word {at} = {new & 0xFFFFFFFF:#x}", (
+                data[:at] + struct.pack("<I", new & 0xFFFFFFFF) + data[at + 4:])
+    for at in range(len(data)):
+        for new in (0, 0xFF, data[at] ^ 1):
+            yield f"byte {at} = {new:#x}", data[:at] + bytes([new]) + data[at + 1:]
+
+
+def read(data: bytes) -> tuple[int, InputError | None]:
+    """Frames read, and the error that ended the reading (None: it ended cleanly). Any other
+    exception fails the test that calls this."""
+    frames = 0
+    try:
+        for _ in read_capture(io.BytesIO(data), "f"):
+            frames += 1
+    except InputError as exc:
+        assert "\n" not in exc.message  # noqa: PT017  (one line, for every mutant)
+        return frames, exc
+    return frames, None
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_every_cut_gives_the_whole_records_before_it(base: str) -> None:
+    """Cut at every offset after the file header (pcapng: and the interface): the records
+    that end at or before the cut are read; a cut between records ends the file cleanly, a
+    cut inside one is a DamagedInput (exit 1) that counts them and names where the record
+    it cut begins."""
+    data, ends = BASES[base]
+    header = 24 if base.startswith("pcap") and not base.startswith("pcapng") else 60
+    bounds = [header, *map(abs, ends)]
+    for cut in range(header, len(data) + 1):
+        frames, error = read(data[:cut])
+        whole = sum(1 for end in ends if 0 < end <= cut)
+        assert frames == whole, (base, cut)
+        if cut in bounds:
+            assert error is None, (base, cut, error)
+            continue
+        assert isinstance(error, DamagedInput), (base, cut, error)
+        assert error.exit_code == 1 and error.read == whole
+        assert f"at byte {max(b for b in bounds if b <= cut)}" in error.message, error.message
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_every_cut_inside_the_file_header_is_refused(base: str) -> None:
+    data, _ = BASES[base]
+    for cut in range(0, 24 if base[4] != "n" else 60):
+        frames, error = read(data[:cut])
+        assert frames == 0 and error is not None, (base, cut)
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_mutants_never_crash(base: str) -> None:
+    """Every mutant (about 2,000 per file) is read to its end or refused with an InputError;
+    read() lets any other exception through."""
+    data, ends = BASES[base]
+    count = 0
+    for _name, mutant in mutants(data):
+        frames, error = read(mutant)
+        assert frames <= len(ends) or error is None  # damage: what was read before it
+        count += 1
+    assert count > 1500
+
+
+# --- what tcpdump does with the same files ------------------------------------------------
+
+# Each found by the battery against tcpdump 4.99.3 (libpcap 1.10.3); its message quoted.
+def _epb(order: str, caplen: int, length: int, room: int) -> bytes:
+    return block(order, EPB, struct.pack(order + "IIIII", 0, 0, 0, caplen, length)
+                 + bytes(room))
+
+
+def _ng(*blocks: bytes, snaplen: int = 128, order: str = "<") -> bytes:
+    return (block(order, SHB, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+            + block(order, IDB, struct.pack(order + "HHI", 1, 0, snaplen)) + b"".join(blocks))
+
+
+def _with_trailer(data: bytes, trailer: int) -> bytes:
+    return data[:-4] + struct.pack("<I", trailer)
+
+
+REFUSED = [
+    # "block total length in header 92 and trailer 96 don't match"
+    ("trailer", _ng(_epb("<", 60, 60, 60), _with_trailer(_epb("<", 60, 60, 60), 96)), 1,
+     "total length is 92 in its header and 96 in its trailer"),
+    # "block of type 6 in pcapng dump file is too short" (caplen 120 in a 92-byte block)
+    ("caplen past its block", _ng(_epb("<", 60, 60, 60), _epb("<", 120, 120, 60)), 1,
+     "a packet of 120 captured bytes in a block that holds 60"),
+    # "invalid packet capture length 100, bigger than snaplen of 64" (an SPB of a 100-byte
+    # frame holds min(100, snaplen 64) bytes: its block has room for them, not more)
+    ("SPB past the snaplen", _ng(_epb("<", 60, 60, 60), block("<", SPB, struct.pack(
+        "<I", 100) + bytes(60)), snaplen=64), 1, "a packet of 64 captured bytes in a block"),
+    # "invalid packet capture length 129, bigger than snaplen of 128"
+    ("EPB past the snaplen", _ng(_epb("<", 129, 129, 132)), 0,
+     "a packet of 129 captured bytes, more than the snaplen \\(128\\)"),
+    # "a packet arrived on interface 1, but there's no Interface Description Block for that
+    # interface"
+    ("undescribed interface", _ng(block("<", EPB, struct.pack("<IIIII", 1, 0, 0, 4, 4)
+                                        + bytes(4))), 0, "on interface 1, which is not described"),
+    # "the capture file has no Interface Description Blocks"
+    ("no interface", _ng()[:28], 0, "no Interface Description Block"),
+    # "unsupported pcap savefile version 2.5"
+    ("pcap 2.5", struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 5, 0, 0, 65535, 1), 0,
+     "pcap version 2.5"),
+    # "truncated dump file; tried to read 60 captured bytes, only got 50"
+    ("cut pcap", BASES["pcap<"][0][:-10], 2, "cut inside record 2 at byte 158"),
+]
+
+
+@pytest.mark.parametrize(("what", "data", "frames", "message"), REFUSED,
+                         ids=[r[0] for r in REFUSED])
+def test_what_tcpdump_refuses_is_refused(tmp_path: Path, what: str, data: bytes, frames: int,
+                                         message: str) -> None:
+    got, error = read(data)
+    assert got == frames and error is not None
+    assert re.search(message, error.message), error.message
+    if shutil.which("tcpdump"):
+        printed, code = tcpdump(tmp_path, data)
+        assert code == 1 and printed == frames
+
+
+def tcpdump(tmp_path: Path, data: bytes) -> tuple[int, int]:
+    """(packets tcpdump -r passes on, its exit status): it writes them to a pcap, counted."""
+    src, out = tmp_path / "in", tmp_path / "out.pcap"
+    src.write_bytes(data)
+    out.unlink(missing_ok=True)
+    done = subprocess.run(["tcpdump", "-r", str(src), "-w", str(out)], capture_output=True,
+                          timeout=30)
+    packets = 0
+    if out.exists():
+        written = out.read_bytes()
+        at = 24
+        while at + 16 <= len(written):
+            at += 16 + struct.unpack_from("<I", written, at + 8)[0]
+            packets += 1
+    return packets, done.returncode
+
+
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is not installed")
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_a_sample_against_tcpdump(tmp_path: Path, base: str) -> None:
+    """60 mutants and 15 cuts of each file (a fixed sample): what tcpdump refuses, vnetrx
+    never reads as whole; a cut file gives the packets tcpdump gives."""
+    data, _ = BASES[base]
+    every = list(mutants(data))
+    sample = random.Random(29).sample(every, 60)
+    cuts = random.Random(28).sample(range(len(data)), 15)
+    sample += [(f"cut {cut}", data[:cut]) for cut in cuts]
+    for name, mutant in sample:
+        frames, error = read(mutant)
+        printed, code = tcpdump(tmp_path, mutant)
+        if code != 0:
+            assert error is not None, f"{base} {name}: tcpdump refuses it, vnetrx read it"
+        if name.startswith("cut"):
+            assert frames == printed, f"{base} {name}"
