@@ -3,6 +3,7 @@ never more than a stated size, and every failure a one-line ``InputError``. Stdl
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
@@ -23,7 +24,12 @@ def open_input(name: str | os.PathLike[str], what: str = "") -> BinaryIO:
         if sys.stdin is None:  # started with fd 0 closed (`<&-`): main points it at /dev/null
             given = f"{what} -" if what else "-"
             raise InputError(f"standard input is closed: nothing to read for {given}")
-        return sys.stdin.buffer
+        stdin = sys.stdin.buffer
+        if isinstance(stdin, io.BufferedReader):
+            return stdin
+        # standard input replaced by another binary stream (an embedding program, click's
+        # test runner): read through a buffer, which can peek at a capture's magic
+        return io.BufferedReader(stdin)  # type: ignore[type-var]
     label = path
     if "\x00" in path:
         raise InputError(f"cannot read {path!r}: a file name has no NUL byte")
