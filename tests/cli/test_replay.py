@@ -239,10 +239,16 @@ def test_unreadable_files(runner: CliRunner, tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("# nothing\n")
     assert "no frame lengths given" in _error(runner, ["--from", str(empty)], 2)
+    wifi = tmp_path / "wifi.pcap"
+    with wifi.open("wb") as fh:
+        dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_IEEE802_11).writepkt(bytes(60), ts=0)
+    assert "link type 105, which vnetrx does not read" in _error(runner, ["--from", str(wifi)], 2)
+    # a cooked capture whose only packet is of a non-Ethernet interface (hatype 0): nothing left
     cooked = tmp_path / "sll.pcap"
     with cooked.open("wb") as fh:
         dpkt.pcap.Writer(fh, linktype=dpkt.pcap.DLT_LINUX_SLL).writepkt(bytes(60), ts=0)
-    assert "not Ethernet" in _error(runner, ["--from", str(cooked)], 2)
+    assert "no frames (a Linux cooked SLL (113) capture" in _error(
+        runner, ["--from", str(cooked)], 2)
 
 
 def test_error_as_json(runner: CliRunner) -> None:

@@ -129,8 +129,8 @@ def test_pcapng_blocks_up_to_libpcaps_maximum() -> None:
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    (pcap([(60, 60)], link=113), "link type 113, not Ethernet"),
-    (pcapng(link=113), "link type 113, not Ethernet"),
+    (pcap([(60, 60)], link=105), "link type 105, which vnetrx does not read"),  # 802.11
+    (pcapng(link=105), "link type 105, which vnetrx does not read"),
     (pcap([(60, 60)])[:-10], "cut inside record 0 at byte 24"),
     (pcap([(60, 60)])[:20], "it ends inside the file header"),
     (pcap([(60, 60), (MAX_CAPLEN + 1, MAX_CAPLEN + 1)]),  # tcpdump: "invalid packet capture

@@ -45,8 +45,10 @@ PROGRESS_FROM = 20_000
     "from_file",
     metavar="FILE",
     default=None,
-    help="Read the frames from FILE (- for standard input): a pcap/pcapng capture (Ethernet; "
-    "read as a stream, lengths as on the wire), a JSON array of lengths or of objects "
+    help="Read the frames from FILE (- for standard input): a pcap/pcapng capture (Ethernet, "
+    "Linux cooked SLL/SLL2 from tcpdump -i any, or raw IP: each packet replayed as the "
+    "Ethernet frame a device received, what this host sent left out; read as a stream, "
+    "lengths as on the wire), a JSON array of lengths or of objects "
     "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the 10-byte "
     "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
 )
@@ -79,6 +81,13 @@ PROGRESS_FROM = 20_000
     show_default=True,
     help="vi->hdr_len: 10 legacy, 12 VERSION_1 or MRG_RXBUF, 20 hash report (5.18+), 24 UDP "
     "tunnel GSO (6.18+).",
+)
+@click.option(
+    "--ifindex",
+    type=Count(1, (1 << 31) - 1, "(an interface index)"),
+    default=None,
+    help="With a Linux cooked v2 capture (tcpdump -i any): only the packets of the interface "
+    "with this index (ip -o link shows them; cat /sys/class/net/DEV/ifindex).",
 )
 @click.option(
     "--ring-size",
@@ -205,7 +214,9 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
-              else open_frames(str(from_file), derive, partial=True))
+              else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"]))
+    if o["ifindex"] is not None and from_file is None:
+        raise click.UsageError("--ifindex selects a cooked capture's interface: give --from FILE")
     known = len(frames.items) if isinstance(frames.items, tuple) else None
     if o["show"] is not None and known is not None and o["show"] >= known:
         raise InputError(f"--show {o['show']}: there are {known} frames (valid: 0..{known - 1})")
@@ -236,7 +247,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         listed = tuple(islice(items, MAX_FRAMES + 1))
         if not listed:
-            raise InputError(f"{source}: no frames")
+            raise _no_frames(source, frames)
         if len(listed) > MAX_FRAMES:
             raise InputError(
                 f"{source}: more than {MAX_FRAMES} frames for one --json document",
@@ -258,7 +269,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             return index == shown
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
-    stream = Stream(profile, config, stop.items(_nonempty(items, source)), want_trace=want,
+    stream = Stream(profile, config, stop.items(_nonempty(items, source, frames)), want_trace=want,
                     rings=rings)
     if derive is not None:
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
@@ -293,6 +304,10 @@ def _after(frames: Frames, count: int | None) -> int | None:
     """``count``, once the output is written; a capture damaged after its first record is
     reported now, after the output of every whole record before the damage (tcpdump prints
     them, then its error, and exits 1)."""
+    note = frames.cooked.note() if frames.cooked is not None else None
+    if note:  # how a capture of another link type was read: after the output, on stderr
+        sys.stdout.flush()
+        sys.stderr.write(f"vnetrx: note: {note}\n")
     if frames.damage:
         sys.stdout.flush()
         raise frames.damage[0]
@@ -310,12 +325,18 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _nonempty(items: Iterable[Item], source: str) -> Iterator[Item]:
+def _no_frames(source: str, frames: Frames) -> InputError:
+    """A capture (or list) with no frame to replay; a cooked capture says what it left out."""
+    note = frames.cooked.note() if frames.cooked is not None else None
+    return InputError(f"{source}: no frames" + (f" ({note})" if note else ""))
+
+
+def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:
     """The frames, or an error if there are none."""
     it = iter(items)
     first = next(it, None)
     if first is None:
-        raise InputError(f"{source}: no frames")
+        raise _no_frames(source, frames)
     yield first
     yield from it
 

@@ -6,6 +6,13 @@ length``), so a capture taken with a short snaplen (``tcpdump -s 128``) still gi
 frame's true length; the captured bytes (a prefix of the frame) are what header parsing sees.
 Formats: pcap (microsecond and nanosecond, either byte order) and pcapng (Section Header,
 Interface Description, Enhanced, Simple and the obsolete Packet blocks; others skipped).
+
+Link types: Ethernet; Linux cooked captures (``tcpdump -i any``: SLL, and SLL2 from libpcap
+1.10), whose packets become the Ethernet frames a device would have received (the cooked
+header's protocol as the EtherType, its address as the source MAC, a zero destination): packets
+this host sent (PACKET_OUTGOING), packets of interfaces that are not Ethernet (lo) and, with an
+interface index, other interfaces' packets are left out and counted (``Cooked``); raw IP
+(LINKTYPE_RAW, _IPV4, _IPV6), each packet behind a 14-byte Ethernet header likewise.
 """
 
 from __future__ import annotations
@@ -18,6 +25,19 @@ from vnetrx.errors import DamagedInput, InputError
 from vnetrx.values import Value
 
 LINKTYPE_ETHERNET = 1
+LINKTYPE_RAW, LINKTYPE_LINUX_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6 = 101, 113, 228, 229
+LINKTYPE_LINUX_SLL2 = 276
+LINK_TYPES = {  # what vnetrx reads
+    LINKTYPE_ETHERNET: "Ethernet (1)",
+    LINKTYPE_LINUX_SLL: "Linux cooked SLL (113)",
+    LINKTYPE_LINUX_SLL2: "Linux cooked SLL2 (276)",
+    LINKTYPE_RAW: "raw IP (101)",
+    LINKTYPE_IPV4: "raw IPv4 (228)",
+    LINKTYPE_IPV6: "raw IPv6 (229)",
+}
+ETH_HLEN = 14
+PACKET_OUTGOING = 4  # sll_pkttype: sent by this host (include/uapi/linux/if_packet.h)
+ARPHRD_ETHER = 1  # sll_hatype of an Ethernet device (lo: ARPHRD_LOOPBACK 772)
 PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1": "<",  # microseconds, little-endian
     b"\xa1\xb2\xc3\xd4": ">",
@@ -49,20 +69,50 @@ def is_capture(head: bytes) -> bool:
     return head[:4] in MAGICS
 
 
-def read_capture(stream: BinaryIO, name: str, data: bool = True) -> Iterator[Frame]:
+class Cooked:
+    """What reading a capture that is not Ethernet did: its link type and the packets it left
+    out (filled in as the capture is read; the caller reports it)."""
+
+    __slots__ = ("ifindex", "link", "not_ethernet", "other_interface", "outgoing")
+
+    def __init__(self, ifindex: int | None = None) -> None:
+        self.ifindex = ifindex  # SLL2: only this interface's packets (None: every interface)
+        self.link = LINKTYPE_ETHERNET
+        self.outgoing = self.not_ethernet = self.other_interface = 0
+
+    def note(self) -> str | None:
+        """One line for the reader, or None for an Ethernet capture."""
+        if self.link == LINKTYPE_ETHERNET:
+            return ("--ifindex applies to Linux cooked v2 captures (tcpdump -i any); this one is "
+                    "Ethernet: every packet was read") if self.ifindex is not None else None
+        left = [f"{n} {what}" for n, what in ((self.outgoing, "sent by this host"),
+                                               (self.not_ethernet, "of non-Ethernet interfaces"),
+                                               (self.other_interface, "of other interfaces"))
+                if n]
+        ignored = (" (--ifindex applies to SLL2 captures only)"
+                   if self.ifindex is not None and self.link != LINKTYPE_LINUX_SLL2 else "")
+        return (f"a {LINK_TYPES[self.link]} capture: each packet replayed as the Ethernet frame "
+                "a device received (14-byte header, zero destination MAC)"
+                + (f"; left out: {', '.join(left)}" if left else "") + ignored)
+
+
+def read_capture(stream: BinaryIO, name: str, data: bool = True,
+                 cooked: Cooked | None = None) -> Iterator[Frame]:
     """The frames of a pcap or pcapng capture, in order, as they are read (``data`` False:
     their lengths only, the bytes left out). What libpcap 1.10 refuses is refused: a problem
     in the file header is an ``InputError``; damage after it (a capture cut inside a record, a
     block whose lengths disagree) a ``DamagedInput`` raised once every whole record before it
-    has been yielded, as tcpdump prints them before its error."""
+    has been yielded, as tcpdump prints them before its error. A capture of another link type
+    than Ethernet gives Ethernet frames (``cooked`` records how; see the module docstring)."""
     reads = _Reads(stream)
+    cooked = cooked if cooked is not None else Cooked()
     if not reads.fill(4):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS:
-        yield from _pcap(reads, name, PCAP_MAGICS[magic], data)
+        yield from _pcap(reads, name, PCAP_MAGICS[magic], data, cooked)
     elif magic == PCAPNG_SHB:
-        yield from _pcapng(reads, name, data)
+        yield from _pcapng(reads, name, data, cooked)
     else:
         raise InputError(f"{name} is not a pcap or pcapng capture")
 
@@ -115,11 +165,47 @@ class _Reads:
         return True
 
 
-def _ethernet(name: str, link: int) -> None:
-    if link != LINKTYPE_ETHERNET:
-        raise InputError(
-            f"{name}: link type {link}, not Ethernet (1): its lengths are not Ethernet frames"
-        )
+def _link_type(name: str, link: int) -> None:
+    if link not in LINK_TYPES:
+        raise InputError(f"{name}: link type {link}, which vnetrx does not read (it reads "
+                         f"{', '.join(LINK_TYPES.values())})")
+
+
+_ZERO_MAC = bytes(6)
+
+
+def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool) -> Frame | None:
+    """A cooked or raw-IP packet as the Ethernet frame a device received, or None when it is
+    left out (see the module docstring). ``packet``: the captured bytes."""
+    link = c.link
+    if link == LINKTYPE_LINUX_SLL:  # pkttype, hatype, halen, addr[8], protocol
+        head = 16
+        if len(packet) < head:
+            return None
+        pkttype, hatype, halen = struct.unpack_from(">HHH", packet)
+        source = bytes(packet[6:6 + min(halen, 6)]).ljust(6, b"\0")
+        proto = bytes(packet[14:16])
+    elif link == LINKTYPE_LINUX_SLL2:  # protocol, reserved, ifindex, hatype, pkttype, halen
+        head = 20
+        if len(packet) < head:
+            return None
+        ifindex, hatype, pkttype, halen = struct.unpack_from(">4xIHBB", packet)
+        if c.ifindex is not None and ifindex != c.ifindex:
+            c.other_interface += 1
+            return None
+        source = bytes(packet[12:12 + min(halen, 6)]).ljust(6, b"\0")
+        proto = bytes(packet[0:2])
+    else:  # raw IP: the version nibble says which
+        head, pkttype, hatype, source = 0, 0, ARPHRD_ETHER, _ZERO_MAC
+        proto = b"\x86\xdd" if len(packet) and packet[0] >> 4 == 6 else b"\x08\x00"
+    if pkttype == PACKET_OUTGOING:
+        c.outgoing += 1
+        return None
+    if hatype != ARPHRD_ETHER:
+        c.not_ethernet += 1
+        return None
+    frame = _ZERO_MAC + source + proto + bytes(packet[head:]) if data else b""
+    return Frame(length - head + ETH_HLEN, frame)
 
 
 def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
@@ -128,7 +214,7 @@ def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
         f"file\"); the {read} whole record(s) before it were read", read)
 
 
-def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
+def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked) -> Iterator[Frame]:
     if not reads.fill(24):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     major, minor = struct.unpack_from(order + "HH", reads.buf, 4)
@@ -137,8 +223,11 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
         raise InputError(f"{name}: pcap version {major}.{minor} (libpcap reads 2.0 to 2.4)")
     # versions before 2.3 wrote the lengths the other way round; 2.3 either way (libpcap)
     swapped = 2 if minor < 3 else 1 if minor == 3 else 0
-    link = struct.unpack_from(order + "I", reads.buf, 20)[0]
-    _ethernet(name, link & 0x0FFFFFFF)  # the top bits may carry FCS flags
+    link = struct.unpack_from(order + "I", reads.buf, 20)[0] & 0x0FFFFFFF  # the top bits may
+    # carry FCS flags
+    _link_type(name, link)
+    cooked.link = link
+    ethernet = link == LINKTYPE_ETHERNET
     reads.pos += 24
     unpack = struct.Struct(order + "8xII").unpack_from
     index = 0
@@ -167,7 +256,12 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool) -> Iterator[Frame]:
                 need = 16 + caplen
                 break
             pos = start + caplen
-            yield Frame(length, bytes(view[start:pos]) if data else b"")
+            if ethernet:
+                yield Frame(length, bytes(view[start:pos]) if data else b"")
+            else:
+                frame = _as_ethernet(cooked, view[start:pos], length, data)
+                if frame is not None:
+                    yield frame
             index += 1
         reads.pos = pos
         if not reads.fill(need):
@@ -190,7 +284,7 @@ class _Section:
         self.interfaces = 0
 
 
-def _pcapng(reads: _Reads, name: str, data: bool) -> Iterator[Frame]:
+def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked) -> Iterator[Frame]:
     if not reads.fill(12):
         raise InputError(f"{name}: unreadable capture (it ends inside the section header)")
     bom = bytes(reads.view[8:12])
@@ -230,7 +324,14 @@ def _pcapng(reads: _Reads, name: str, data: bool) -> Iterator[Frame]:
         first = False
         reads.pos = at + total
         if kind in (6, 3, 2):
-            yield _packet(kind, body, s, data)
+            if s.link == LINKTYPE_ETHERNET:
+                yield _packet(kind, body, s, data)
+            else:
+                cooked.link = s.link
+                packet = _packet(kind, body, s, True)
+                frame = _as_ethernet(cooked, memoryview(packet.data), packet.length, data)
+                if frame is not None:
+                    yield frame
             index += 1
 
 
@@ -267,7 +368,7 @@ def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> 
         link, _reserved, snaplen = struct.unpack_from(order + "HHI", body)
         snapshot = snaplen if 0 < snaplen <= MAX_CAPLEN else MAX_CAPLEN
         if s.link < 0:
-            _ethernet(name, link)
+            _link_type(name, link)
             s.link, s.snapshot = link, snapshot
         elif link != s.link:
             return f"an interface of link type {link}, not the first interface's {s.link}"

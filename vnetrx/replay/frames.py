@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
-from vnetrx.replay.capture import is_capture, read_capture
+from vnetrx.replay.capture import Cooked, is_capture, read_capture
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -96,26 +96,32 @@ class Frames(NamedTuple):
     # a damaged capture read with ``partial``: the damage, once the whole records before it
     # have been read (the caller reports it after its output)
     damage: list[DamagedInput] | None = None
+    # a capture of another link type (tcpdump -i any): how it was read, for the caller's note
+    cooked: Cooked | None = None
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
 
 
-def open_frames(path: str, derive: Derive | None = None, partial: bool = False) -> Frames:
+def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
+                ifindex: int | None = None) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
     captured bytes)``: each captured frame's header, from its bytes (a capture only).
     ``partial``: a capture damaged after its first record gives the records before the damage,
     and the damage in ``Frames.damage`` (tcpdump prints those records, then its error), for the
-    caller to report after its output, instead of raising it."""
+    caller to report after its output, instead of raising it. ``ifindex``: of a Linux cooked
+    v2 capture (tcpdump -i any), only that interface's packets."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
         damage: list[DamagedInput] | None = [] if partial else None
+        cooked = Cooked(ifindex)
         if derive is not None:
-            return Frames(_derived(stream, name, derive, damage), None, True, damage)
-        return Frames(_lengths(stream, name, damage), None, False, damage)
+            return Frames(_derived(stream, name, derive, damage, cooked), None, True, damage,
+                          cooked)
+        return Frames(_lengths(stream, name, damage, cooked), None, False, damage, cooked)
     if derive is not None:
         if path != "-":
             stream.close()
@@ -156,11 +162,11 @@ def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
 
-def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None
-             ) -> Iterator[int]:
+def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
+             cooked: Cooked) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
     try:
-        for frame in read_capture(stream, name, data=False):
+        for frame in read_capture(stream, name, data=False, cooked=cooked):
             yield frame.length
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -174,10 +180,11 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
 
 
 def _derived(stream: io.BufferedReader, name: str, derive: Derive,
-             damage: list[DamagedInput] | None) -> Iterator[tuple[int, VnetHdr | None]]:
+             damage: list[DamagedInput] | None, cooked: Cooked
+             ) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
     try:
-        for frame in read_capture(stream, name):
+        for frame in read_capture(stream, name, cooked=cooked):
             yield frame.length, derive(frame.length, frame.data)
     except DamagedInput as exc:
         if damage is None or not exc.read:
