@@ -175,7 +175,8 @@ def test_skb_program_starts_with_the_skb_and_every_jump_lands_on_the_exit() -> N
 
 def test_record_layout() -> None:
     o = offsets()
-    assert (o.skb_at, o.shinfo_at, o.packet_at, o.record_size) == (64, 288, 608, 688)
+    assert (o.skb_at, o.shinfo_at, o.packet_at, o.mac_at, o.record_size) == (
+        64, 288, 608, 688, 704)
 
 
 # --- records into inputs and skbs ----------------------------------------------------------
