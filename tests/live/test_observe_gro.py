@@ -296,3 +296,52 @@ def test_cli_refuses_a_file_that_is_no_recording(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.strip() == (
         'vnetrx: error: not a GRO recording (no "schema": "vnetrx.gro-recording/1")')
+
+
+# --- what a saved recording keeps, and the facts read -----------------------------------------
+
+
+def test_a_saved_recording_keeps_headers_only_and_no_kernel_addresses() -> None:
+    recording, facts = eth0()
+    frame = gro_frames.build({"segments": 1})[0].frame
+    net = frame[14:94]
+    assert og.headers_only(net) == net[:52]  # IPv4 20 + TCP 32
+    records = [{"kind": "entry", "skb": 0xFFFF888118563400, "packet": net.hex(), "mac": "",
+                "ktime": 5, "tid": 3},
+               {"kind": "delivered", "skb": 0xFFFF888118563400, "packet": "", "mac": ""},
+               {"kind": "entry", "skb": 0xFFFF888118563600, "packet": "", "mac": ""}]
+    doc = og.recording_to_dict(og.Recording(tuple(records)), facts, "6.18.44")
+    assert [r["skb"] for r in doc["records"]] == [1, 1, 2]
+    assert doc["records"][0] == {"kind": "entry", "skb": 1, "packet": net[:52].hex(), "mac": ""}
+    again = og.recording_from_dict(json.loads(og.recording_text(doc)))
+    assert again == (og.Recording(tuple(doc["records"])), facts, "6.18.44")
+    # the saved eth0 file: no packet past its headers
+    for r in recording.records:
+        if "packet" in r:
+            raw = bytes.fromhex(r["packet"])
+            assert og.headers_only(raw) == raw
+
+
+def test_napi_facts_are_read_from_sysfs_proc_and_the_config(tmp_path: Path) -> None:
+    net = tmp_path / "sys/class/net/eth0"
+    (net / "queues/rx-0").mkdir(parents=True)
+    (net / "gro_flush_timeout").write_text("20000\n")
+    (net / "napi_defer_hard_irqs").write_text("2\n")
+    (net / "threaded").write_text("0\n")
+    (net / "queues/rx-0/rps_cpus").write_text("00000000,00000002\n")
+    core = tmp_path / "proc/sys/net/core"
+    core.mkdir(parents=True)
+    (core / "busy_read").write_text("50\n")
+    (core / "busy_poll").write_text("0\n")
+    import gzip
+
+    (tmp_path / "proc/config.gz").write_bytes(gzip.compress(b"CONFIG_HZ_1000=y\nCONFIG_HZ=1000\n"))
+    facts = og.read_napi_facts("eth0", str(tmp_path))
+    assert facts == og.NapiFacts("eth0", 20000, 2, 0, 1000, 50, 0, True, True)
+    assert facts.not_modelled() is not None and "gro_flush_timeout 20000" in facts.not_modelled()
+    (net / "gro_flush_timeout").write_text("0\n")
+    (net / "napi_defer_hard_irqs").write_text("0\n")
+    assert og.read_napi_facts("eth0", str(tmp_path)).not_modelled() is None
+    (net / "gro_flush_timeout").unlink()
+    assert og.read_napi_facts("eth0", str(tmp_path)).not_modelled() == (
+        "gro_flush_timeout / napi_defer_hard_irqs unreadable: the NAPI mode is unknown")

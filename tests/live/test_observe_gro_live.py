@@ -71,3 +71,27 @@ def test_observe_gro_on_eth0_for_three_seconds() -> None:
     while bpf.loaded_vnetrx_programs(PROGRAM) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not bpf.loaded_vnetrx_programs(PROGRAM)
+
+
+def test_sigint_prints_what_was_recorded_and_leaves_nothing() -> None:
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vnetrx", "observe", "--dev", "eth0", "--gro", "--count",
+         "100000", "--timeout", "60", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while not bpf.loaded_vnetrx_programs(PROGRAM) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = json.loads(out)
+    Draft202012Validator(schema("observe-gro")).validate(doc)
+    assert doc["interrupted"] is True
+    assert err.strip().splitlines()[-1].startswith("vnetrx: interrupted after ")
+    deadline = time.monotonic() + 5
+    while bpf.loaded_vnetrx_programs(PROGRAM) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not bpf.loaded_vnetrx_programs(PROGRAM)
