@@ -345,3 +345,15 @@ def test_napi_facts_are_read_from_sysfs_proc_and_the_config(tmp_path: Path) -> N
     (net / "gro_flush_timeout").unlink()
     assert og.read_napi_facts("eth0", str(tmp_path)).not_modelled() == (
         "gro_flush_timeout / napi_defer_hard_irqs unreadable: the NAPI mode is unknown")
+
+
+def test_nothing_to_compare_passes(tmp_path: Path) -> None:
+    """A window with no whole poll (an idle device): exit 0, said in words."""
+    doc = json.loads(ETH0.read_text())
+    doc["records"] = doc["records"][:1]  # one napi_poll with no work
+    path = tmp_path / "idle.json"
+    path.write_text(json.dumps(doc))
+    result = RUNNER.invoke(cli, ["observe", "--from-recording", str(path)])
+    assert result.exit_code == 0
+    assert "nothing to compare: no whole poll with inputs in the window" in result.stdout
+    assert "0 skbs entered GRO, 0 left it in 1 polls; 0 compared: 0 ✓, 0 ✗" in result.stdout
