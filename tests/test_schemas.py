@@ -92,6 +92,8 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("sweep", ["sweep", "--len", "1-4000:3", "--path", "tap", "--blocking"], 0),  # EINVAL rows
     ("observe", ["observe", "--from-trace", str(LAB / "mergeable-6.1.0-57-amd64.log")], 0),
     ("observe", ["observe", "--from-trace", str(LAB / "big-6.12.117+deb12-amd64.log")], 0),
+    ("observe-gro", ["observe", "--from-recording",
+                     str(LAB.parent / "observe" / "eth0-6.18.44-gro-download.json")], 0),
     ("replay", ["replay", "--len", "60x11,9014,9018", "--mergeable", "--mtu", "9000",
                 "--kernel", "6.12", "--json"], 0),
     ("replay", ["replay", "--len", "60,1514,100", "--kernel", "6.1", "--json"], 0),  # small

@@ -674,6 +674,44 @@ OBSERVE = _obj(
     optional=("interrupted",),
 )
 
+_GRO_SKB = _obj({"len": _NAT, "data_len": _NAT, "headlen": _NAT, "truesize": _NAT,
+                 "nr_frags": _NAT, "frag_list": _NAT, "gso_size": _NAT, "gso_segs": _NAT,
+                 "gso_type": _NAT, "ip_summed": _NAT, "frames": _arr(_NAT)})
+OBSERVE_GRO = _obj(
+    {
+        "schema": {"const": "vnetrx.observe-gro/1"},
+        "device": _STR,
+        "kernel": _STR,
+        "napi": _obj({
+            "gro_flush_timeout": _nullable(_NAT), "napi_defer_hard_irqs": _nullable(_NAT),
+            "threaded": _nullable(_NAT), "hz": _nullable(_NAT), "busy_read": _nullable(_NAT),
+            "busy_poll": _nullable(_NAT), "gro": _nullable(_BOOL), "rps": _nullable(_BOOL),
+        }),
+        "match": _BOOL,
+        "counts": _obj({
+            "inputs": _NAT, "outputs": _NAT, "polls": _NAT, "compared": _NAT, "matches": _NAT,
+            "mismatches": _NAT, "skipped_polls": _NAT, "skipped_inputs": _NAT,
+            "lost_records": _NAT,
+        }),
+        "skbs": _arr(_obj({
+            "poll": _NAT,
+            "frames": _arr(_NAT),
+            "match": _BOOL,
+            "flush": _nullable(_STR),
+            "predicted": _nullable(_GRO_SKB),
+            "observed": _nullable(_GRO_SKB),
+            "differ": _arr({"enum": ["len", "data_len", "headlen", "truesize", "nr_frags",
+                                     "frag_list", "gso_size", "gso_segs", "gso_type",
+                                     "ip_summed", "frames", "order", "observed",
+                                     "predicted"]}),
+        })),
+        "skipped": _arr(_obj({"poll": _NAT, "inputs": _NAT, "reason": _STR})),
+        "notes": _arr(_STR),
+        "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM ended the recording
+    },
+    optional=("interrupted",),
+)
+
 _LAB_MODES = ["small", "big", "mergeable", "big-gso", "mergeable-gso"]
 LAB = _obj(
     {
@@ -800,6 +838,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "sweep": ("vnetrx.sweep/1", SWEEP),
     "sweep-row": ("vnetrx.sweep-row/1", SWEEP_ROW),  # each --jsonl line of vnetrx sweep
     "observe": ("vnetrx.observe/1", OBSERVE),
+    "observe-gro": ("vnetrx.observe-gro/1", OBSERVE_GRO),
     "replay": ("vnetrx.replay/1", REPLAY),
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),  # each --jsonl line of vnetrx replay

@@ -175,7 +175,8 @@ def test_skb_program_starts_with_the_skb_and_every_jump_lands_on_the_exit() -> N
 
 def test_record_layout() -> None:
     o = offsets()
-    assert (o.skb_at, o.shinfo_at, o.packet_at, o.record_size) == (64, 288, 608, 688)
+    assert (o.skb_at, o.shinfo_at, o.packet_at, o.mac_at, o.record_size) == (
+        64, 288, 608, 688, 704)
 
 
 # --- records into inputs and skbs ----------------------------------------------------------
@@ -228,3 +229,31 @@ def test_split_reasons() -> None:
     early = [*clean[:4], rec("delivered", jiffies=101, ktime=4)]
     assert split_reason(early, 20_000_000) == "an skb delivered at jiffy 101 during the burst"
     assert split_reason([], 1) == "no input reached GRO"
+
+
+def test_poll_program_reads_napi_work_budget_and_jumps_only_to_the_exit() -> None:
+    code = grobpf.poll_program(offsets(), "eth0", 3, 4, 5)
+    ops = insns(code)
+    # r6 = args[0] (the napi), r8 = args[1] (work), r9 = args[2] (budget)
+    assert ops[:3] == [(0x79, 6, 1, 0, 0), (0x79, 8, 1, 8, 0), (0x79, 9, 1, 16, 0)]
+    assert ops[-2:] == [(0xB7, 0, 0, 0, 0), (0x95, 0, 0, 0, 0)]
+    exit_at = len(ops) - 2
+    jumps = [(i, off) for i, (op, *_r, off, _imm) in enumerate(ops) if op in (0x15, 0x5D)]
+    # every filter jump goes to the exit; the last one skips the lost counter after a push
+    # the queue accepted (r0 == 0)
+    assert all(i + 1 + off == exit_at for i, off in jumps[:-1])
+    assert jumps[-1][0] + 1 + jumps[-1][1] == exit_at
+    # work and budget stored at the record's first body words
+    assert (0x7B, 7, 8, 64, 0) in ops and (0x7B, 7, 9, 72, 0) in ops
+    # napi->dev read from napi_struct.dev (48 on 6.18.44)
+    assert (0x07, 3, 0, 0, 48) in ops
+
+
+def test_decode_reads_a_poll_record() -> None:
+    o = offsets()
+    record = bytearray(o.record_size)
+    struct.pack_into("<QQQQQQ", record, 0, grobpf.POLL, 5, 7, 9, 0xFFFF8881, 1)
+    struct.pack_into("<qq", record, o.skb_at, 3, 64)
+    assert grobpf.decode(bytes(record), o) == {
+        "kind": "poll", "ktime": 5, "jiffies": 7, "tid": 9, "cpu": 1, "napi": 0xFFFF8881,
+        "work": 3, "budget": 64}

@@ -15,7 +15,7 @@ from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Frag, GroFlush, GroHow, GroResult, Skb
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
-from vnetrx.paths.gro import Segment, TcpHeaders, gro_receive, parse_tcp
+from vnetrx.paths.gro import Segment, TcpHeaders, gro_receive, parse_tcp, parse_tcp_headers
 
 K61 = lookup("6.1")
 MSS = 1448
@@ -173,3 +173,76 @@ def test_a_whole_budget_flushes_at_the_poll(count: int, flushes: list[GroFlush])
     # 100-byte payloads: no -E2BIG (52 + 65 * 100 < 65536), frag_list past 17 frags
     r = run([built(i, 100, 1000) for i in range(count)])
     assert [d.flush for d in r.delivered] == flushes
+
+
+# --- headers recorded at napi_gro_receive (observe --gro) ----------------------------------
+
+
+FRAMES = tcp_flow_frames(build_frame(14 + HEADERS + MSS, "tcp4", 12), TCP4, 2)
+
+
+def test_recorded_headers_read_as_the_whole_frame_does() -> None:
+    """parse_tcp_headers on the Ethernet header and 80 bytes at the network header gives what
+    parse_tcp gives on the whole frame (the checksum as the caller says)."""
+    for frame in FRAMES:
+        whole = parse_tcp(frame)
+        assert whole is not None and whole.tcp_csum_ok
+        assert parse_tcp_headers(frame[:14], frame[14:94], len(frame) - 14) == whole
+        bad = parse_tcp_headers(frame[:14], frame[14:94], len(frame) - 14, tcp_csum_ok=False)
+        assert bad == whole._replace(tcp_csum_ok=False)
+
+
+def test_recorded_headers_cut_before_the_tcp_options_are_refused() -> None:
+    frame = FRAMES[0]
+    # 20 + 32 header bytes: 52 are enough, 51 are not (the 12 bytes of timestamps end at 52)
+    assert parse_tcp_headers(frame[:14], frame[14:66], len(frame) - 14) is not None
+    with pytest.raises(InputError, match=r"TCP options past the 51 bytes recorded \(the "
+                                         r"headers end at 52\)"):
+        parse_tcp_headers(frame[:14], frame[14:65], len(frame) - 14)
+    with pytest.raises(InputError, match="a TCP header past the 39 bytes recorded"):
+        parse_tcp_headers(frame[:14], frame[14:53], len(frame) - 14)
+    with pytest.raises(InputError, match="a recorded MAC header of 13 bytes"):
+        parse_tcp_headers(frame[:13], frame[14:94], len(frame) - 14)
+
+
+def test_recorded_headers_of_other_protocols_are_not_tcp() -> None:
+    udp = build_frame(200, "udp4", 0)
+    assert parse_tcp_headers(udp[:14], udp[14:94], len(udp) - 14) is None
+    frame = FRAMES[0]
+    arp = frame[:12] + b"\x08\x06" + frame[14:]
+    assert parse_tcp_headers(arp[:14], arp[14:94], len(arp) - 14) is None
+
+
+def eth0_gso(tailroom: int) -> Segment:
+    """An skb eth0 (virtio_net, mergeable, 6.18.44) handed napi_gro_receive during a
+    download: a host TSO skb, 64756 bytes from the IP header, 40 of them linear (IPv4 20 +
+    TCP 20; the 12 bytes of TCP timestamps are in frags[0]), gso_size 1348, DODGY|TCPV4,
+    CHECKSUM_PARTIAL (tests/data/observe/eth0-6.18.44-gro-download.json)."""
+    frame = FRAMES[0]
+    skb = Skb(head="recorded", head_size=256, data=78, tail=118, end=118 + tailroom,
+              len=64756, data_len=64716, truesize=66336, nr_frags=3,
+              frags=(Frag("frag0", 0, 4000, 0), Frag("frag1", 0, 32768, 0),
+                     Frag("frag2", 0, 27948, 0)),
+              ip_summed=3, gso_size=1348, gso_type=0x3, gso_segs=0)
+    return Segment(0, skb, False, parse_tcp_headers(frame[:14], frame[14:94], 64756))
+
+
+def test_linear_headers_short_of_the_tcp_options_are_pulled_from_the_frags() -> None:
+    """tcp_gro_pull_header → skb_gro_header_slow → pskb_may_pull(skb, 52): 12 bytes out of
+    frags[0] into the tailroom, before the DODGY GSO skb is flushed as GRO_NORMAL: it leaves
+    with headlen 52 and data_len 64704, truesize unchanged (as eth0 delivered it)."""
+    r = gro_receive(lookup("6.18"), [[[eth0_gso(138)]]])
+    (out,) = r.delivered
+    assert r.steps[0].result is GroResult.NORMAL
+    assert (out.skb.headlen, out.skb.data_len, out.skb.truesize, out.skb.nr_frags) == (
+        52, 64704, 66336, 3)
+    assert out.skb.frags[0] == Frag("frag0", 12, 3988, 0)
+
+
+@pytest.mark.parametrize(("tailroom", "ok"), [(12, True), (11, False)])
+def test_the_pull_needs_tailroom_for_the_12_bytes(tailroom: int, ok: bool) -> None:
+    if ok:
+        assert gro_receive(lookup("6.18"), [[[eth0_gso(tailroom)]]]).delivered[0].skb.tail == 130
+        return
+    with pytest.raises(InputError, match="pskb_may_pull reallocating the head"):
+        gro_receive(lookup("6.18"), [[[eth0_gso(tailroom)]]])

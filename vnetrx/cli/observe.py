@@ -19,8 +19,10 @@ from vnetrx.errors import Interrupted, VnetrxError
 if TYPE_CHECKING:
     from vnetrx.kernel.profile import KernelProfile
     from vnetrx.live.observe import ObserveReport, Seen, Setup
+    from vnetrx.live.observe_gro import NapiFacts, Recording
 
 DEFAULT_COUNT = 20
+GRO_COUNT = 1000
 _OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
 
 
@@ -81,13 +83,39 @@ _OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
     default=None,
     help="Trace text only: mergeable_rx_buffer_size.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.observe/1).")
+@click.option(
+    "--gro",
+    is_flag=True,
+    help="Live: record what enters and leaves GRO (and the NAPI polls) and check every skb "
+    f"that leaves it against the model (--count: skbs entering GRO, default {GRO_COUNT}).",
+)
+@click.option(
+    "--save-recording",
+    "save_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --gro: also write what was recorded (skb fields and header bytes, no payload "
+    "past 80 bytes) to this file, for --from-recording.",
+)
+@click.option(
+    "--from-recording",
+    "recording_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Check a recording saved by --gro --save-recording instead of a live device "
+    "(implies --gro).",
+)
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (vnetrx.observe/1; with --gro vnetrx.observe-gro/1).")
 def observe_command(
     dev: str | None,
     count: int | None,
     timeout: int,
     trace_file: Path | None,
     kernel: str | None,
+    gro: bool,
+    save_to: Path | None,
+    recording_file: Path | None,
     as_json: bool,
     **offline: object,
 ) -> None:
@@ -105,13 +133,38 @@ def observe_command(
     Exit 0 when no skb contradicts the model, 1 otherwise.
 
     \b
+    --gro (live, root): BPF raw-tracepoint programs of vnetrx's own, filtered on the device,
+    record every skb napi_gro_receive gets (fields, Ethernet header, 80 bytes at skb->data),
+    every skb netif_receive_skb delivers and every NAPI poll (napi:napi_poll); each whole poll's
+    inputs then go through the model's GRO and every output is compared (len, data_len,
+    headlen, truesize, nr_frags, frag_list, gso_size, gso_segs, gso_type, ip_summed, the inputs
+    it carries, its order). gro_flush_timeout, napi_defer_hard_irqs and CONFIG_HZ are read;
+    polls the model cannot start empty are listed, not guessed. Exit 0 when no output differs
+    (also when there was nothing to compare), 1 otherwise.
+
+    \b
     Examples:
       sudo vnetrx observe --dev eth0 --count 50
+      sudo vnetrx observe --dev eth0 --gro --count 2000 --timeout 10
       vnetrx observe --from-trace guest-serial.log
       vnetrx observe --from-trace trace.txt --dev eth1 --mergeable --buf-len 1536 --kernel 6.1
     """
     from vnetrx.live import observe as core
 
+    if save_to is not None and (not gro or recording_file is not None):
+        raise click.UsageError("--save-recording goes with a live --gro run")
+    if gro or recording_file is not None:
+        used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if offline.get(n)]
+        if used:
+            raise click.UsageError(f"{', '.join(used)} apply to --from-trace text only")
+        if trace_file is not None:
+            raise click.UsageError("--gro reads a live device or --from-recording, not "
+                                   "--from-trace")
+        if recording_file is None and dev is None:
+            raise click.UsageError("give --dev NAME (or --from-recording FILE)")
+        _gro(dev, GRO_COUNT if count is None else count, timeout, kernel, as_json, save_to,
+             recording_file)
+        return
     if count is None and trace_file is None:
         count = DEFAULT_COUNT
     if trace_file is None:
@@ -168,6 +221,100 @@ def observe_command(
         click.echo("vnetrx: interrupted", err=True)
         sys.exit(130)
     sys.exit(0 if report.match else 1)
+
+
+def _gro(dev: str | None, count: int, timeout: int, kernel: str | None, as_json: bool,
+         save_to: Path | None, recording_file: Path | None) -> None:
+    """observe --gro: record (or read a recording), analyse, print; exit 0 when no output
+    differs."""
+    from vnetrx.live import observe_gro as core
+
+    interrupted = False
+    if recording_file is not None:
+        import json
+
+        try:
+            doc = json.loads(_read(recording_file))
+        except ValueError as exc:
+            raise VnetrxError(f"{recording_file}: not JSON ({exc})") from None
+        recording, facts, recorded_on = core.recording_from_dict(doc)
+        if dev is not None and dev != facts.device:
+            raise VnetrxError(f"{recording_file} recorded {facts.device}, not {dev}")
+        from vnetrx.cli.options import load_profile
+
+        if kernel is None and not recorded_on:
+            raise click.UsageError(f"{recording_file} names no kernel: give --kernel")
+        profile = load_profile(kernel or recorded_on, "debian")
+        count = len(recording.records)
+    else:
+        assert dev is not None
+        profile, facts, recording, interrupted = _gro_live(dev, count, timeout, kernel)
+        if save_to is not None:
+            try:
+                save_to.write_text(core.recording_text(
+                    core.recording_to_dict(recording, facts, profile.name)))
+            except OSError as exc:
+                raise VnetrxError(f"cannot write {save_to}: {exc.strerror}") from None
+    report = core.analyse(profile, facts, recording, interrupted=interrupted)
+    from vnetrx.stop import Deferred
+
+    with Deferred() as held:
+        if as_json:
+            from vnetrx.render.json_out import dumps
+
+            sys.stdout.write(dumps(core.report_to_dict(report)))
+            sys.stdout.flush()
+        else:
+            from vnetrx.render.observe_gro_text import observe_gro_renderable
+            from vnetrx.render.observe_text import WIDTH
+            from vnetrx.render.tables import report_console
+
+            report_console(WIDTH).print(observe_gro_renderable(report))
+    if interrupted or held.signal is not None:
+        click.echo(f"vnetrx: interrupted after {report.inputs} skbs", err=True)
+        sys.exit(130)
+    sys.exit(0 if report.match else 1)
+
+
+def _gro_live(dev: str, count: int, timeout: int, kernel: str | None
+              ) -> tuple[KernelProfile, NapiFacts, Recording, bool]:
+    from vnetrx.live import observe_gro as core
+    from vnetrx.live.device import read_device
+    from vnetrx.owner import interrupt_once
+
+    info = read_device(dev)
+    if info.driver not in ("virtio_net", "tun"):
+        core_setup(dev)  # the one-line refusal of a driver observe does not model
+    if info.driver != "virtio_net":
+        raise VnetrxError(
+            f"{dev} is driven by {info.driver}: observe --gro models virtio_net devices (a "
+            "tap's GRO is checked by tools/gro_oracle.py)"
+        )
+    profile = _profile(kernel, core_setup(dev), False)
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (it loads BPF programs on raw tracepoints)")
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        missing.append("the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)")
+    if missing:
+        raise VnetrxError("observe --gro needs " + "; ".join(missing))
+    facts = core.read_napi_facts(dev)
+    interrupted = False
+    try:
+        with interrupt_once(), _progress(count, dev) as advance:
+            recording = core.record(dev, count, float(timeout), lambda _n: advance())
+    except KeyboardInterrupt as exc:
+        partial = exc.partial if isinstance(exc, Interrupted) else None
+        recording = partial if isinstance(partial, core.Recording) else core.Recording(())
+        interrupted = True
+    return profile, facts, recording, interrupted
+
+
+def core_setup(dev: str) -> Setup:
+    from vnetrx.live import observe as core
+    from vnetrx.live.device import read_device
+
+    return core.setup_from_device(read_device(dev))
 
 
 def _read(path: Path) -> str:

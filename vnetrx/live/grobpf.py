@@ -11,12 +11,16 @@ BPF queue map that user space pops:
   same CPU (a per-CPU flag set only by an entry on our device),
 * ``netif_receive_skb`` (``__netif_receive_skb_core``: every skb that leaves GRO, merged or not),
   followed by one record per ``frag_list`` member (walked through ``skb->next``, at most
-  ``MAX_MEMBERS``).
+  ``MAX_MEMBERS``),
+* optionally ``napi_poll`` (``__napi_poll``, right after the driver's poll returned: its work and
+  budget, the ``napi_struct`` address; the polls of the watched device only), for
+  ``vnetrx observe --gro``.
 
 Every record holds a 64-byte header (kind, ktime ns, jiffies, pid_tgid, skb address or verdict,
 CPU or member index, the device name read), the whole ``struct sk_buff``, the whole
-``struct skb_shared_info`` (at ``head + end``) and the first ``PACKET_BYTES`` bytes at
-``skb->data``. Only skbs whose ``dev->name`` equals the watched name are recorded. Offsets and
+``struct skb_shared_info`` (at ``head + end``), the first ``PACKET_BYTES`` bytes at
+``skb->data`` and ``MAC_BYTES`` at ``head + mac_header`` (the Ethernet header GRO compares). A push
+the full queue refuses is counted (per CPU): :meth:`GroProbe.lost`. Only skbs whose ``dev->name`` equals the watched name are recorded. Offsets and
 sizes come from the kernel's BTF (``/sys/kernel/btf/vmlinux``). The programs, maps and
 attachments live as long as their file descriptors: :class:`GroProbe` closes them, and the kernel
 drops them when the process dies however it dies.
@@ -32,11 +36,13 @@ import ctypes
 import os
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 from vnetrx.live.bpf import _bpf, _insn
 
 # bpf commands, map and program types
 BPF_MAP_CREATE = 0
+BPF_MAP_LOOKUP_ELEM = 1
 BPF_PROG_LOAD = 5
 BPF_RAW_TRACEPOINT_OPEN = 17
 BPF_MAP_LOOKUP_AND_DELETE_ELEM = 21
@@ -54,19 +60,20 @@ PROBE_READ_KERNEL = 113
 JIFFIES64 = 118
 # opcodes
 MOV64_K, MOV64_X, ADD64_K, ADD64_X = 0xB7, 0xBF, 0x07, 0x0F
-LDX_DW, LDX_W = 0x79, 0x61
+LDX_DW, LDX_W, LDX_H = 0x79, 0x61, 0x69
 STX_DW, ST_DW, ST_W = 0x7B, 0x7A, 0x62
 LD_IMM64 = 0x18
 JEQ_K, JNE_X, JA = 0x15, 0x5D, 0x05
 CALL, EXIT = 0x85, 0x95
 
 # record kinds
-ENTRY, EXIT_VERDICT, DELIVERED, MEMBER, FRAGS_ENTRY = 1, 2, 3, 4, 5
+ENTRY, EXIT_VERDICT, DELIVERED, MEMBER, FRAGS_ENTRY, POLL = 1, 2, 3, 4, 5, 6
 KIND_NAMES = {ENTRY: "entry", EXIT_VERDICT: "exit", DELIVERED: "delivered", MEMBER: "member",
-              FRAGS_ENTRY: "frags_entry"}
+              FRAGS_ENTRY: "frags_entry", POLL: "poll"}
 HEADER = 64
 NAME_AT = 48
 PACKET_BYTES = 80
+MAC_BYTES = 16  # ETH_HLEN, rounded up to 8
 MAX_MEMBERS = 64
 QUEUE_ENTRIES = 16384
 PROG_NAME = b"vnetrx_gro"
@@ -106,6 +113,8 @@ class SkbOffsets:
     frag_len: int  # offset of len in skb_frag_t
     frag_offset: int
     max_skb_frags: int
+    hash: int = 148  # sk_buff.hash (6.18.44)
+    napi_dev: int = 48  # napi_struct.dev (6.18.44)
 
     @property
     def skb_at(self) -> int:
@@ -120,8 +129,12 @@ class SkbOffsets:
         return self.shinfo_at + (self.shinfo_size + 7) // 8 * 8
 
     @property
-    def record_size(self) -> int:
+    def mac_at(self) -> int:
         return self.packet_at + PACKET_BYTES
+
+    @property
+    def record_size(self) -> int:
+        return self.mac_at + MAC_BYTES
 
 
 def btf_offsets(path: str = "/sys/kernel/btf/vmlinux") -> SkbOffsets:
@@ -163,6 +176,7 @@ def btf_offsets(path: str = "/sys/kernel/btf/vmlinux") -> SkbOffsets:
         frag_list=off("skb_shared_info", "frag_list"), frags=frags.offset,
         frag_size=frag_type.size, frag_len=frag_members["len"],
         frag_offset=frag_members["offset"], max_skb_frags=count or 17,
+        hash=off("sk_buff", "hash"), napi_dev=off("napi_struct", "dev"),
     )
 
 
@@ -257,13 +271,31 @@ def _body(asm: _Asm, o: SkbOffsets, skb_reg: int) -> None:
     asm.ins(ADD64_K, dst=1, imm=o.packet_at)
     asm.ins(MOV64_K, dst=2, imm=PACKET_BYTES)
     asm.call(PROBE_READ_KERNEL)
+    # the MAC header: head + mac_header (a read that faults leaves zeros)
+    asm.ins(LDX_DW, dst=3, src=7, off=o.skb_at + o.head)
+    asm.ins(LDX_H, dst=1, src=7, off=o.skb_at + o.mac_header)
+    asm.ins(ADD64_X, dst=3, src=1)
+    asm.ins(MOV64_X, dst=1, src=7)
+    asm.ins(ADD64_K, dst=1, imm=o.mac_at)
+    asm.ins(MOV64_K, dst=2, imm=MAC_BYTES)
+    asm.call(PROBE_READ_KERNEL)
 
 
-def _push(asm: _Asm, queue_fd: int) -> None:
+def _push(asm: _Asm, queue_fd: int, lost_fd: int | None = None) -> None:
+    """Push the record; a refused push (the queue is full) adds one to ``lost_fd``'s counter."""
     asm.imm64(1, queue_fd, src=BPF_PSEUDO_MAP_FD)
     asm.ins(MOV64_X, dst=2, src=7)
     asm.ins(MOV64_K, dst=3, imm=0)
     asm.call(MAP_PUSH_ELEM)
+    if lost_fd is None:
+        return
+    label = f"pushed{len(asm.code)}"
+    asm.jump(JEQ_K, 0, label, imm=0)
+    _lookup(asm, lost_fd, 1, label)
+    asm.ins(LDX_DW, dst=2, src=1, off=0)
+    asm.ins(ADD64_K, dst=2, imm=1)
+    asm.ins(STX_DW, dst=1, src=2, off=0)
+    asm.label(label)
 
 
 def _name_words(name: str) -> tuple[int, int]:
@@ -275,9 +307,10 @@ def _name_words(name: str) -> tuple[int, int]:
 
 
 def skb_program(o: SkbOffsets, kind: int, device: str, queue_fd: int, scratch_fd: int,
-                flag_fd: int | None, members: int = 0) -> bytes:
+                flag_fd: int | None, members: int = 0, lost_fd: int | None = None) -> bytes:
     """An skb tracepoint's program: args[0] is the skb. ``flag_fd`` (entries): the per-CPU
-    flag the exit program reads; ``members``: how many frag_list members to walk."""
+    flag the exit program reads; ``members``: how many frag_list members to walk;
+    ``lost_fd``: the counter of pushes the full queue refused."""
     asm = _Asm()
     asm.ins(LDX_DW, dst=6, src=1, off=0)  # r6 = skb
     if flag_fd is not None:
@@ -303,7 +336,7 @@ def skb_program(o: SkbOffsets, kind: int, device: str, queue_fd: int, scratch_fd
         asm.ins(ST_DW, dst=9, off=0, imm=1)
     _stamp(asm, kind, 6)
     _body(asm, o, 6)
-    _push(asm, queue_fd)
+    _push(asm, queue_fd, lost_fd)
     if members:
         asm.ins(LDX_DW, dst=8, src=7, off=o.shinfo_at + o.frag_list)
         for index in range(members):
@@ -311,7 +344,7 @@ def skb_program(o: SkbOffsets, kind: int, device: str, queue_fd: int, scratch_fd
             _stamp(asm, MEMBER, 8)
             asm.ins(ST_DW, dst=7, off=40, imm=index)
             _body(asm, o, 8)
-            _push(asm, queue_fd)
+            _push(asm, queue_fd, lost_fd)
             asm.ins(LDX_DW, dst=8, src=7, off=o.skb_at + o.next)
     asm.label("out")
     asm.ins(MOV64_K, dst=0, imm=0)
@@ -319,7 +352,8 @@ def skb_program(o: SkbOffsets, kind: int, device: str, queue_fd: int, scratch_fd
     return asm.assemble()
 
 
-def exit_program(queue_fd: int, scratch_fd: int, flag_fd: int) -> bytes:
+def exit_program(queue_fd: int, scratch_fd: int, flag_fd: int,
+                 lost_fd: int | None = None) -> bytes:
     """napi_gro_*_exit(int ret): record ret when the entry just before was ours."""
     asm = _Asm()
     asm.ins(LDX_DW, dst=6, src=1, off=0)  # r6 = ret
@@ -329,7 +363,42 @@ def exit_program(queue_fd: int, scratch_fd: int, flag_fd: int) -> bytes:
     asm.ins(ST_DW, dst=9, off=0, imm=0)
     _lookup(asm, scratch_fd, 7, "out")
     _stamp(asm, EXIT_VERDICT, 6)
-    _push(asm, queue_fd)
+    _push(asm, queue_fd, lost_fd)
+    asm.label("out")
+    asm.ins(MOV64_K, dst=0, imm=0)
+    asm.ins(EXIT)
+    return asm.assemble()
+
+
+def poll_program(o: SkbOffsets, device: str, queue_fd: int, scratch_fd: int,
+                 lost_fd: int | None = None) -> bytes:
+    """napi_poll(struct napi_struct *napi, int work, int budget), the watched device's polls
+    only: the napi address in the header's skb word, work and budget (as u64, sign-extended by
+    the raw tracepoint's args) at the record's first two body words."""
+    asm = _Asm()
+    asm.ins(LDX_DW, dst=6, src=1, off=0)  # r6 = napi
+    asm.ins(LDX_DW, dst=8, src=1, off=8)  # r8 = work
+    asm.ins(LDX_DW, dst=9, src=1, off=16)  # r9 = budget
+    _lookup(asm, scratch_fd, 7, "out")
+    # napi->dev (NULL for the backlog's napi), then dev->name
+    asm.ins(MOV64_X, dst=1, src=7)
+    asm.ins(ADD64_K, dst=1, imm=NAME_AT)
+    asm.ins(MOV64_K, dst=2, imm=8)
+    asm.ins(MOV64_X, dst=3, src=6)
+    asm.ins(ADD64_K, dst=3, imm=o.napi_dev)
+    asm.call(PROBE_READ_KERNEL)
+    asm.ins(LDX_DW, dst=3, src=7, off=NAME_AT)
+    asm.jump(JEQ_K, 3, "out", imm=0)
+    _read(asm, NAME_AT, 16, 3, o.name)
+    low, high = _name_words(device)
+    for at, word in ((NAME_AT, low), (NAME_AT + 8, high)):
+        asm.ins(LDX_DW, dst=1, src=7, off=at)
+        asm.imm64(2, word)
+        asm.jump(JNE_X, 1, "out", src=2)
+    _stamp(asm, POLL, 6)
+    asm.ins(STX_DW, dst=7, src=8, off=o.skb_at)
+    asm.ins(STX_DW, dst=7, src=9, off=o.skb_at + 8)
+    _push(asm, queue_fd, lost_fd)
     asm.label("out")
     asm.ins(MOV64_K, dst=0, imm=0)
     asm.ins(EXIT)
@@ -374,10 +443,13 @@ def _attach(tracepoint: str, prog_fd: int) -> int:
 class GroProbe:
     """Context manager: the programs attached, recording ``device``'s skbs around GRO."""
 
-    def __init__(self, device: str, offsets: SkbOffsets | None = None) -> None:
+    def __init__(self, device: str, offsets: SkbOffsets | None = None,
+                 polls: bool = False) -> None:
         self.device = device
         self.offsets = offsets or btf_offsets()
+        self.polls = polls  # also record the device's napi_poll events
         self.fds: list[int] = []
+        self.lost_map: int | None = None
 
     def __enter__(self) -> GroProbe:
         try:
@@ -401,16 +473,20 @@ class GroProbe:
                                             b"vnetrx_groq"))
         scratch = self._keep(_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, size, 1, b"vnetrx_gros"))
         flag = self._keep(_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1, b"vnetrx_grof"))
+        lost = self._keep(_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 1, b"vnetrx_grol"))
+        self.lost_map = lost
         programs = {
             "napi_gro_receive_entry": skb_program(o, ENTRY, self.device, self.queue, scratch,
-                                                  flag),
+                                                  flag, lost_fd=lost),
             "napi_gro_frags_entry": skb_program(o, FRAGS_ENTRY, self.device, self.queue,
-                                                scratch, flag),
-            "napi_gro_receive_exit": exit_program(self.queue, scratch, flag),
-            "napi_gro_frags_exit": exit_program(self.queue, scratch, flag),
+                                                scratch, flag, lost_fd=lost),
+            "napi_gro_receive_exit": exit_program(self.queue, scratch, flag, lost),
+            "napi_gro_frags_exit": exit_program(self.queue, scratch, flag, lost),
             "netif_receive_skb": skb_program(o, DELIVERED, self.device, self.queue, scratch,
-                                             None, MAX_MEMBERS),
+                                             None, MAX_MEMBERS, lost),
         }
+        if self.polls:
+            programs["napi_poll"] = poll_program(o, self.device, self.queue, scratch, lost)
         for tracepoint, insns in programs.items():
             prog = self._keep(_prog_load(insns))
             self._keep(_attach(tracepoint, prog))
@@ -428,12 +504,37 @@ class GroProbe:
                 return out
             out.append(buf.raw)
 
+    def lost(self) -> int:
+        """Records the full queue refused so far, summed over the CPUs."""
+        if self.lost_map is None:
+            return 0
+        cpus = os.cpu_count() or 1
+        possible = _possible_cpus() or cpus
+        buf = ctypes.create_string_buffer(8 * possible)
+        key = ctypes.c_uint32(0)
+        attr = struct.pack("<IIQQQ", self.lost_map, 0, ctypes.addressof(key),
+                           ctypes.addressof(buf), 0)
+        _bpf(BPF_MAP_LOOKUP_ELEM, attr)
+        return sum(struct.unpack(f"<{possible}Q", buf.raw))
+
     def close(self) -> None:
         """Detach and free everything (attachments first). Safe to call twice."""
         while self.fds:
             fd = self.fds.pop()
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _possible_cpus() -> int | None:
+    """How many values a per-CPU map holds: /sys/devices/system/cpu/possible ("0-1")."""
+    try:
+        text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+    except OSError:
+        return None
+    last = 0
+    for part in text.split(","):
+        last = max(last, int(part.split("-")[-1]))
+    return last + 1
 
 
 def decode(record: bytes, o: SkbOffsets) -> dict[str, object]:
@@ -443,6 +544,11 @@ def decode(record: bytes, o: SkbOffsets) -> dict[str, object]:
                               "jiffies": jiffies, "tid": pid_tgid & 0xFFFFFFFF}
     if kind == EXIT_VERDICT:
         out["ret"] = struct.unpack("<q", struct.pack("<Q", what))[0]
+        out["cpu"] = cpu
+        return out
+    if kind == POLL:
+        work, budget = struct.unpack_from("<qq", record, o.skb_at)
+        out.update({"cpu": cpu, "napi": what, "work": work, "budget": budget})
         return out
     out["cpu" if kind != MEMBER else "index"] = cpu
     out["skb"] = what
@@ -475,5 +581,6 @@ def decode(record: bytes, o: SkbOffsets) -> dict[str, object]:
         "gso_segs": u(sh, o.gso_segs, 2), "gso_type": u(sh, o.gso_type, 4),
         "frag_list": u(sh, o.frag_list, 8) != 0, "next": u(skb, o.next, 8),
         "packet": record[o.packet_at: o.packet_at + PACKET_BYTES].hex(),
+        "mac": record[o.mac_at: o.mac_at + 14].hex(), "hash": u(skb, o.hash, 4),
     })
     return out

@@ -40,7 +40,7 @@ from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.model import GroResult as Result
 from vnetrx.packet import ones_complement_sum
-from vnetrx.paths.skbuff import skb_truesize
+from vnetrx.paths.skbuff import pskb_may_pull, skb_truesize
 from vnetrx.paths.virtio_net_hdr import (
     SKB_GSO_TCP_ECN,
     SKB_GSO_TCPV4,
@@ -90,39 +90,66 @@ def parse_tcp(frame: bytes) -> TcpHeaders | None:
     """An Ethernet frame's headers as GRO reads them; None when it is not IPv4/IPv6 + TCP."""
     if len(frame) < 14:
         return None
-    ethertype = struct.unpack_from("!H", frame, 12)[0]
-    at = 14
-    if ethertype == 0x0800 and len(frame) >= at + 20:
-        ihl = (frame[at] & 0x0F) * 4
-        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, at)
-        if proto != 6 or len(frame) < at + ihl + 20:
+    return _parse(frame[:14], frame[14:], len(frame) - 14, None)
+
+
+def parse_tcp_headers(mac: bytes, network: bytes, length: int,
+                      tcp_csum_ok: bool = True) -> TcpHeaders | None:
+    """The headers of an skb recorded at napi_gro_receive (after eth_type_trans): ``mac`` the
+    Ethernet header at skb->head + mac_header, ``network`` the first bytes at skb->data (the
+    IP header on), ``length`` skb->len. Without the payload the TCP checksum cannot be summed:
+    ``tcp_csum_ok`` says what tcp4/6_gro_receive's skb_gro_checksum_validate would find (it is
+    read only for CHECKSUM_NONE; DATA_VALID and NEEDS_CSUM skbs are trusted). None when it is
+    not IPv4/IPv6 + TCP; InputError when the TCP header lies past the bytes given."""
+    if len(mac) < 14:
+        raise InputError(f"a recorded MAC header of {len(mac)} bytes (GRO compares 14)")
+    return _parse(mac[:14], network, length, tcp_csum_ok)
+
+
+def _parse(mac: bytes, net: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
+    """The headers from the IP header on: ``net`` holds the whole packet when ``tcp_csum_ok``
+    is None (the checksum is summed), else at least its headers."""
+    have = min(len(net), length)
+    ethertype = struct.unpack_from("!H", mac, 12)[0]
+    if ethertype == 0x0800 and have >= 20:
+        ihl = (net[0] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", net, 0)
+        if proto != 6 or length < ihl + 20:
             return None
-        network_ok = (frame[at] == 0x45 and not frag_off & 0x3FFF
-                      and ones_complement_sum(frame[at:at + 20]) == 0xFFFF)
-        addresses = frame[at + 12:at + 20] + bytes([proto])
-        tot_len_ok = tot_len == len(frame) - at
-        pseudo = frame[at + 12:at + 20] + struct.pack("!BBH", 0, 6, len(frame) - at - ihl)
-        tos, df, ipv6 = frame[at + 1], bool(frag_off & 0x4000), False
-    elif ethertype == 0x86DD and len(frame) >= at + 60:
-        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, at)
+        network_ok = (net[0] == 0x45 and not frag_off & 0x3FFF
+                      and ones_complement_sum(net[:20]) == 0xFFFF)
+        addresses = net[12:20] + bytes([proto])
+        tot_len_ok = tot_len == length
+        pseudo = net[12:20] + struct.pack("!BBH", 0, 6, length - ihl)
+        tos, df, ipv6 = net[1], bool(frag_off & 0x4000), False
+    elif ethertype == 0x86DD and length >= 60:
+        if have < 60:
+            raise InputError(f"an IPv6 packet with {have} header bytes recorded (60 needed)")
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", net, 0)
         if nexthdr != 6:
             return None
         ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
-        addresses = frame[at + 8:at + 40] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
-        tot_len_ok = payload_len == len(frame) - at - 40
-        pseudo = frame[at + 8:at + 40] + struct.pack("!IxxxB", len(frame) - at - 40, 6)
+        addresses = net[8:40] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
+        tot_len_ok = payload_len == length - 40
+        pseudo = net[8:40] + struct.pack("!IxxxB", length - 40, 6)
         tos = (first >> 20) & 0xFF
     else:
         return None
-    t = at + ihl
-    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
+    t = ihl
+    if have < t + 20:
+        raise InputError(f"a TCP header past the {have} bytes recorded")
+    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", net, t)
     tcp_len = (flag_word >> 28) * 4
-    if tcp_len < 20 or len(frame) < t + tcp_len:
+    if tcp_len < 20 or length < t + tcp_len:
         return None
-    tcp_ok = ones_complement_sum(frame[t:], ones_complement_sum(pseudo)) == 0xFFFF
-    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
-                      ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
-                      tcp_len, tcp_ok)
+    if have < t + tcp_len:
+        raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
+                         f"{t + tcp_len})")
+    if tcp_csum_ok is None:
+        tcp_csum_ok = ones_complement_sum(net[t:], ones_complement_sum(pseudo)) == 0xFFFF
+    return TcpHeaders(mac, ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+                      ip_id, sport, dport, seq, ack, flag_word, net[t + 20:t + tcp_len],
+                      tcp_len, tcp_csum_ok)
 
 
 def udp_checksum_validated(frame: bytes) -> bool:
@@ -416,7 +443,7 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
 
 def _normal(state: _Run, seg: Segment, how: How) -> None:
     """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers."""
-    skb = _pull_headers(seg)
+    skb = _pull_headers(state.k, seg)
     state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
                                skb.truesize, skb.nr_frags, 0))
     state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
@@ -427,27 +454,32 @@ def _hold(state: _Run, seg: Segment, h: TcpHeaders, how: How) -> None:
     GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
-    skb = _pull_headers(seg)
+    skb = _pull_headers(state.k, seg)
     p = _Held(seg, h, skb._replace(gso_size=seg.payload))
     state.held.append(p)
     state.steps.append(GroStep(seg.frame, Result.HELD, how, seg.payload, 0, skb.len,
                                skb.truesize, skb.nr_frags, 0))
 
 
-def _pull_headers(seg: Segment) -> Skb:
+def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
     """dev_gro_receive's ``pull:``: grow = skb_gro_offset - skb_headlen; gro_pull_from_frag0
     copies ``grow`` header bytes from frags[0] to the tail (frags[0] shrinks, and goes when
     empty). Only an skb with no linear bytes has frag0 (skb_gro_reset_offset); one with some
-    linear bytes but not all the headers takes pskb_may_pull's path, not modelled."""
+    linear bytes but not all the headers got them from skb_gro_header_slow → pskb_may_pull
+    (tcp_gro_pull_header, before any merge or flush decision): the same bytes out of the
+    frags, into the head's tailroom (a head too small, pskb_expand_head, is not modelled)."""
     skb = seg.skb
     grow = seg.offset - skb.headlen
     if grow <= 0:
         return skb
     if skb.headlen:
-        raise InputError(
-            f"GRO of an skb with {skb.headlen} linear bytes before {seg.offset} bytes of "
-            "headers (pskb_may_pull's path) is not modelled"
-        )
+        if skb.end - skb.tail < grow or skb.len < seg.offset or skb.frag_list:
+            raise InputError(
+                f"GRO of an skb with {skb.headlen} linear bytes before {seg.offset} bytes of "
+                f"headers and {skb.end - skb.tail} bytes of tailroom is not modelled "
+                "(pskb_may_pull reallocating the head)"
+            )
+        return pskb_may_pull(k, skb, seg.offset, owned=False) or skb
     if skb.end - skb.tail < grow or not skb.frags or skb.frags[0].size < grow:
         raise InputError(
             f"GRO of this skb is not modelled: frag0 does not hold the {seg.offset} bytes of "
