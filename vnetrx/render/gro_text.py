@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from vnetrx.flow import FlowRun
-from vnetrx.model import IP_SUMMED, Skb
+from vnetrx.model import IP_SUMMED
 from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.paths.gro import Delivered
@@ -86,7 +86,18 @@ def _steps(run: FlowRun) -> Table:
     return table
 
 
-def _delivered(n: int, d: Delivered) -> Text:
+def _delivered(n: int, d: Delivered) -> RenderableType:
+    """A lone skb in three lines; an aggregate with its memory map (head, frags) too."""
+    summary = _summary(n, d)
+    if d.segs < 2:
+        return summary
+    from vnetrx.render.text import skb_map
+
+    return Group(summary, skb_map(d.skb, title=f"skb {n} as it leaves GRO (data from the IP "
+                                                "header; the frags in order)"), Text())
+
+
+def _summary(n: int, d: Delivered) -> Text:
     s = d.skb
     first, last = d.frames[0], d.frames[-1]
     frames = f"frame {first}" if first == last else f"frames {first}-{last}"
@@ -102,15 +113,6 @@ def _delivered(n: int, d: Delivered) -> Text:
     if s.csum_start is not None:
         text.append(f"  csum_start {s.csum_start}  csum_offset {s.csum_offset}")
     text.append("\n")
-    text.append_text(_frags(s))
-    return text
-
-
-def _frags(s: Skb) -> Text:
-    text = Text()
-    if s.frags:
-        text.append("  frags: " + ", ".join(f"{f.page}+{f.offset} {f.size} B" for f in s.frags)
-                    + "\n", style="dim")
     for i, member in enumerate(s.frag_list):
         text.append(f"  frag_list[{i}]: len {member.len}  truesize {member.truesize}  nr_frags "
                     f"{len(member.frags)}\n", style="dim")

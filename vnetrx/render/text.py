@@ -169,8 +169,9 @@ def _head_map(skb: Skb) -> RenderableType:
     return Group(Bar(parts, skb.head_size), table)
 
 
-def skb_map(skb: Skb) -> RenderableType:
-    header = Text("skb as the stack sees it (after eth_type_trans)", style="bold underline")
+def skb_map(skb: Skb, title: str = "skb as the stack sees it (after eth_type_trans)"
+            ) -> RenderableType:
+    header = Text(title, style="bold underline")
     lines = Text()
     lines.append(f"head   {skb.head}, {skb.head_size} bytes\n")
     for number, line in enumerate(_TEXT_LINES):
