@@ -221,7 +221,7 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
         (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --big --mtu 1400 "
          "--weights FILE` totals a capture"),
         (["--len", "60", "--mtu", "1501"], "MTU 1501 (above 1500) without --mergeable"),
-        (["--len", "60", "--big", "--mergeable"], "--mergeable and --big exclude each other"),
+        (["--len", "60", "--mergeable", "--buf-len", "2048"], "--buf-len does not apply to replay"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(runner: CliRunner, args: list[str], message: str) -> None:

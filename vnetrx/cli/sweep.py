@@ -57,7 +57,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
           **opts: Any) -> None:
     """Trace every frame length in a range and show where the outcome or the cost changes.
 
-    Takes every `vnetrx trace` option (--mergeable, --big, --mtu, --hdr-len, --path tap, build
+    Takes every `vnetrx trace` option (--mergeable, --guest-gso, --mtu, --hdr-len, --path tap, build
     options, ...). Text: the ranges where nothing changes and a chart of truesize and bytes
     copied against length; --jsonl / --csv: one line per length; --json: the ranges.
 
@@ -65,7 +65,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
     Examples:
       vnetrx sweep --len 60-1514 --mergeable --kernel 6.1
       vnetrx sweep --len 60-1514 --mergeable --kernel 5.12 --kernel 5.13
-      vnetrx sweep --len 1-65535 --big --kernel 6.1 --jsonl | head
+      vnetrx sweep --len 1-65535 --guest-gso --kernel 6.1 --jsonl | head
       vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
       vnetrx sweep --len 54-65535 --mergeable --l4 tcp4 --gso tcpv4:1448 --kernel 6.6.44 --csv
       vnetrx sweep --weights capture.pcap --mergeable --mtu 9000 --kernel 6.1 --kernel 6.12

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
+MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 
 
 class VirtioRxSetup(NamedTuple):
@@ -94,21 +95,12 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
     # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
     hdr_len = 12 if s.hdr_len is None else s.hdr_len
-    if hdr_len not in (10, 12, 20, 24):
-        raise InputError(
-            f"hdr_len {hdr_len} is not a virtio-net header size (valid: 10, 12, 20, 24)"
-        )
     if hdr_len == 10 and s.mergeable:
         raise InputError(
             "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
             "the header at least 12 bytes (virtnet_probe)"
         )
-    if hdr_len == 20 and not k.has(PADDED_VNET_HDR_V1_HASH):
-        raise UnsupportedError(
-            f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
-        )
-    if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
-        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
+    check_hdr_len(k, hdr_len)
     if s.buf_len is not None:
         if not s.mergeable:
             raise InputError("--buf-len sets the mergeable buffer size: it needs --mergeable")
@@ -117,8 +109,8 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
             raise InputError(f"buffer length {s.buf_len} out of range (valid: {low}..{high})")
     if s.ewma is not None and not 0 <= s.ewma <= MAX_FRAME_LEN:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
-    if not 1 <= s.ring_size <= 32768:
-        raise InputError(f"ring size {s.ring_size} out of range (valid: 1..32768)")
+    if not 1 <= s.ring_size <= MAX_RING_SIZE:
+        raise InputError(f"ring size {s.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
     # with given buffers (a ring model), buffer_index only labels the first of them
     if not 0 <= s.buffer_index < (s.ring_size if not s.buffers else 1 << 31):
         raise InputError(
@@ -131,6 +123,20 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         )
     _check_xdp(k, s)
     return s._replace(hdr_len=hdr_len)
+
+
+def check_hdr_len(k: KernelProfile, hdr_len: int) -> None:
+    """vi->hdr_len: a virtio-net header size this kernel's driver knows."""
+    if hdr_len not in (10, 12, 20, 24):
+        raise InputError(
+            f"hdr_len {hdr_len} is not a virtio-net header size (valid: 10, 12, 20, 24)"
+        )
+    if hdr_len == 20 and not k.has(PADDED_VNET_HDR_V1_HASH):
+        raise UnsupportedError(
+            f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
+        )
+    if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
+        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
 
 
 def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
