@@ -120,6 +120,9 @@ def test_observe_big_is_guest_gso(tmp_path: Path) -> None:
     (["observe", "--dev", "vnxnope0", "--big"], "--guest-gso apply to --from-trace text only"),
     (["observe", "--from-trace", str(LAB / "small-6.1.0-57-amd64.log"), "--guest-gso"],
      "the lab log states the device's features: drop --guest-gso"),
+    # observe's --buf-len reaches no core range check: the parser keeps its range
+    (["observe", "--from-trace", str(LAB / "small-6.1.0-57-amd64.log"), "--buf-len", "0"],
+     "0 is out of range (valid: 1..65536 bytes)"),
     (["lab", "virtio", "--mergeable"], "--mergeable does not apply to lab virtio: --mode"),
     (["lab", "virtio", "--big"], "--guest-gso does not apply to lab virtio: --mode big-gso"),
     (["lab", "virtio", "--hdr-len", "20"], "--hdr-len does not apply to lab virtio"),

@@ -39,8 +39,13 @@ class _OldSpellings(click.Option):
             self.opts = names
 
 
-def _declare(name: str, default: Any, where: str) -> Decorator:
-    """The click option ``name`` (one of DEVICE_OPTIONS), ``where`` appended to its help."""
+_BUF_LEN = (0, 1 << 31)
+
+
+def _declare(name: str, default: Any, where: str, buf_len: tuple[int, int] = _BUF_LEN
+             ) -> Decorator:
+    """The click option ``name`` (one of DEVICE_OPTIONS), ``where`` appended to its help;
+    ``buf_len``: the numbers --buf-len's parser accepts."""
     suffix = f" {where}" if where else ""
     if name == "mergeable":
         return click.option(
@@ -75,7 +80,7 @@ def _declare(name: str, default: Any, where: str) -> Decorator:
             "--buf-len",
             # the valid range depends on the kernel and the header (hdr_len + ETH_HLEN .. the
             # page_frag size): the core checks it and names it; click only bounds the number
-            type=Count(0, 1 << 31), default=None,
+            type=Count(*buf_len), default=None,
             help="Mergeable buffer length (mergeable_rx_buffer_size), hdr_len + 14 up to the "
             "page_frag size (32768 on 4 KiB pages)." + suffix)
     raise ValueError(f"no device option {name!r}")
@@ -89,11 +94,13 @@ def device_options(
     defaults: Mapping[str, Any] | None = None,
     where: Mapping[str, str] | None = None,
     refuse: Mapping[str, str] | None = None,
+    buf_len: tuple[int, int] = _BUF_LEN,
 ) -> Decorator:
     """The device options ``names`` (in DEVICE_OPTIONS' order); ``defaults`` overrides a
     default (mtu 1500, hdr_len None, ring_size 256), ``where`` adds to an option's help what it
     means for this command, and each option in ``refuse`` is parsed but refused in one line
-    with the reason given (its help hidden)."""
+    with the reason given (its help hidden). ``buf_len``: the range --buf-len's parser accepts
+    where no core check follows (observe)."""
     defaults, where, refuse = defaults or {}, where or {}, refuse or {}
     unknown = set(names) - set(DEVICE_OPTIONS) | set(refuse) - set(DEVICE_OPTIONS)
     if unknown or set(names) & set(refuse):
@@ -102,7 +109,8 @@ def device_options(
     def decorate(f: Any) -> Any:
         for name in reversed(DEVICE_OPTIONS):  # click applies decorators bottom-up
             if name in names:
-                f = _declare(name, defaults.get(name, _DEFAULTS.get(name)), where.get(name, ""))(f)
+                f = _declare(name, defaults.get(name, _DEFAULTS.get(name)), where.get(name, ""),
+                             buf_len)(f)
             elif name in refuse:
                 f = _refused(name, refuse[name])(f)
         return f

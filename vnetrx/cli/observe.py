@@ -76,6 +76,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
            "hdr_len": _FROM_TEXT + " Default: from the features.", "buf_len": _FROM_TEXT},
     refuse={"ring_size": "does not apply to observe: the buffer a frame landed in is unseen, "
             "so each candidate buffer is tried (a ring of 256, virtio_net's default)"},
+    buf_len=(1, 65536),
 )
 @click.option(
     "--gro",

@@ -12,6 +12,7 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli import trace as trace_cli
 from vnetrx.cli.export_options import export_options, export_pictures
+from vnetrx.cli.frame_options import frame_input
 from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.errors import InputError
 from vnetrx.live.parse import parse_lengths
@@ -114,16 +115,16 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         raise click.UsageError("--svg/--html draw the ranges table: they do not combine with "
                                "--jsonl, --csv or --weights (use them with the text or --json)")
 
-    # the setups' frame length (the rows take theirs from the list): the shortest, which
-    # frame_input checks against the headers --l4/--gso ask for
-    shortest = min(lengths)
+    # the header the options build for the shortest frame (frame_input checks that the headers
+    # --l4/--gso ask for fit it); the rows take their lengths from the list
+    frame = frame_input(min(lengths), opts)
 
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(shortest, opts), todo)
-        return virtio_rows(profile, trace_cli.virtio_setup(shortest, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+        return virtio_rows(profile, trace_cli.virtio_setup(frame, opts), todo)
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)

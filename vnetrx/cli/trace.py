@@ -10,7 +10,7 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
-from vnetrx.cli.frame_options import frame_input, frame_options
+from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
 from vnetrx.cli.options import (
     EXIT_CHECK,
     BuildChoice,
@@ -289,9 +289,9 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
     limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
     if path == "tap":
-        return tap_flow(profile, tap_setup(frame_len, opts), [(None, f) for f in frames],
+        return tap_flow(profile, tap_setup(frame, opts), [(None, f) for f in frames],
                         opts["napi"], limits=limits)
-    return virtio_flow(profile, virtio_setup(frame_len, opts), frames, limits)
+    return virtio_flow(profile, virtio_setup(frame, opts), frames, limits)
 
 
 def _picture(result: Trace) -> Any:
@@ -346,12 +346,13 @@ def _load(ctx: click.Context, file: str) -> Trace:
 
 
 def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
-    return trace_virtio(profile, virtio_setup(frame_len, o))
-
-
-def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
-    """The VirtioRxSetup that trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     frame = frame_input(frame_len, o)
+    return trace_virtio(profile, virtio_setup(frame, o), frame.frame_len)
+
+
+def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
+    """The device trace's options ``o`` describe, with ``frame``'s header in front of the
+    frames it receives (``vnetrx sweep`` shares it)."""
     hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
     if o["hdr"] is not None and len(o["hdr"]) > (hdr_len or 12):
         raise InputError(
@@ -359,7 +360,6 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
             "(--hdr-len) the device writes"
         )
     return VirtioRxSetup(
-        frame_len=frame.frame_len,
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
         mtu=o["mtu"],
@@ -379,16 +379,16 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
 
 
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
-    return trace_tap(profile, tap_setup(frame_len, o))
+    frame = frame_input(frame_len, o)
+    return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
 
 
-def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
-    """The TapSetup that trace's options ``o`` describe."""
+def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
+    """The tap device trace's options ``o`` describe, with ``frame``'s vnet header in front
+    of each write (``vnetrx sweep`` shares it)."""
     from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
 
-    frame = frame_input(frame_len, o)
     return TapSetup(
-        frame_len=frame.frame_len,
         tun=o["tun"],
         blocking=o["blocking"],
         sndbuf=o["sndbuf"],
