@@ -32,12 +32,12 @@ from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.sweep import tap_rows, virtio_rows
 
 MODES = {
-    "mergeable": VirtioRxSetup(frame_len=1, mergeable=True),
-    "small": VirtioRxSetup(frame_len=1),
-    "big (guest GSO)": VirtioRxSetup(frame_len=1, guest_gso=True),
-    "big (MTU 9000)": VirtioRxSetup(frame_len=1, mtu=9000),
-    "mergeable + XDP_PASS": VirtioRxSetup(frame_len=1, mergeable=True, xdp="pass"),
-    "small + XDP_TX": VirtioRxSetup(frame_len=1, xdp="tx"),
+    "mergeable": VirtioRxSetup(mergeable=True),
+    "small": VirtioRxSetup(),
+    "big (guest GSO)": VirtioRxSetup(guest_gso=True),
+    "big (MTU 9000)": VirtioRxSetup(mtu=9000),
+    "mergeable + XDP_PASS": VirtioRxSetup(mergeable=True, xdp="pass"),
+    "small + XDP_TX": VirtioRxSetup(xdp="tx"),
 }
 LENGTHS = range(1, 65536)
 # the reference first
@@ -74,7 +74,7 @@ def main() -> None:
     k = lookup(args.kernel)
     print(f"vnetrx {build_line()}; kernel {k.name}")
     rows = {name: (lambda s=setup: virtio_rows(k, s, LENGTHS)) for name, setup in MODES.items()}
-    rows["tap"] = lambda: tap_rows(k, TapSetup(frame_len=1), LENGTHS)
+    rows["tap"] = lambda: tap_rows(k, TapSetup(), LENGTHS)
     for name, make in rows.items():
         best = float("inf")
         for _ in range(args.repeat):

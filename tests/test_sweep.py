@@ -39,7 +39,7 @@ def test_counted_frags_equal_walked_frags(kernel: str, mode: dict[str, object],
     mode); the narration walks the buffers one by one as the kernel's loop does. Two
     computations of the same skb: every field must agree."""
     k = lookup(kernel)
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, VirtioRxSetup(frame_len=1, **mode)))  # type: ignore[arg-type]
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, VirtioRxSetup(**mode)))  # type: ignore[arg-type]
     for frame_len in lengths:
         counted = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=False)).skb
         walked = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=True)).skb
@@ -52,7 +52,7 @@ def test_counted_frags_equal_walked_frags(kernel: str, mode: dict[str, object],
 
 
 def test_fact_sheet_ranges_6_1_mergeable() -> None:
-    spans = collapse(virtio_rows(lookup("6.1"), VirtioRxSetup(frame_len=1, mergeable=True),
+    spans = collapse(virtio_rows(lookup("6.1"), VirtioRxSetup(mergeable=True),
                                  range(60, 1515)))
     assert [(s.first, s.last, s.what, s.truesize) for s in spans] == [
         (60, 128, "copy all", 1280),
@@ -62,7 +62,7 @@ def test_fact_sheet_ranges_6_1_mergeable() -> None:
 
 
 def test_small_mode_ranges() -> None:
-    spans = collapse(virtio_rows(lookup("5.15"), VirtioRxSetup(frame_len=1), range(1, 2000)))
+    spans = collapse(virtio_rows(lookup("5.15"), VirtioRxSetup(), range(1, 2000)))
     assert [(s.first, s.last, s.what) for s in spans] == [
         (1, 13, "drop (short_packet)"), (14, 1518, "build_skb"),
         (1519, 1999, "drop (len_exceeds_max_size)")]
@@ -155,17 +155,17 @@ def test_jsonl_lines_are_the_rows_json() -> None:
     from vnetrx.sweep import row_line, row_to_dict, tap_rows
 
     for kernel in ("5.12", "6.1", "7.3"):
-        for row in virtio_rows(lookup(kernel), VirtioRxSetup(frame_len=1, mergeable=True),
+        for row in virtio_rows(lookup(kernel), VirtioRxSetup(mergeable=True),
                                range(1, 65536, 97)):
             assert row_line(row) == json.dumps(row_to_dict(row))
-    for row in tap_rows(lookup("6.1"), TapSetup(frame_len=1), range(1, 3000, 113)):
+    for row in tap_rows(lookup("6.1"), TapSetup(), range(1, 3000, 113)):
         assert row_line(row) == json.dumps(row_to_dict(row))
 
 
 def test_xdp_rows_come_from_the_xdp_path() -> None:
     # mergeable with a program, 6.1: one 3520-byte buffer holds 12 + 3508; longer frames span
     # two and xdp_linearize_page drops them (docs/kernel/xdp-source-notes.md §A.4)
-    setup = VirtioRxSetup(frame_len=1, mergeable=True, xdp="pass")
+    setup = VirtioRxSetup(mergeable=True, xdp="pass")
     spans = collapse(virtio_rows(lookup("6.1"), setup, range(3500, 3521)))
     assert [(s.first, s.last, s.outcome, s.reason, s.truesize) for s in spans] == [
         (3500, 3508, "build_skb", None, 4352), (3509, 3520, "xdp_drop", "xdp_linearize", None)]
@@ -193,7 +193,7 @@ def _traced_row(t: Trace) -> tuple[object, ...]:
 
 def _trace_all(k: KernelProfile, s: VirtioRxSetup, lengths: list[int]) -> None:
     for n in lengths:
-        trace_virtio(k, s._replace(frame_len=n))
+        trace_virtio(k, s, n)
 
 
 def _row(r: Row) -> tuple[object, ...]:
@@ -211,7 +211,7 @@ def test_xdp_rows_equal_full_traces(kernel: str, setup: dict[str, object],
     k = lookup(kernel)
     if setup.get("xdp_frags") and not k.has(VIRTIO_XDP_MULTI_BUF):
         return  # --xdp-frags needs multi-buffer XDP (6.3): a usage error there
-    s = VirtioRxSetup(frame_len=1, **{**setup, "hdr": VnetHdr.from_bytes(bytes.fromhex(
+    s = VirtioRxSetup(**{**setup, "hdr": VnetHdr.from_bytes(bytes.fromhex(
         str(setup["hdr"]))) if "hdr" in setup else None})  # type: ignore[arg-type]
     try:
         rows = list(virtio_rows(k, s, lengths))
@@ -219,7 +219,7 @@ def test_xdp_rows_equal_full_traces(kernel: str, setup: dict[str, object],
         with pytest.raises(VnetrxError, match=re.escape(exc.message[:40])):
             _trace_all(k, s, lengths)
         return
-    assert [_row(r) for r in rows] == [_traced_row(trace_virtio(k, s._replace(frame_len=n)))
+    assert [_row(r) for r in rows] == [_traced_row(trace_virtio(k, s, n))
                                        for n in lengths]
 
 
@@ -239,12 +239,12 @@ def test_tap_rows_equal_full_traces(kernel: str, setup: dict[str, object],
     """A tap sweep reads tun_get_user's plan (tap_plan) and makes its rows itself; a trace
     narrates the same plan into a Received: each row must carry what the trace reports."""
     k = lookup(kernel)
-    s = TapSetup(frame_len=1, **setup)  # type: ignore[arg-type]
+    s = TapSetup(**setup)  # type: ignore[arg-type]
     try:
         rows = list(tap_rows(k, s, lengths))
     except VnetrxError:
         with pytest.raises(VnetrxError):
-            trace_tap(k, s)
+            trace_tap(k, s, lengths[0])
         return
-    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s._replace(frame_len=n)))
+    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s, n))
                                        for n in lengths]

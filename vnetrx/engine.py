@@ -17,14 +17,16 @@ if TYPE_CHECKING:
 
 
 
-def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
-    """Walk one received frame through virtio-net's receive path on kernel ``k``."""
+def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: int) -> Trace:
+    """Walk one received ``frame_len``-byte frame through virtio-net's receive path on kernel
+    ``k``, the device set up as ``setup``."""
     require_path(k, "virtio")
+    virtio_net.check_frame_len(frame_len)
     s = virtio_net.check_virtio_setup(k, setup)
     log = StepLog(k)
-    result = virtio_net.receive(k, s, log)
+    result = virtio_net.receive(k, s, frame_len, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", s.frame_len),
+        ("frame_len", frame_len),
         ("mergeable", s.mergeable),
         ("guest_gso", s.guest_gso),
         ("mtu", s.mtu),
@@ -43,18 +45,20 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup) -> Trace:
     return _finish(k, inputs, log, result)
 
 
-def trace_tap(k: KernelProfile, setup: TapSetup) -> Trace:
-    """Walk one write(2) to a tun/tap fd through tun_get_user on kernel ``k``."""
+def trace_tap(k: KernelProfile, setup: TapSetup, frame_len: int) -> Trace:
+    """Walk one write(2) of ``frame_len`` bytes (after the vnet header) to a tun/tap fd set up
+    as ``setup`` through tun_get_user on kernel ``k``."""
     # imported here: a virtio trace does not load the tap path (start-up time, issue 15)
     from vnetrx.paths import tun
 
     require_path(k, "tap")
+    tun.check_frame_len(frame_len)
     c = tun.tap_config(k, setup)
     s = c.setup
     log = StepLog(k)
-    result = tun.receive(c, log)
+    result = tun.receive(c, frame_len, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", s.frame_len),
+        ("frame_len", frame_len),
         ("tun", s.tun),
         ("blocking", s.blocking),
         ("sndbuf", s.sndbuf),

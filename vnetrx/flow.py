@@ -102,8 +102,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
     segments, gro_segments = [], []
     path = ""
     for i, frame in enumerate(frames):
-        trace = trace_virtio(k, setup._replace(frame_len=len(frame),
-                                               buffer_index=setup.buffer_index + i * step))
+        trace = trace_virtio(k, setup._replace(buffer_index=setup.buffer_index + i * step),
+                             len(frame))
         path = trace.path
         if trace.skb is None or trace.buffer is None or trace.outcome not in (
             Outcome.BUILD_SKB, Outcome.COPY
@@ -149,8 +149,7 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     limits = limits or GroLimits()
     segments, gro_segments = [], []
     for i, (hdr, frame) in enumerate(writes):
-        trace = trace_tap(k, setup._replace(frame_len=len(frame),
-                                            hdr=setup.hdr if hdr is None else hdr))
+        trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), len(frame))
         if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
             raise InputError(
                 f"write {i} does not reach GRO: {trace.outcome}"

@@ -8,13 +8,13 @@ runs the full engine per length. Pure: no I/O, no click, no rich.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from operator import attrgetter
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from vnetrx.engine import trace_virtio
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Cost, Skb, Trace
+from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb, xdp_received
@@ -81,17 +81,16 @@ class Row(Value):
 
 def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                 lengths: Iterable[int]) -> Iterator[Row]:
-    """The virtio receive path for every length, from plans (setup.frame_len is ignored), or
+    """The virtio receive path of the device ``setup`` for every length, from plans, or
     with an XDP program from receive_buf's XDP decisions (big mode, where the program never
     runs: from the full engine)."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup._replace(frame_len=1)))
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
     name = k.name
     if c.xdp is not None and c.mode != "big":
         yield from _xdp_rows(c, name, lengths)
         return
     if c.xdp is not None:  # big mode: the program never runs; the trace says why
-        yield from _traced_rows(k, _each(lengths, lambda n: setup._replace(frame_len=n)),
-                                trace_virtio)
+        yield from _traced_rows(k, setup, lengths)
         return
     plan, deliver, plain = virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
@@ -124,9 +123,9 @@ def _xdp_rows(c: virtio_net.Config, name: str, lengths: Iterable[int]) -> Iterat
 
 
 def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """The tap write path for every length, from tun_get_user's plans (setup.frame_len is
-    ignored)."""
-    c = tun.tap_config(k, setup._replace(frame_len=1))
+    """The tap write path of the device ``setup`` for every length, from tun_get_user's
+    plans."""
+    c = tun.tap_config(k, setup)
     name, plan = k.name, tun.tap_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks
@@ -138,24 +137,12 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
                   p.buffers)
 
 
-S = TypeVar("S")
-
-
-def _each(lengths: Iterable[int], setup_for: Callable[[int], S]) -> Iterator[S]:
-    """The setup for each length, one at a time: the lengths iterator carries Ctrl-C and
-    progress, so it must not be drained ahead (compiled, a generator expression passed as an
-    argument is built as a whole list: mypyc's "treating generator comprehension as list")."""
-    for n in lengths:
-        yield setup_for(n)
-
-
-def _traced_rows(k: KernelProfile, setups: Iterable[S], trace: Callable[[KernelProfile, S], Trace]
+def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int]
                  ) -> Iterator[Row]:
-    """One row per full trace: outcome, skb and costs as the narrated path decided them."""
-    for s in setups:
-        t = trace(k, s)
-        frame_len = dict(t.input)["frame_len"]
-        assert isinstance(frame_len, int)
+    """One row per full trace: outcome, skb and costs as the narrated path decided them. The
+    lengths are taken one at a time: their iterator carries Ctrl-C and progress."""
+    for frame_len in lengths:
+        t = trace_virtio(k, setup, frame_len)
         if t.skb is None or t.cost is None:
             yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None,
                       len(t.buffers) or 1)

@@ -217,11 +217,11 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
         # big mode is said so, in one line naming what replay models and where big mode is
         (["--len", "60", "--big"], "replay models the small and mergeable rings (--mergeable, "
          "or neither); guest GSO without --mergeable selects big mode, which replay does not "
-         "model: each frame is what `vnetrx trace --big --len N` shows"),
-        (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --big --mtu 1400 "
+         "model: each frame is what `vnetrx trace --guest-gso --len N` shows"),
+        (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --guest-gso --mtu 1400 "
          "--weights FILE` totals a capture"),
         (["--len", "60", "--mtu", "1501"], "MTU 1501 (above 1500) without --mergeable"),
-        (["--len", "60", "--big", "--mergeable"], "--mergeable and --big exclude each other"),
+        (["--len", "60", "--mergeable", "--buf-len", "2048"], "--buf-len does not apply to replay"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(runner: CliRunner, args: list[str], message: str) -> None:

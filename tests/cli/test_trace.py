@@ -71,7 +71,7 @@ BAD = [
     (["--len", "100", "--kernel", "9.99"], "no profile for kernel 9.99"),
     (["--len", "100", "--kernel", "nope"], "cannot read kernel version 'nope'"),
     (["--len", "100", "--kernel", "3.15"], "the virtio path is not modelled for kernel 3.15"),
-    (["--len", "100", "--mergeable", "--big"], "--mergeable and --big exclude each other"),
+    (["--len", "100", "--path", "tap", "--big"], "--guest-gso does not apply to --path tap"),
     (["--len", "100", "--hdr-len", "7"], "'7' is not one of '10', '12', '20', '24'"),
     (["--len", "100", "--hdr-len", "20", "--kernel", "5.15"], "needs 5.18 or later"),
     (["--len", "100", "--hdr-len", "10", "--mergeable"], "cannot go with MRG_RXBUF"),

@@ -330,7 +330,7 @@ def test_tap_engine_shares_the_csum_fixup() -> None:
     from vnetrx.engine import trace_tap
     from vnetrx.paths.tun import TapSetup
 
-    t = trace_tap(K612, TapSetup(frame_len=100, hdr=hdr(1, 0, 0, 0, 95, 6)))
+    t = trace_tap(K612, TapSetup(hdr=hdr(1, 0, 0, 0, 95, 6)), 100)
     assert (t.outcome, t.errno, t.reason) == ("error", "EINVAL",
                                               "hdr_len 103 exceeds the 100-byte frame")
     v = validate(K612, VnetHdr(1, 0, 0, 0, 95, 6), 100, headroom=64)

@@ -47,7 +47,7 @@ def test_every_skb_leaving_gro_matches_the_kernel(case: dict[str, Any]) -> None:
     writes = gro_frames.build(case["burst"])
     digest = hashlib.sha256(b"".join(w.hdr + w.frame for w in writes)).hexdigest()
     assert digest == case["writes_sha256"], "the burst's writes are not the ones recorded"
-    setup = TapSetup(frame_len=60, blocking=bool(tap.get("blocking")),
+    setup = TapSetup(blocking=bool(tap.get("blocking")),
                      vnet_hdr=bool(tap.get("vnet_hdr")))
     limits = gro_limits(KERNEL, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
     run = tap_flow(KERNEL, setup, [(w.hdr or None, w.frame) for w in writes], _napi(tap),

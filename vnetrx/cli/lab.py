@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import Count, xdp_program_options
+from vnetrx.cli.device_options import device_options, xdp_program_options
+from vnetrx.cli.options import Count
 
 
 @cli.group()
@@ -48,12 +49,17 @@ def lab() -> None:
     "TSO4/TSO6/ECN/UFO negotiated, on vnetrx's own vhost-user backend (Python, part of "
     "vnetrx), which puts a virtio-net header before each frame. See 'What each mode proves'.",
 )
-@click.option(
-    "--mtu",
-    type=Count(68, 65535),
-    default=None,
-    help="Offer VIRTIO_NET_F_MTU with this MTU (host_mtu). Default: none; 9000 in big mode. "
-    "Not with the -gso modes.",
+@device_options(
+    "mtu",
+    defaults={"mtu": None},
+    where={"mtu": "Offered to the guest as host_mtu. Default: not offered; 9000 in big mode. "
+           "Not with the -gso modes."},
+    refuse={name: f"does not apply to lab virtio: {why}" for name, why in (
+        ("mergeable", "--mode mergeable or mergeable-gso negotiates MRG_RXBUF"),
+        ("guest_gso", "--mode big-gso or mergeable-gso negotiates guest GSO"),
+        ("hdr_len", "the guest's driver picks vi->hdr_len from what --mode negotiates"),
+        ("ring_size", "QEMU's default rx_queue_size (256) is used"),
+        ("buf_len", "the guest's driver sizes its buffers (read back from sysfs)"))},
 )
 @click.option(
     "--len",

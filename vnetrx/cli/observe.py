@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.device_options import device_options
 from vnetrx.cli.options import Count
 from vnetrx.errors import Interrupted, VnetrxError
 
@@ -23,7 +24,11 @@ if TYPE_CHECKING:
 
 DEFAULT_COUNT = 20
 GRO_COUNT = 1000
-_OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
+_OFFLINE = ("features", "mergeable", "guest_gso", "mtu", "hdr_len", "buf_len")
+# the device options observe takes from the user only for trace text: live, and in a lab log,
+# the device says them
+_FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them from the "
+              "device).")
 
 
 @cli.command("observe")
@@ -61,27 +66,17 @@ _OFFLINE = ("features", "mergeable", "big", "mtu", "hdr_len", "buf_len")
     "--features",
     metavar="BITS",
     default=None,
-    help="Trace text only: the device's /sys/bus/virtio/devices/*/features bit string.",
+    help="The device's /sys/bus/virtio/devices/*/features bit string. " + _FROM_TEXT,
 )
-@click.option("--mergeable", is_flag=True, help="Trace text only: MRG_RXBUF was negotiated.")
-@click.option("--big", is_flag=True, help="Trace text only: guest GSO without MRG_RXBUF.")
-@click.option(
-    "--mtu",
-    type=Count(68, 65535),
-    default=None,
-    help="Trace text only: the device's MTU (VIRTIO_NET_F_MTU when given).",
-)
-@click.option(
-    "--hdr-len",
-    type=click.Choice(["10", "12", "20", "24"]),
-    default=None,
-    help="Trace text only: vi->hdr_len (default: from the features).",
-)
-@click.option(
-    "--buf-len",
-    type=Count(1, 65536, "bytes"),
-    default=None,
-    help="Trace text only: mergeable_rx_buffer_size.",
+@device_options(
+    "mergeable", "guest_gso", "mtu", "hdr_len", "buf_len",
+    defaults={"mtu": None},
+    where={"mergeable": _FROM_TEXT, "guest_gso": _FROM_TEXT,
+           "mtu": _FROM_TEXT + " Default: 1500, no VIRTIO_NET_F_MTU.",
+           "hdr_len": _FROM_TEXT + " Default: from the features.", "buf_len": _FROM_TEXT},
+    refuse={"ring_size": "does not apply to observe: the buffer a frame landed in is unseen, "
+            "so each candidate buffer is tried (a ring of 256, virtio_net's default)"},
+    buf_len=(1, 65536),
 )
 @click.option(
     "--gro",
@@ -345,7 +340,7 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
             raise click.UsageError(f"{', '.join(used)} describe a virtio device, not a tap")
         return core.Setup(device, "tun", mtu=int(str(o.get("mtu") or 1500)), source="options")
     if o.get("features"):
-        if o.get("mergeable") or o.get("big"):
+        if o.get("mergeable") or o.get("guest_gso"):
             raise click.UsageError("--features already says whether MRG_RXBUF and GSO are on")
         from vnetrx.observed.negotiated import decode_features
 
@@ -354,12 +349,10 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
         except ValueError as exc:
             raise click.UsageError(f"--features: {exc}") from None
     else:
-        if o.get("mergeable") and o.get("big"):
-            raise click.UsageError("--mergeable and --big exclude each other")
         names = ["VERSION_1"]
         if o.get("mergeable"):
             names.append("MRG_RXBUF")
-        if o.get("big"):
+        if o.get("guest_gso"):
             names += ["GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN"]
         if o.get("mtu"):
             names.append("MTU")

@@ -101,23 +101,6 @@ def kernel_option(f: Any) -> Any:
     )(f)
 
 
-def xdp_program_options(what: str) -> Callable[[Any], Any]:
-    """--xdp ACTION and --xdp-frags for a command whose program stays attached (``what``: where
-    it is attached and what the command then does)."""
-    from vnetrx.paths.xdp import ACTIONS
-
-    def decorate(f: Any) -> Any:
-        f = click.option("--xdp-frags", is_flag=True,
-                         help="With --xdp: the program is loaded with BPF_F_XDP_HAS_FRAGS "
-                         "(multi-buffer XDP, 6.3+).")(f)
-        return click.option(
-            "--xdp", type=click.Choice(list(ACTIONS)), default=None, metavar="ACTION",
-            help=f"An XDP program returning ACTION (pass, drop, aborted, tx, redirect: "
-            f"bpf_redirect to the device itself) {what}")(f)
-
-    return decorate
-
-
 def build_options(f: Any) -> Any:
     """--arch, --page-size, --cache-line, --max-skb-frags: the build axis of a profile."""
     for option in reversed(

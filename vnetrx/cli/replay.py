@@ -10,18 +10,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.device_options import device_options, xdp_program_options
 from vnetrx.cli.options import (
     BuildChoice,
     Count,
-    PowerOfTwo,
     build_options,
     kernel_option,
     load_profile,
-    xdp_program_options,
 )
 from vnetrx.errors import InputError
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN
-from vnetrx.replay import MAX_RING_SIZE, RingConfig, Stream
+from vnetrx.replay import RingConfig, Stream
 from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
 
@@ -52,35 +50,14 @@ PROGRESS_FROM = 20_000
     "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the 10-byte "
     "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
 )
-@click.option(
-    "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
-)
-@click.option(
-    "--guest-gso",
-    is_flag=True,
-    help="Guest GSO negotiated (GUEST_TSO4/TSO6/ECN/UFO), with --mergeable: vi->big_packets "
-    "sizes rq->min_buf_len for IP_MAX_MTU (matters with a small ring and an MTU below 65535).",
-)
-@click.option(
-    "--big",
-    is_flag=True,
-    help="Big mode (guest GSO without MRG_RXBUF): not replayed, said so (its page chains "
-    "carry no history: see `vnetrx trace --big` and `vnetrx sweep --big`).",
-)
-@click.option(
-    "--mtu",
-    type=Count(68, MAX_FRAME_LEN),
-    default=1500,
-    show_default=True,
-    help="Device MTU (VIRTIO_NET_F_MTU). Without --mergeable it must be at most 1500 (small mode).",
-)
-@click.option(
-    "--hdr-len",
-    type=click.Choice(["10", "12", "20", "24"]),
-    default="12",
-    show_default=True,
-    help="vi->hdr_len: 10 legacy, 12 VERSION_1 or MRG_RXBUF, 20 hash report (5.18+), 24 UDP "
-    "tunnel GSO (6.18+).",
+@device_options(
+    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
+    where={"guest_gso": "Without --mergeable: not replayed, said so (big mode's page chains "
+           "carry no history: see `vnetrx trace --guest-gso` and `vnetrx sweep --guest-gso`).",
+           "mtu": "Without --mergeable it must be at most 1500 (small mode)."},
+    defaults={"hdr_len": "12"},
+    refuse={"buf_len": "does not apply to replay: each refill sizes its buffers from the EWMA "
+            "of the frames before it (get_mergeable_buf_len)"},
 )
 @click.option(
     "--ifindex",
@@ -88,13 +65,6 @@ PROGRESS_FROM = 20_000
     default=None,
     help="With a Linux cooked v2 capture (tcpdump -i any): only the packets of the interface "
     "with this index (ip -o link shows them; cat /sys/class/net/DEV/ifindex).",
-)
-@click.option(
-    "--ring-size",
-    type=PowerOfTwo(1, MAX_RING_SIZE, "entries"),
-    default=256,
-    show_default=True,
-    help="Entries in the rx virtqueue (QEMU's rx_queue_size).",
 )
 @click.option(
     "--batch",
@@ -200,9 +170,6 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         raise click.UsageError("--batch and --polls exclude each other")
     if o["mss"] is not None and o["offload"] == "none":
         raise click.UsageError("--mss sets the gso_size --offload derives: give --offload too")
-    if o["big"] and o["mergeable"]:
-        raise InputError("--mergeable and --big exclude each other (MRG_RXBUF selects "
-                         "mergeable mode; --big means guest GSO without it)")
     if o["xdp_frags"] and o["xdp"] is None:
         raise click.UsageError("--xdp-frags describes the program: give --xdp ACTION too")
     derive = None
@@ -230,7 +197,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     profile = load_profile(o["kernel"], o["config"], choice)
     config = RingConfig(
         mergeable=o["mergeable"],
-        guest_gso=o["guest_gso"] or o["big"],  # --big: guest GSO without MRG_RXBUF
+        guest_gso=o["guest_gso"],
         mtu=o["mtu"],
         hdr_len=int(o["hdr_len"]),
         ring_size=o["ring_size"],

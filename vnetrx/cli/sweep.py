@@ -12,6 +12,7 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli import trace as trace_cli
 from vnetrx.cli.export_options import export_options, export_pictures
+from vnetrx.cli.frame_options import frame_input
 from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.errors import InputError
 from vnetrx.live.parse import parse_lengths
@@ -57,7 +58,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
           **opts: Any) -> None:
     """Trace every frame length in a range and show where the outcome or the cost changes.
 
-    Takes every `vnetrx trace` option (--mergeable, --big, --mtu, --hdr-len, --path tap, build
+    Takes every `vnetrx trace` option (--mergeable, --guest-gso, --mtu, --hdr-len, --path tap, build
     options, ...). Text: the ranges where nothing changes and a chart of truesize and bytes
     copied against length; --jsonl / --csv: one line per length; --json: the ranges.
 
@@ -65,7 +66,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
     Examples:
       vnetrx sweep --len 60-1514 --mergeable --kernel 6.1
       vnetrx sweep --len 60-1514 --mergeable --kernel 5.12 --kernel 5.13
-      vnetrx sweep --len 1-65535 --big --kernel 6.1 --jsonl | head
+      vnetrx sweep --len 1-65535 --guest-gso --kernel 6.1 --jsonl | head
       vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
       vnetrx sweep --len 54-65535 --mergeable --l4 tcp4 --gso tcpv4:1448 --kernel 6.6.44 --csv
       vnetrx sweep --weights capture.pcap --mergeable --mtu 9000 --kernel 6.1 --kernel 6.12
@@ -114,16 +115,16 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         raise click.UsageError("--svg/--html draw the ranges table: they do not combine with "
                                "--jsonl, --csv or --weights (use them with the text or --json)")
 
-    # the setups' frame length (the rows take theirs from the list): the shortest, which
-    # frame_input checks against the headers --l4/--gso ask for
-    shortest = min(lengths)
+    # the header the options build for the shortest frame (frame_input checks that the headers
+    # --l4/--gso ask for fit it); the rows take their lengths from the list
+    frame = frame_input(min(lengths), opts)
 
     def rows_for(index: int) -> Iterator[Row]:
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(shortest, opts), todo)
-        return virtio_rows(profile, trace_cli.virtio_setup(shortest, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+        return virtio_rows(profile, trace_cli.virtio_setup(frame, opts), todo)
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)

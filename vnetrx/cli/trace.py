@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from vnetrx.cli import cli
+from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
-from vnetrx.cli.frame_options import frame_input, frame_options
+from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
 from vnetrx.cli.options import (
     EXIT_CHECK,
     BuildChoice,
@@ -26,13 +27,11 @@ from vnetrx.flow import MAX_SEGMENTS, FlowRun
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
-from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
 
-_VIRTIO_ONLY = ("mergeable", "big", "mtu", "hdr_len", "buf_len", "ewma", "buffer_index",
-                "xdp_frags", "xdp_posted_before")
+_VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before")
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
@@ -75,36 +74,11 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="Frame length in bytes after the virtio-net header (Ethernet header included; 0: "
     "the header alone). Required unless --frame gives the frame.",
 )
-@click.option(
-    "--mergeable", is_flag=True, help="VIRTIO_NET_F_MRG_RXBUF negotiated: mergeable rx buffers."
-)
-@click.option(
-    "--big",
-    is_flag=True,
-    help="Guest GSO (TSO4/TSO6/ECN/UFO) without MRG_RXBUF: big mode, page chains.",
-)
-@click.option(
-    "--mtu",
-    type=Count(68, MAX_FRAME_LEN),
-    default=1500,
-    show_default=True,
-    help="Device MTU (VIRTIO_NET_F_MTU). Above 1500 without MRG_RXBUF → big mode.",
-)
-@click.option(
-    "--hdr-len",
-    type=click.Choice(["10", "12", "20", "24"]),
-    default=None,
-    help="vi->hdr_len: 10 legacy, 12 VERSION_1 or MRG_RXBUF (default), 20 hash "
-    "report (5.18+), 24 UDP tunnel GSO (6.18+).",
-)
-@click.option(
-    "--buf-len",
-    # the valid range depends on the kernel and the header (hdr_len + ETH_HLEN .. the page_frag
-    # size): the core checks it and names it; click only bounds the number
-    type=Count(0, 1 << 31),
-    default=None,
-    help="Mergeable buffer length, hdr_len + 14 up to the page_frag size (32768 on 4 KiB "
-    "pages; default: get_mergeable_buf_len for the EWMA).",
+@device_options(
+    *DEVICE_OPTIONS,
+    where={"hdr_len": "Default: 12.",
+           "ring_size": "It also bounds --buffer-index.",
+           "buf_len": "Default: get_mergeable_buf_len for the EWMA."},
 )
 @click.option(
     "--ewma",
@@ -161,23 +135,14 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @frame_options
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
-@click.option(
-    "--xdp",
-    type=click.Choice(list(XDP_ACTIONS)),
-    is_flag=False,
-    flag_value="pass",
-    default=None,
-    metavar="[ACTION]",
-    help="An XDP program returning ACTION (pass, drop, tx, redirect, aborted; bare --xdp: "
-    "pass) is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 "
-    "bytes of XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: "
-    "native XDP in tun_build_skb, generic XDP for other writes. redirect: bpf_redirect() back "
-    "to the same device.",
+@xdp_program_options(
+    "is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 bytes of "
+    "XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: native "
+    "XDP in tun_build_skb, generic XDP for other writes.",
+    bare="pass",
+    frags="virtio: a frame over several mergeable buffers reaches it as a multi-buffer "
+    "xdp_buff instead of being linearised or dropped, and the MTU limit goes.",
 )
-@click.option("--xdp-frags", is_flag=True,
-              help="virtio, with --xdp: the program was loaded with BPF_F_XDP_HAS_FRAGS (6.3+): "
-              "a frame over several mergeable buffers reaches it as a multi-buffer xdp_buff "
-              "instead of being linearised or dropped, and the MTU limit goes.")
 @click.option("--xdp-adjust-head", type=int, default=0, metavar="N",
               help="With --xdp: the program first calls bpf_xdp_adjust_head(ctx, N) "
               "(N < 0 grows the frame at the front, N > 0 cuts it).")
@@ -220,10 +185,10 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
     """Trace one frame: virtio-net receive (default) or a tun/tap write (--path tap).
 
     \b
-    Mode: --mergeable (MRG_RXBUF), --big (guest GSO, no MRG_RXBUF), or small (neither; an
-    MTU above 1500 also selects big mode). Shown: each kernel step with its source, a map of
-    the receive buffer, the skb after eth_type_trans (what napi_gro_receive sees), and the
-    per-packet cost.
+    Mode: --mergeable (MRG_RXBUF), --guest-gso without --mergeable (big mode), or small
+    (neither; an MTU above 1500 also selects big mode). Shown: each kernel step with its
+    source, a map of the receive buffer, the skb after eth_type_trans (what napi_gro_receive
+    sees), and the per-packet cost.
 
     \b
     Offloads: the virtio_net_hdr in front of the frame (what the device or a tap writer puts
@@ -244,7 +209,7 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --path tap --len 1000 --blocking     # tun_alloc_skb, truesize 2304
       vnetrx trace --path tap --len 9000 --kernel 6.1   # fully linear 16 KiB head
       vnetrx trace --path tap --len 1514 --frag-source full-page
-      vnetrx trace --len 9014 --big --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
+      vnetrx trace --len 9014 --guest-gso --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
       vnetrx trace --len 1000 --xdp pass                # receive_small_xdp, truesize 2432
@@ -324,9 +289,9 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
     limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
     if path == "tap":
-        return tap_flow(profile, tap_setup(frame_len, opts), [(None, f) for f in frames],
+        return tap_flow(profile, tap_setup(frame, opts), [(None, f) for f in frames],
                         opts["napi"], limits=limits)
-    return virtio_flow(profile, virtio_setup(frame_len, opts), frames, limits)
+    return virtio_flow(profile, virtio_setup(frame, opts), frames, limits)
 
 
 def _picture(result: Trace) -> Any:
@@ -381,17 +346,13 @@ def _load(ctx: click.Context, file: str) -> Trace:
 
 
 def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
-    return trace_virtio(profile, virtio_setup(frame_len, o))
-
-
-def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
-    """The VirtioRxSetup that trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
-    if o["mergeable"] and o["big"]:
-        raise InputError(
-            "--mergeable and --big exclude each other (MRG_RXBUF selects mergeable "
-            "mode; --big means guest GSO without it)"
-        )
     frame = frame_input(frame_len, o)
+    return trace_virtio(profile, virtio_setup(frame, o), frame.frame_len)
+
+
+def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
+    """The device trace's options ``o`` describe, with ``frame``'s header in front of the
+    frames it receives (``vnetrx sweep`` shares it)."""
     hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
     if o["hdr"] is not None and len(o["hdr"]) > (hdr_len or 12):
         raise InputError(
@@ -399,13 +360,13 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
             "(--hdr-len) the device writes"
         )
     return VirtioRxSetup(
-        frame_len=frame.frame_len,
         mergeable=o["mergeable"],
-        guest_gso=o["big"],
+        guest_gso=o["guest_gso"],
         mtu=o["mtu"],
         hdr_len=hdr_len,
         buf_len=o["buf_len"],
         ewma=o["ewma"],
+        ring_size=o["ring_size"],
         buffer_index=o["buffer_index"],
         hdr=frame.hdr,
         xdp=o["xdp"],
@@ -418,16 +379,16 @@ def virtio_setup(frame_len: int | None, o: dict[str, Any]) -> VirtioRxSetup:
 
 
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
-    return trace_tap(profile, tap_setup(frame_len, o))
+    frame = frame_input(frame_len, o)
+    return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
 
 
-def tap_setup(frame_len: int | None, o: dict[str, Any]) -> TapSetup:
-    """The TapSetup that trace's options ``o`` describe."""
+def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
+    """The tap device trace's options ``o`` describe, with ``frame``'s vnet header in front
+    of each write (``vnetrx sweep`` shares it)."""
     from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
 
-    frame = frame_input(frame_len, o)
     return TapSetup(
-        frame_len=frame.frame_len,
         tun=o["tun"],
         blocking=o["blocking"],
         sndbuf=o["sndbuf"],

@@ -105,18 +105,17 @@ def base_mode(mode: str) -> str:
 
 
 def setup_for(
-    mode: str, frame_len: int, mtu: int, hdr_len: int, buffer_index: int,
+    mode: str, mtu: int, hdr_len: int, buffer_index: int,
     hdr: VnetHdr | None = None, xdp: str | None = None, xdp_frags: bool = False,
     xdp_late: bool = False,
 ) -> VirtioRxSetup:
-    """The model's input for one frame of the boot (see the module docstring). Guest GSO is
+    """The device the model receives one frame of the boot with (see the module docstring). Guest GSO is
     negotiated only on the vhost-user backend ("big-gso", "mergeable-gso"): a dgram backend
     carries no vnet header, so QEMU clears the guest offloads. Without MRG_RXBUF guest GSO
     selects big mode; with it the driver stays in mergeable mode and GSO only sizes
     rq->min_buf_len for IP_MAX_MTU (vi->big_packets in mergeable_min_buf_len)."""
     mergeable = base_mode(mode) == "mergeable"
     return VirtioRxSetup(
-        frame_len=frame_len,
         mergeable=mergeable,
         guest_gso=mode in ("big-gso", "mergeable-gso"),
         mtu=mtu,
@@ -146,8 +145,8 @@ def predict(
         if index >= RING_SIZE:
             break
         hdr = None if hdrs is None else hdrs[position]
-        trace = trace_virtio(profile, setup_for(mode, frame_len, mtu, hdr_len, index, hdr, xdp,
-                                                xdp_frags, xdp_late))
+        trace = trace_virtio(profile, setup_for(mode, mtu, hdr_len, index, hdr, xdp, xdp_frags,
+                                                xdp_late), frame_len)
         out.append((index, trace))
         if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))

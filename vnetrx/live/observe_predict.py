@@ -96,7 +96,6 @@ class Observer:
     def _base(self) -> VirtioRxSetup:
         s = self.setup
         return VirtioRxSetup(
-            frame_len=1,
             mergeable=s.mode == "mergeable",
             # guest GSO sets big_packets: big mode without MRG_RXBUF, min_buf_len sizing with it
             guest_gso=bool(GUEST_GSO & set(s.features)),
@@ -108,9 +107,9 @@ class Observer:
         )
 
     def _virtio(self, frame_len: int, **change: object) -> Trace:
-        base = self._base()._replace(frame_len=frame_len, hdr=self._hdr)
+        base = self._base()._replace(hdr=self._hdr)
         setup = base._replace(**change)  # type: ignore[arg-type]
-        return trace_virtio(self.k, setup)
+        return trace_virtio(self.k, setup, frame_len)
 
     def candidates(self, frame_len: int, hdr: VnetHdr | None = None) -> Iterator[_Candidate]:
         """The plain prediction first, then the alternatives (see vnetrx.live.observe);

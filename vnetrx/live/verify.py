@@ -155,7 +155,6 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
     trace = trace_tap(
         k,
         TapSetup(
-            frame_len=case.frame_len,
             blocking=case.blocking,
             sndbuf=case.sndbuf,
             vnet_hdr=case.vnet_hdr,
@@ -165,6 +164,7 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
             xdp_adjust_head=case.xdp_adjust_head,
             xdp_adjust_tail=case.xdp_adjust_tail,
         ),
+        case.frame_len,
     )
     out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
     out.update(dict.fromkeys(FIELDS[2:]))

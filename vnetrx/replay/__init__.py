@@ -163,7 +163,7 @@ def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
                          "frame each")
     if not cfg.mergeable and (cfg.guest_gso or cfg.mtu > ETH_DATA_LEN):
         why = "guest GSO" if cfg.guest_gso else f"MTU {cfg.mtu} (above 1500)"
-        mode = "--big" + (f" --mtu {cfg.mtu}" if cfg.mtu != ETH_DATA_LEN else "") \
+        mode = "--guest-gso" + (f" --mtu {cfg.mtu}" if cfg.mtu != ETH_DATA_LEN else "") \
             if cfg.guest_gso else f"--mtu {cfg.mtu}"
         raise UnsupportedError(
             f"replay models the small and mergeable rings (--mergeable, or neither); {why} "

@@ -174,17 +174,16 @@ class _Run:
         path configured with them, as the frame's trace would be). The EWMA, which does not
         size XDP buffers, is left as it is."""
         c = virtio_net.config(self.k, virtio_net.check_virtio_setup(self.k, self._setup(
-            frame_len, hdr, shown, ewma)))
+            hdr, shown, ewma)))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
         return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
                         _without_frags(r.skb), None if r.cost is None else r.cost.allocations,
                         None if r.cost is None else r.cost.bytes_copied, 0, False)
 
-    def _setup(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...],
-               ewma: int) -> VirtioRxSetup:
-        """The receive path's setup for this frame on the buffers it used."""
+    def _setup(self, hdr: VnetHdr | None, shown: tuple[Posted, ...], ewma: int
+               ) -> VirtioRxSetup:
+        """The receive path's setup for a frame on the buffers it used."""
         return self.cfg.setup()._replace(
-            frame_len=frame_len,
             ewma=ewma if self.cfg.mergeable else None,
             buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
             buffers=tuple(p.buf for p in shown),
@@ -212,7 +211,7 @@ class _Run:
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
         _index, frame_len, hdr = arrival
-        trace = trace_virtio(self.k, self._setup(frame_len, hdr, shown, ewma))
+        trace = trace_virtio(self.k, self._setup(hdr, shown, ewma), frame_len)
         return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
     def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None

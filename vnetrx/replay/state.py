@@ -43,7 +43,6 @@ class RingConfig:
     def setup(self) -> VirtioRxSetup:
         """The receive path's view of this ring (what sizes and carves its buffers)."""
         return VirtioRxSetup(
-            frame_len=1,
             mergeable=self.mergeable,
             guest_gso=self.guest_gso,
             mtu=self.mtu,

@@ -30,7 +30,7 @@ def k618() -> KernelProfile:
 
 
 def tap(length: int, kernel: KernelProfile | None = None, **options: object) -> Trace:
-    return trace_tap(kernel or k618(), TapSetup(length, **options))  # type: ignore[arg-type]
+    return trace_tap(kernel or k618(), TapSetup(**options), length)  # type: ignore[arg-type]
 
 
 def fields(t: Trace) -> tuple[str, int, int, int, int]:

@@ -11,9 +11,11 @@ from vnetrx.paths.virtio_net import VirtioRxSetup
 MINIMAL = BuildConfig(config="minimal", max_header=32)  # this machine's 6.18.44 config
 
 
-def run(kernel: str, build: BuildConfig | None = None, **setup: object) -> Trace:
-    """``vnetrx trace`` of one frame on the virtio path."""
-    return trace_virtio(lookup(kernel, build), VirtioRxSetup(**setup))  # type: ignore[arg-type]
+def run(kernel: str, build: BuildConfig | None = None, *, frame_len: int,
+        **setup: object) -> Trace:
+    """``vnetrx trace`` of one ``frame_len``-byte frame on the virtio path."""
+    return trace_virtio(lookup(kernel, build), VirtioRxSetup(**setup),  # type: ignore[arg-type]
+                        frame_len)
 
 
 def summary(t: Trace) -> tuple[object, ...]:

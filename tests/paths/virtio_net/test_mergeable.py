@@ -86,8 +86,8 @@ def test_real_612_guest_9014_then_9018() -> None:
 
     k = lookup("6.12")
     posted = tuple(islice(carve_fresh(rx_allocator(k), 1536, True), 40))
-    first = trace_virtio(k, VirtioRxSetup(frame_len=9014, mergeable=True, buffers=posted[11:]))
-    second = trace_virtio(k, VirtioRxSetup(frame_len=9018, mergeable=True, buffers=posted[17:]))
+    first = trace_virtio(k, VirtioRxSetup(mergeable=True, buffers=posted[11:]), 9014)
+    second = trace_virtio(k, VirtioRxSetup(mergeable=True, buffers=posted[17:]), 9018)
     assert first.skb is not None and second.skb is not None
     assert (first.skb.truesize, first.skb.nr_frags) == (10496, 1)
     assert (second.skb.truesize, second.skb.nr_frags) == (11008, 2)

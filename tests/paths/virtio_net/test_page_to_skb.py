@@ -168,7 +168,7 @@ def test_net_ip_align_never_builds() -> None:
 
     k = lookup("6.1")
     c = virtio_net.config(k, virtio_net.check_virtio_setup(
-        k, virtio_net.VirtioRxSetup(frame_len=1000, mergeable=True)))
+        k, virtio_net.VirtioRxSetup(mergeable=True)))
     assert build_or_copy(c, 1000, 1536, 12) == (Build.BUILD, 524)
     assert build_or_copy(c._replace(net_ip_align=2), 1000, 1536, 12)[0] is Build.NET_IP_ALIGN
     assert build_or_copy(c, 128, 1536, 12)[0] is Build.SHORT

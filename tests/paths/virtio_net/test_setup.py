@@ -46,11 +46,11 @@ def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
 
     k = lookup("6.12")
     first = virtio_net.config(k, virtio_net.check_virtio_setup(
-        k, virtio_net.VirtioRxSetup(frame_len=1514, mergeable=True)))
+        k, virtio_net.VirtioRxSetup(mergeable=True)))
     assert plan_mergeable(first, 1514).buffers[0].len == 1536
     twenty_first = first._replace(buffer_index=20)
     buf = plan_mergeable(twenty_first, 1514).buffers[0]
     assert (buf.offset, buf.len) == (20 * 1536, 2048)
     fresh = virtio_net.config(k, virtio_net.check_virtio_setup(
-        k, virtio_net.VirtioRxSetup(frame_len=1514, mergeable=True)))
+        k, virtio_net.VirtioRxSetup(mergeable=True)))
     assert fresh == first and len(fresh.carved) == 0 < len(first.carved)

@@ -106,7 +106,7 @@ def test_cli_text_and_usage() -> None:
     assert result.exit_code == 0
     assert 'attach fails: EINVAL: "virtio_net: MTU too large to enable XDP without frags"' in \
         result.stdout
-    result = runner.invoke(cli, ["xdp", "check", "--big", "--mergeable"])
-    assert result.exit_code == 2 and "--big" in result.output
+    result = runner.invoke(cli, ["xdp", "check", "--ring-size", "64"])
+    assert result.exit_code == 2 and "--ring-size does not apply to xdp check" in result.output
     result = runner.invoke(cli, ["xdp", "check", "--queues", "0", "--json"])
     assert result.exit_code == 2

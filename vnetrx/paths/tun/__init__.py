@@ -16,6 +16,7 @@ from vnetrx.paths.tun.build import FRAG_SOURCES, build_limit
 from vnetrx.paths.tun.get_user import (
     MAX_FRAME_LEN,
     TapPlan,
+    check_frame_len,
     check_tap_setup,
     good_linear,
     receive,
@@ -36,6 +37,7 @@ __all__ = [
     "TapPlan",
     "TapSetup",
     "build_limit",
+    "check_frame_len",
     "check_tap_setup",
     "decode_hdr",
     "good_linear",

@@ -64,10 +64,14 @@ MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller ca
 NO_IP_VERSION = "a TUN frame of 0 bytes has no IP version (ip_version 0)"
 
 
+def check_frame_len(frame_len: int) -> None:
+    """A write's length vnetrx models (after the vnet header)."""
+    if not 0 <= frame_len <= MAX_FRAME_LEN:
+        raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
+
+
 def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
-    """Check the request against the kernel and fill in the defaults tun_set_iff would give."""
-    if not 0 <= s.frame_len <= MAX_FRAME_LEN:
-        raise InputError(f"frame length {s.frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
+    """Check the device against the kernel and fill in the defaults tun_set_iff would give."""
     sndbuf = INT_MAX if s.sndbuf is None else s.sndbuf
     if not 1 <= sndbuf <= INT_MAX:  # tun_set_sndbuf path: TUNSETSNDBUF <= 0 is -EINVAL
         raise InputError(f"sndbuf {sndbuf} out of range (TUNSETSNDBUF accepts 1..{INT_MAX})")
@@ -106,7 +110,7 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
             f"frag source {s.frag_source!r} unknown (valid: {', '.join(FRAG_SOURCES)})"
         )
     return TapSetup(
-        s.frame_len, s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
+        s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
         s.xdp_adjust_tail, hdr, s.frag_source, s.xdp_meta
     )
 
@@ -117,7 +121,7 @@ def good_linear(k: KernelProfile, align: int) -> int:
 
 
 def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
-    """The request checked (check_tap_setup; its frame_len too) and resolved on kernel ``k``."""
+    """The device checked (check_tap_setup) and resolved on kernel ``k``."""
     s = check_tap_setup(k, setup)
     assert s.vnet_hdr_sz is not None
     hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
@@ -254,9 +258,9 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
                    offload, pulled, g)
 
 
-def receive(c: TapConfig, log: StepLog) -> Received:
-    """The configured write (``c.setup.frame_len`` bytes), decided then narrated."""
-    plan = tap_plan(c, c.setup.frame_len)
+def receive(c: TapConfig, frame_len: int, log: StepLog) -> Received:
+    """A write of ``frame_len`` bytes to the configured device, decided then narrated."""
+    plan = tap_plan(c, frame_len)
     narrate(c, plan, log)
     return result_of(c, plan)
 

@@ -23,9 +23,10 @@ __all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapSetup",
 
 
 class TapSetup(NamedTuple):
-    """One write(2) to a tun/tap fd opened with IFF_NO_PI. ``None`` fields get kernel defaults."""
+    """A tun/tap fd opened with IFF_NO_PI, and the vnet header a write to it carries; the
+    write's length is passed separately (``tap_plan``, ``trace_tap``). ``None`` fields get
+    kernel defaults."""
 
-    frame_len: int  # bytes after the virtio-net header (Ethernet header included on TAP)
     tun: bool = False  # IFF_TUN instead of IFF_TAP
     blocking: bool = False  # the fd lacks O_NONBLOCK
     sndbuf: int | None = None  # TUNSETSNDBUF; None → INT_MAX (tun_chr_open @4.14.5, @6.18.3)

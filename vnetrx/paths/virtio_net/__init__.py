@@ -19,6 +19,7 @@ from vnetrx.paths.virtio_net.setup import (
     MAX_FRAME_LEN,
     Config,
     VirtioRxSetup,
+    check_frame_len,
     check_virtio_setup,
     config,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "SRC",
     "Config",
     "VirtioRxSetup",
+    "check_frame_len",
     "check_virtio_setup",
     "config",
     "deliver",

@@ -179,16 +179,16 @@ def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
     )
 
 
-def receive(k: KernelProfile, s: VirtioRxSetup, log: StepLog) -> Received:
-    """virtnet_probe's mode choice, the buffers posted, the device write, receive_buf."""
+def receive(k: KernelProfile, s: VirtioRxSetup, frame: int, log: StepLog) -> Received:
+    """virtnet_probe's mode choice, the buffers posted, the device's write of a ``frame``-byte
+    frame, receive_buf."""
     c = config(k, s)
     narrate_probe(c, log)
     if c.xdp is not None and c.mode != "big":
-        return _receive_xdp(c, s.frame_len, log)
+        return _receive_xdp(c, frame, log)
     if c.xdp is not None and not _narrate_attach_big(c, log):
         return _attach_refused(c)
-    p = plan(c, s.frame_len)
-    frame = s.frame_len
+    p = plan(c, frame)
     buffers: tuple[Buffer, ...]
     if c.mode == "small":
         buffer = small.narrate_posting(c, p, frame, log)

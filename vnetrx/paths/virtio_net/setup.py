@@ -1,5 +1,5 @@
-"""What the device negotiated (``VirtioRxSetup``), its checks against the kernel
-(``check_virtio_setup``) and everything the kernel and the setup fix for every frame
+"""What the device negotiated (``VirtioRxSetup``: the device, apart from the frame), its checks
+against the kernel (``check_virtio_setup``) and everything the kernel and the setup fix for every frame
 (``config``): virtnet_probe's mode choice, the buffer sizes, the copy head, which checks exist.
 
 This is the one place on the virtio receive path that asks the profile which changes a kernel
@@ -50,19 +50,22 @@ if TYPE_CHECKING:
 
 MAX_FRAME_LEN = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
+MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 
 
 class VirtioRxSetup(NamedTuple):
-    """What the device negotiated and what arrives. ``None`` fields are filled in by
-    ``check_virtio_setup``."""
+    """The device: what it negotiated (features, MTU, header length), how its ring and buffers
+    are set up, the XDP program attached to it, and where the next frame lands (the posted
+    buffer, and the header the device writes in front of it). The frame's length is not part of
+    it: the stages take it separately, so one setup serves every frame of a sweep or a replay.
+    ``None`` fields are filled in by ``check_virtio_setup``."""
 
-    frame_len: int  # bytes after the virtio-net header (Ethernet header included)
     mergeable: bool = False  # VIRTIO_NET_F_MRG_RXBUF
     guest_gso: bool = False  # any of GUEST_TSO4/TSO6/ECN/UFO (→ big mode without MRG_RXBUF)
     mtu: int = 1500  # with VIRTIO_NET_F_MTU when not 1500
     hdr_len: int | None = None  # vi->hdr_len; None → 12 (VIRTIO_F_VERSION_1)
     buf_len: int | None = None  # mergeable buffer length; None → get_mergeable_buf_len()
-    ewma: int | None = None  # rq->mrg_avg_pkt_len; None → frame_len (a steady stream of it)
+    ewma: int | None = None  # rq->mrg_avg_pkt_len; None → the frame's length (a steady stream)
     ring_size: int = 256
     buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) the frame lands in
     # The posted buffers the device fills, in order, when a ring model (replay) knows them;
@@ -83,32 +86,28 @@ class VirtioRxSetup(NamedTuple):
     xdp_posted_before: bool = False
 
 
+def check_frame_len(frame_len: int) -> None:
+    """A frame length vnetrx models: bytes after the virtio-net header, Ethernet header
+    included. 0: the device wrote the virtio-net header alone, which receive_buf's short-packet
+    guard drops (len < vi->hdr_len + ETH_HLEN: drivers/net/virtio_net.c:receive_buf @ 6.1,
+    6.12)."""
+    if not 0 <= frame_len <= MAX_FRAME_LEN:
+        raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
+
+
 def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
-    """Check the request against the kernel and fill in what the features imply."""
-    # 0: the device wrote the virtio-net header alone, which receive_buf's short-packet guard
-    # drops (len < vi->hdr_len + ETH_HLEN: drivers/net/virtio_net.c:receive_buf @ 6.1, 6.12)
-    if not 0 <= s.frame_len <= MAX_FRAME_LEN:
-        raise InputError(f"frame length {s.frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
+    """Check the device against the kernel and fill in what the features imply."""
     if not 68 <= s.mtu <= MAX_FRAME_LEN:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
     # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
     hdr_len = 12 if s.hdr_len is None else s.hdr_len
-    if hdr_len not in (10, 12, 20, 24):
-        raise InputError(
-            f"hdr_len {hdr_len} is not a virtio-net header size (valid: 10, 12, 20, 24)"
-        )
     if hdr_len == 10 and s.mergeable:
         raise InputError(
             "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
             "the header at least 12 bytes (virtnet_probe)"
         )
-    if hdr_len == 20 and not k.has(PADDED_VNET_HDR_V1_HASH):
-        raise UnsupportedError(
-            f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
-        )
-    if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
-        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
+    check_hdr_len(k, hdr_len)
     if s.buf_len is not None:
         if not s.mergeable:
             raise InputError("--buf-len sets the mergeable buffer size: it needs --mergeable")
@@ -117,8 +116,8 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
             raise InputError(f"buffer length {s.buf_len} out of range (valid: {low}..{high})")
     if s.ewma is not None and not 0 <= s.ewma <= MAX_FRAME_LEN:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
-    if not 1 <= s.ring_size <= 32768:
-        raise InputError(f"ring size {s.ring_size} out of range (valid: 1..32768)")
+    if not 1 <= s.ring_size <= MAX_RING_SIZE:
+        raise InputError(f"ring size {s.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
     # with given buffers (a ring model), buffer_index only labels the first of them
     if not 0 <= s.buffer_index < (s.ring_size if not s.buffers else 1 << 31):
         raise InputError(
@@ -131,6 +130,20 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         )
     _check_xdp(k, s)
     return s._replace(hdr_len=hdr_len)
+
+
+def check_hdr_len(k: KernelProfile, hdr_len: int) -> None:
+    """vi->hdr_len: a virtio-net header size this kernel's driver knows."""
+    if hdr_len not in (10, 12, 20, 24):
+        raise InputError(
+            f"hdr_len {hdr_len} is not a virtio-net header size (valid: 10, 12, 20, 24)"
+        )
+    if hdr_len == 20 and not k.has(PADDED_VNET_HDR_V1_HASH):
+        raise UnsupportedError(
+            f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
+        )
+    if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
+        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
 
 
 def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:

@@ -70,7 +70,10 @@ class XdpAttach:
     notes: tuple[str, ...]
 
 
-def check_setup(s: XdpAttachSetup) -> None:
+def check_setup(k: KernelProfile, s: XdpAttachSetup) -> None:
+    from vnetrx.paths.virtio_net.setup import check_hdr_len
+
+    check_hdr_len(k, s.hdr_len)
     if not 68 <= s.mtu <= 65535:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..65535)")
     if not 1 <= s.queues <= MAX_QUEUE_PAIRS:
@@ -108,7 +111,7 @@ def mtu_limit(k: KernelProfile, frags: bool) -> int | None:
 
 
 def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
-    check_setup(s)
+    check_setup(k, s)
     at = f"{SRC}:virtnet_xdp_set @ {k.name}"
     mode = mode_of(s)
     checks: list[Check] = []
