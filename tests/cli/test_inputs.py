@@ -261,3 +261,33 @@ def test_trace_load_json_bounds(runner: CliRunner, tmp_path: Path, text: str,
     result = runner.invoke(cli, ["trace", "--load", str(path)])
     assert result.exit_code == 2
     assert message in _one_error(result.stderr)
+
+
+def test_a_live_feed_gets_each_row_as_its_frame_arrives() -> None:
+    """`tcpdump -U -w - | vnetrx replay --from - --jsonl`: a frame's row is written before the
+    next frame arrives (issue 28: rows piled up until 256, and the first read waited for more
+    input than the pipe held)."""
+    import select
+
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+
+    def record(n: int) -> bytes:
+        return struct.pack("<IIII", 0, 0, n, n) + bytes(n)
+
+    proc = subprocess.Popen([sys.executable, "-m", "vnetrx", "replay", "--from", "-", "--jsonl"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        rows = []
+        for n, data in ((100, header + record(100)), (1000, record(1000))):
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, f"no row for the {n}-byte frame while the feed stays open"
+            rows.append(json.loads(proc.stdout.readline()))
+        assert [r["frame_len"] for r in rows] == [100, 1000]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0

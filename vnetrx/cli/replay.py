@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -180,8 +181,10 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.packet import capture_deriver
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
+    live = from_file == "-" and _live_input()
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
-              else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"]))
+              else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
+                               before_read=_flush_output if live else None))
     if o["ifindex"] is not None and from_file is None:
         raise click.UsageError("--ifindex selects a cooked capture's interface: give --from FILE")
     known = len(frames.items) if isinstance(frames.items, tuple) else None
@@ -243,7 +246,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
-        write_rows(stream, sys.stdout, detail=o["detail"])
+        write_rows(stream, sys.stdout, detail=o["detail"], live=live)
         return _after(frames, None)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
@@ -290,6 +293,24 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
         f"than the MTU ({mtu}) plus its Ethernet header is GSO ({size}); other frames with no "
         "header. What the host really wrote is not in a capture."
     )
+
+
+def _live_input() -> bool:
+    """Standard input is a pipe, a socket or a terminal (``tcpdump -U -w - | vnetrx replay
+    --from -``): a feed whose rows are written as they come, not a file read in bulk."""
+    import os
+    import stat
+
+    try:
+        return not stat.S_ISREG(os.fstat(0).st_mode)
+    except OSError:
+        return False
+
+
+def _flush_output() -> None:
+    """Before the capture reader waits for more of a live feed: what is computed is shown."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
 
 
 def _no_frames(source: str, frames: Frames) -> InputError:

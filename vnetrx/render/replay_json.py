@@ -237,9 +237,11 @@ def _buffer_json(label: Callable[[int], str], b: PostedBuffer) -> str:
     return f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
 
 
-def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:
+def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False) -> None:
     """Stream a replay as JSONL: each line written as soon as its frame is done (a closed pipe
-    or Ctrl-C leaves only whole lines behind)."""
+    or Ctrl-C leaves only whole lines behind). ``live`` (a feed read as it arrives): every line
+    goes to ``out`` at once, whose buffer the reader flushes before it waits for more input;
+    otherwise lines are written 256 at a time."""
     write = out.write
     if detail:
         for f in s.records:
@@ -250,7 +252,7 @@ def write_rows(s: Stream, out: TextIO, detail: bool = False) -> None:
     parts: dict[int, tuple[Decision, str]] = {}
     for f in s.records:
         lines.append(row_line(label, f, parts))
-        if len(lines) == 256:  # a few writes, whole lines only
+        if len(lines) == 256 or live:  # a few writes, whole lines only
             write("\n".join(lines) + "\n")
             lines = []
     if lines:

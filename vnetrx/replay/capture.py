@@ -18,7 +18,7 @@ interface index, other interfaces' packets are left out and counted (``Cooked``)
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, Final
 
 from vnetrx.errors import DamagedInput, InputError
@@ -97,14 +97,17 @@ class Cooked:
 
 
 def read_capture(stream: BinaryIO, name: str, data: bool = True,
-                 cooked: Cooked | None = None) -> Iterator[Frame]:
+                 cooked: Cooked | None = None,
+                 before_read: Callable[[], None] | None = None) -> Iterator[Frame]:
     """The frames of a pcap or pcapng capture, in order, as they are read (``data`` False:
     their lengths only, the bytes left out). What libpcap 1.10 refuses is refused: a problem
     in the file header is an ``InputError``; damage after it (a capture cut inside a record, a
     block whose lengths disagree) a ``DamagedInput`` raised once every whole record before it
     has been yielded, as tcpdump prints them before its error. A capture of another link type
-    than Ethernet gives Ethernet frames (``cooked`` records how; see the module docstring)."""
-    reads = _Reads(stream)
+    than Ethernet gives Ethernet frames (``cooked`` records how; see the module docstring).
+    ``before_read``: called before each read from the stream (a live feed: the caller flushes
+    the output it has made so far, before the read may wait for the next packets)."""
+    reads = _Reads(stream, before_read)
     cooked = cooked if cooked is not None else Cooked()
     if not reads.fill(4):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
@@ -118,6 +121,7 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
 
 
 CHUNK = 1 << 20  # bytes read at a time
+LIVE_READ = 2048  # bytes read at a time from a live feed: less than a pipe's BufferedReader holds
 # libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
 # capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
 # the same, which also bounds its read buffer
@@ -134,9 +138,9 @@ class _Reads:
     parsing (~1 us a frame of mixed lengths). ``buf[pos:end]``: read but not yet parsed;
     ``base``: the file offset of ``buf[0]``."""
 
-    __slots__ = ("base", "buf", "end", "pos", "readinto", "view")
+    __slots__ = ("base", "before_read", "buf", "end", "pos", "readinto", "view")
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, before_read: Callable[[], None] | None = None) -> None:
         # readinto1 takes what a pipe holds now: a live `tcpdump -U -w -|` feed is replayed as
         # it arrives rather than in 1 MiB steps (and a signal ends it at the next frame). Every
         # binary stream has readinto; typing.BinaryIO does not declare it.
@@ -144,6 +148,7 @@ class _Reads:
         self.buf = bytearray(CHUNK)
         self.view = memoryview(self.buf)
         self.pos = self.end = self.base = 0
+        self.before_read = before_read
 
     def fill(self, need: int) -> bool:
         """At least ``need`` unparsed bytes (the buffer grows for a record larger than it);
@@ -158,7 +163,14 @@ class _Reads:
             else:
                 self.buf[:rest] = self.buf[self.pos:self.end]  # what is begun, to the front
             self.pos, self.end = 0, rest
-            got = self.readinto(self.view[rest:])
+            if self.before_read is None:
+                got = self.readinto(self.view[rest:])
+            else:  # a live feed: show what is done, then take what the pipe holds now
+                self.before_read()
+                # BufferedReader.readinto1 into more than its own buffer size makes a raw read
+                # even when it holds bytes already (CPython's _buffered_readinto_generic): it
+                # would wait for the next packet with this one unread
+                got = self.readinto(self.view[rest:rest + LIVE_READ])
             if not got:
                 return False
             self.end = rest + got

@@ -104,7 +104,8 @@ Derive = Callable[[int, bytes], "VnetHdr | None"]
 
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
-                ifindex: int | None = None) -> Frames:
+                ifindex: int | None = None,
+                before_read: Callable[[], None] | None = None) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
@@ -112,16 +113,18 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
     ``partial``: a capture damaged after its first record gives the records before the damage,
     and the damage in ``Frames.damage`` (tcpdump prints those records, then its error), for the
     caller to report after its output, instead of raising it. ``ifindex``: of a Linux cooked
-    v2 capture (tcpdump -i any), only that interface's packets."""
+    v2 capture (tcpdump -i any), only that interface's packets. ``before_read``: called before
+    each read of a capture (see ``read_capture``)."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
         damage: list[DamagedInput] | None = [] if partial else None
         cooked = Cooked(ifindex)
         if derive is not None:
-            return Frames(_derived(stream, name, derive, damage, cooked), None, True, damage,
-                          cooked)
-        return Frames(_lengths(stream, name, damage, cooked), None, False, damage, cooked)
+            return Frames(_derived(stream, name, derive, damage, cooked, before_read), None,
+                          True, damage, cooked)
+        return Frames(_lengths(stream, name, damage, cooked, before_read), None, False, damage,
+                      cooked)
     if derive is not None:
         if path != "-":
             stream.close()
@@ -163,10 +166,11 @@ def _open(path: str) -> io.BufferedReader:
 
 
 def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
-             cooked: Cooked) -> Iterator[int]:
+             cooked: Cooked, before_read: Callable[[], None] | None) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
     try:
-        for frame in read_capture(stream, name, data=False, cooked=cooked):
+        for frame in read_capture(stream, name, data=False, cooked=cooked,
+                                  before_read=before_read):
             yield frame.length
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -180,11 +184,11 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
 
 
 def _derived(stream: io.BufferedReader, name: str, derive: Derive,
-             damage: list[DamagedInput] | None, cooked: Cooked
-             ) -> Iterator[tuple[int, VnetHdr | None]]:
+             damage: list[DamagedInput] | None, cooked: Cooked,
+             before_read: Callable[[], None] | None) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
     try:
-        for frame in read_capture(stream, name, cooked=cooked):
+        for frame in read_capture(stream, name, cooked=cooked, before_read=before_read):
             yield frame.length, derive(frame.length, frame.data)
     except DamagedInput as exc:
         if damage is None or not exc.read:
