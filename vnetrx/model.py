@@ -79,6 +79,8 @@ class GroHow(Label):
     BAD_NETWORK = "bad_network"  # IPv4 options, a fragment, a bad header checksum or length
     GRO_OFF = "gro_off"  # NETIF_F_GRO off (netif_elide_gro): every skb as it is
     NOT_TCP = "not_tcp"  # not TCP over IPv4/IPv6: nothing merges it, it passes the flows by
+    NO_PAYLOAD = "no_payload"  # a TCP segment without payload (a pure ACK): never merged
+    HAS_FRAG_LIST = "has_frag_list"  # the skb already has a frag_list: flushed, alone
 
 
 class GroFlush(Label):
@@ -95,6 +97,8 @@ class GroFlush(Label):
     FLAGS = "flags"  # a merged segment with PSH or FIN ended it
     EVICTED = "evicted"  # a ninth flow was held (MAX_GRO_SKBS 8): the oldest completed
     TIMER = "timer"  # the gro_flush_timeout hrtimer's poll (napi_complete_done with no work)
+    UNMERGEABLE = "unmergeable"  # a segment of the flow GRO never merges (a pure ACK, an skb
+    # with a frag_list) arrived
 
 
 class Refusal(NamedTuple):

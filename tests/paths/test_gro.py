@@ -13,7 +13,7 @@ import pytest
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
-from vnetrx.model import Frag, GroFlush, GroHow, GroResult, Skb
+from vnetrx.model import Frag, FragListSkb, GroFlush, GroHow, GroResult, Skb
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
 from vnetrx.paths.gro import Segment, TcpHeaders, gro_receive, parse_tcp, parse_tcp_headers
 
@@ -46,13 +46,14 @@ def copied(frame: int, payload: int = MSS, seq: int | None = None) -> Segment:
     return Segment(frame, skb, True, tcp(frame, seq=seq))
 
 
-def built(frame: int, payload: int = MSS, truesize: int = 2176) -> Segment:
+def built(frame: int, payload: int = MSS, truesize: int = 2176,
+          seq_after: int | None = None) -> Segment:
     """A 6.12 small-mode build_skb skb: the whole frame linear in a page-fragment head."""
     length = HEADERS + payload
     skb = Skb(head="the rx buffer (build_skb)", head_size=1920, data=90, tail=90 + length,
               end=1600, len=length, data_len=0, truesize=truesize)
-    return Segment(frame, skb, True, tcp(frame, seq=1 + frame * payload), page=f"frag{frame}",
-                   page_offset=0)
+    seq = 1 + frame * payload if seq_after is None else 1 + seq_after
+    return Segment(frame, skb, True, tcp(frame, seq=seq), page=f"frag{frame}", page_offset=0)
 
 
 def run(segments: list[Segment], per_poll: int = 64):  # type: ignore[no-untyped-def]
@@ -246,3 +247,25 @@ def test_the_pull_needs_tailroom_for_the_12_bytes(tailroom: int, ok: bool) -> No
         return
     with pytest.raises(InputError, match="pskb_may_pull reallocating the head"):
         gro_receive(lookup("6.18"), [[[eth0_gso(tailroom)]]])
+
+
+def test_a_pure_ack_flushes_the_flow_and_goes_alone() -> None:
+    # tcp_gro_receive: "flush |= (len - 1) >= mss" with an unsigned len of 0 refuses it, then
+    # out_check_final's "len < mss" (mss 1 when not merged) flushes it: GRO_NORMAL
+    ack = built(1, 0)
+    ack = ack._replace(tcp=ack.tcp._replace(seq=1 + MSS))
+    r = run([built(0), ack, built(2, seq_after=MSS)])
+    assert r.steps[1].result is GroResult.NORMAL and r.steps[1].how is GroHow.NO_PAYLOAD
+    assert r.delivered[0].flush is GroFlush.UNMERGEABLE and r.delivered[0].frames == (0,)
+    alone = run([built(0, 0)])
+    assert alone.steps[0].how is GroHow.NO_PAYLOAD  # not held, even as the first
+
+
+def test_an_skb_with_a_frag_list_is_flushed_and_goes_alone() -> None:
+    # dev_gro_receive: NAPI_GRO_CB(skb)->flush = skb_has_frag_list(skb)
+    chained = copied(1)
+    chained = chained._replace(skb=chained.skb._replace(
+        frag_list=(FragListSkb(100, 768, ()),)))
+    r = run([copied(0), chained])
+    assert r.steps[1].how is GroHow.HAS_FRAG_LIST and r.steps[1].result is GroResult.NORMAL
+    assert r.delivered[0].flush is GroFlush.UNMERGEABLE

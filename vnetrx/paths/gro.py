@@ -366,9 +366,9 @@ def _receive(state: _Run, seg: Segment) -> None:
         # flush set; no held skb is completed
         _normal(state, seg, How.BAD_NETWORK)
         return
-    # dev_gro_receive: a GSO skb that is not TCP or is DODGY is flushed (5.x: every GSO skb);
-    # inet_gro_receive: tot_len must be the packet's
-    flush = bool(seg.skb.gso_size) or not h.tot_len_ok
+    # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
+    # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
+    flush = bool(seg.skb.gso_size) or bool(seg.skb.frag_list) or not h.tot_len_ok
     if not flush and seg.skb.ip_summed == CHECKSUM_NONE:
         # tcp4/6_gro_receive: skb_gro_checksum_validate computes the sum of a CHECKSUM_NONE
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
@@ -383,9 +383,12 @@ def _receive(state: _Run, seg: Segment) -> None:
         mismatch = _mismatch(state.k, p, h)
         refused: Flush | None = None
         if flush:
-            refused = Flush.GSO if seg.skb.gso_size else Flush.MISMATCH
+            refused = (Flush.GSO if seg.skb.gso_size else Flush.UNMERGEABLE if seg.skb.frag_list
+                       else Flush.MISMATCH)
         elif mismatch:
             refused = Flush.MISMATCH
+        elif seg.payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
+            refused = Flush.UNMERGEABLE
         elif seg.payload > p.mss:  # "flush |= (len - 1) >= mss"
             refused = Flush.LONGER
         elif p.skb.len + seg.payload >= state.limit(h):  # skb_gro_receive: -E2BIG
@@ -410,10 +413,13 @@ def _receive(state: _Run, seg: Segment) -> None:
             refused, How.AFTER_MISMATCH)
     else:
         after = How.FIRST
-    # not merged: out_check_final with mss 1 flushes on URG/PSH/RST/SYN/FIN; a flushed skb
-    # goes on as GRO_NORMAL, any other is held
+    # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload) and on
+    # URG/PSH/RST/SYN/FIN; a flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if seg.skb.gso_size else How.BAD_NETWORK)
+        _normal(state, seg, How.GSO if seg.skb.gso_size else How.HAS_FRAG_LIST
+                if seg.skb.frag_list else How.BAD_NETWORK)
+    elif seg.payload == 0:
+        _normal(state, seg, How.NO_PAYLOAD)
     elif flags & _ENDS:
         _normal(state, seg, How.FLAGS)
     else:

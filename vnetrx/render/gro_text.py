@@ -29,6 +29,8 @@ HOW = {
     How.FLAGS: "to the stack alone: URG, PSH, RST, SYN or FIN and nothing it could join",
     How.BAD_CHECKSUM: "to the stack alone: CHECKSUM_NONE and its TCP checksum is wrong",
     How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP GRO socket)",
+    How.NO_PAYLOAD: "to the stack alone: a segment without payload (a pure ACK) never merges",
+    How.HAS_FRAG_LIST: "to the stack alone: it already has a frag_list (dev_gro_receive)",
     How.GRO_OFF: "to the stack as it is: GRO is off on the device (netif_elide_gro)",
     How.BAD_NETWORK: "to the stack alone: IPv4 options, a fragment, or a wrong IP header "
     "checksum or length",
@@ -45,6 +47,8 @@ FLUSH = {
     Flush.FLAGS: "a merged segment with PSH or FIN ended it (tcp_gro_receive)",
     Flush.EVICTED: "a ninth flow was held (MAX_GRO_SKBS 8): gro_flush_oldest",
     Flush.TIMER: "the gro_flush_timeout timer's poll flushed it",
+    Flush.UNMERGEABLE: "a segment of its flow GRO never merges arrived (a pure ACK, or an skb "
+    "with a frag_list)",
 }
 
 
