@@ -10,6 +10,7 @@ IFF_NAPI polls it as its NAPI mode says (``TAP_NAPI``). Core only: no click, no 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,9 @@ TAP_NAPI = {
     "within one jiffy)",
     "threaded": "threaded NAPI (/sys/class/net/DEV/threaded) with the writer and the napi kthread "
     "pinned to one CPU: the kthread polls the queued writes, up to 64 a poll",
+    "frags": "IFF_NAPI_FRAGS: each writev builds NAPI's own skb (tun_napi_alloc_frags: the first "
+    "iovec linear, one frag per further iovec) and napi_gro_frags, then napi_complete inside "
+    "the write: every write is a GRO run of its own, nothing merges",
 }
 TAP_NOTES = (
     "skb->hash is 0 before GRO (tun does not set it): every flow is in GRO bucket 0",
@@ -140,7 +144,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
 
 
 def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
-             napi: str, gro: bool = True, limits: GroLimits | None = None) -> FlowRun:
+             napi: str, gro: bool = True, limits: GroLimits | None = None,
+             splits: Sequence[tuple[int, ...]] | None = None) -> FlowRun:
     """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
     with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI)."""
     if napi not in TAP_NAPI:
@@ -149,6 +154,11 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     limits = limits or GroLimits()
     segments, gro_segments = [], []
     for i, (hdr, frame) in enumerate(writes):
+        if napi == "frags":
+            seg = _napi_frags_segment(k, setup, i, hdr, frame, splits[i] if splits else ())
+            segments.append(seg)
+            gro_segments.append(_segment(seg, frame))
+            continue
         trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), len(frame))
         if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
             raise InputError(
@@ -186,6 +196,26 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     )
     return FlowRun(GRO_SCHEMA, k, "tap", inputs, tuple(segments), run,
                    (*TAP_NOTES, TAP_NAPI[napi]))
+
+
+def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None,
+                        frame: bytes, split: tuple[int, ...]) -> FlowSegment:
+    """An IFF_NAPI_FRAGS write (``split``: the iovec boundaries, offsets into the vnet header
+    and the frame): the skb tun_napi_alloc_frags and napi_frags_skb make of it."""
+    from vnetrx.paths.tun.napi_frags import napi_frags_skb
+
+    header = (setup.hdr or b"") if hdr is None else hdr
+    hdr_len = (setup.vnet_hdr_sz or 10) if setup.vnet_hdr else 0
+    if any(header) and setup.vnet_hdr:  # virtio_net_hdr_to_skb's offloads on this skb
+        raise InputError(f"write {i}: an IFF_NAPI_FRAGS write with a vnet header's checksum "
+                         "or GSO request is not modelled")
+    total = hdr_len + len(frame)
+    cuts = (0, *split, total)
+    if any(b <= a for a, b in itertools.pairwise(cuts)) or cuts[-2] >= total:
+        raise InputError(f"write {i}: iovec boundaries {split} are not increasing offsets "
+                         f"inside its {total} bytes")
+    skb = napi_frags_skb(k, tuple(b - a for a, b in itertools.pairwise(cuts)), hdr_len)
+    return FlowSegment(i, Outcome.ALLOC_SKB, skb, False, "napi_get_frags", 0)
 
 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:

@@ -116,3 +116,14 @@ def test_diff_needs_gro_on_both_sides() -> None:
     code, out, _ = _run(["diff", "--kernel", "6.12", "--kernel", "6.12", "--", "--len", "1000",
                          "--l4", "tcp4", "--gro", "--segments", "3"])
     assert code == 0 and "The two flows are the same." in out
+
+
+def test_napi_frags_writes_are_polled_alone() -> None:
+    # IFF_NAPI_FRAGS: napi_gro_frags then napi_complete inside each write (6.18.44:
+    # tests/data/gro, case napi-frags: every input HELD, each flushed alone)
+    code, out, err = _run(["trace", "--path", "tap", "--len", "1514", "--l4", "tcp4",
+                           "--gro", "--segments", "3", "--napi", "frags", "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [s["result"] for s in doc["steps"]] == ["held"] * 3
+    assert [d["frames"] for d in doc["delivered"]] == [[0], [1], [2]]

@@ -4,7 +4,9 @@ recorded by tools/gro_oracle.py with vnetrx.live.gro; tests/live/test_gro_oracle
 few live). Each burst's writes are rebuilt byte for byte from its description (the data file
 keeps their SHA-256) and every skb that left GRO must match: len, data_len, headlen, truesize,
 nr_frags, gso_size, gso_segs, gso_type, ip_summed, csum_start, csum_offset, the frames it
-carries, the delivery order, and each input's napi_gro_receive_exit verdict."""
+carries, the delivery order, and each input's napi_gro_receive_exit verdict (IFF_NAPI_FRAGS
+writes: napi_gro_frags_exit's); for IFF_NAPI_FRAGS writes, which build NAPI's own skb, the skb
+GRO got (napi_gro_frags_entry) too."""
 
 from __future__ import annotations
 
@@ -31,11 +33,12 @@ FIELDS = ("len", "data_len", "headlen", "truesize", "nr_frags", "gso_size", "gso
           "gso_type", "ip_summed", "csum_start", "csum_offset")
 VERDICTS = {"merged": "MERGED", "merged_free": "MERGED_FREE", "held": "HELD",
             "normal": "NORMAL"}
-# IFF_NAPI_FRAGS writes (tun_napi_alloc_frags' skbs) are not modelled yet
-CASES = [c for c in DATA["cases"] if not c["tap"].get("napi_frags")]
+CASES = DATA["cases"]
 
 
 def _napi(tap: dict[str, Any]) -> str:
+    if tap.get("napi_frags"):
+        return "frags"
     if tap.get("threaded"):
         return "threaded"
     return "timeout" if tap.get("gro_flush_timeout") else "write"
@@ -51,7 +54,7 @@ def test_every_skb_leaving_gro_matches_the_kernel(case: dict[str, Any]) -> None:
                      vnet_hdr=bool(tap.get("vnet_hdr")))
     limits = gro_limits(KERNEL, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
     run = tap_flow(KERNEL, setup, [(w.hdr or None, w.frame) for w in writes], _napi(tap),
-                   gro=tap.get("gro", True), limits=limits)
+                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes])
     mine = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
             for d in run.gro.delivered]
     theirs = [{**{f: o[f] for f in FIELDS}, "frames": o["frames"]}
@@ -60,3 +63,10 @@ def test_every_skb_leaving_gro_matches_the_kernel(case: dict[str, Any]) -> None:
     verdicts = [VERDICTS[str(step.result)] for step in
                 sorted(run.gro.steps, key=lambda s: s.frame)]
     assert verdicts == [i["verdict"] for i in case["observed"]["inputs"]]
+    if tap.get("napi_frags"):  # the skb tun_napi_alloc_frags and napi_frags_skb built
+        built = [{"len": s.skb.len, "data_len": s.skb.data_len, "headlen": s.skb.headlen,
+                  "truesize": s.skb.truesize, "nr_frags": s.skb.nr_frags, "data": s.skb.data,
+                  "frags": [f.size for f in s.skb.frags]} for s in run.segments]
+        assert built == [{f: i[f] for f in ("len", "data_len", "headlen", "truesize",
+                                            "nr_frags", "data", "frags")}
+                         for i in case["observed"]["inputs"]]

@@ -112,12 +112,13 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 )
 @click.option(
     "--napi",
-    type=click.Choice(["write", "timeout", "threaded"]),
+    type=click.Choice(["write", "timeout", "threaded", "frags"]),
     default="write",
     show_default=True,
     help="With --gro --path tap: how the IFF_NAPI tap is polled. write: as the kernel sets it "
     "up, each write polled at once (nothing merges); timeout: gro_flush_timeout > 0 (writes "
-    "within a jiffy merge); threaded: threaded NAPI with the writer pinned to the kthread's CPU.",
+    "within a jiffy merge); threaded: threaded NAPI with the writer pinned to the kthread's CPU; "
+    "frags: IFF_NAPI_FRAGS (tun_napi_alloc_frags' skb, one iovec a write; nothing merges).",
 )
 @click.option(
     "--gro-max-size",
