@@ -43,6 +43,7 @@ from vnetrx.model import (
 
 if TYPE_CHECKING:
     from vnetrx.flow import FlowRun
+    from vnetrx.paths.gro import Delivered
 
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
@@ -215,6 +216,37 @@ def flow_to_dict(run: FlowRun) -> dict[str, Any]:
             "truesize_per_payload_byte": round(charged / run.payload, 4) if run.payload else None,
         },
         "notes": list(run.notes),
+    }
+
+
+REPLAY_GRO_ROW_SCHEMA = "vnetrx.replay-gro-row/1"
+
+
+def delivered_row(poll: int, d: Delivered) -> dict[str, Any]:
+    """``replay --gro --jsonl``: one skb the stack receives (``len`` from the IP header, as
+    net:netif_receive_skb reports it), the NAPI poll it left GRO in and the frames it carries."""
+    s = d.skb
+    return {
+        "schema": REPLAY_GRO_ROW_SCHEMA,
+        "poll": poll,
+        "frames": list(d.frames),
+        "segs": d.segs,
+        "flush": str(d.flush),
+        "len": s.len,
+        "data_len": s.data_len,
+        "headlen": s.headlen,
+        "truesize": s.truesize,
+        "nr_frags": s.nr_frags,
+        "frags": [f.size for f in s.frags],
+        "frag_list": {"count": len(s.frag_list), "bytes": sum(m.len for m in s.frag_list),
+                      "members": [{"len": m.len, "truesize": m.truesize,
+                                   "nr_frags": len(m.frags)} for m in s.frag_list]},
+        "gso_size": s.gso_size,
+        "gso_segs": s.gso_segs,
+        "gso_type": s.gso_type,
+        "ip_summed": s.ip_summed,
+        "csum_start": s.csum_start,
+        "csum_offset": s.csum_offset,
     }
 
 

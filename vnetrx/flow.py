@@ -11,7 +11,7 @@ IFF_NAPI polls it as its NAPI mode says (``TAP_NAPI``). Core only: no click, no 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from vnetrx.engine import trace_tap, trace_virtio
@@ -21,9 +21,11 @@ from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
     NAPI_POLL_WEIGHT,
+    Delivered,
     GroLimits,
     GroRun,
     Segment,
+    TcpHeaders,
     gro_receive,
     parse_tcp,
     udp_checksum_validated,
@@ -32,6 +34,7 @@ from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.replay.state import FrameRecord, RingConfig
 
 MAX_SEGMENTS = 4096
 
@@ -222,3 +225,30 @@ def _segment(seg: FlowSegment, frame: bytes) -> Segment:
     tcp = parse_tcp(frame)
     return Segment(seg.frame, seg.skb, seg.head_frag, tcp, seg.buffer_page, seg.buffer_offset,
                    tcp is None and udp_checksum_validated(frame))
+
+
+def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
+               tcp_of: Callable[[int], TcpHeaders | None]) -> Iterator[tuple[int, Delivered]]:
+    """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
+    go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
+    __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
+    ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP)."""
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
+    segments: list[Segment] = []
+    current = 0
+    for record in records:
+        skb = record.decision.skb
+        tcp = tcp_of(record.index)
+        if record.poll is None or skb is None:  # dropped by the device or the driver
+            continue
+        if record.poll != current and segments:
+            yield from ((current, d) for d in
+                        gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+            segments = []
+        current = record.poll
+        # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
+        head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
+        segments.append(Segment(record.index, skb, head_frag, tcp))
+    if segments:
+        yield from ((current, d) for d in
+                    gro_receive(k, [[segments]], budget=cfg.budget).delivered)

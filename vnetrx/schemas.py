@@ -822,6 +822,31 @@ GRO_DIFF = _obj(
     }
 )
 
+# each --jsonl line of vnetrx replay --gro (codec.delivered_row)
+REPLAY_GRO_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.replay-gro-row/1"},
+        "poll": _NAT,
+        "frames": _arr(_NAT),
+        "segs": _NAT,
+        "flush": {"enum": [f.value for f in GroFlush]},
+        "len": _NAT,
+        "data_len": _NAT,
+        "headlen": _NAT,
+        "truesize": _NAT,
+        "nr_frags": _NAT,
+        "frags": _arr(_NAT),
+        "frag_list": _obj({"count": _NAT, "bytes": _NAT, "members": _arr(
+            _obj({"len": _NAT, "truesize": _NAT, "nr_frags": _NAT}))}),
+        "gso_size": _NAT,
+        "gso_segs": _NAT,
+        "gso_type": _NAT,
+        "ip_summed": _NAT,
+        "csum_start": _nullable(_NAT),
+        "csum_offset": _nullable(_NAT),
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -841,7 +866,8 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "observe-gro": ("vnetrx.observe-gro/1", OBSERVE_GRO),
     "replay": ("vnetrx.replay/1", REPLAY),
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
-    "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),  # each --jsonl line of vnetrx replay
+    "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),
+    "replay-gro-row": ("vnetrx.replay-gro-row/1", REPLAY_GRO_ROW),  # replay --gro --jsonl  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),

@@ -20,6 +20,7 @@ from vnetrx.cli.options import (
     load_profile,
 )
 from vnetrx.errors import InputError
+from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
 from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
@@ -111,6 +112,11 @@ PROGRESS_FROM = 20_000
     help="With --offload: the gso_size of GSO frames. Default: the MTU less the frame's IP and "
     "TCP/UDP headers.",
 )
+@click.option("--gro", is_flag=True,
+              help="With a capture: then GRO. The skbs of each NAPI poll (--batch, --polls) go "
+              "through GRO together (the frames' own TCP/IP headers decide the merges): one row "
+              "per skb the stack receives, in delivery order (vnetrx.replay-gro-row/1 with "
+              "--jsonl), or the totals with --summary.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
               help="Stream one compact JSON row per frame (vnetrx.replay-row/1).")
 @click.option("--detail", is_flag=True,
@@ -181,6 +187,15 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.packet import capture_deriver
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
+    headers: dict[int, Any] = {}
+    if o["gro"]:
+        if lengths is not None:
+            raise click.UsageError("--gro merges by the frames' TCP/IP headers: give a capture "
+                                   "(--from FILE)")
+        if o["as_json"] or o["show"] is not None or o["detail"]:
+            raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
+                                   "--summary (not --json, --show or --detail)")
+        derive = _keeping_headers(derive, headers)
     live = from_file == "-" and _live_input()
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
@@ -240,9 +255,11 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
     stream = Stream(profile, config, stop.items(_nonempty(items, source, frames)), want_trace=want,
-                    rings=rings)
-    if derive is not None:
+                    rings=rings, frags=o["gro"])
+    if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
+    if o["gro"]:
+        return _after(frames, _gro(profile, config, stream, headers, o, source))
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
@@ -293,6 +310,48 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
         f"than the MTU ({mtu}) plus its Ethernet header is GSO ({size}); other frames with no "
         "header. What the host really wrote is not in a capture."
     )
+
+
+def _keeping_headers(derive: Any, headers: dict[int, Any]) -> Any:
+    """A deriver that also keeps each captured frame's TCP/IP headers as GRO reads them (by
+    frame index, until GRO has taken them), and gives ``derive``'s header (None: no header)."""
+    from vnetrx.paths.gro import parse_tcp_headers
+
+    index = 0
+
+    def keep(length: int, data: bytes) -> Any:
+        nonlocal index
+        try:
+            headers[index] = (parse_tcp_headers(data[:14], data[14:], length - 14)
+                              if len(data) >= 14 else None)
+        except InputError:  # the snaplen cut the TCP header: GRO reads it as not TCP
+            headers[index] = None
+        index += 1
+        return derive(length, data) if derive is not None else None
+
+    return keep
+
+
+def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, headers: dict[int, Any],
+         o: dict[str, Any], source: str) -> int:
+    """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
+    from vnetrx.flow import replay_gro
+
+    delivered = replay_gro(profile, config, stream.records, headers.pop)
+    if o["as_jsonl"]:
+        import json
+
+        from vnetrx.codec import delivered_row
+
+        count = 0
+        for poll, d in delivered:
+            sys.stdout.write(json.dumps(delivered_row(poll, d)) + "\n")
+            count += len(d.frames)
+        return count
+    from vnetrx.render.gro_text import print_replay_gro
+    from vnetrx.render.text import stdout_console
+
+    return print_replay_gro(stream, delivered, stdout_console(), o["summary"], source)
 
 
 def _live_input() -> bool:

@@ -3,8 +3,10 @@ then each skb the stack receives, with its frags and frag_list. Reads the record
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from vnetrx.flow import FlowRun
@@ -13,6 +15,7 @@ from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.paths.gro import Delivered
 from vnetrx.render.tables import Table
+from vnetrx.replay import Stream
 
 HOW = {
     How.FIRST: "the first of the flow, held (gso_size = its payload: the mss)",
@@ -129,3 +132,53 @@ def _totals(run: FlowRun) -> Text:
     per = f", {after / run.payload:.3f} per payload byte" if run.payload else ""
     return Text(f"totals: {len(run.segments)} segments → {len(run.gro.delivered)} skb(s); "
                 f"{run.payload} payload bytes; truesize {before} before GRO, {after} after{per}")
+
+
+BLOCK = 1000  # rows per table when a replay's GRO output is printed as it runs
+
+
+def print_replay_gro(stream: Stream, delivered: Iterable[tuple[int, Delivered]],
+                     console: Console, summary_only: bool, source: str) -> int:
+    """``replay --gro`` as text: a table of the skbs GRO delivers (in blocks of BLOCK rows,
+    printed as they come), then the totals; returns the frames they carry."""
+    k, c = stream.kernel, stream.config
+    if not summary_only:
+        console.print(Text(f"vnetrx replay --gro {source} on Linux {k.name}: the skbs the stack "
+                           f"receives, NAPI poll by poll ({c.batch if not c.polls else 'given'} "
+                           f"frame(s) per poll, budget {c.budget})", style="bold"))
+    frames = skbs = merged = truesize = most = 0
+    block: list[tuple[int, Delivered]] = []
+    for poll, d in delivered:
+        frames += len(d.frames)
+        skbs += 1
+        merged += d.segs > 1
+        most = max(most, d.segs)
+        truesize += d.skb.truesize
+        if summary_only:
+            continue
+        block.append((poll, d))
+        if len(block) == BLOCK:
+            console.print(_delivered_table(block))
+            block = []
+    if block:
+        console.print(_delivered_table(block))
+    console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
+                       f"{most} segments each); truesize {truesize}"))
+    for note in stream.notes:
+        console.print(Text(f"note: {note}", style="yellow"))
+    return frames
+
+
+def _delivered_table(rows: list[tuple[int, Delivered]]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for name in ("poll", "frames", "segs", "len", "headlen", "truesize", "nr_frags",
+                 "frag_list", "gso_size", "ip_summed", "completed"):
+        table.add_column(name, justify="left" if name in ("frames", "completed") else "right",
+                         no_wrap=True)
+    for poll, d in rows:
+        s = d.skb
+        first, last = d.frames[0], d.frames[-1]
+        table.add_row(str(poll), str(first) if first == last else f"{first}-{last}",
+                      str(d.segs), str(s.len), str(s.headlen), str(s.truesize), str(s.nr_frags),
+                      str(len(s.frag_list)), str(s.gso_size), str(s.ip_summed), str(d.flush))
+    return table

@@ -120,13 +120,14 @@ class Stream:
         frames: Iterable[int | tuple[int, VnetHdr | None]],
         want_trace: Callable[[int], bool] = no_frame,
         rings: bool = True,
+        frags: bool = False,
     ) -> None:
         check_ring(k, cfg)
         self.kernel, self.config = k, cfg
         self.min_buf_len = min_buf_len(k, cfg) if cfg.mergeable else None
         self.state, self.initial_fill = open_ring(k, cfg)
         self.records = feed(k, cfg, self.state, frames, want_trace=want_trace,
-                            rings=rings)
+                            rings=rings, frags=frags)
         self.notes = replay_notes(k, cfg)
 
     def final(self) -> RingView:

@@ -39,7 +39,7 @@ from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import Skb, Step, Trace
+from vnetrx.model import Frag, Skb, Step, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup, mergeable, small
@@ -103,8 +103,10 @@ class _Run:
     """One replay's device and NAPI loop over ``state`` (which it changes)."""
 
     def __init__(self, k: KernelProfile, cfg: RingConfig, state: RingState,
-                 want_trace: Callable[[int], bool], rings: bool = True) -> None:
+                 want_trace: Callable[[int], bool], rings: bool = True,
+                 frags: bool = False) -> None:
         self.k, self.cfg, self.state, self.want_trace = k, cfg, state, want_trace
+        self.frags = frags  # decisions list the skb's frags by size (GRO over the replay)
         self.c = ring_config(k, cfg)
         viewer = Viewer(k, cfg)
         self.view: Callable[[RingState], RingView] | None = viewer if rings else None
@@ -151,11 +153,11 @@ class _Run:
         buffers = tuple(p.buf for p in shown)
         if self.cfg.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
-                                  hdr is not None)
+                                  hdr is not None or self.frags)
         else:
             p = small.plan_on(c, frame_len, buffers[0])
         d = deliver_with(c, p, hdr, narrate=False)  # a record shows no checks
-        skb = _without_frags(d.skb)
+        skb = _without_frags(d.skb, self.frags)
         return Decision(
             "drop" if skb is None else p.outcome,
             None if d.reason is None else str(d.reason),
@@ -177,7 +179,8 @@ class _Run:
             hdr, shown, ewma)))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
         return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
-                        _without_frags(r.skb), None if r.cost is None else r.cost.allocations,
+                        _without_frags(r.skb, self.frags),
+                        None if r.cost is None else r.cost.allocations,
                         None if r.cost is None else r.cost.bytes_copied, 0, False)
 
     def _setup(self, hdr: VnetHdr | None, shown: tuple[Posted, ...], ewma: int
@@ -332,12 +335,20 @@ class _Run:
 DECISIONS_KEPT = 4096
 
 
-def _without_frags(skb: Skb | None) -> Skb | None:
+def _without_frags(skb: Skb | None, sizes: bool = False) -> Skb | None:
     """The skb as a record keeps it: where each frag is (page, offset) is one frame's alone
-    (a decision is shared by frames alike in geometry); the narrated trace lists them."""
+    (a decision is shared by frames alike in geometry; the narrated trace lists them).
+    ``sizes``: the frags stay, by size (the geometry's: GRO over a replay reads them)."""
     if skb is None or not (skb.frags or skb.frag_list):
         return skb
-    return skb._replace(frags=(), frag_list=())
+    if not sizes:
+        return skb._replace(frags=(), frag_list=())
+    return skb._replace(frags=_sizes(skb.frags), frag_list=tuple(
+        member._replace(frags=_sizes(member.frags)) for member in skb.frag_list))
+
+
+def _sizes(frags: tuple[Frag, ...]) -> tuple[Frag, ...]:
+    return tuple(Frag("", 0, f.size, f.truesize) for f in frags)
 
 
 def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> tuple[int, ...]:
@@ -364,6 +375,7 @@ def feed(
     first_index: int = 0,
     want_trace: Callable[[int], bool] = no_frame,
     rings: bool = True,
+    frags: bool = False,
 ) -> Iterator[FrameRecord]:
     """Frames (lengths, or (length, header) pairs) through the ring, one record per frame in
     frame order, each as soon as the NAPI poll that received it (and its refill check) is done.
@@ -372,7 +384,7 @@ def feed(
     Frames arrive ``cfg.batch`` at a time (or ``cfg.polls``' sizes, in order): the device writes
     a batch into the posted buffers (in order, each frame whole), then NAPI polls (at most
     ``budget`` frames each, the refill check after each) until the batch is received."""
-    run = _Run(k, cfg, state, want_trace, rings)
+    run = _Run(k, cfg, state, want_trace, rings, frags)
     pending: dict[int, FrameRecord] = {}
     next_out = first_index
     source = iter(frames)

@@ -151,7 +151,8 @@ class Decision(NamedTuple):
     outcome: str  # "build_skb" | "copy" | "drop"
     reason: str | None  # why it was dropped
     counter: str | None  # the device counter the drop moved
-    skb: Skb | None  # as napi_gro_receive sees it; its frags (pages, offsets) are in a trace
+    skb: Skb | None  # as napi_gro_receive sees it, without its frags (a trace lists them; by
+    # size only for GRO over the replay: feed(frags=True))
     allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
     bytes_copied: int | None
     frag_list: int  # skbs chained on the head's frag_list
