@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parent
 COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.tun")
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
                     "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
-                    "vnetrx.paths.xdp", "vnetrx.render.replay_json", "vnetrx.sweep",
+                    "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.replay_json",
+                    "vnetrx.sweep",
                     "vnetrx.values")
 
 
