@@ -168,7 +168,7 @@ def flow_to_dict(run: FlowRun) -> dict[str, Any]:
     """``vnetrx trace --gro``: the segments the driver made, what GRO did with each, the skbs
     the stack receives (``len`` from the IP header, as net:netif_receive_skb reports it)."""
     gro = run.gro
-    charged = sum(d.skb.truesize for d in gro.delivered)
+    charged = run.truesize_after
     return {
         "schema": run.schema,
         "kernel": kernel_to_dict(run.kernel),
@@ -211,7 +211,7 @@ def flow_to_dict(run: FlowRun) -> dict[str, Any]:
             "segments": len(run.segments),
             "skbs": len(gro.delivered),
             "payload": run.payload,
-            "truesize_before": sum(s.skb.truesize for s in run.segments),
+            "truesize_before": run.truesize_before,
             "truesize": charged,
             "truesize_per_payload_byte": round(charged / run.payload, 4) if run.payload else None,
         },

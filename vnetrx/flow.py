@@ -91,6 +91,16 @@ class FlowRun(NamedTuple):
         """TCP payload bytes the flow carries (what the socket reads)."""
         return sum(step.payload for step in self.gro.steps)
 
+    @property
+    def truesize_before(self) -> int:
+        """The skbs' truesize as the driver handed them to GRO."""
+        return sum(s.skb.truesize for s in self.segments)
+
+    @property
+    def truesize_after(self) -> int:
+        """The truesize of the skbs the stack receives."""
+        return sum(d.skb.truesize for d in self.gro.delivered)
+
 
 def check_segments(count: int) -> None:
     if not 1 <= count <= MAX_SEGMENTS:
@@ -242,13 +252,17 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from ((current, d) for d in
-                        gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+            yield from _poll_gro(k, cfg, current, segments)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(record.index, skb, head_frag, tcp))
     if segments:
-        yield from ((current, d) for d in
-                    gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+        yield from _poll_gro(k, cfg, current, segments)
+
+
+def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment]
+              ) -> Iterator[tuple[int, Delivered]]:
+    """One NAPI poll's skbs through GRO, with the poll's number."""
+    return ((poll, d) for d in gro_receive(k, [[segments]], budget=cfg.budget).delivered)

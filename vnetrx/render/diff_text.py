@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich import box
 from rich.columns import Columns
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -56,13 +59,7 @@ def diff_renderable(d: TraceDiff) -> RenderableType:
                 parts.append(Text(f"{name}  (no step: the trace ended)"))
         parts.append(Text())
     if d.fields:
-        table = Table(box=box.SIMPLE_HEAD, title=None, show_edge=False)
-        table.add_column("field", style="bold")
-        table.add_column("A", justify="right")
-        table.add_column("B", justify="right")
-        for field, a, b in d.fields:
-            table.add_row(field, _cell(a), _cell(b))
-        parts += [Text("Results that differ", style="bold underline"), table, Text()]
+        parts += [*_differences("field", d.fields, _cell), Text()]
     parts.append(SideBySide(_side(d.a), _side(d.b)))
     return Group(*parts)
 
@@ -114,14 +111,20 @@ def flow_diff_renderable(d: FlowDiff) -> RenderableType:
                 parts.append(Text(f"{name}  (no such segment)"))
         parts.append(Text())
     if d.fields:
-        table = Table(box=box.SIMPLE_HEAD, title=None, show_edge=False)
-        table.add_column("result", style="bold")
-        table.add_column("A", justify="right")
-        table.add_column("B", justify="right")
-        for field, a, b in d.fields:
-            table.add_row(field, _flow_cell(a), _flow_cell(b))
-        parts += [Text("Results that differ", style="bold underline"), table]
+        parts += _differences("result", d.fields, _flow_cell)
     return Group(*parts)
+
+
+def _differences(name: str, fields: tuple[tuple[str, Any, Any], ...],
+                 cell: Callable[[object], str]) -> list[RenderableType]:
+    """"Results that differ": one row a field, A's value and B's."""
+    table = Table(box=box.SIMPLE_HEAD, title=None, show_edge=False)
+    table.add_column(name, style="bold")
+    table.add_column("A", justify="right")
+    table.add_column("B", justify="right")
+    for field, a, b in fields:
+        table.add_row(field, cell(a), cell(b))
+    return [Text("Results that differ", style="bold underline"), table]
 
 
 def _flow_cell(value: object) -> str:

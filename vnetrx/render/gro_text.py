@@ -127,8 +127,7 @@ def _summary(n: int, d: Delivered) -> Text:
 
 
 def _totals(run: FlowRun) -> Text:
-    before = sum(seg.skb.truesize for seg in run.segments)
-    after = sum(d.skb.truesize for d in run.gro.delivered)
+    before, after = run.truesize_before, run.truesize_after
     per = f", {after / run.payload:.3f} per payload byte" if run.payload else ""
     return Text(f"totals: {len(run.segments)} segments → {len(run.gro.delivered)} skb(s); "
                 f"{run.payload} payload bytes; truesize {before} before GRO, {after} after{per}")

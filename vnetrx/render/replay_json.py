@@ -23,7 +23,7 @@ from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
-from vnetrx.replay.state import Decision, Ring
+from vnetrx.replay.state import Decision, Ring, RingConfig
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
 
@@ -81,23 +81,27 @@ def frame_to_dict(r: Ring, f: FrameRecord) -> dict[str, Any]:
     }
 
 
+def _input(c: RingConfig, source: str, count: int) -> dict[str, Any]:
+    """A replay document's ``input``: the frames' source and count, and the ring."""
+    return {
+        "source": source,
+        "frames": count,
+        "mergeable": c.mergeable,
+        "guest_gso": c.guest_gso,
+        "mtu": c.mtu,
+        "hdr_len": c.hdr_len,
+        "ring_size": c.ring_size,
+        "batch": c.batch,
+        "budget": c.budget,
+        "refill_threshold": c.refill_threshold,
+    }
+
+
 def replay_to_dict(r: Replay, source: str) -> dict[str, Any]:
-    c = r.config
     return {
         "schema": REPLAY_SCHEMA,
         "kernel": kernel_to_dict(r.kernel),
-        "input": {
-            "source": source,
-            "frames": len(r.frames),
-            "mergeable": c.mergeable,
-            "guest_gso": c.guest_gso,
-            "mtu": c.mtu,
-            "hdr_len": c.hdr_len,
-            "ring_size": c.ring_size,
-            "batch": c.batch,
-            "budget": c.budget,
-            "refill_threshold": c.refill_threshold,
-        },
+        "input": _input(r.config, source, len(r.frames)),
         "min_buf_len": r.min_buf_len,
         "initial_fill": _fill(r, r.initial_fill),
         "frames": [frame_to_dict(r, f) for f in r.frames],
@@ -112,22 +116,10 @@ def write_replay(s: Stream, source: str, count: int, out: TextIO,
     frame as soon as it is through (memory stays flat: the document of 100,000 frames is
     gigabytes as one dict), the text exactly ``render_replay``'s. ``interrupted()``: the
     frames ended early (a signal); the document then says so. Returns the frames written."""
-    c = s.config
     head = {
         "schema": REPLAY_SCHEMA,
         "kernel": kernel_to_dict(s.kernel),
-        "input": {
-            "source": source,
-            "frames": count,
-            "mergeable": c.mergeable,
-            "guest_gso": c.guest_gso,
-            "mtu": c.mtu,
-            "hdr_len": c.hdr_len,
-            "ring_size": c.ring_size,
-            "batch": c.batch,
-            "budget": c.budget,
-            "refill_threshold": c.refill_threshold,
-        },
+        "input": _input(s.config, source, count),
         "min_buf_len": s.min_buf_len,
         "initial_fill": _fill(s, s.initial_fill),
     }
