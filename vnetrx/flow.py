@@ -22,13 +22,12 @@ from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
     NAPI_POLL_WEIGHT,
     Delivered,
+    GroInput,
     GroLimits,
     GroRun,
     Segment,
-    TcpHeaders,
     gro_receive,
-    parse_tcp,
-    udp_checksum_validated,
+    read_frame,
 )
 from vnetrx.records import NamedTuple
 
@@ -232,23 +231,23 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 
 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
-    tcp = parse_tcp(frame)
-    return Segment(seg.frame, seg.skb, seg.head_frag, tcp, seg.buffer_page, seg.buffer_offset,
-                   tcp is None and udp_checksum_validated(frame))
+    gro_input = read_frame(frame, len(frame), whole=True)
+    return Segment(seg.frame, seg.skb, seg.head_frag, gro_input.tcp, seg.buffer_page,
+                   seg.buffer_offset, gro_input.udp_validated)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
-               tcp_of: Callable[[int], TcpHeaders | None]) -> Iterator[tuple[int, Delivered]]:
+               read: Callable[[int], GroInput]) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
-    ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP)."""
+    ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``)."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
     segments: list[Segment] = []
     current = 0
     for record in records:
         skb = record.decision.skb
-        tcp = tcp_of(record.index)
+        gro_input = read(record.index)
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
@@ -257,7 +256,8 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(record.index, skb, head_frag, tcp))
+        segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
+                                udp_validated=gro_input.udp_validated))
     if segments:
         yield from _poll_gro(k, cfg, current, segments)
 

@@ -83,3 +83,80 @@ def test_gro_needs_a_capture_and_a_row_output() -> None:
     assert result.exit_code == 2 and "give a capture" in result.stderr
     result = RUNNER.invoke(cli, ["replay", "--from", "x.pcap", "--gro", "--json"])
     assert result.exit_code == 2 and "not --json" in result.stderr
+
+
+# --- JSON objects {"frame": HEX, "hdr": HEX}: the frames' own bytes --------------------------
+
+
+def objects(path: Path, frames: list[bytes], hdr: str | None = None) -> Path:
+    path.write_text(json.dumps([{"frame": f.hex(), **({"hdr": hdr} if hdr else {})}
+                                for f in frames]))
+    return path
+
+
+def test_json_frames_merge_as_the_same_capture_does(tmp_path: Path) -> None:
+    frames = flow(100)
+    args = ["--mergeable", "--batch", "64", "--kernel", "6.12"]
+    from_json = rows(["--from", str(objects(tmp_path / "flow.json", frames)), *args])
+    assert from_json == rows(["--from", str(capture(tmp_path / "flow.pcap", frames)), *args])
+    assert (from_json[0]["len"], from_json[0]["segs"]) == (52 + 45 * 1448, 45)
+
+
+def test_a_12_byte_header_with_num_buffers_is_read_as_its_10_bytes(tmp_path: Path) -> None:
+    frames = flow(3)
+    ten = rows(["--from", str(objects(tmp_path / "a.json", frames, "02" + "00" * 9)),
+                "--mergeable", "--batch", "3"])
+    twelve = rows(["--from", str(objects(tmp_path / "b.json", frames, "02" + "00" * 9 + "0100")),
+                   "--mergeable", "--batch", "3"])
+    assert ten == twelve and len(ten) == 1 and ten[0]["segs"] == 3
+
+
+def bad_checksum(frame: bytes) -> bytes:
+    """The frame with its TCP checksum (IPv4 without options: at 14 + 20 + 16) flipped."""
+    at = 14 + 20 + 16
+    return frame[:at] + bytes([frame[at] ^ 0xFF]) + frame[at + 1:]
+
+
+def test_a_bad_tcp_checksum_is_found_only_when_gro_sums_it(tmp_path: Path) -> None:
+    # tcp4_gro_receive: skb_gro_checksum_validate sums a CHECKSUM_NONE skb (no header: flags 0)
+    # and a bad sum ("goto flush") makes it GRO_NORMAL: delivered at once, before the held
+    # [0, 1], which frame 3 (not contiguous) then completes; DATA_VALID (flags 2) is trusted
+    frames = flow(5)
+    frames[2] = bad_checksum(frames[2])
+    none = rows(["--from", str(objects(tmp_path / "a.json", frames)), "--mergeable",
+                 "--batch", "5"])
+    assert [r["frames"] for r in none] == [[2], [0, 1], [3, 4]]
+    valid = rows(["--from", str(objects(tmp_path / "b.json", frames, "02" + "00" * 9)),
+                  "--mergeable", "--batch", "5"])
+    assert [r["frames"] for r in valid] == [[0, 1, 2, 3, 4]]
+
+
+def with_udp_checksum(frame: bytes) -> bytes:
+    """The IPv4/UDP frame (no IP options) with its UDP checksum summed here (RFC 768)."""
+    udp = 14 + 20
+    data = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - udp) + frame[udp:udp + 6]
+    data += b"\0\0" + frame[udp + 8:] + b"\0" * (len(frame) % 2)
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return frame[:udp + 6] + struct.pack("!H", (0xFFFF - total) or 0xFFFF) + frame[udp + 8:]
+
+
+def test_a_udp_datagram_with_a_checksum_leaves_gro_checksum_unnecessary(tmp_path: Path) -> None:
+    # udp4_gro_receive validates a nonzero UDP checksum of a CHECKSUM_NONE skb and marks it
+    # CHECKSUM_UNNECESSARY (1); no UDP GRO socket, so it is not merged
+    udp = with_udp_checksum(build_frame(300, "udp4"))
+    got = rows(["--from", str(objects(tmp_path / "u.json", [udp])), "--mergeable"])
+    assert [(r["frames"], r["ip_summed"]) for r in got] == [([0], 1)]
+    zero = udp[:14 + 20 + 6] + b"\0\0" + udp[14 + 20 + 8:]  # no checksum: left alone
+    got = rows(["--from", str(objects(tmp_path / "z.json", [zero])), "--mergeable"])
+    assert [(r["frames"], r["ip_summed"]) for r in got] == [([0], 0)]
+
+
+def test_gro_needs_the_frames_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "lengths.json"
+    for body in ([1514, 1514], [{"len": 1514}]):
+        path.write_text(json.dumps(body))
+        result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro"])
+        assert result.exit_code == 2, result.output
+        assert "frame" in result.stderr and "give a pcap/pcapng capture" in result.stderr

@@ -22,10 +22,11 @@ from vnetrx.cli.options import (
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
-from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
+from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, Keep, open_frames, parse_list
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
+    from vnetrx.paths.gro import GroInput
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -49,8 +50,10 @@ PROGRESS_FROM = 20_000
     "Linux cooked SLL/SLL2 from tcpdump -i any, or raw IP: each packet replayed as the "
     "Ethernet frame a device received, what this host sent left out; read as a stream, "
     "lengths as on the wire), a JSON array of lengths or of objects "
-    "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the 10-byte "
-    "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
+    "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} or {\"frame\": HEX, "
+    "\"hdr\": HEX} (frame: the Ethernet frame's bytes; hdr: the 10-byte virtio_net_hdr the "
+    "device wrote, or 12 with num_buffers, which is not read), or text in the LIST syntax (# "
+    "starts a comment).",
 )
 @device_options(
     "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
@@ -113,8 +116,10 @@ PROGRESS_FROM = 20_000
     "TCP/UDP headers.",
 )
 @click.option("--gro", is_flag=True,
-              help="With a capture: then GRO. The skbs of each NAPI poll (--batch, --polls) go "
-              "through GRO together (the frames' own TCP/IP headers decide the merges): one row "
+              help="Then GRO, over a capture or JSON objects with \"frame\". The skbs of each "
+              "NAPI poll (--batch, --polls) go through GRO together (the frames' own TCP/IP "
+              "headers decide the merges; a capture's checksums are trusted, a JSON frame's are "
+              "summed when its skb is CHECKSUM_NONE, as GRO sums them): one row "
               "per skb the stack receives, in delivery order (vnetrx.replay-gro-row/1 with "
               "--jsonl), or the totals with --summary.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
@@ -187,19 +192,21 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.packet import capture_deriver
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
-    headers: dict[int, Any] = {}
+    headers: dict[int, GroInput] = {}
+    keep = None
     if o["gro"]:
         if lengths is not None:
             raise click.UsageError("--gro merges by the frames' TCP/IP headers: give a capture "
-                                   "(--from FILE)")
+                                   "or JSON objects {\"frame\": HEX, \"hdr\": HEX} (--from "
+                                   "FILE)")
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        derive = _keeping_headers(derive, headers)
+        keep = _keeping_headers(headers)
     live = from_file == "-" and _live_input()
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
-                               before_read=_flush_output if live else None))
+                               before_read=_flush_output if live else None, keep=keep))
     if o["ifindex"] is not None and from_file is None:
         raise click.UsageError("--ifindex selects a cooked capture's interface: give --from FILE")
     known = len(frames.items) if isinstance(frames.items, tuple) else None
@@ -312,27 +319,18 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _keeping_headers(derive: Any, headers: dict[int, Any]) -> Any:
-    """A deriver that also keeps each captured frame's TCP/IP headers as GRO reads them (by
-    frame index, until GRO has taken them), and gives ``derive``'s header (None: no header)."""
-    from vnetrx.paths.gro import parse_tcp_headers
+def _keeping_headers(headers: dict[int, GroInput]) -> Keep:
+    """Keeps what GRO reads of each frame (by frame index, until GRO has taken it)."""
+    from vnetrx.paths.gro import read_frame
 
-    index = 0
-
-    def keep(length: int, data: bytes) -> Any:
-        nonlocal index
-        try:
-            headers[index] = (parse_tcp_headers(data[:14], data[14:], length - 14)
-                              if len(data) >= 14 else None)
-        except InputError:  # the snaplen cut the TCP header: GRO reads it as not TCP
-            headers[index] = None
-        index += 1
-        return derive(length, data) if derive is not None else None
+    def keep(index: int, length: int, data: bytes, whole: bool) -> None:
+        headers[index] = read_frame(data, length, whole)
 
     return keep
 
 
-def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, headers: dict[int, Any],
+def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
+         headers: dict[int, GroInput],
          o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.flow import replay_gro

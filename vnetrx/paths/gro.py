@@ -152,10 +152,11 @@ def _parse(mac: bytes, net: bytes, length: int, tcp_csum_ok: bool | None) -> Tcp
                       tcp_len, tcp_csum_ok)
 
 
-def udp_checksum_validated(frame: bytes) -> bool:
+def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     """udp4/6_gro_receive on a CHECKSUM_NONE skb: a nonzero UDP checksum is validated (and
     the skb becomes CHECKSUM_UNNECESSARY); a zero one is left alone. Without a UDP GRO socket
-    the datagram is then flushed, never merged."""
+    the datagram is then flushed, never merged. ``summed`` False: the frame's bytes are a
+    capture's (maybe cut by its snaplen), and a nonzero checksum is trusted, not summed."""
     if len(frame) < 14:
         return False
     ethertype = struct.unpack_from("!H", frame, 12)[0]
@@ -170,7 +171,33 @@ def udp_checksum_validated(frame: bytes) -> bool:
         return False
     if len(frame) < at + 8 or frame[at + 6:at + 8] == b"\0\0":
         return False
+    if not summed:
+        return True
     return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
+
+
+class GroInput(NamedTuple):
+    """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), and for
+    a UDP datagram whether udp4/6_gro_receive validates its checksum."""
+
+    tcp: TcpHeaders | None
+    udp_validated: bool = False
+
+
+def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
+    """What GRO reads of a frame of ``length`` bytes (Ethernet header on) given as ``data``:
+    the whole frame (``whole``: its TCP and UDP checksums are summed, as GRO sums them for a
+    CHECKSUM_NONE skb) or a capture's bytes, maybe cut by the snaplen (checksums trusted; a
+    TCP header the snaplen cut reads as not TCP)."""
+    if whole:
+        return GroInput(parse_tcp(data), udp_checksum_validated(data))
+    if len(data) < 14:
+        return GroInput(None)
+    try:
+        tcp = parse_tcp_headers(data[:14], data[14:], length - 14)
+    except InputError:  # the snaplen cut the TCP header
+        return GroInput(None)
+    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False))
 
 
 class Segment(NamedTuple):
