@@ -265,4 +265,5 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
 def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment]
               ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
-    return ((poll, d) for d in gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+    run = gro_receive(k, [[segments]], budget=cfg.budget, steps=False)
+    return ((poll, d) for d in run.delivered)

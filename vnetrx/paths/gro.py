@@ -292,22 +292,38 @@ class GroRun(NamedTuple):
 
 class _Held:
     """A held skb (p) with its frag_list members (NAPI_GRO_CB(p)->last is the last member, or
-    p itself), and what tcp_gro_receive compares the next segment with."""
+    p itself), and what tcp_gro_receive compares the next segment with. What merges change of
+    p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
+    is completed (``skb()``)."""
 
-    __slots__ = ("fixed_id", "flag_word", "frames", "headers", "members", "mss", "next_seq", "skb")
+    __slots__ = ("base", "data_len", "fixed_id", "flag_word", "frags", "frames", "headers",
+                 "len", "members", "mss", "next_seq", "nr_frags", "truesize")
 
-    def __init__(self, seg: Segment, headers: TcpHeaders, skb: Skb) -> None:
+    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb) -> None:
         self.headers = headers
-        self.skb = skb
-        self.mss = seg.payload
-        self.frames = [seg.frame]
+        self.base = skb  # p as GRO held it
+        self.len = skb.len
+        self.data_len = skb.data_len
+        self.truesize = skb.truesize
+        self.nr_frags = skb.nr_frags
+        self.frags: list[Frag] = list(skb.frags)
+        self.mss = payload
+        self.frames = [frame]
         self.members: list[FragListSkb] = []
-        self.next_seq = (headers.seq + seg.payload) & 0xFFFFFFFF
+        self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
 
     def last_frags(self) -> int:
-        return len(self.members[-1].frags) if self.members else self.skb.nr_frags
+        return len(self.members[-1].frags) if self.members else self.nr_frags
+
+    def skb(self) -> Skb:
+        """p with what the merges added (and its frag_list members)."""
+        if len(self.frames) == 1:
+            return self.base
+        return self.base._replace(len=self.len, data_len=self.data_len, truesize=self.truesize,
+                                  nr_frags=self.nr_frags, frags=tuple(self.frags),
+                                  frag_list=tuple(self.members))
 
     def same_flow(self, h: TcpHeaders) -> bool:
         """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
@@ -319,9 +335,10 @@ class _Held:
 class _Run:
     """GRO state across polls: the held skbs, oldest first (the bucket list read backwards)."""
 
-    def __init__(self, k: KernelProfile, limits: GroLimits) -> None:
+    def __init__(self, k: KernelProfile, limits: GroLimits, record_steps: bool) -> None:
         self.k = k
         self.limits = limits
+        self.record_steps = record_steps
         self.held: list[_Held] = []
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
@@ -343,12 +360,14 @@ class _Run:
 
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                 budget: int = NAPI_POLL_WEIGHT, end: Flush = Flush.POLL_END,
-                gro: bool = True, limits: GroLimits | None = None) -> GroRun:
+                gro: bool = True, limits: GroLimits | None = None,
+                steps: bool = True) -> GroRun:
     """dev_gro_receive for each segment. ``runs``: groups of polls GRO keeps its held skbs
     across (one run per poll, unless gro_flush_timeout keeps them); after a poll that used its
     whole ``budget`` everything is flushed, and at the end of each run everything left, with
     ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
-    on as GRO_NORMAL, unchanged."""
+    on as GRO_NORMAL, unchanged. ``steps`` False: no ``GroStep`` records (a replay prints the
+    delivered skbs only)."""
     if k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH) and any(
         s.skb.gso_size for run in runs for poll in run for s in poll
     ):
@@ -357,16 +376,17 @@ def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
             "TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from 6.1.7)"
         )
     limits = limits or GroLimits()
-    state = _Run(k, limits)
+    state = _Run(k, limits, steps)
     for run in runs:
         for poll in run:
             for seg in poll:
                 if gro:
                     _receive(state, seg)
                 else:
-                    state.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF,
-                                               seg.payload, 0, seg.skb.len, seg.skb.truesize,
-                                               seg.skb.nr_frags, 0))
+                    if state.record_steps:
+                        state.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF,
+                                                   seg.payload, 0, seg.skb.len, seg.skb.truesize,
+                                                   seg.skb.nr_frags, 0))
                     state.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
             if len(poll) >= budget:
                 state.flush_all(Flush.BUDGET)
@@ -384,8 +404,9 @@ def _receive(state: _Run, seg: Segment) -> None:
         skb = seg.skb
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
-        state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
-                                   skb.truesize, skb.nr_frags, 0))
+        if state.record_steps:
+            state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
+                                       skb.truesize, skb.nr_frags, 0))
         state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
         return
     if not h.network_ok:
@@ -395,42 +416,50 @@ def _receive(state: _Run, seg: Segment) -> None:
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
     # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
-    flush = bool(seg.skb.gso_size) or bool(seg.skb.frag_list) or not h.tot_len_ok
-    if not flush and seg.skb.ip_summed == CHECKSUM_NONE:
+    skb = seg.skb
+    flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
+    ip_summed = skb.ip_summed  # as it goes on, when it is held or goes on unmerged
+    if not flush and ip_summed == CHECKSUM_NONE:
         # tcp4/6_gro_receive: skb_gro_checksum_validate computes the sum of a CHECKSUM_NONE
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
         # (__skb_incr_checksum_unnecessary)
         if not h.tcp_csum_ok:
             _normal(state, seg, How.BAD_CHECKSUM)
             return
-        seg = seg._replace(skb=seg.skb._replace(ip_summed=CHECKSUM_UNNECESSARY))
-    p = next((q for q in state.held if q.same_flow(h)), None)
+        ip_summed = CHECKSUM_UNNECESSARY
+    payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
+    p = None
+    for q in state.held:
+        if q.same_flow(h):
+            p = q
+            break
     flags = h.flag_word
     if p is not None:
         mismatch = _mismatch(state.k, p, h)
         refused: Flush | None = None
         if flush:
-            refused = (Flush.GSO if seg.skb.gso_size else Flush.UNMERGEABLE if seg.skb.frag_list
+            refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE if skb.frag_list
                        else Flush.MISMATCH)
         elif mismatch:
             refused = Flush.MISMATCH
-        elif seg.payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
+        elif payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
             refused = Flush.UNMERGEABLE
-        elif seg.payload > p.mss:  # "flush |= (len - 1) >= mss"
+        elif payload > p.mss:  # "flush |= (len - 1) >= mss"
             refused = Flush.LONGER
-        elif p.skb.len + seg.payload >= state.limit(h):  # skb_gro_receive: -E2BIG
+        elif p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
             refused = Flush.E2BIG
         if refused is None:
-            before = p.skb.truesize
-            how = _merge(state.k, p, seg)
-            p.next_seq = (p.next_seq + seg.payload) & 0xFFFFFFFF
+            before = p.truesize
+            how = _merge(state.k, p, seg, payload)
+            p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
-            state.steps.append(GroStep(seg.frame, result, how, seg.payload,
-                                       p.skb.truesize - before, p.skb.len, p.skb.truesize,
-                                       p.last_frags(), len(p.members)))
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, result, how, payload,
+                                           p.truesize - before, p.len, p.truesize,
+                                           p.last_frags(), len(p.members)))
             # out_check_final: a segment shorter than mss, or URG/PSH/RST/SYN/FIN, ends it
-            if seg.payload < p.mss:
+            if payload < p.mss:
                 state.complete(p, Flush.SHORT)
             elif flags & _ENDS:
                 state.complete(p, Flush.FLAGS)
@@ -443,14 +472,14 @@ def _receive(state: _Run, seg: Segment) -> None:
     # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload) and on
     # URG/PSH/RST/SYN/FIN; a flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if seg.skb.gso_size else How.HAS_FRAG_LIST
-                if seg.skb.frag_list else How.BAD_NETWORK)
-    elif seg.payload == 0:
-        _normal(state, seg, How.NO_PAYLOAD)
+        _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST
+                if skb.frag_list else How.BAD_NETWORK)
+    elif payload == 0:
+        _normal(state, seg, How.NO_PAYLOAD, ip_summed)
     elif flags & _ENDS:
-        _normal(state, seg, How.FLAGS)
+        _normal(state, seg, How.FLAGS, ip_summed)
     else:
-        _hold(state, seg, h, after)
+        _hold(state, seg, h, payload, after, ip_summed)
 
 
 def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
@@ -474,24 +503,30 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     return offset != (0 if p.fixed_id else len(p.frames))
 
 
-def _normal(state: _Run, seg: Segment, how: How) -> None:
-    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers."""
+def _normal(state: _Run, seg: Segment, how: How, ip_summed: int | None = None) -> None:
+    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers (and
+    with ``ip_summed`` when tcp_gro_receive validated its checksum)."""
     skb = _pull_headers(state.k, seg)
-    state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
-                               skb.truesize, skb.nr_frags, 0))
+    if ip_summed is not None and ip_summed != skb.ip_summed:
+        skb = skb._replace(ip_summed=ip_summed)
+    if state.record_steps:
+        state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
+                                   skb.truesize, skb.nr_frags, 0))
     state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
 
 
-def _hold(state: _Run, seg: Segment, h: TcpHeaders, how: How) -> None:
+def _hold(state: _Run, seg: Segment, h: TcpHeaders, payload: int, how: How,
+          ip_summed: int) -> None:
     """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), the headers
     GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
     skb = _pull_headers(state.k, seg)
-    p = _Held(seg, h, skb._replace(gso_size=seg.payload))
+    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed))
     state.held.append(p)
-    state.steps.append(GroStep(seg.frame, Result.HELD, how, seg.payload, 0, skb.len,
-                               skb.truesize, skb.nr_frags, 0))
+    if state.record_steps:
+        state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
+                                   skb.truesize, skb.nr_frags, 0))
 
 
 def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
@@ -526,18 +561,20 @@ def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
                         nr_frags=len(rest), frags=rest)
 
 
-def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
+def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
     """skb_gro_receive(p, skb): the three ways a segment joins the held skb."""
-    skb, offset, headlen = seg.skb, seg.offset, seg.skb.headlen
+    skb = seg.skb
+    offset, headlen = skb.len - payload, skb.len - skb.data_len
     room = k.build.max_skb_frags - held.last_frags()
     held.frames.append(seg.frame)
     if headlen <= offset and len(skb.frags) <= room:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
-        moved = (skb.frags[0]._replace(offset=skb.frags[0].offset + trim,
-                                       size=skb.frags[0].size - trim), *skb.frags[1:])
-        _add(held, moved, seg.payload, skb.truesize - skb_truesize(k, skb.end))
+        first = skb.frags[0]
+        moved = (Frag(first.page, first.offset + trim, first.size - trim, first.truesize),
+                 *skb.frags[1:])
+        _add(held, moved, payload, skb.truesize - skb_truesize(k, skb.end))
         return How.FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
@@ -545,7 +582,7 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
         delta = skb.truesize - k.sk_buff_aligned
         head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
                     delta - sum(f.truesize for f in skb.frags))
-        _add(held, (head, *skb.frags), seg.payload, delta)
+        _add(held, (head, *skb.frags), payload, delta)
         return How.HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
     # headers are not all linear); delta = skb->truesize
@@ -554,26 +591,25 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
         eat = offset - headlen
         frags = (frags[0]._replace(offset=frags[0].offset + eat, size=frags[0].size - eat),
                  *frags[1:])
-    held.members.append(FragListSkb(seg.payload, skb.truesize, frags))
-    held.skb = held.skb._replace(len=held.skb.len + seg.payload,
-                                 data_len=held.skb.data_len + seg.payload,
-                                 truesize=held.skb.truesize + skb.truesize)
+    held.members.append(FragListSkb(payload, skb.truesize, frags))
+    held.len += payload
+    held.data_len += payload
+    held.truesize += skb.truesize
     return How.FRAG_LIST
 
 
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
     """``done:`` p (and lp, the last frag_list member, when there is one) gain len, data_len
     and truesize; the frags go to lp."""
-    p = held.skb
     if held.members:
         lp = held.members[-1]
         held.members[-1] = FragListSkb(lp.len + payload, lp.truesize + delta, lp.frags + frags)
-        held.skb = p._replace(len=p.len + payload, data_len=p.data_len + payload,
-                              truesize=p.truesize + delta)
     else:
-        held.skb = p._replace(len=p.len + payload, data_len=p.data_len + payload,
-                              truesize=p.truesize + delta, nr_frags=p.nr_frags + len(frags),
-                              frags=p.frags + frags)
+        held.frags.extend(frags)
+        held.nr_frags += len(frags)
+    held.len += payload
+    held.data_len += payload
+    held.truesize += delta
 
 
 def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
@@ -581,7 +617,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6 (+
     FIXEDID for a fixed-ID flow, + TCP_ECN when its first segment has CWR), csum_start at the
     TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
-    skb = held.skb._replace(frag_list=tuple(held.members))
+    skb = held.skb()
     count = len(held.frames)
     if count == 1:
         return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
