@@ -90,7 +90,7 @@ def parse_tcp(frame: bytes) -> TcpHeaders | None:
     """An Ethernet frame's headers as GRO reads them; None when it is not IPv4/IPv6 + TCP."""
     if len(frame) < 14:
         return None
-    return _parse(frame[:14], frame[14:], len(frame) - 14, None)
+    return _parse(frame, len(frame) - 14, None)
 
 
 def parse_tcp_headers(mac: bytes, network: bytes, length: int,
@@ -103,52 +103,55 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
     not IPv4/IPv6 + TCP; InputError when the TCP header lies past the bytes given."""
     if len(mac) < 14:
         raise InputError(f"a recorded MAC header of {len(mac)} bytes (GRO compares 14)")
-    return _parse(mac[:14], network, length, tcp_csum_ok)
+    return _parse(mac[:14] + network, length, tcp_csum_ok)
 
 
-def _parse(mac: bytes, net: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
-    """The headers from the IP header on: ``net`` holds the whole packet when ``tcp_csum_ok``
-    is None (the checksum is summed), else at least its headers."""
-    have = min(len(net), length)
-    ethertype = struct.unpack_from("!H", mac, 12)[0]
+def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
+    """The headers of ``frame`` (the Ethernet header, then the packet from the IP header on,
+    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
+    summed), else at least its headers. Read in place: a frame is not copied."""
+    have = min(len(frame) - 14, length)
+    ethertype = (frame[12] << 8) | frame[13]
     if ethertype == 0x0800 and have >= 20:
-        ihl = (net[0] & 0x0F) * 4
-        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", net, 0)
+        ihl = (frame[14] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, 14)
         if proto != 6 or length < ihl + 20:
             return None
-        network_ok = (net[0] == 0x45 and not frag_off & 0x3FFF
-                      and ones_complement_sum(net[:20]) == 0xFFFF)
-        addresses = net[12:20] + bytes([proto])
+        network_ok = (frame[14] == 0x45 and not frag_off & 0x3FFF
+                      and ones_complement_sum(frame[14:34]) == 0xFFFF)
+        addresses = frame[26:34] + b"\x06"
         tot_len_ok = tot_len == length
-        pseudo = net[12:20] + struct.pack("!BBH", 0, 6, length - ihl)
-        tos, df, ipv6 = net[1], bool(frag_off & 0x4000), False
+        pseudo_sum = ones_complement_sum(frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
+        tos, df, ipv6 = frame[15], bool(frame[20] & 0x40), False
     elif ethertype == 0x86DD and length >= 60:
         if have < 60:
             raise InputError(f"an IPv6 packet with {have} header bytes recorded (60 needed)")
-        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", net, 0)
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, 14)
         if nexthdr != 6:
             return None
         ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
-        addresses = net[8:40] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
+        addresses = frame[22:54] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
         tot_len_ok = payload_len == length - 40
-        pseudo = net[8:40] + struct.pack("!IxxxB", length - 40, 6)
+        pseudo_sum = -1
         tos = (first >> 20) & 0xFF
     else:
         return None
-    t = ihl
-    if have < t + 20:
+    t = 14 + ihl  # the TCP header, in ``frame``
+    if have < ihl + 20:
         raise InputError(f"a TCP header past the {have} bytes recorded")
-    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", net, t)
+    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
     tcp_len = (flag_word >> 28) * 4
-    if tcp_len < 20 or length < t + tcp_len:
+    if tcp_len < 20 or length < ihl + tcp_len:
         return None
-    if have < t + tcp_len:
+    if have < ihl + tcp_len:
         raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
-                         f"{t + tcp_len})")
+                         f"{ihl + tcp_len})")
     if tcp_csum_ok is None:
-        tcp_csum_ok = ones_complement_sum(net[t:], ones_complement_sum(pseudo)) == 0xFFFF
-    return TcpHeaders(mac, ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
-                      ip_id, sport, dport, seq, ack, flag_word, net[t + 20:t + tcp_len],
+        if ipv6:
+            pseudo_sum = ones_complement_sum(frame[22:54] + struct.pack("!IxxxB", length - 40, 6))
+        tcp_csum_ok = ones_complement_sum(frame[t:14 + length], pseudo_sum) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+                      ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
                       tcp_len, tcp_csum_ok)
 
 
@@ -194,7 +197,7 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     if len(data) < 14:
         return GroInput(None)
     try:
-        tcp = parse_tcp_headers(data[:14], data[14:], length - 14)
+        tcp = _parse(data, length - 14, True)
     except InputError:  # the snaplen cut the TCP header
         return GroInput(None)
     return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False))
