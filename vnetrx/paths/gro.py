@@ -106,6 +106,17 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
     return _parse(mac[:14] + network, length, tcp_csum_ok)
 
 
+_IPV4_HEADER = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
+
+
+def _ipv4_header_sum(frame: bytes) -> int:
+    """The one's complement sum of the 20-byte IPv4 header at frame[14:] (0xFFFF: its
+    checksum is right): ip_fast_csum, for the header inet_gro_receive checks."""
+    total: int = sum(_IPV4_HEADER.unpack_from(frame, 14))
+    total = (total & 0xFFFF) + (total >> 16)
+    return (total & 0xFFFF) + (total >> 16)
+
+
 def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
     """The headers of ``frame`` (the Ethernet header, then the packet from the IP header on,
     ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
@@ -118,10 +129,9 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
         if proto != 6 or length < ihl + 20:
             return None
         network_ok = (frame[14] == 0x45 and not frag_off & 0x3FFF
-                      and ones_complement_sum(frame[14:34]) == 0xFFFF)
+                      and _ipv4_header_sum(frame) == 0xFFFF)
         addresses = frame[26:34] + b"\x06"
         tot_len_ok = tot_len == length
-        pseudo_sum = ones_complement_sum(frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
         tos, df, ipv6 = frame[15], bool(frame[20] & 0x40), False
     elif ethertype == 0x86DD and length >= 60:
         if have < 60:
@@ -132,7 +142,6 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
         ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
         addresses = frame[22:54] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
         tot_len_ok = payload_len == length - 40
-        pseudo_sum = -1
         tos = (first >> 20) & 0xFF
     else:
         return None
@@ -147,8 +156,9 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
         raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
                          f"{ihl + tcp_len})")
     if tcp_csum_ok is None:
-        if ipv6:
-            pseudo_sum = ones_complement_sum(frame[22:54] + struct.pack("!IxxxB", length - 40, 6))
+        pseudo = (frame[22:54] + struct.pack("!IxxxB", length - 40, 6) if ipv6
+                  else frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
+        pseudo_sum = ones_complement_sum(pseudo)
         tcp_csum_ok = ones_complement_sum(frame[t:14 + length], pseudo_sum) == 0xFFFF
     return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
                       ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
