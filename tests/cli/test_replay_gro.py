@@ -160,3 +160,78 @@ def test_gro_needs_the_frames_bytes(tmp_path: Path) -> None:
         result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro"])
         assert result.exit_code == 2, result.output
         assert "frame" in result.stderr and "give a pcap/pcapng capture" in result.stderr
+
+
+# --- --no-gro and the device's limits ------------------------------------------------------------
+
+
+def test_gro_off_delivers_every_frame_alone(tmp_path: Path) -> None:
+    path = capture(tmp_path / "flow.pcap", flow(10))
+    got = rows(["--from", str(path), "--mergeable", "--batch", "10", "--no-gro"])
+    assert [r["frames"] for r in got] == [[i] for i in range(10)]
+
+
+def test_gro_max_size_cuts_the_aggregate(tmp_path: Path) -> None:
+    # skb_gro_receive: -E2BIG once p->len + len >= gro_max_size: 52 + 20 x 1448 = 29,012 and
+    # 29,012 + 1448 = 30,460 >= 30,000
+    path = capture(tmp_path / "flow.pcap", flow(30))
+    got = rows(["--from", str(path), "--mergeable", "--batch", "30", "--kernel", "6.12",
+                "--gro-max-size", "30000"])
+    assert [(r["segs"], r["flush"]) for r in got] == [(20, "e2big"), (10, "poll_end")]
+    got = rows(["--from", str(path), "--mergeable", "--batch", "30", "--kernel", "6.12",
+                "--gro-max-size", "30461"])  # one byte more: 21 fit
+    assert [r["segs"] for r in got] == [21, 9]
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro", "--kernel", "5.15",
+                                 "--gro-max-size", "30000"])
+    assert result.exit_code == 2 and "gro_max_size does not exist on 5.15" in result.stderr
+
+
+# --- --path tap: writes into an IFF_NAPI tap --------------------------------------------------
+
+
+def test_tap_writes_merge_only_when_the_napi_keeps_them(tmp_path: Path) -> None:
+    # each write polled at once: napi_complete_done flushes it; with gro_flush_timeout the
+    # held skbs stay across writes (tests/paths/test_gro_oracle.py checks both on 6.18.44)
+    path = capture(tmp_path / "flow.pcap", flow(100))
+    alone = rows(["--from", str(path), "--path", "tap", "--kernel", "6.18"])
+    assert [r["frames"] for r in alone] == [[i] for i in range(100)]
+    assert [r["poll"] for r in alone] == list(range(1, 101))
+    kept = rows(["--from", str(path), "--path", "tap", "--napi", "timeout", "--kernel", "6.18"])
+    assert [(r["frames"][0], r["frames"][-1], r["flush"]) for r in kept] == [
+        (0, 44, "e2big"), (45, 89, "e2big"), (90, 99, "timer")]
+    assert (kept[0]["len"], kept[0]["gso_segs"], kept[0]["ip_summed"]) == (52 + 45 * 1448, 45, 3)
+    threaded = rows(["--from", str(path), "--path", "tap", "--napi", "threaded"])
+    assert [(r["frames"][0], r["frames"][-1], r["flush"]) for r in threaded] == [
+        (0, 44, "e2big"), (45, 63, "budget"), (64, 99, "poll_end")]
+
+
+def test_tap_napi_frags_writes_split_where_the_json_says(tmp_path: Path) -> None:
+    # tun_napi_alloc_frags: the first iovec (the 10-byte vnet header) is read, the second (100
+    # frame bytes) is the linear part and eth_type_trans pulls 14 of it; the rest is one frag
+    path = tmp_path / "frags.json"
+    path.write_text(json.dumps([{"frame": f.hex(), "split": [10, 110]} for f in flow(2)]))
+    got = rows(["--from", str(path), "--path", "tap", "--napi", "frags", "--kernel", "6.18"])
+    assert [(r["frames"], r["headlen"], r["frags"]) for r in got] == [
+        ([0], 86, [1414]), ([1], 86, [1414])]
+
+
+def test_tap_replay_refuses_what_does_not_apply(tmp_path: Path) -> None:
+    path = capture(tmp_path / "flow.pcap", flow(2))
+    for args, message in (
+        (["--path", "tap"], "add --gro"),
+        (["--path", "tap", "--gro", "--mergeable"], "--mergeable does not apply to --path tap"),
+        (["--path", "tap", "--gro", "--batch", "4"], "--batch does not apply to --path tap"),
+        (["--gro", "--napi", "timeout"], "--napi does not apply to --path virtio"),
+        (["--gro", "--sndbuf", "4096"], "--sndbuf does not apply to --path virtio"),
+        (["--no-gro"], "--no-gro needs --gro"),
+        (["--gro-max-size", "30000"], "--gro-max-size needs --gro"),
+    ):
+        result = RUNNER.invoke(cli, ["replay", "--from", str(path), *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr, (args, result.stderr)
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps([{"frame": flow(1)[0].hex(), "split": [10]}]))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(split), "--path", "tap", "--gro"])
+    assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr
+    result = RUNNER.invoke(cli, ["replay", "--from", str(split)])
+    assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr

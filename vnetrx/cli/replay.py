@@ -12,6 +12,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options, xdp_program_options
+from vnetrx.cli.gro_options import gro_options
 from vnetrx.cli.options import (
     BuildChoice,
     Count,
@@ -19,6 +20,7 @@ from vnetrx.cli.options import (
     kernel_option,
     load_profile,
 )
+from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
@@ -26,7 +28,7 @@ from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, Keep, open_frames, pa
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
-    from vnetrx.paths.gro import GroInput
+    from vnetrx.paths.gro import Delivered, GroInput
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -122,6 +124,20 @@ PROGRESS_FROM = 20_000
               "summed when its skb is CHECKSUM_NONE, as GRO sums them): one row "
               "per skb the stack receives, in delivery order (vnetrx.replay-gro-row/1 with "
               "--jsonl), or the totals with --summary.")
+@click.option(
+    "--path",
+    type=click.Choice(["virtio", "tap"]),
+    default="virtio",
+    show_default=True,
+    help="virtio: frames a virtio-net device writes into the ring. tap: frames written into "
+    "an IFF_NAPI tap, one write(2) each (tun_get_user, then the tap's NAPI and GRO): with "
+    "--gro, polled as --napi says.",
+)
+@gro_options
+@tap_options
+@click.option("--no-gro", is_flag=True,
+              help="With --gro: the device's GRO is off (ethtool -K DEV gro off: "
+              "netif_elide_gro): every skb goes on unmerged.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
               help="Stream one compact JSON row per frame (vnetrx.replay-row/1).")
 @click.option("--detail", is_flag=True,
@@ -149,6 +165,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       tcpdump -i tap0 -w - | vnetrx replay --from - --mergeable --summary
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
+      vnetrx replay --from flow.pcap --mergeable --batch 64 --gro --jsonl
+      vnetrx replay --from flow.pcap --path tap --gro --napi timeout --summary
     """
     from vnetrx.stop import StopOnSignal
 
@@ -170,6 +188,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     """Run and print; returns how many frames the output covers (None: not counted)."""
     if (lengths is None) == (from_file is None):
         raise click.UsageError("give the frames with exactly one of --len LIST and --from FILE")
+    _check_path_options(o)
     if o["as_json"] and o["as_jsonl"]:
         raise click.UsageError("--json and --jsonl exclude each other")
     if o["show"] is not None and (o["as_json"] or o["as_jsonl"] or o["summary"]):
@@ -193,6 +212,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     headers: dict[int, GroInput] = {}
+    splits: dict[int, tuple[int, ...]] = {}
     keep = None
     if o["gro"]:
         if lengths is not None:
@@ -202,7 +222,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        keep = _keeping_headers(headers)
+        keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags")
     live = from_file == "-" and _live_input()
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
@@ -220,6 +240,11 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         )
     choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
     profile = load_profile(o["kernel"], o["config"], choice)
+    source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
+    if o["path"] == "tap":
+        writes = stop.items(_nonempty(_progress(frames.items, known, quiet=False), source,
+                                      frames))
+        return _after(frames, _tap_gro(profile, writes, headers, splits, o, source))
     config = RingConfig(
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
@@ -231,7 +256,6 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         xdp=o["xdp"],
         xdp_frags=o["xdp_frags"],
     )
-    source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
         from vnetrx.render.replay_json import write_replay
@@ -319,11 +343,18 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _keeping_headers(headers: dict[int, GroInput]) -> Keep:
-    """Keeps what GRO reads of each frame (by frame index, until GRO has taken it)."""
+def _keeping_headers(headers: dict[int, GroInput], splits: dict[int, tuple[int, ...]],
+                     napi_frags: bool) -> Keep:
+    """Keeps what GRO reads of each frame, and its writev boundaries when ``napi_frags`` (by
+    frame index, until GRO has taken them)."""
     from vnetrx.paths.gro import read_frame
 
-    def keep(index: int, length: int, data: bytes, whole: bool) -> None:
+    def keep(index: int, length: int, data: bytes, whole: bool, split: tuple[int, ...]) -> None:
+        if split:
+            if not napi_frags:
+                raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
+                                 "--path tap --gro --napi frags")
+            splits[index] = split
         headers[index] = read_frame(data, length, whole)
 
     return keep
@@ -334,8 +365,18 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
          o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.flow import replay_gro
+    from vnetrx.paths.gro import gro_limits
+    from vnetrx.render.gro_text import virtio_gro_heading
 
-    delivered = replay_gro(profile, config, stream.records, headers.pop)
+    limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
+    delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
+                           limits)
+    return _print_gro(delivered, o, virtio_gro_heading(stream, source), stream.notes)
+
+
+def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], heading: str,
+               notes: tuple[str, ...]) -> int:
+    """The skbs GRO delivers, as --jsonl rows or text; returns the frames they carry."""
     if o["as_jsonl"]:
         import json
 
@@ -349,7 +390,69 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
     from vnetrx.render.gro_text import print_replay_gro
     from vnetrx.render.text import stdout_console
 
-    return print_replay_gro(stream, delivered, stdout_console(), o["summary"], source)
+    return print_replay_gro(heading, notes, delivered, stdout_console(), o["summary"])
+
+
+def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, GroInput],
+             splits: dict[int, tuple[int, ...]], o: dict[str, Any], source: str) -> int:
+    """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO."""
+    from vnetrx.flow import TAP_NAPI, TAP_NOTES, TapWrite, replay_tap_gro
+    from vnetrx.paths.gro import gro_limits
+    from vnetrx.paths.tun import TapSetup
+    from vnetrx.render.gro_text import tap_gro_heading
+
+    setup = TapSetup(blocking=o["blocking"], sndbuf=o["sndbuf"], vnet_hdr=not o["no_vnet_hdr"],
+                     vnet_hdr_sz=o["vnet_hdr_sz"])
+    size = o["vnet_hdr_sz"] or 10
+
+    def writes() -> Iterator[TapWrite]:
+        for index, item in enumerate(items):
+            length, hdr = (item, None) if isinstance(item, int) else item
+            if hdr is not None and not setup.vnet_hdr:
+                raise InputError(f"frame {index} gives a virtio_net_hdr, but the tap has no "
+                                 "IFF_VNET_HDR (--no-vnet-hdr)")
+            yield TapWrite(index, length, hdr.to_bytes(size) if hdr is not None else None,
+                           headers.pop(index), splits.pop(index, ()))
+
+    refused: list[str] = []
+    limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
+    delivered = replay_tap_gro(profile, setup, writes(), o["napi"], not o["no_gro"], limits,
+                               refused)
+    count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
+                       (*TAP_NOTES, TAP_NAPI[o["napi"]]))
+    if refused:
+        sys.stdout.flush()
+        sys.stderr.write(f"vnetrx: note: {len(refused)} write(s) did not reach GRO, e.g. "
+                         f"{refused[0]}\n")
+    return count
+
+
+_VIRTIO_ONLY = ("mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "batch", "polls", "xdp",
+                "xdp_frags", "show", "detail")
+_TAP_ONLY = ("napi", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
+_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size")
+
+
+def _check_path_options(o: dict[str, Any]) -> None:
+    """Options of the other path, or GRO's without --gro: refused, naming them."""
+    ctx = click.get_current_context()
+
+    def given(names: tuple[str, ...]) -> list[str]:
+        return ["--" + n.replace("_", "-") for n in names
+                if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+
+    if o["path"] == "tap" and not o["gro"]:
+        raise click.UsageError("--path tap replays the writes through the tap's NAPI and GRO: "
+                               "add --gro (one write's skb: vnetrx trace --path tap; every "
+                               "length: vnetrx sweep --path tap)")
+    wrong = given(_VIRTIO_ONLY if o["path"] == "tap" else _TAP_ONLY)
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not "
+                               f"apply to --path {o['path']}")
+    wrong = [] if o["gro"] else given(_GRO_ONLY)
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} "
+                               "--gro")
 
 
 def _live_input() -> bool:

@@ -11,6 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
+from vnetrx.cli.gro_options import gro_options
 from vnetrx.cli.options import (
     EXIT_CHECK,
     BuildChoice,
@@ -110,29 +111,7 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="With --gro: the flow's segments (virtio: polls of up to 64, the NAPI budget; tap: "
     "one write each).",
 )
-@click.option(
-    "--napi",
-    type=click.Choice(["write", "timeout", "threaded", "frags"]),
-    default="write",
-    show_default=True,
-    help="With --gro --path tap: how the IFF_NAPI tap is polled. write: as the kernel sets it "
-    "up, each write polled at once (nothing merges); timeout: gro_flush_timeout > 0 (writes "
-    "within a jiffy merge); threaded: threaded NAPI with the writer pinned to the kthread's CPU; "
-    "frags: IFF_NAPI_FRAGS (tun_napi_alloc_frags' skb, one iovec a write; nothing merges).",
-)
-@click.option(
-    "--gro-max-size",
-    type=Count(1, 8 * 65535, "bytes"),
-    default=None,
-    help="With --gro: the device's gro_max_size (5.18+; above 65536: IPv6 BIG TCP, 5.19+). "
-    "65536 or less sets the IPv4 limit too, as ip link does.",
-)
-@click.option(
-    "--gro-ipv4-max-size",
-    type=Count(1, 8 * 65535, "bytes"),
-    default=None,
-    help="With --gro: the device's gro_ipv4_max_size (6.3+; above 65536: IPv4 BIG TCP).",
-)
+@gro_options
 @frame_options
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")

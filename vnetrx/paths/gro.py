@@ -345,16 +345,44 @@ class _Held:
                 and p.sport == h.sport and p.dport == h.dport)
 
 
-class _Run:
-    """GRO state across polls: the held skbs, oldest first (the bucket list read backwards)."""
+class GroState:
+    """A NAPI instance's GRO state across polls: the held skbs, oldest first (the bucket list
+    read backwards), and what has been decided so far (``steps``, ``delivered``: a caller that
+    streams takes them as they come). ``gro`` False: NETIF_F_GRO is off (netif_elide_gro)."""
 
-    def __init__(self, k: KernelProfile, limits: GroLimits, record_steps: bool) -> None:
+    def __init__(self, k: KernelProfile, limits: GroLimits | None = None, gro: bool = True,
+                 record_steps: bool = True) -> None:
         self.k = k
-        self.limits = limits
+        self.limits = limits or GroLimits()
+        self.gro = gro
         self.record_steps = record_steps
         self.held: list[_Held] = []
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
+        # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
+        # them again from 6.1.7): not modelled
+        self.dodgy_aggregated = k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH)
+
+    def receive(self, seg: Segment) -> None:
+        """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
+        if seg.skb.gso_size and self.dodgy_aggregated:
+            raise InputError(
+                f"GRO of GSO skbs on {self.k.name} is not modelled: 6.1.0-6.1.6 aggregate "
+                "SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from "
+                "6.1.7)"
+            )
+        if self.gro:
+            _receive(self, seg)
+            return
+        if self.record_steps:
+            self.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF, seg.payload, 0,
+                                      seg.skb.len, seg.skb.truesize, seg.skb.nr_frags, 0))
+        self.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+
+    def take(self) -> list[Delivered]:
+        """The skbs delivered since the last take, in order."""
+        out, self.delivered = self.delivered, []
+        return out
 
     def limit(self, h: TcpHeaders) -> int:
         """skb_gro_receive's size limit: netif_get_gro_max_size (IPv6: gro_max_size, IPv4:
@@ -381,34 +409,19 @@ def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
     ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
     on as GRO_NORMAL, unchanged. ``steps`` False: no ``GroStep`` records (a replay prints the
     delivered skbs only)."""
-    if k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH) and any(
-        s.skb.gso_size for run in runs for poll in run for s in poll
-    ):
-        raise InputError(
-            f"GRO of GSO skbs on {k.name} is not modelled: 6.1.0-6.1.6 aggregate SKB_GSO_DODGY "
-            "TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from 6.1.7)"
-        )
-    limits = limits or GroLimits()
-    state = _Run(k, limits, steps)
+    state = GroState(k, limits, gro, steps)
     for run in runs:
         for poll in run:
             for seg in poll:
-                if gro:
-                    _receive(state, seg)
-                else:
-                    if state.record_steps:
-                        state.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF,
-                                                   seg.payload, 0, seg.skb.len, seg.skb.truesize,
-                                                   seg.skb.nr_frags, 0))
-                    state.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+                state.receive(seg)
             if len(poll) >= budget:
                 state.flush_all(Flush.BUDGET)
         state.flush_all(end)
     return GroRun(tuple(state.steps), tuple(state.delivered), k.build.max_skb_frags,
-                  limits.gro_max_size)
+                  state.limits.gro_max_size)
 
 
-def _receive(state: _Run, seg: Segment) -> None:
+def _receive(state: GroState, seg: Segment) -> None:
     """One dev_gro_receive: find the flow's held skb, compare, merge or not, hold or not."""
     h = seg.tcp
     if h is None:
@@ -516,7 +529,7 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     return offset != (0 if p.fixed_id else len(p.frames))
 
 
-def _normal(state: _Run, seg: Segment, how: How, ip_summed: int | None = None) -> None:
+def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = None) -> None:
     """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers (and
     with ``ip_summed`` when tcp_gro_receive validated its checksum)."""
     skb = _pull_headers(state.k, seg)
@@ -528,7 +541,7 @@ def _normal(state: _Run, seg: Segment, how: How, ip_summed: int | None = None) -
     state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
 
 
-def _hold(state: _Run, seg: Segment, h: TcpHeaders, payload: int, how: How,
+def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
           ip_summed: int) -> None:
     """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), the headers
     GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""

@@ -101,9 +101,10 @@ class Frames(NamedTuple):
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
-# keep(index, length, data, whole): a frame's bytes, for a caller that reads them (GRO): the
-# whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its snaplen)
-Keep = Callable[[int, int, bytes, bool], None]
+# keep(index, length, data, whole, split): a frame's bytes, for a caller that reads them (GRO):
+# the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its snaplen),
+# and a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; () otherwise)
+Keep = Callable[[int, int, bytes, bool, tuple[int, ...]], None]
 
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
@@ -158,13 +159,16 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
         # a frame: a length, or an object of at most 4 keys (4 ":" and 3 ",") and its ","
         value = parse_json(body, name, "a JSON array", max_values=8 * MAX_FRAMES + 1)
         if isinstance(value, list) and value and isinstance(value[0], dict):
-            lengths, hdrs, frame_bytes = _json_objects(name, value)
+            lengths, hdrs, frame_bytes, splits = _json_objects(name, value)
             if keep is not None:
                 for index, frame in enumerate(frame_bytes):
                     if frame is None:
                         raise InputError(f"{name}: frame {index} gives no \"frame\" bytes "
                                          "(the Ethernet frame as hex)", hint=_NEEDS_BYTES)
-                    keep(index, len(frame), frame, True)
+                    keep(index, len(frame), frame, True, splits[index])
+            elif any(splits):
+                raise InputError(f"{name}: \"split\" (writev boundaries) applies to "
+                                 "--path tap --gro --napi frags")
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
         lengths = _json_lengths(name, value)
     else:
@@ -191,7 +195,7 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
         for index, frame in enumerate(read_capture(stream, name, data=keep is not None,
                                                    cooked=cooked, before_read=before_read)):
             if keep is not None:
-                keep(index, frame.length, frame.data, False)
+                keep(index, frame.length, frame.data, False, ())
             yield frame.length
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -213,7 +217,7 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
         for index, frame in enumerate(read_capture(stream, name, cooked=cooked,
                                                    before_read=before_read)):
             if keep is not None:
-                keep(index, frame.length, frame.data, False)
+                keep(index, frame.length, frame.data, False, ())
             yield frame.length, derive(frame.length, frame.data)
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -241,10 +245,11 @@ def read_frames(path: str) -> tuple[tuple[int, ...], Headers | None]:
     return tuple(n for n, _ in pairs), tuple(h for _, h in pairs)
 
 
-def _json_objects(path: str, value: list[Any]
-                  ) -> tuple[tuple[int, ...], Headers, tuple[bytes | None, ...]]:
+def _json_objects(path: str, value: list[Any]) -> tuple[
+        tuple[int, ...], Headers, tuple[bytes | None, ...], tuple[tuple[int, ...], ...]]:
     """Objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` or ``{"frame": HEX,
-    "hdr": HEX}``: each frame's length, virtio_net_hdr and (with "frame") bytes."""
+    "hdr": HEX, "split": [OFFSET, ...]}``: each frame's length, virtio_net_hdr, (with "frame")
+    bytes and (with "split") writev boundaries."""
     from vnetrx.packet import L4_CHOICES, headers_of
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
@@ -253,15 +258,23 @@ def _json_objects(path: str, value: list[Any]
     lengths: list[int] = []
     hdrs: list[VnetHdr | None] = []
     data: list[bytes | None] = []
+    splits: list[tuple[int, ...]] = []
     for index, item in enumerate(value):
         where = f"{path}: frame {index}"
         if not isinstance(item, dict):
             raise InputError(f"{where}: expected an object like {{\"len\": 1514, \"hdr\": "
                              "\"0101...\"}} or {\"frame\": HEX, \"hdr\": HEX}")
-        unknown = sorted(set(item) - {"len", "hdr", "l4", "tcp_options", "frame"})
+        unknown = sorted(set(item) - {"len", "hdr", "l4", "tcp_options", "frame", "split"})
         if unknown:
             raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (valid: len, hdr, "
-                             "l4, tcp_options, frame)")
+                             "l4, tcp_options, frame, split)")
+        split = item.get("split", [])
+        if not isinstance(split, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in split):
+            raise InputError(f"{where}: \"split\" must be a list of byte offsets (where each "
+                             "iovec of the write begins, after the first)")
+        if split and "frame" not in item:
+            raise InputError(f"{where}: \"split\" needs the write's \"frame\"")
         frame = _hex(item, "frame", where)
         if frame is not None:
             length = len(frame)
@@ -286,7 +299,8 @@ def _json_objects(path: str, value: list[Any]
         lengths.append(length)
         hdrs.append(hdr)
         data.append(frame)
-    return tuple(lengths), tuple(hdrs), tuple(data)
+        splits.append(tuple(split))
+    return tuple(lengths), tuple(hdrs), tuple(data), tuple(splits)
 
 
 def _hex(item: dict[str, Any], key: str, where: str) -> bytes | None:
