@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
@@ -48,6 +49,7 @@ from vnetrx.paths.virtio_net_hdr import (
     gso_type_names,
 )
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
 NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
@@ -62,28 +64,47 @@ _ENDS = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
 SKB_GSO_TCP_FIXEDID_OLD, SKB_GSO_TCP_FIXEDID_NEW = 1 << 3, 1 << 30
 
 
-class TcpHeaders(NamedTuple):
-    """What GRO reads of a segment's Ethernet, IP and TCP headers."""
+class TcpHeaders(Value):
+    """What GRO reads of a segment's Ethernet, IP and TCP headers. A plain class, not a record
+    (one is made per frame a replay gives GRO: a native class when compiled, see values.py)."""
 
-    mac: bytes  # the Ethernet header: compare_ether_header
-    ipv6: bool
-    addresses: bytes  # what must match for the same flow: v4 saddr, daddr, protocol; v6 the
-    # addresses, next header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
-    network_ok: bool  # IPv4: no options, not a fragment, header checksum right
-    tot_len_ok: bool  # the IP length is the packet's (no padding): otherwise flushed
-    network_len: int
-    ttl: int  # TTL / hop limit
-    tos: int  # TOS / traffic class
-    df: bool
-    ip_id: int
-    sport: int
-    dport: int
-    seq: int
-    ack: int
-    flag_word: int  # tcp_flag_word(): doff, flags and window
-    options: bytes
-    tcp_len: int
-    tcp_csum_ok: bool  # the TCP checksum verifies (GRO checks it for CHECKSUM_NONE)
+    __slots__ = ("ack", "addresses", "df", "dport", "flag_word", "ip_id", "ipv6", "mac",
+                 "network_len", "network_ok", "options", "seq", "sport", "tcp_csum_ok",
+                 "tcp_len", "tos", "tot_len_ok", "ttl")
+    _names = ("mac", "ipv6", "addresses", "network_ok", "tot_len_ok", "network_len", "ttl",
+              "tos", "df", "ip_id", "sport", "dport", "seq", "ack", "flag_word", "options",
+              "tcp_len", "tcp_csum_ok")
+
+    def __init__(self, mac: bytes, ipv6: bool, addresses: bytes, network_ok: bool,
+                 tot_len_ok: bool, network_len: int, ttl: int, tos: int, df: bool, ip_id: int,
+                 sport: int, dport: int, seq: int, ack: int, flag_word: int, options: bytes,
+                 tcp_len: int, tcp_csum_ok: bool) -> None:
+        self.mac: Final = mac  # the Ethernet header: compare_ether_header
+        self.ipv6: Final = ipv6
+        # what must match for the same flow: v4 saddr, daddr, protocol; v6 the addresses, next
+        # header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
+        self.addresses: Final = addresses
+        self.network_ok: Final = network_ok  # IPv4: no options, not a fragment, checksum right
+        self.tot_len_ok: Final = tot_len_ok  # the IP length is the packet's (no padding)
+        self.network_len: Final = network_len
+        self.ttl: Final = ttl  # TTL / hop limit
+        self.tos: Final = tos  # TOS / traffic class
+        self.df: Final = df
+        self.ip_id: Final = ip_id
+        self.sport: Final = sport
+        self.dport: Final = dport
+        self.seq: Final = seq
+        self.ack: Final = ack
+        self.flag_word: Final = flag_word  # tcp_flag_word(): doff, flags and window
+        self.options: Final = options
+        self.tcp_len: Final = tcp_len
+        self.tcp_csum_ok: Final = tcp_csum_ok  # the TCP checksum verifies (read for NONE)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.mac, self.ipv6, self.addresses, self.network_ok, self.tot_len_ok,
+                self.network_len, self.ttl, self.tos, self.df, self.ip_id, self.sport,
+                self.dport, self.seq, self.ack, self.flag_word, self.options, self.tcp_len,
+                self.tcp_csum_ok)
 
 
 def parse_tcp(frame: bytes) -> TcpHeaders | None:
@@ -189,12 +210,20 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
 
 
-class GroInput(NamedTuple):
+class GroInput(Value):
     """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), and for
-    a UDP datagram whether udp4/6_gro_receive validates its checksum."""
+    a UDP datagram whether udp4/6_gro_receive validates its checksum. A plain class (one per
+    frame of a replay)."""
 
-    tcp: TcpHeaders | None
-    udp_validated: bool = False
+    __slots__ = ("tcp", "udp_validated")
+    _names = ("tcp", "udp_validated")
+
+    def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False) -> None:
+        self.tcp: Final = tcp
+        self.udp_validated: Final = udp_validated
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.tcp, self.udp_validated)
 
 
 def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
@@ -213,17 +242,29 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False))
 
 
-class Segment(NamedTuple):
+class Segment(Value):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
-    counts from the IP header) and its headers."""
+    counts from the IP header) and its headers. A plain class (one per frame of a replay)."""
 
-    frame: int  # the input frame's index
-    skb: Skb
-    head_frag: bool  # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
-    tcp: TcpHeaders | None  # None: not TCP over IPv4/IPv6 (GRO_NORMAL, see ``udp_validated``)
-    page: str = ""  # the page the head lies in (case B makes it a frag), e.g. "frag0"
-    page_offset: int = 0  # where skb->head lies in that page
-    udp_validated: bool = False  # a UDP datagram whose nonzero checksum udp_gro_receive verifies
+    __slots__ = ("frame", "head_frag", "page", "page_offset", "skb", "tcp", "udp_validated")
+    _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated")
+
+    def __init__(self, frame: int, skb: Skb, head_frag: bool, tcp: TcpHeaders | None,
+                 page: str = "", page_offset: int = 0, udp_validated: bool = False) -> None:
+        self.frame: Final = frame  # the input frame's index
+        self.skb: Final = skb
+        # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
+        self.head_frag: Final = head_frag
+        # None: not TCP over IPv4/IPv6 (GRO_NORMAL, see ``udp_validated``)
+        self.tcp: Final = tcp
+        self.page: Final = page  # the page the head lies in (case B makes it a frag), "frag0"
+        self.page_offset: Final = page_offset  # where skb->head lies in that page
+        # a UDP datagram whose nonzero checksum udp_gro_receive verifies
+        self.udp_validated: Final = udp_validated
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.frame, self.skb, self.head_frag, self.tcp, self.page, self.page_offset,
+                self.udp_validated)
 
     @property
     def offset(self) -> int:
