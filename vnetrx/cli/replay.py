@@ -24,7 +24,15 @@ from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
-from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, Keep, open_frames, parse_list
+from vnetrx.replay.frames import (
+    MAX_FRAMES,
+    BeyondMtu,
+    Frames,
+    Item,
+    Keep,
+    open_frames,
+    parse_list,
+)
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
@@ -45,6 +53,7 @@ PROGRESS_FROM = 20_000
 )
 @click.option(
     "--from",
+    "-r",
     "from_file",
     metavar="FILE",
     default=None,
@@ -55,7 +64,21 @@ PROGRESS_FROM = 20_000
     "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} or {\"frame\": HEX, "
     "\"hdr\": HEX} (frame: the Ethernet frame's bytes; hdr: the 10-byte virtio_net_hdr the "
     "device wrote, or 12 with num_buffers, which is not read), or text in the LIST syntax (# "
-    "starts a comment).",
+    "starts a comment). -r FILE as tcpdump's.",
+)
+@click.option(
+    "-c",
+    "--count",
+    type=Count(1, 1 << 62, "frames"),
+    default=None,
+    help="Stop after N frames (as tcpdump -c).",
+)
+@click.option(
+    "-l",
+    "--line-buffered",
+    is_flag=True,
+    help="Write each row as soon as it is computed, whatever standard output is (as tcpdump "
+    "-l). Rows are written so already when --from - is a pipe or a terminal.",
 )
 @device_options(
     "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
@@ -223,10 +246,15 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
         keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags")
-    live = from_file == "-" and _live_input()
+    live = (from_file == "-" and _live_input()) or o["line_buffered"]
+    if o["line_buffered"]:
+        with contextlib.suppress(AttributeError, ValueError):
+            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
                                before_read=_flush_output if live else None, keep=keep))
+    if o["count"] is not None:  # tcpdump -c: the frames after the Nth are not read
+        frames = frames._replace(items=_first(frames.items, o["count"]))
     if o["ifindex"] is not None and from_file is None:
         raise click.UsageError("--ifindex selects a cooked capture's interface: give --from FILE")
     known = len(frames.items) if isinstance(frames.items, tuple) else None
@@ -256,7 +284,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         xdp=o["xdp"],
         xdp_frags=o["xdp_frags"],
     )
-    items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
+    beyond = BeyondMtu(o["mtu"])
+    items = beyond.watch(_progress(frames.items, known, quiet=o["as_json"] and not o["summary"]))
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
         from vnetrx.render.replay_json import write_replay
         from vnetrx.replay import validate
@@ -275,7 +304,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         # as one dict (the same text; its input.frames is the input's count)
         stream = Stream(profile, config, stop.items(listed), want_trace=every_frame)
         done = write_replay(stream, source, len(listed), sys.stdout, lambda: stop.stopped)
-        return _after(frames, done)
+        return _after(frames, done, beyond)
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
@@ -290,12 +319,12 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
-        return _after(frames, _gro(profile, config, stream, headers, o, source))
+        return _after(frames, _gro(profile, config, stream, headers, o, source), beyond)
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
         write_rows(stream, sys.stdout, detail=o["detail"], live=live)
-        return _after(frames, None)
+        return _after(frames, None, beyond)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
         from vnetrx.replay.summary import Totals
@@ -307,23 +336,27 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if stop.stopped:
             summary["interrupted"] = True
         sys.stdout.write(dumps(summary))
-        return _after(frames, totals.frames)
+        return _after(frames, totals.frames, beyond)
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
-    totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"])
+    totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"], live=live)
     if show is not None and show >= totals.frames and not stop.stopped:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
-    return _after(frames, totals.frames)
+    return _after(frames, totals.frames, beyond)
 
 
-def _after(frames: Frames, count: int | None) -> int | None:
+def _after(frames: Frames, count: int | None, beyond: BeyondMtu | None = None) -> int | None:
     """``count``, once the output is written; a capture damaged after its first record is
     reported now, after the output of every whole record before the damage (tcpdump prints
     them, then its error, and exits 1)."""
     note = frames.cooked.note() if frames.cooked is not None else None
     if note:  # how a capture of another link type was read: after the output, on stderr
+        sys.stdout.flush()
+        sys.stderr.write(f"vnetrx: note: {note}\n")
+    note = beyond.note() if beyond is not None else None
+    if note:
         sys.stdout.flush()
         sys.stderr.write(f"vnetrx: note: {note}\n")
     if frames.damage:
@@ -477,6 +510,13 @@ def _no_frames(source: str, frames: Frames) -> InputError:
     """A capture (or list) with no frame to replay; a cooked capture says what it left out."""
     note = frames.cooked.note() if frames.cooked is not None else None
     return InputError(f"{source}: no frames" + (f" ({note})" if note else ""))
+
+
+def _first(items: Iterable[Item], count: int) -> Iterable[Item]:
+    """The first ``count`` frames (a tuple stays a tuple: its length is known)."""
+    if isinstance(items, tuple):
+        return items[:count]
+    return islice(items, count)
 
 
 def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:

@@ -183,6 +183,43 @@ _NEEDS_BYTES = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame
                 "\"hdr\": HEX}")
 
 
+VLAN_ETH_HLEN = 18  # an Ethernet header with one VLAN tag
+
+
+class BeyondMtu:
+    """Frames longer than a device with this MTU writes without a GSO header (counted as they
+    pass by ``watch``): what a capture taken after GRO holds (tcpdump inside the guest), not
+    what the device wrote."""
+
+    __slots__ = ("count", "first", "mtu")
+
+    def __init__(self, mtu: int) -> None:
+        self.mtu = mtu
+        self.count = 0
+        self.first: tuple[int, int] | None = None  # (index, length) of the first one
+
+    def watch(self, items: Iterable[Item]) -> Iterator[Item]:
+        limit = self.mtu + VLAN_ETH_HLEN
+        for index, item in enumerate(items):
+            length, hdr = (item, None) if isinstance(item, int) else item
+            if length > limit and (hdr is None or not hdr.gso_type):
+                self.count += 1
+                if self.first is None:
+                    self.first = (index, length)
+            yield item
+
+    def note(self) -> str | None:
+        if self.first is None:
+            return None
+        index, length = self.first
+        return (f"{self.count} frame(s) (the first: frame {index}, {length} bytes) are longer "
+                f"than the MTU ({self.mtu}) plus an Ethernet header with a VLAN tag and have no "
+                "GSO header: a device with that MTU does not write them. A capture taken inside "
+                "the guest (tcpdump on its interface) is taken after GRO and holds GRO's "
+                "aggregates: replay a capture of the host's tap, or give --offload auto to "
+                "read long TCP/UDP frames as GSO")
+
+
 def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
