@@ -19,6 +19,7 @@ from vnetrx.cli.options import (
     kernel_option,
     load_profile,
 )
+from vnetrx.cli.replay_vhost import run_vhost, vhost_replay_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
@@ -53,14 +54,16 @@ PROGRESS_FROM = 20_000
     "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
 )
 @device_options(
-    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
+    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "buf_len",
     where={"guest_gso": "Without --mergeable: not replayed, said so (big mode's page chains "
            "carry no history: see `vnetrx trace --guest-gso` and `vnetrx sweep --guest-gso`).",
-           "mtu": "Without --mergeable it must be at most 1500 (small mode)."},
+           "mtu": "Without --mergeable it must be at most 1500 (small mode).",
+           "buf_len": "Only with --path vhost-rx (default: get_mergeable_buf_len of a fresh "
+           "ring, EWMA 0); --path virtio sizes each refill from the EWMA of the frames "
+           "before it."},
     defaults={"hdr_len": "12"},
-    refuse={"buf_len": "does not apply to replay: each refill sizes its buffers from the EWMA "
-            "of the frames before it (get_mergeable_buf_len)"},
 )
+@vhost_replay_options
 @click.option(
     "--ifindex",
     type=Count(1, (1 << 31) - 1, "(an interface index)"),
@@ -145,6 +148,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
     """
+    if run_vhost(lengths, from_file, o):  # --path vhost-rx (cli/replay_vhost.py)
+        return
     from vnetrx.stop import StopOnSignal
 
     with StopOnSignal() as stop:
