@@ -196,14 +196,15 @@ VHOST_NUM_BUFFERS_VERSION_1 = Change(
 TUN_USO = Change(
     key="tun_uso",
     subject="driver/net/tun: Added features for USO.",
-    commit="",
+    commit="399e0827642f",
     since=v("6.2"),
     summary="TUNSETOFFLOAD takes TUN_F_USO4|TUN_F_USO6 and the tap advertises "
     "NETIF_F_GSO_UDP_L4, so a USO skb reaches tun_put_user whole (virtio_net_hdr_from_skb "
     "writes VIRTIO_NET_HDR_GSO_UDP_L4, 860b7f27b8f7); before it the host stack segments it "
     "before the tap",
-    note="the USO series (Melnychenko, Dec 2022) with 860b7f27b8f7; its own commit id was not "
-    "seen; absent in 6.1.y (no UDP_L4 in virtio_net_hdr_from_skb), present in 6.8.0",
+    note="the USO series (Melnychenko, v5 Dec 2022; b22bbdd17a5a, 399e0827642f, 34061b348ae9, "
+    "860b7f27b8f7, 418044e1de30, as a merge log lists them); 6.2 as VNET_HDR_GSO_UDP_L4: absent "
+    "in 6.1.y (no UDP_L4 in virtio_net_hdr_from_skb), present in 6.8.0",
 )
 V1_HASH_SPLIT_HASH_VALUE = Change(
     key="v1_hash_split_hash_value",

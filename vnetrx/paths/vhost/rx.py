@@ -78,6 +78,9 @@ VHOST_NET_PKT_WEIGHT = 256  # packets per handle_rx run (vhost_dev_init's weight
 VNET_HDR_BASE = 10  # sizeof(struct virtio_net_hdr): what tun_put_user fills in
 NUM_BUFFERS_OFFSET = 10  # offsetof(struct virtio_net_hdr_mrg_rxbuf, num_buffers)
 MAX_FRAME_LEN = 65535
+# the longest skb a tap transmits here: an IPv6 GSO skb's 65535-byte payload_len after its
+# 40-byte IPv6 and 14-byte Ethernet headers (no BIG TCP)
+MAX_HOST_LEN = MAX_FRAME_LEN + 40 + ETH_HLEN
 MODES = ("small", "big", "mergeable")
 
 NOTES = (
@@ -306,8 +309,9 @@ _GSO_VALID = "0 none, 1 tcpv4, 4 tcpv6, 5 udp_l4; tcp types may add 0x80 ecn"
 
 def check_frame(f: HostFrame, where: str = "the frame") -> None:
     """A frame the host stack could send out of a tap, and an offload state an skb can have."""
-    if not 1 <= f.len <= MAX_FRAME_LEN:
-        raise InputError(f"{where}: length {f.len} out of range (valid: 1..{MAX_FRAME_LEN})")
+    if not 1 <= f.len <= MAX_HOST_LEN:
+        raise InputError(f"{where}: length {f.len} out of range (valid: 1..{MAX_HOST_LEN}, "
+                         "an IPv6 GSO skb's 65535-byte payload behind its headers)")
     h = f.state
     if h is None:
         return
@@ -376,7 +380,7 @@ def tap_xmit(c: VhostRxConfig, index: int, f: HostFrame) -> tuple[Xmit, tuple[Ta
     header = f.headers.end
     if f.len <= header:
         raise InputError(f"frame {index}: a GSO skb of {f.len} bytes has no payload after its "
-                         f"{header} header bytes (valid: {header + 1}..{MAX_FRAME_LEN})")
+                         f"{header} header bytes (valid: {header + 1}..{MAX_HOST_LEN})")
     payload, segs = f.len - header, []
     flags = 0 if csum_help else NEEDS_CSUM
     start, offset = (0, 0) if csum_help else (h.csum_start, h.csum_offset)
