@@ -419,20 +419,27 @@ class Avail:
     carry no address: rq->pages). Chains get_rx_bufs gives back (vhost_discard_vq_desc) are
     read again by the next packet."""
 
-    __slots__ = ("_config", "_cursor", "_pending")
+    __slots__ = ("_config", "_cursor", "_made", "_pending")
 
     def __init__(self, c: VhostRxConfig) -> None:
         self._config: Final = c
         self._pending: list[PostedBuffer] = []
         self._cursor = PageCursor()
+        self._made = 0  # buffers posted so far (uniform ones are numbered)
 
     def at(self, index: int) -> PostedBuffer:
         """The posted buffer ``index`` places after the next one get_rx_bufs reads."""
         c = self._config
         if index >= len(self._pending):
-            more, self._cursor = carve_many(
-                c.guest.alloc, self._cursor, c.buf_len, c.mergeable and not c.setup.uniform,
-                index + 1 - len(self._pending) + VHOST_NET_BATCH)
+            count = index + 1 - len(self._pending) + VHOST_NET_BATCH
+            if c.setup.uniform:  # back to back in the allocator's pages, no hole absorbed
+                per_page = max(1, c.guest.alloc.page_bytes // c.buf_len)
+                more = [PostedBuffer(n // per_page, n % per_page * c.buf_len, c.buf_len)
+                        for n in range(self._made, self._made + count)]
+            else:
+                more, self._cursor = carve_many(c.guest.alloc, self._cursor, c.buf_len,
+                                                c.mergeable, count)
+            self._made += count
             self._pending.extend(more)
         return self._pending[index]
 
