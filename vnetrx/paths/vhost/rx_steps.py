@@ -151,8 +151,9 @@ def _narrate_packet(c: VhostRxConfig, p: Packet, log: StepLog) -> None:
             Signal.EMPTY: "the tap's ring is empty: the end of handle_rx",
         }[p.signal]
         log.add(SRC, "vhost_net_signal_used",
-                f"{why}: {p.done_idx} used element(s) in one vhost_add_used_and_signal_n, one "
-                "interrupt", done_idx=p.done_idx, reason=str(p.signal))
+                f"{why}: {p.done_idx} used element(s) in one vhost_add_used_and_signal_n, "
+                "then one vhost_signal (an interrupt unless the guest suppressed it while "
+                "polling)", done_idx=p.done_idx, reason=str(p.signal))
 
 
 def _narrate_guest(c: VhostRxConfig, p: Packet, g: GuestRx, log: StepLog) -> None:
