@@ -119,7 +119,7 @@ def document(k: KernelProfile, r: VhostRx, inputs: dict[str, Any], steps: list[S
 
 def text_lines(r: VhostRx, steps: list[Step], notes: list[str], title: str) -> list[str]:
     """The text view: the steps, a table of the packets, the notes."""
-    out = [title, ""]
+    out = [title, ""] if steps else [title]
     for s in steps:
         out.append(f"  {s.source}")
         out.append(f"      {s.summary}")
