@@ -28,6 +28,12 @@ UDP = (
 ).hex()
 
 INVOCATIONS: list[tuple[str, list[str], int]] = [
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "1514", "--mergeable"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "65535", "--l4", "tcp4", "--gso",
+                  "tcpv4:1448", "--mergeable", "--buf-len", "1536", "--kernel", "6.1"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "2000", "--kernel", "6.12"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "9000", "--l4", "tcp4", "--gso",
+                  "tcpv4:1448", "--no-tap-offload", "--mtu", "9000", "--kernel", "6.18"], 0),
     ("trace", ["trace", "--len", "1000", "--mergeable"], 0),
     ("trace", ["trace", "--len", "1000", "--mergeable", "--kernel", "5.12"], 0),
     ("trace", ["trace", "--len", "9000", "--mtu", "9000", "--kernel", "6.1"], 0),
@@ -156,9 +162,25 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
     assert len(outcomes) >= 2, outcomes  # each invocation crosses a boundary
 
 
+@pytest.mark.parametrize("args", [
+    ["--len", "60x70,2000,9000", "--kernel", "6.12"],  # small: a discard, signals
+    ["--len", "60,65550", "--mergeable", "--buf-len", "1536", "--kernel", "6.1"],
+    ["--len", "60,20000", "--mtu", "9000", "--no-tap-offload", "--kernel", "6.18"],  # big
+])
+def test_vhost_rx_jsonl_lines_match_schema(args: list[str]) -> None:
+    result = RUNNER.invoke(cli, ["replay", "--path", "vhost-rx", "--jsonl", *args])
+    assert result.exit_code == 0, result.output
+    validator = Draft202012Validator(schema("vhost-rx-row"))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    for line in lines:
+        validator.validate(line)
+    assert len({line["discarded"] for line in lines} | {line["signal"] for line in lines}) >= 2
+
+
 def test_every_json_command_is_covered() -> None:
     covered = {name for name, _, _ in INVOCATIONS} | {
-        "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row"}
+        "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row",
+        "vhost-rx-row"}
     assert covered == set(names())
 
 

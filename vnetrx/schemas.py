@@ -847,6 +847,74 @@ REPLAY_GRO_ROW = _obj(
     }
 )
 
+# vhost-net receive (paths/vhost/rx.py, render/vhost_rx.py): a row per packet handle_rx takes
+# off the tap's ring; the lab's guest probe reads used / hdr / discarded
+_HEX = {"type": "string", "pattern": "^([0-9a-f]{2})*$"}
+_VHOST_GUEST = _obj(
+    {
+        "frame_len": _NAT,
+        "outcome": {"enum": ["build_skb", "copy", "drop"]},
+        "reason": _nullable(_STR),
+        "buffers": _arr(_obj({"page": _STR, "offset": _NAT, "len": _NAT})),
+        "skb": _nullable(_obj({
+            "len": _NAT, "data_len": _NAT, "truesize": _NAT, "nr_frags": _NAT,
+            "frag_list": _NAT, "ip_summed": _NAT, "csum_start": _nullable(_NAT),
+            "csum_offset": _nullable(_NAT), "gso_size": _NAT, "gso_type": _NAT,
+        })),
+    }
+)
+VHOST_RX_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.vhost-rx-row/1"},
+        "index": _NAT,
+        "frame": _NAT,
+        "segment": _nullable(_NAT),
+        "segmented": _nullable({"enum": ["tap_no_tso", "tap_no_uso"]}),
+        "len": _NAT,
+        "vlan": _BOOL,
+        "batch": _NAT,
+        "run": _NAT,
+        "sock_len": _NAT,
+        "headcount": _NAT,
+        "chains": _arr(_NAT),
+        "used": _arr(_NAT),
+        "discarded": _BOOL,
+        "reason": _nullable({"enum": ["overrun"]}),
+        "hdr": _nullable(_HEX),
+        "hdr_untouched": _NAT,
+        "num_buffers": _nullable(_NAT),
+        "done_idx": _NAT,
+        "signal": _nullable({"enum": ["done_idx", "weight", "ring_empty"]}),
+        "guest": _nullable(_VHOST_GUEST),
+    }
+)
+VHOST_RX = _obj(
+    {
+        "schema": {"const": "vnetrx.vhost-rx/1"},
+        "kernel": KERNEL,
+        "input": {"type": "object"},
+        "vhost": _obj({
+            "mode": {"enum": ["small", "big", "mergeable"]},
+            "hdr_len": {"enum": [10, 12]},
+            "mtu": _NAT,
+            "buf_len": _nullable(_NAT),
+            "uniform_buffers": _BOOL,
+            "tap_offload": _BOOL,
+            "sock_hlen": {"enum": [10, 12]},
+            "quota": _NAT,
+            "chain_len": _nullable(_NAT),
+            "set_num_buffers": _BOOL,
+            "tap": _obj({"csum": _BOOL, "tso": _BOOL, "uso": _BOOL}),
+        }),
+        "packets": _arr(VHOST_RX_ROW),
+        "delivered": _NAT,
+        "discarded": _NAT,
+        "signals": _NAT,
+        "steps": _arr(STEP),
+        "notes": _arr(_STR),
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -872,6 +940,8 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
     "xdp-check": ("vnetrx.xdp-check/1", XDP_CHECK),
+    "vhost-rx": ("vnetrx.vhost-rx/1", VHOST_RX),  # trace --path vhost-rx --json
+    "vhost-rx-row": ("vnetrx.vhost-rx-row/1", VHOST_RX_ROW),  # replay --path vhost-rx --jsonl
 }
 
 

@@ -20,6 +20,7 @@ from vnetrx.cli.options import (
     kernel_option,
     load_profile,
 )
+from vnetrx.cli.replay_vhost import run_vhost, vhost_replay_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
@@ -81,14 +82,16 @@ PROGRESS_FROM = 20_000
     "-l). Rows are written so already when --from - is a pipe or a terminal.",
 )
 @device_options(
-    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
+    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "buf_len",
     where={"guest_gso": "Without --mergeable: not replayed, said so (big mode's page chains "
            "carry no history: see `vnetrx trace --guest-gso` and `vnetrx sweep --guest-gso`).",
-           "mtu": "Without --mergeable it must be at most 1500 (small mode)."},
+           "mtu": "Without --mergeable it must be at most 1500 (small mode).",
+           "buf_len": "Only with --path vhost-rx (default: get_mergeable_buf_len of a fresh "
+           "ring, EWMA 0); --path virtio sizes each refill from the EWMA of the frames "
+           "before it."},
     defaults={"hdr_len": "12"},
-    refuse={"buf_len": "does not apply to replay: each refill sizes its buffers from the EWMA "
-            "of the frames before it (get_mergeable_buf_len)"},
 )
+@vhost_replay_options
 @click.option(
     "--ifindex",
     type=Count(1, (1 << 31) - 1, "(an interface index)"),
@@ -147,15 +150,6 @@ PROGRESS_FROM = 20_000
               "summed when its skb is CHECKSUM_NONE, as GRO sums them): one row "
               "per skb the stack receives, in delivery order (vnetrx.replay-gro-row/1 with "
               "--jsonl), or the totals with --summary.")
-@click.option(
-    "--path",
-    type=click.Choice(["virtio", "tap"]),
-    default="virtio",
-    show_default=True,
-    help="virtio: frames a virtio-net device writes into the ring. tap: frames written into "
-    "an IFF_NAPI tap, one write(2) each (tun_get_user, then the tap's NAPI and GRO): with "
-    "--gro, polled as --napi says.",
-)
 @gro_options
 @tap_options
 @click.option("--no-gro", is_flag=True,
@@ -191,6 +185,8 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from flow.pcap --mergeable --batch 64 --gro --jsonl
       vnetrx replay --from flow.pcap --path tap --gro --napi timeout --summary
     """
+    if run_vhost(lengths, from_file, o):  # --path vhost-rx (cli/replay_vhost.py)
+        return
     from vnetrx.stop import StopOnSignal
 
     with StopOnSignal() as stop:

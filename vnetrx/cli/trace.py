@@ -22,6 +22,7 @@ from vnetrx.cli.options import (
     load_profile,
 )
 from vnetrx.cli.tap_options import tap_options
+from vnetrx.cli.trace_vhost import VHOST_RX_ONLY, check_path, vhost_rx_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.flow import MAX_SEGMENTS, FlowRun
@@ -32,7 +33,8 @@ from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
 
-_VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before")
+_VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
+                *VHOST_RX_ONLY)
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
@@ -40,6 +42,7 @@ _TAP_ONLY = (
     "no_vnet_hdr",
     "tun",
     "frag_source",
+    *VHOST_RX_ONLY,
 )
 
 
@@ -62,10 +65,13 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @click.option(
     "--path",
     "path",
-    type=click.Choice(["virtio", "tap"]),
+    type=click.Choice(["virtio", "tap", "vhost-rx"]),
     default="virtio",
     show_default=True,
-    help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI).",
+    callback=check_path,
+    help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI); "
+    "vhost-rx: a frame the host's tap transmits, through vhost-net into the guest's ring and "
+    "the guest's receive path.",
 )
 @click.option(
     "--len",
@@ -115,6 +121,7 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @frame_options
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
+@vhost_rx_options
 @xdp_program_options(
     "is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 bytes of "
     "XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: native "
@@ -202,6 +209,11 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --load t.json                       # the same text, from the file
       vnetrx trace --len 1000 --xdp tx --json | vnetrx trace --load -
     """
+    if path == "vhost-rx":
+        from vnetrx.cli.trace_vhost import trace_vhost_rx
+
+        trace_vhost_rx(ctx, frame_len, opts)
+        return
     if opts["gro"]:
         _gro(ctx, path, frame_len, opts)
         return
@@ -297,6 +309,9 @@ def run_trace_args(args: list[str]) -> Trace:
 def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> Trace:
     if opts["load"] is not None:
         return _load(ctx, opts["load"])
+    if path == "vhost-rx":  # vnetrx diff: not a Trace
+        raise click.UsageError("--path vhost-rx prints its own document (vnetrx.vhost-rx/1): "
+                               "vnetrx diff does not compare it")
     wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
     if wrong:
         raise click.UsageError(

@@ -180,6 +180,32 @@ VNET_HDR_UDP_TUNNEL = Change(
     summary="vi->hdr_len may be 24 (struct virtio_net_hdr_v1_hash_tunnel)",
     note="present in 6.18 (BTF) and 7.3; the release that added it (about 6.17) was not pinned",
 )
+VHOST_NUM_BUFFERS_VERSION_1 = Change(
+    key="vhost_num_buffers_version_1",
+    subject="vhost/net: Set num_buffers for virtio 1.0",
+    commit="a3b9c053d82a",
+    since=v("6.14"),
+    summary="handle_rx writes num_buffers (= headcount, 1) at offset 10 of the 12-byte header "
+    "when VIRTIO_F_VERSION_1 is negotiated without MRG_RXBUF (set_num_buffers = mergeable || "
+    "VERSION_1); before it those two bytes are left as the guest posted them",
+    note="in the virtio pull for 6.14 ('[GIT PULL] virtio: features, fixes, cleanups', "
+    "2025-01-27, based on 6.13-rc6); absent in Debian's 6.12.117 "
+    "(../shared/reference/offloads-xdp.md §4.4, which brackets it as 6.17+: 6.13-6.16 were not "
+    "read there); carries Fixes: 41e3e42108bc but no stable backport was seen",
+)
+TUN_USO = Change(
+    key="tun_uso",
+    subject="driver/net/tun: Added features for USO.",
+    commit="399e0827642f",
+    since=v("6.2"),
+    summary="TUNSETOFFLOAD takes TUN_F_USO4|TUN_F_USO6 and the tap advertises "
+    "NETIF_F_GSO_UDP_L4, so a USO skb reaches tun_put_user whole (virtio_net_hdr_from_skb "
+    "writes VIRTIO_NET_HDR_GSO_UDP_L4, 860b7f27b8f7); before it the host stack segments it "
+    "before the tap",
+    note="the USO series (Melnychenko, v5 Dec 2022; b22bbdd17a5a, 399e0827642f, 34061b348ae9, "
+    "860b7f27b8f7, 418044e1de30, as a merge log lists them); 6.2 as VNET_HDR_GSO_UDP_L4: absent "
+    "in 6.1.y (no UDP_L4 in virtio_net_hdr_from_skb), present in 6.8.0",
+)
 V1_HASH_SPLIT_HASH_VALUE = Change(
     key="v1_hash_split_hash_value",
     subject="virtio_net: fix alignment for virtio_net_hdr_v1_hash",
@@ -723,6 +749,8 @@ CHANGES: tuple[Change, ...] = (
     TUN_VNET_HDR_GET,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
+    VHOST_NUM_BUFFERS_VERSION_1,
+    TUN_USO,
     TUN_BUILD_SKB,
     TUN_XDP,
     TUN_XDP_ACT_STATS,
