@@ -915,6 +915,27 @@ VHOST_RX = _obj(
     }
 )
 
+SWEEP_GRO_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.sweep-gro-row/1"},
+        "frame_len": _NAT,
+        "kernel": {"type": "string"},
+        "segments": _NAT,
+        "skbs": _NAT,
+        "aggregates": _NAT,
+        "first_segs": _NAT,
+        "first_len": _NAT,
+        "first_nr_frags": _NAT,
+        "first_frag_list": _NAT,
+        "first_truesize": _NAT,
+        "first_flush": {"enum": [f.value for f in GroFlush]},
+        "payload": _NAT,
+        "truesize_before": _NAT,
+        "truesize_after": _NAT,
+        "truesize_per_payload_byte": {"type": ["number", "null"], "minimum": 0},
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -935,6 +956,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay": ("vnetrx.replay/1", REPLAY),
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),
+    "sweep-gro-row": ("vnetrx.sweep-gro-row/1", SWEEP_GRO_ROW),  # sweep --gro --jsonl
     "replay-gro-row": ("vnetrx.replay-gro-row/1", REPLAY_GRO_ROW),  # replay --gro --jsonl  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),

@@ -263,12 +263,19 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     if path == "virtio" and ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
                                "after its interrupt)")
+    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
+    profile = load_profile(opts["kernel"], opts["config"], choice)
+    return flow_for(profile, path, frame_len, opts)
+
+
+def flow_for(profile: KernelProfile, path: str, frame_len: int | None,
+             opts: dict[str, Any]) -> FlowRun:
+    """The flow trace's options ``opts`` describe with frames of ``frame_len`` bytes, on
+    ``profile`` (``vnetrx sweep --gro`` makes one per length)."""
     from vnetrx.flow import check_segments, tap_flow, virtio_flow
     from vnetrx.packet import tcp_flow_frames
     from vnetrx.paths.gro import gro_limits
 
-    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
-    profile = load_profile(opts["kernel"], opts["config"], choice)
     frame = frame_input(frame_len, opts)
     if frame.frame is None or frame.headers is None:
         raise InputError("--gro needs a TCP frame: add --l4 tcp4|tcp6 or --frame FILE")
