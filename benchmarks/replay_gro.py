@@ -20,17 +20,14 @@ meanwhile, as on a user's machine.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
 import random
-import resource
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from common import busy, cpu_seconds
 
 from vnetrx.compiled import build_line
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
@@ -79,19 +76,6 @@ def write_capture(path: Path, count: int, seed: int = 26) -> None:
                 written += 1
 
 
-def _spin(stop: Any) -> None:  # a multiprocessing Event
-    while not stop.is_set():
-        sum(range(10_000))
-
-
-def _cpu(cmd: list[str]) -> float:
-    """The user + system CPU seconds of one run of ``cmd``, its output discarded."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,20 +97,11 @@ def main() -> None:
             "--gro --jsonl": [*base, "--gro", "--jsonl"],
             "--gro --summary": [*base, "--gro", "--summary"],
         }
-        stop = multiprocessing.Event()
-        spinners = [multiprocessing.Process(target=_spin, args=(stop,))
-                    for _ in range(os.cpu_count() or 1)] if args.busy else []
-        for p in spinners:
-            p.start()
         times: dict[str, list[float]] = {name: [] for name in commands}
-        try:
+        with busy(args.busy):
             for _ in range(args.rounds):
                 for name, cmd in commands.items():
-                    times[name].append(_cpu(cmd))
-        finally:
-            stop.set()
-            for p in spinners:
-                p.join()
+                    times[name].append(cpu_seconds(cmd))
     reference = times[next(iter(commands))]
     print(f"whole commands, CPU seconds, median of {args.rounds} interleaved rounds"
           + (" (every core kept busy by another process)" if args.busy else "") + ":")
