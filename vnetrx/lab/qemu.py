@@ -220,6 +220,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=3)
 
 
+
+def remove_stale() -> None:
+    """What lab runs that died hard left: their temporary directories, and the lock files of
+    runs killed right after taking their lock (none of any vnetrx run's tracefs instance or
+    mount that still exists)."""
+    owners.remove_stale_dirs(LAB_KIND)
+    from vnetrx.live.tracefs import names_in_use  # here: a boot needs no tracefs otherwise
+
+    owners.remove_stale_locks(names_in_use())
+
 def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         hdrs: Sequence[bytes] | None = None) -> RunResult:
     """Boot, wait for the guest to arm its trace, send ``frames`` (behind ``hdrs``, the
@@ -233,7 +243,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
     owner = owners.Owner().__enter__()
     try:
-        owners.remove_stale_dirs(LAB_KIND)
+        remove_stale()
         tmp = owner.make_dir(LAB_KIND)
     except OSError as exc:
         owner.release()
