@@ -936,6 +936,33 @@ SWEEP_GRO_ROW = _obj(
     }
 )
 
+# verify gro's skb: vnetrx.live.verify_gro.FIELDS and the frames it carries
+_GRO_SKB = _obj({**dict.fromkeys(("len", "data_len", "headlen", "truesize", "nr_frags",
+                                  "gso_size", "gso_segs", "gso_type", "ip_summed", "csum_start",
+                                  "csum_offset"), _NAT),
+                 "frames": {"type": ["array", "null"], "items": _NAT}})
+_GRO_SIDE = _obj({"skbs": _arr(_GRO_SKB), "verdicts": _arr({"type": "string"})})
+VERIFY_GRO = _obj(
+    {
+        "schema": {"const": "vnetrx.verify-gro/1"},
+        "kernel": {"type": "string"},
+        "source": {"type": "string"},
+        "cases": _arr(_obj({
+            "name": {"type": "string"},
+            "match": {"type": "boolean"},
+            "difference": {"type": ["string", "null"]},
+            "retries": _NAT,
+            "deterministic": {"type": "boolean"},
+            "kernel": _GRO_SIDE,
+            "model": _GRO_SIDE,
+        })),
+        "summary": _obj({"cases": _NAT, "matched": _NAT, "planned": _NAT},
+                        optional=("planned",)),
+        "interrupted": {"const": True},
+    },
+    optional=("interrupted",),
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -956,6 +983,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay": ("vnetrx.replay/1", REPLAY),
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),
+    "verify-gro": ("vnetrx.verify-gro/1", VERIFY_GRO),  # verify gro --json
     "sweep-gro-row": ("vnetrx.sweep-gro-row/1", SWEEP_GRO_ROW),  # sweep --gro --jsonl
     "replay-gro-row": ("vnetrx.replay-gro-row/1", REPLAY_GRO_ROW),  # replay --gro --jsonl  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
