@@ -17,6 +17,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.vhost.tx import VhostTxSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb, xdp_received
 from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
@@ -135,6 +136,31 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
             continue
         yield Row(frame_len, name, p.outcome, None, skb, cost.allocations, cost.bytes_copied,
                   p.buffers)
+
+
+def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int]) -> Iterator[Row]:
+    """A guest's transmitted frame on the host (vhost-net → tap) for every length, from
+    handle_tx's plans (paths/vhost/tx.py)."""
+    from vnetrx.paths import vhost
+
+    c = vhost.vhost_tx_config(k, setup)
+    name, plan = k.name, vhost.vhost_tx_plan
+    for frame_len in lengths:
+        p = plan(c, frame_len, False)  # rows show no checks
+        buffers = p.tap.buffers if p.tap is not None else 1
+        skb = p.skb
+        if skb is None:
+            yield Row(frame_len, name, p.outcome, p.errno or (None if p.reason is None else
+                                                             str(p.reason)), None, None, None,
+                      buffers or 1)
+            continue
+        if p.tap is not None:
+            cost = p.tap.cost
+            assert cost is not None
+            yield Row(frame_len, name, p.outcome, None, skb, cost.allocations,
+                      cost.bytes_copied, buffers)
+            continue
+        yield Row(frame_len, name, p.outcome, None, skb, 1, frame_len, 1)
 
 
 def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int]
