@@ -285,9 +285,11 @@ def result_of(c: TapConfig, p: TapPlan) -> Received:
                     xdp=p.run)
 
 
-def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False) -> None:
+def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False,
+            napi: bool = False) -> None:
     """tun_get_user's steps, each read from the plan. ``sendmsg``: vhost-net's sendmsg
-    (tun_sendmsg, msg_control NULL, MSG_DONTWAIT) reached it, not a write(2)."""
+    (tun_sendmsg, msg_control NULL, MSG_DONTWAIT) reached it, not a write(2); ``napi``: the
+    tap has IFF_NAPI (its skbs go to GRO)."""
     k, s = c.profile, c.setup
     if sendmsg:
         _tun_sendmsg(s, p.total, log)
@@ -333,7 +335,10 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False) -> No
         if p.generic.passed is None:
             return
     assert p.skb is not None
-    _netif_receive_skb(p.skb, log)
+    if napi:
+        _napi_queue(p.skb, log)
+    else:
+        _netif_receive_skb(p.skb, log)
     _get_user_stats(p.frame_len, p.total, log, sendmsg)
 
 
@@ -432,6 +437,20 @@ def _netif_receive_skb(skb: Skb, log: StepLog) -> None:
         nr_frags=skb.nr_frags,
         gso_size=0,
         gso_type=0,
+    )
+
+
+def _napi_queue(skb: Skb, log: StepLog) -> None:
+    log.add(
+        SRC,
+        "tun_get_user",
+        "IFF_NAPI: the skb joins tfile->sk.sk_write_queue and napi_schedule() runs when more "
+        "is false or the queue passes NAPI_POLL_WEIGHT; tun_napi_poll hands it to "
+        "napi_gro_receive (the net:napi_gro_receive_entry tracepoint prints these fields)",
+        len=skb.len,
+        data_len=skb.data_len,
+        truesize=skb.truesize,
+        nr_frags=skb.nr_frags,
     )
 
 

@@ -424,12 +424,14 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
                     "-ENOSPC: vhost_tx_batch() sends the frames batched so far, then this one "
                     "goes alone: msg_control = NULL, sendmsg(sock, &msg, len) with MSG_DONTWAIT",
                     err="ENOSPC", len=c.sock_hlen + p.frame_len)
-        narrate_get_user(c.tap, p.tap, log, sendmsg=True)
+        narrate_get_user(c.tap, p.tap, log, sendmsg=True, napi=s.napi)
         if p.tap.outcome == "error":
-            log.add(SRC, "handle_tx_copy",
+            # dc9c9e72ff3b "vhost_net: avoid tx queue stuck when sendmsg fails" (net-next,
+            # January 2021: 5.12): only -EAGAIN/-ENOMEM/-ENOBUFS put the descriptor back
+            log.add(SRC, "handle_tx_zerocopy" if s.zcopy else "handle_tx_copy",
                     f"sendmsg() fails with -{p.tap.errno}: not -EAGAIN/-ENOMEM/-ENOBUFS, so the "
-                    "descriptor is not discarded: pr_debug('Fail to send packet'), the frame is "
-                    "dropped and the queue goes on", err=p.tap.errno)
+                    "descriptor is not discarded (dc9c9e72ff3b): pr_debug('Fail to send "
+                    "packet'), the frame is dropped and the queue goes on", err=p.tap.errno)
         _narrate_weights(c, log)
         return
     assert p.build is not None
