@@ -1,5 +1,6 @@
 """`vnetrx trace --path vhost-tx` (and `sweep`, `diff` on it): the JSON keys the lab's guest
-probe reads, the golden of the documented example, and every way the options can be wrong."""
+probe reads and every way the options can be wrong (the golden of the documented example:
+tests/test_golden.py, vhost-tx-1000-6.12)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tests.goldens import NO_KERNEL_CHANGES, Golden
 from vnetrx.cli import cli
-
-EXAMPLE = ["trace", "--path", "vhost-tx", "--len", "1000", "--kernel", "6.12"]
 
 
 def run(runner: CliRunner, *args: str) -> dict:  # type: ignore[type-arg]
     result = runner.invoke(cli, ["trace", "--path", "vhost-tx", *args, "--json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)  # type: ignore[no-any-return]
-
-
-def test_golden_json(runner: CliRunner, golden: Golden) -> None:
-    result = runner.invoke(cli, [*EXAMPLE, "--json"])
-    assert result.exit_code == 0, result.output
-    golden("trace/vhost-tx-1000-6.12.json", result.stdout, scrub=NO_KERNEL_CHANGES)
-
-
-def test_golden_text(runner: CliRunner, golden: Golden) -> None:
-    result = runner.invoke(cli, EXAMPLE)
-    assert result.exit_code == 0, result.output
-    golden("trace/vhost-tx-1000-6.12.txt", result.stdout)
 
 
 def test_the_keys_the_guest_probe_compares(runner: CliRunner) -> None:

@@ -154,7 +154,8 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @xdp_program_options(
     "is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 bytes of "
     "XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: native "
-    "XDP in tun_build_skb, generic XDP for other writes.",
+    "XDP in tun_build_skb, generic XDP for other writes. vhost-tx: native XDP in tun_xdp_one on "
+    "vhost's buffer (its verdict only; 256 more bytes of pad).",
     bare="pass",
     frags="virtio: a frame over several mergeable buffers reaches it as a multi-buffer "
     "xdp_buff instead of being linearised or dropped, and the MTU limit goes.",
