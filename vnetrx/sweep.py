@@ -147,20 +147,13 @@ def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int])
     name, plan = k.name, vhost.vhost_tx_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks
-        buffers = p.tap.buffers if p.tap is not None else 1
-        skb = p.skb
-        if skb is None:
-            yield Row(frame_len, name, p.outcome, p.errno or (None if p.reason is None else
-                                                             str(p.reason)), None, None, None,
-                      buffers or 1)
+        skb, cost = p.skb, p.cost
+        if skb is None or cost is None:
+            reason = p.errno or (None if p.reason is None else str(p.reason))
+            yield Row(frame_len, name, p.outcome, reason, None, None, None, p.buffers or 1)
             continue
-        if p.tap is not None:
-            cost = p.tap.cost
-            assert cost is not None
-            yield Row(frame_len, name, p.outcome, None, skb, cost.allocations,
-                      cost.bytes_copied, buffers)
-            continue
-        yield Row(frame_len, name, p.outcome, None, skb, 1, frame_len, 1)
+        yield Row(frame_len, name, p.outcome, None, skb, cost.allocations, cost.bytes_copied,
+                  p.buffers)
 
 
 def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int]

@@ -240,6 +240,20 @@ class VhostTxPlan(Value):
         return (self.frame_len, self.road, self.why, self.build, self.outcome, self.reason,
                 self.errno, self.run, self.built, self.offload, self.skb, self.tap)
 
+    @property
+    def cost(self) -> Cost | None:
+        """What the skb cost: tun_get_user's, or on the batch road one sk_buff (build_skb on
+        vhost's buffer) and the frame's one copy from the guest; None without an skb."""
+        if self.tap is not None:
+            return self.tap.cost if self.skb is not None else None
+        return None if self.skb is None else Cost(allocations=1, bytes_copied=self.frame_len,
+                                                  frags=0)
+
+    @property
+    def buffers(self) -> int:
+        """The buffers the trace maps: tun_get_user's, or vhost's one."""
+        return self.tap.buffers if self.tap is not None else 1
+
 
 def vhost_tx_plan(c: VhostTxConfig, frame_len: int, words: bool = True) -> VhostTxPlan:
     """handle_tx on one descriptor chain of ``sock_hlen + frame_len`` bytes. ``words`` False:
@@ -352,9 +366,8 @@ def result_of(c: VhostTxConfig, p: VhostTxPlan) -> Received:
             refused, counter = p.offload.failed.refused(), "rx_frame_errors"
         return Received("vhost-tx", "drop", str(p.reason), buffer, (buffer,), None, None, None,
                         counter, refused, xdp=p.run, vhost=record)
-    cost = Cost(allocations=1, bytes_copied=p.frame_len, frags=0)
-    return Received("vhost-tx", p.outcome, None, buffer, (buffer,), p.skb,
-                    cost if p.skb is not None else None, xdp=p.run, vhost=record)
+    return Received("vhost-tx", p.outcome, None, buffer, (buffer,), p.skb, p.cost, xdp=p.run,
+                    vhost=record)
 
 
 def buffer_map(c: VhostTxConfig, b: BuildXdp, frame_len: int) -> Buffer:
