@@ -39,6 +39,13 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("trace", ["trace", "--len", "9000", "--mtu", "9000", "--kernel", "6.1"], 0),
     ("trace", ["trace", "--len", "2000", "--kernel", "6.1"], 0),  # small mode: a drop
     ("trace", ["trace", "--path", "tap", "--len", "1000"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "3637", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "0"], 0),  # tun_xdp_one: short frame
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--hdr",
+               "010000000000f503100000"], 0),  # vhost_net_build_xdp: -EINVAL
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--xdp", "tx"], 0),
+    ("sweep", ["sweep", "--len", "3630-3640", "--path", "vhost-tx", "--json"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "5"], 0),  # write() fails: EINVAL
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "1000", "--xdp", "tx"], 0),

@@ -128,6 +128,22 @@ COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
 # ``xdp`` and ``xdp_tx`` (model.XDP_FIELDS), present only when a program is attached
 _XDP_PARTS = _nested([(f.at.split("."), _field(f.kind, f.values)) for f in XDP_FIELDS])
 XDP_RUN = _XDP_PARTS["xdp"]
+# ``vhost`` (model.VhostTx), present only on path vhost-tx
+VHOST_TX = _obj({
+    "path": {"enum": ["batch", "tun_get_user"]},
+    "reason": {"enum": ["batched", "enospc", "sndbuf", "zerocopy", "einval"]},
+    "sock_hlen": _NAT,
+    "len": _NAT,
+    "sk_sndbuf": _NAT,
+    "zerocopy": _BOOL,
+    "iff_napi": _BOOL,
+    "page_frag": {"enum": ["vhost_net_page_frag_refill", "page_frag_alloc_align"]},
+    "stalled": _BOOL,
+    "delivery": _nullable({"enum": ["netif_receive_skb", "napi_gro_receive"]}),
+    "limits": _obj({"batch": _NAT, "weight": _NAT, "pkt_weight": _NAT}),
+    "buffer": _nullable(_obj({"pad": _NAT, "headroom": _NAT, "buflen": _NAT, "page_size": _NAT,
+                              "max_frame": _NAT, "hdr_offset": _NAT})),
+})
 _OUTCOMES = [o.value for o in Outcome]
 _COUNTER = _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]})
 TRACE = _obj(
@@ -149,8 +165,9 @@ TRACE = _obj(
         "cost": _nullable(COST),
         "notes": _arr(_STR),
         **_XDP_PARTS,
+        "vhost": VHOST_TX,
     },
-    optional=tuple(_XDP_PARTS),
+    optional=(*_XDP_PARTS, "vhost"),
 )
 
 _DIFF_STEP = _obj(
@@ -486,7 +503,7 @@ SWEEP_ROW = _obj(
 SWEEP = _obj(
     {
         "schema": {"const": "vnetrx.sweep/1"},
-        "path": {"enum": ["virtio", "tap"]},
+        "path": {"enum": ["virtio", "tap", "vhost-tx"]},
         "lengths": _NAT,
         "kernels": _arr(_STR),
         "ranges": _arr(
@@ -602,7 +619,7 @@ REPLAY_SUMMARY = _obj(
 SWEEP_SUMMARY = _obj(
     {
         "schema": {"const": "vnetrx.sweep-summary/1"},
-        "path": {"enum": ["virtio", "tap"]},
+        "path": {"enum": ["virtio", "tap", "vhost-tx"]},
         "lengths": _NAT,
         "kernels": {"type": "object", "additionalProperties": REPLAY_SUMMARY},
         "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early

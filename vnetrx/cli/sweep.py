@@ -27,6 +27,7 @@ from vnetrx.sweep import (
     row_values,
     span_to_dict,
     tap_rows,
+    vhost_tx_rows,
     virtio_rows,
     weighted_totals,
 )
@@ -96,7 +97,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
         raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
                          "--csum/--gso or --hdr) instead")
     path = opts["path"]
-    wrong = trace_cli._given(ctx, trace_cli._TAP_ONLY if path == "virtio" else trace_cli._VIRTIO_ONLY)
+    wrong = trace_cli._given(ctx, trace_cli.not_for(path))
     if wrong:
         raise click.UsageError(f"{', '.join(wrong)} do not apply to --path {path}")
     choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
@@ -143,6 +144,8 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
             return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+        if path == "vhost-tx":
+            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(frame, opts), todo)
         return virtio_rows(profile, trace_cli.virtio_setup(frame, opts), todo)
 
     if weights is not None:
@@ -191,6 +194,9 @@ def _gro(ctx: click.Context, profiles: list[Any], lengths: Any, path: str,
     from vnetrx.flow import FlowRun
     from vnetrx.sweep_gro import gro_row_to_dict, gro_rows
 
+    if path not in ("virtio", "tap"):
+        raise click.UsageError(f"--gro: a flow through GRO is modelled for --path virtio and "
+                               f"tap, not {path}")
     if path == "virtio" and trace_cli._given(ctx, ("napi",)):
         raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
                                "after its interrupt)")

@@ -32,6 +32,7 @@ from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.vhost import VhostTxSetup
 
 _VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
                 *VHOST_RX_ONLY)
@@ -44,6 +45,18 @@ _TAP_ONLY = (
     "frag_source",
     *VHOST_RX_ONLY,
 )
+_VHOST_ONLY = ("zcopy", "iff_napi")
+# what a vhost-tx trace does not take: the guest's receive device, a write's fd, the XDP
+# program's helper calls (only its verdict is modelled on vhost's buffer)
+_NOT_VHOST_TX = (*_VIRTIO_ONLY, "blocking", "no_vnet_hdr", "tun", "frag_source",
+                 "xdp_adjust_head", "xdp_adjust_tail", "xdp_meta")
+
+
+def not_for(path: str) -> tuple[str, ...]:
+    """The trace options that do not apply to ``path`` (``vnetrx sweep`` shares it)."""
+    if path == "vhost-tx":
+        return _NOT_VHOST_TX
+    return (*(_TAP_ONLY if path == "virtio" else _VIRTIO_ONLY), *_VHOST_ONLY)
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
@@ -65,13 +78,14 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @click.option(
     "--path",
     "path",
-    type=click.Choice(["virtio", "tap", "vhost-rx"]),
+    type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
     default="virtio",
     show_default=True,
     callback=check_path,
     help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI); "
-    "vhost-rx: a frame the host's tap transmits, through vhost-net into the guest's ring and "
-    "the guest's receive path.",
+    "vhost-tx: a frame a guest transmits, on the host: vhost-net's handle_tx into the tap "
+    "(batched into tun_xdp_one, or through tun_get_user); vhost-rx: a frame the host's tap "
+    "transmits, through vhost-net into the guest's ring and the guest's receive path.",
 )
 @click.option(
     "--len",
@@ -125,7 +139,8 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @xdp_program_options(
     "is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 bytes of "
     "XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: native "
-    "XDP in tun_build_skb, generic XDP for other writes.",
+    "XDP in tun_build_skb, generic XDP for other writes. vhost-tx: native XDP in tun_xdp_one on "
+    "vhost's buffer (its verdict only; 256 more bytes of pad).",
     bare="pass",
     frags="virtio: a frame over several mergeable buffers reaches it as a multi-buffer "
     "xdp_buff instead of being linearised or dropped, and the MTU limit goes.",
@@ -150,6 +165,12 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="tap path what-if: memory per packet and packets per 32 KiB fragment page for a "
     "stream of writes, against one 4 KiB page per packet (the 2017 design question).",
 )
+@click.option("--zcopy", is_flag=True,
+              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 (handle_tx_zerocopy; "
+              "only frames below VHOST_GOODCOPY_LEN are modelled).")
+@click.option("--iff-napi", is_flag=True,
+              help="vhost-tx: the tap has IFF_NAPI, so its skbs go through GRO (QEMU does not "
+              "set it).")
 @kernel_option
 @build_options
 @click.option(
@@ -196,6 +217,8 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --path tap --len 1000 --blocking     # tun_alloc_skb, truesize 2304
       vnetrx trace --path tap --len 9000 --kernel 6.1   # fully linear 16 KiB head
       vnetrx trace --path tap --len 1514 --frag-source full-page
+      vnetrx trace --path vhost-tx --len 1000          # batched: tun_xdp_one, truesize 1728
+      vnetrx trace --path vhost-tx --len 3637          # -ENOSPC: tun_get_user
       vnetrx trace --len 9014 --guest-gso --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
@@ -260,6 +283,9 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     clash = _given(ctx, ("load", "svg", "html", "check"))
     if clash:
         raise click.UsageError(f"{', '.join(clash)} does not go with --gro")
+    if path == "vhost-tx":
+        raise click.UsageError("--gro does not apply to --path vhost-tx (a tap with --iff-napi "
+                               "hands its skbs to GRO; the flow is not modelled)")
     if path == "virtio" and ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
                                "after its interrupt)")
@@ -319,7 +345,7 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
     if path == "vhost-rx":  # vnetrx diff: not a Trace
         raise click.UsageError("--path vhost-rx prints its own document (vnetrx.vhost-rx/1): "
                                "vnetrx diff does not compare it")
-    wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
+    wrong = _given(ctx, not_for(path))
     if wrong:
         raise click.UsageError(
             f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to --path {path}"
@@ -328,6 +354,8 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
     profile = load_profile(opts["kernel"], opts["config"], choice)
     if path == "tap":
         return _trace_tap(profile, frame_len, opts)
+    if path == "vhost-tx":
+        return _trace_vhost_tx(profile, frame_len, opts)
     return _trace_virtio(profile, frame_len, opts)
 
 
@@ -383,6 +411,22 @@ def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
     return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
+
+
+def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
+    from vnetrx.engine import trace_vhost_tx
+
+    frame = frame_input(frame_len, o)
+    return trace_vhost_tx(profile, vhost_tx_setup(frame, o), frame.frame_len)
+
+
+def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
+    """The vhost-net TX queue and tap the trace's options ``o`` describe, with ``frame``'s vnet
+    header in front of each frame the guest sends (``vnetrx sweep`` shares it)."""
+    from vnetrx.paths.vhost import VhostTxSetup
+
+    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
+                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
 
 
 def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
