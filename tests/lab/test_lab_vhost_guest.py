@@ -70,6 +70,8 @@ def test_vhost_net_in_the_guest(image: Path, made_dirs: list[Path], tmp_path: Pa
         "batch", 1472, 1728)
     assert tx[("tx-3636", 0)]["path"] == "batch" and tx[("tx-3637", 0)]["path"] == "tun_get_user"
     assert tx[("tx-sndbuf-1000", 0)]["path"] == "tun_get_user"
+    assert tx[("tx-xdp-1000", 0)]["skb"]["truesize"] == 1984  # XDP_PASS on the tap
+    assert tx[("tx-xdp-3381", 0)]["path"] == "tun_get_user"
     assert tx[("tx-bad-csum-100", 0)]["outcome"] == "stall"
     rx = {r["case"]: r for r in doc["rx"]}
     assert [line.get("discarded", False) for line in rx["rx-v1-1024"]["lines"]] == [

@@ -305,7 +305,8 @@ def lab_vhost(series: str, images: tuple[Path, ...], modules: Path | None,
     talks only to its tap) runs every case:
       TX  frames of 0 … 3636/3637 … 9000 bytes behind chosen virtio_net_hdrs (none,
           NEEDS_CSUM, DATA_VALID, TCPv4 GSO, refused ones), with the tap's default sndbuf
-          (INT_MAX: vhost batches them, tun_xdp_one) and a finite TUNSETSNDBUF (tun_get_user):
+          (INT_MAX: vhost batches them, tun_xdp_one), a finite TUNSETSNDBUF (tun_get_user)
+          and an XDP_PASS program on the tap (more headroom: 3380/3381 is the edge):
           the road (kprobes on tun_sendmsg/tun_get_user; tun_xdp_one is inlined), build_skb's
           buflen, netif_receive_skb_entry's len/data_len/truesize/frags, refusals, stalls
       RX  frames and GSO skbs sent on the tap (AF_PACKET, PACKET_VNET_HDR) into buffers the

@@ -366,11 +366,14 @@ finish
 """
 
 
-def build_vhost(busybox: Path, tree: ModuleTree, probe: bytes, cases: str
-                ) -> tuple[bytes, list[str]]:
+def build_vhost(busybox: Path, tree: ModuleTree, probe: bytes, cases: str,
+                xdp_probe: bytes | None = None) -> tuple[bytes, list[str]]:
     """The initramfs of ``lab vhost``: busybox, tun + vhost_net and their dependencies, the
-    static probe (bin/vhostprobe) and its case file (/vhost-cases)."""
+    static probe (bin/vhostprobe) and its case file (/vhost-cases); ``xdp_probe``: the XDP
+    probe (bin/xdpprobe) the cases with a program on the tap run."""
     entries, order = _base(busybox, tree, VHOST_MODULES)
+    if xdp_probe is not None:
+        entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
     entries += [
         cpio.regular("bin/vhostprobe", probe, 0o755),
         cpio.regular("vhost-cases", cases.encode()),

@@ -57,6 +57,7 @@ class TxCase:
     frames: tuple[Frame, ...]
     sndbuf: int | None = None  # None: the tap's default, INT_MAX
     what: str = ""
+    xdp: bool = False  # an XDP_PASS program on the tap (vhost adds XDP_PACKET_HEADROOM)
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,14 @@ def _csum(length: int, l4: str = "tcp4", csum: str = "partial") -> Frame:
 
 TX_LENGTHS = (0, 13, 14, 60, 1000, 1514, 3636, 3637, 4000, 9000)
 TX_SNDBUF_LENGTHS = (14, 1000, 1514, 3636, 3637, 9000)
+TX_XDP_LENGTHS = (1000, 1514, 3380, 3381)  # 3380: the last batched frame with tun XDP (sheet)
 
 
 def tx_cases() -> tuple[TxCase, ...]:
     """Lengths around vhost_net_build_xdp's 4096-byte limit (3636 is the last batched frame by
-    the reference sheet), the same with a finite sndbuf, offload headers, refused headers, and
-    two bursts (one kick, several chains)."""
+    the reference sheet), the same with a finite sndbuf, offload headers, refused headers, an
+    XDP_PASS program on the tap (3380 the last batched frame by the sheet), and two bursts (one
+    kick, several chains)."""
     gso = _gso(3000, "tcp4", "tcpv4:1448")
     bad: list[tuple[str, Frame, str]] = [
         ("bad-gsotype-3000", Frame(3000, "tcp4", gso.hdr._replace(gso_type=7)),
@@ -116,6 +119,9 @@ def tx_cases() -> tuple[TxCase, ...]:
     for name, frame, what in bad:
         cases.append(TxCase(f"tx-{name}", (frame,), None, what))
         cases.append(TxCase(f"tx-sndbuf-{name}", (frame,), FINITE_SNDBUF, what))
+    cases += [TxCase(f"tx-xdp-{n}", (Frame(n),), None, "raw frame, XDP_PASS on the tap", True)
+              for n in TX_XDP_LENGTHS]
+    cases.append(TxCase("tx-xdp-gso-3000", (gso,), None, "TCPv4 GSO, XDP_PASS on the tap", True))
     cases += [
         TxCase("tx-burst-1000x3", (Frame(1000),) * 3, None, "three chains, one kick"),
         TxCase("tx-burst-1000-4000-1000", (Frame(1000), Frame(4000), Frame(1000)), None,
@@ -147,11 +153,15 @@ def rx_cases() -> tuple[RxCase, ...]:
     )
 
 
+def uses_xdp(txs: tuple[TxCase, ...]) -> bool:
+    return any(tx.xdp for tx in txs)
+
+
 def case_file(txs: tuple[TxCase, ...], rxs: tuple[RxCase, ...]) -> str:
     """The probe's input (see data/vhostprobe.c)."""
     lines: list[str] = []
     for tx in txs:
-        lines.append(f"tx {tx.name} {tx.sndbuf or 0} -")
+        lines.append(f"tx {tx.name} {tx.sndbuf or 0} - {'pass' if tx.xdp else '-'}")
         lines += [f"f {f.hdr_hex(12)} {f.data(i).hex() or '-'}" for i, f in enumerate(tx.frames)]
         lines.append("end")
     for rx in rxs:

@@ -37,6 +37,8 @@ def tx_argv(record: Mapping[str, Any], kernel: str) -> list[str]:
         argv += ["--hdr", str(record["hdr"])]
     if record.get("sndbuf"):
         argv += ["--sndbuf", str(record["sndbuf"])]
+    if record.get("xdp"):
+        argv += ["--xdp", str(record["xdp"])]
     return [*argv, "--json"]
 
 

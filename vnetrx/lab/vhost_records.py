@@ -80,6 +80,8 @@ def tx_records(case: TxCase, seen: CaseLog | None) -> list[dict[str, Any]]:
             "what": case.what,
             **frame.to_dict(),
             "sndbuf": case.sndbuf,
+            "xdp": "pass" if case.xdp else None,
+            "xdp_attach": seen.xdp if seen is not None else None,
             "path": None if call is None else call.road,
             "buflen": (call.build_skb[_nth(owners, index)]
                        if call is not None and call.road == "batch"

@@ -15,7 +15,7 @@ from typing import Any
 from vnetrx.lab import initramfs, qemu
 from vnetrx.lab.initramfs import LabSetupError
 from vnetrx.lab.run import cache_dir, find_busybox, find_modules, image_release
-from vnetrx.lab.vhost_cases import RxCase, TxCase, case_file, rx_cases, tx_cases
+from vnetrx.lab.vhost_cases import RxCase, TxCase, case_file, rx_cases, tx_cases, uses_xdp
 from vnetrx.lab.vhost_records import document
 from vnetrx.lab.xdp_probe import build_static
 from vnetrx.observed.vhost import parse_vhost_log
@@ -70,7 +70,13 @@ def run_vhost(image: Path, *, modules: Path | None = None, accel: str = "tcg",
     probe = build_probe()
     stage(f"building the initramfs for Linux {release}")
     tree = initramfs.ModuleTree.scan(find_modules(image, modules))
-    archive, _order = initramfs.build_vhost(find_busybox(), tree, probe, case_file(txs, rxs))
+    xdp = None
+    if uses_xdp(txs):
+        from vnetrx.lab.xdp_probe import build_probe as build_xdp_probe
+
+        xdp = build_xdp_probe()
+    archive, _order = initramfs.build_vhost(find_busybox(), tree, probe, case_file(txs, rxs),
+                                            xdp)
     boot = qemu.Boot(image, mergeable=False, mtu=None, accel=accel, ready_timeout_s=timeout_s,
                      finish_timeout_s=timeout_s, backend="none")
     stage(f"booting Linux {release} under QEMU ({accel}): {len(txs)} TX and {len(rxs)} RX "

@@ -20,7 +20,7 @@ _RET = re.compile(r"\bret=(-?\d+)")
 _SIZE = re.compile(r"\bsize=(\d+)")
 # the probe's own lines (data/vhostprobe.c); every other "VNETRX key value" is /init's status
 _PROBE_KEYS = frozenset({"vhost-case", "vhost-sent", "vhost-used", "vhost-stats", "vhost-kmsg",
-                         "vhost-done"})
+                         "vhost-done", "vhost-xdp"})
 _LOCATION = re.compile(r"\blocation=(\S+)")
 _REASON = re.compile(r"\breason: (\S+)")
 
@@ -49,6 +49,7 @@ class CaseLog:
     calls: list[TunCall] = field(default_factory=list)  # tx: the trace of the case
     traced: bool = False  # the case's trace_marker was found
     kmsg: list[str] = field(default_factory=list)  # the kernel's vhost/tun messages meanwhile
+    xdp: str | None = None  # the XDP probe's answer ("rc 0"), when the case attached one
 
     @property
     def discarded(self) -> list[str]:
@@ -169,6 +170,8 @@ def _probe_line(key: str, value: str, current: CaseLog | None,
             name, _, number = pair.partition("=")
             if number.lstrip("-").isdigit():
                 current.stats[name] = int(number)
+    elif key == "vhost-xdp":
+        current.xdp = value
     elif key == "vhost-kmsg":
         current.kmsg.append(value)
     elif key == "vhost-done" and len(parts) == 3:

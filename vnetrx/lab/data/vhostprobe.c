@@ -10,11 +10,13 @@
  * instance (a refused header can leave the tx queue stuck on its descriptor).
  *
  * CASEFILE, one case after another (hex without separators; "-" for an empty field):
- *   tx NAME SNDBUF OFFLOAD          SNDBUF 0: the tap's default (INT_MAX: vhost batches);
+ *   tx NAME SNDBUF OFFLOAD XDP      SNDBUF 0: the tap's default (INT_MAX: vhost batches);
  *   f HDRHEX FRAMEHEX               else TUNSETSNDBUF. OFFLOAD: TUNSETOFFLOAD flags in hex,
- *   ...                             or - for none. Each f is one descriptor chain (the
- *   end                             12-byte header then the frame, one descriptor); all the
- *                                   case's chains go on the tx ring before one kick.
+ *   ...                             or - for none. XDP: "pass" attaches an XDP_PASS program
+ *   end                             to the tap first (bin/xdpprobe, vnetrx's XDP probe), or
+ *                                   -. Each f is one descriptor chain (the 12-byte header
+ *                                   then the frame, one descriptor); all the case's chains
+ *                                   go on the tx ring before one kick.
  *   rx NAME FEATURES BUFLEN NBUFS OFFLOAD
  *   f HDRHEX FRAMEHEX               FEATURES: mrg (MRG_RXBUF + VERSION_1), v1 (VERSION_1),
  *   end                             legacy (neither: 10-byte header). NBUFS write-only
@@ -25,6 +27,7 @@
  * Output, one line each (stdout, the guest's serial console):
  *   VNETRX vhost-features HEX                    what VHOST_GET_FEATURES offers
  *   VNETRX vhost-case KIND NAME                  a case starts (also a trace_marker line)
+ *   VNETRX vhost-xdp ANSWER                      tx with XDP: xdpprobe's "rc N MESSAGE"
  *   VNETRX vhost-sent I RC                       rx: sendto's return (bytes or -errno)
  *   VNETRX vhost-used I ID LEN HEADHEX           a used-ring element; HEADHEX: the buffer's
  *                                                first 12 bytes (rx) / empty (tx)
@@ -331,7 +334,18 @@ static int read_frames(FILE *f, struct frame *frames, unsigned char *room, size_
 
 static unsigned char staging[1 << 20];
 
-static void tx_case(FILE *f, const char *name, int sndbuf, long offload) {
+/* An XDP_PASS program on the tap (the tun's sockets get SOCK_XDP: vhost reserves
+ * XDP_PACKET_HEADROOM in its buffers), attached by vnetrx's XDP probe, which stays. */
+static void attach_xdp(void) {
+	char answer[256] = "";
+	FILE *p = popen("/bin/xdpprobe " TAP " keep 2 0 0x88b6", "r");
+	if (!p) { fail("xdpprobe"); return; }
+	if (!fgets(answer, sizeof(answer), p)) strcpy(answer, "no answer\n");
+	pclose(p);
+	printf("VNETRX vhost-xdp %s", answer);
+}
+
+static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp) {
 	struct frame frames[MAX_FRAMES];
 	int count;
 	printf("VNETRX vhost-case tx %s\n", name);
@@ -339,6 +353,7 @@ static void tx_case(FILE *f, const char *name, int sndbuf, long offload) {
 	struct inst in;
 	if (setup(&in, F_MRG | F_V1, 12, sndbuf, offload) == 0) {
 		struct vq *q = &in.q[1];
+		if (xdp) attach_xdp();
 		unsigned char *buf = mem + BUFS_OFF;
 		for (int i = 0; i < count; i++) {
 			memcpy(buf, frames[i].hdr, (size_t)frames[i].hdr_len);
@@ -438,7 +453,7 @@ int main(int argc, char **argv) {
 		int n = sscanf(line, "%7s %63s %31s %31s %31s %31s", kind, name, a, b, c, d);
 		if (n >= 4 && strcmp(kind, "tx") == 0) {
 			long off = strcmp(b, "-") == 0 ? -1 : strtol(b, NULL, 16);
-			tx_case(f, name, atoi(a), off);
+			tx_case(f, name, atoi(a), off, n >= 5 && strcmp(c, "pass") == 0);
 		} else if (n >= 6 && strcmp(kind, "rx") == 0) {
 			long off = strcmp(d, "-") == 0 ? -1 : strtol(d, NULL, 16);
 			rx_case(f, name, a, atoi(b), atoi(c), off);
