@@ -375,3 +375,20 @@ def test_probe_builds_static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert binary.startswith(b"\x7fELF")
     assert b"/dev/vhost-net" in binary and b"TUNSETVNETHDRSZ" in binary
     assert any(p.name.startswith("vhostprobe-") for p in (tmp_path / "vnetrx").iterdir())
+
+
+def test_a_comparison_fits_the_schema() -> None:
+    from jsonschema import Draft202012Validator
+
+    from vnetrx.lab.vhost_compare import comparison_to_dict
+    from vnetrx.schemas import schema
+
+    doc = _doc("6.12.117+deb12-amd64")
+    compared = compare(doc, _agreeing_tx, lambda _r, _k: [{"discarded": True}])
+    kernel = {**doc, "boot_s": 9.5, "total_s": 12.0, "comparison": comparison_to_dict(compared)}
+    run = {"schema": "vnetrx.lab-vhost-run/1", "predictions": True, "notes": [],
+           "kernels": [kernel]}
+    Draft202012Validator(schema("lab-vhost")).validate(run)
+    assert comparison_to_dict(compared)["mismatches"] == len(doc["rx"])  # every rx case differs
+    kernel["comparison"]["results"][0]["extra"] = 1
+    assert not Draft202012Validator(schema("lab-vhost")).is_valid(run)
