@@ -327,16 +327,62 @@ def test_prediction_command_lines() -> None:
     assert "--mergeable" not in rx_argv(_rx(doc, "rx-v1-1024"), "6.1.192", "f.json")
 
 
-def test_predictions_missing_from_this_cli_are_detected() -> None:
-    """This branch has neither vhost path: the first call is refused (exit 2) and the
-    direction is reported, not guessed. Once the paths land this test must change."""
+def test_a_cli_without_the_vhost_paths_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """click's answer to an unknown --path choice (trace) or option (replay): the direction is
+    reported as not predicted once, and not asked again."""
+    from vnetrx.lab import vhost_predict
+
+    calls: list[list[str]] = []
+
+    def refused(argv: list[str]) -> tuple[int, str, str]:
+        calls.append(argv)
+        if argv[0] == "trace":
+            return 2, "", ("vnetrx: error: Invalid value for '--path': 'vhost-tx' is not one "
+                           "of 'virtio', 'tap'")
+        return 2, "", "vnetrx: error: No such option '--path'."
+
+    monkeypatch.setattr(vhost_predict, "_run", refused)
     doc = _doc("6.1.0-57-amd64")
     predictions = CliPredictions()
-    assert predictions.tx(_tx(doc, "tx-1000"), "6.1.192") is None
-    assert predictions.tx_available is False
-    assert predictions.rx(_rx(doc, "rx-mrg-1536"), "6.1.192") is None
-    assert predictions.rx_available is False
-    assert len(predictions.notes) == 2
+    for _ in range(2):
+        assert predictions.tx(_tx(doc, "tx-1000"), "6.1.192") is None
+        assert predictions.rx(_rx(doc, "rx-mrg-1536"), "6.1.192") is None
+    assert (predictions.tx_available, predictions.rx_available) == (False, False)
+    assert len(calls) == 2 and len(predictions.notes) == 2
+
+
+def test_predictions_are_read_from_the_cli_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vnetrx.lab import vhost_predict
+
+    trace = {"vhost": {"path": "batch"}, "outcome": "build_skb", "skb": {"truesize": 1728}}
+    lines = [{"used": [72], "hdr": "00" * 10 + "0100"}, {"discarded": True}]
+
+    def answer(argv: list[str]) -> tuple[int, str, str]:
+        if argv[0] == "trace":
+            return 0, json.dumps(trace), ""
+        assert json.loads(Path(argv[argv.index("--from") + 1]).read_text())[0] == {
+            "len": 60, "l4": None, "hdr": "00" * 10}
+        return 0, "\n".join(map(json.dumps, lines)) + "\n", ""
+
+    monkeypatch.setattr(vhost_predict, "_run", answer)
+    doc = _doc("6.1.0-57-amd64")
+    predictions = CliPredictions()
+    assert predictions.tx(_tx(doc, "tx-1000"), "6.1.192") == trace
+    assert predictions.rx(_rx(doc, "rx-v1-1024"), "6.1.192") == lines
+    assert predictions.rx(_rx(doc, "rx-legacy-1024"), "6.1.192") is None  # no 10-byte header
+    assert predictions.notes == []
+
+
+def test_this_cli_answers_or_is_detected() -> None:
+    """Whatever this vnetrx is (with or without issue 27's model): a refused option is noted,
+    an answer is a trace document with a vhost road."""
+    doc = _doc("6.1.0-57-amd64")
+    predictions = CliPredictions()
+    got = predictions.tx(_tx(doc, "tx-1000"), "6.1.192")
+    if predictions.tx_available is False:
+        assert got is None and "vhost-tx" in predictions.notes[0]
+    else:
+        assert got is not None and got["vhost"]["path"] in ("batch", "tun_get_user")
 
 
 def test_lab_vhost_from_a_saved_log(runner: CliRunner) -> None:
@@ -348,10 +394,11 @@ def test_lab_vhost_from_a_saved_log(runner: CliRunner) -> None:
     assert data["schema"] == "vnetrx.lab-vhost-run/1" and data["predictions"] is False
     (kernel,) = data["kernels"]
     assert kernel["kernel"]["version"] == "6.12.117" and kernel["comparison"] is None
-    text = runner.invoke(cli, ["lab", "vhost", "--from-log", str(log)])
+    text = runner.invoke(cli, ["lab", "vhost", "--from-log", str(log), "--no-predict"])
     assert text.exit_code == 0, text.output
     assert "predictions: not available (observed only)" in text.output
-    assert "no --path vhost-tx here" in text.output
+    assert "TX: the guest's frame" in text.output and "rx-v1-1024" in text.output
+    assert "1536×42,500" in text.output  # the 65000-byte GSO skb's 43 buffers
 
 
 def test_lab_vhost_refuses_a_log_and_an_image(runner: CliRunner, tmp_path: Path) -> None:
