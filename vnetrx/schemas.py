@@ -858,12 +858,12 @@ LAB_VHOST_TX = _obj({
     "ret": _nullable(_INT), "outcome": {"enum": ["skb", "dropped", "error", "stall"]},
     "skb": _nullable(_obj(dict.fromkeys(("len", "data_len", "truesize", "nr_frags", "ip_summed",
                                          "gso_size", "gso_type", "protocol"), _NAT))),
-    "freed": _arr(_STR), "stats": _COUNTS, "traced": _BOOL,
+    "freed": _arr(_STR), "stats": _COUNTS, "traced": _BOOL, "signals": _nullable(_NAT),
 })
 LAB_VHOST_RX = _obj({
     "case": _STR, "what": _STR, "features": {"enum": ["mrg", "v1", "legacy"]},
     "mode": {"enum": ["mergeable", "neither"]}, "hdr_size": _NAT, "buf_len": _NAT,
-    "nbufs": _NAT, "tap_offload": _BOOL,
+    "nbufs": _NAT, "tap_offload": _BOOL, "late": _BOOL,
     "frames": _arr(_obj({"len": _NAT, "l4": _nullable(_STR), "hdr": _STR})),
     "sent": _arr(_INT),
     "packets": _arr(_obj({"used": _arr(_NAT), "hdr": _STR, "num_buffers": _nullable(_NAT),
@@ -873,7 +873,7 @@ LAB_VHOST_RX = _obj({
     "lines": _arr(_obj({"frame": _nullable(_NAT), "used": _arr(_NAT), "hdr": _STR,
                         "discarded": {"const": True}, "unexpected": {"const": True}},
                        optional=("used", "hdr", "discarded", "unexpected"))),
-    "discarded_kmsg": _arr(_STR), "stats": _COUNTS,
+    "discarded_kmsg": _arr(_STR), "stats": _COUNTS, "signals": _nullable(_NAT),
 })
 LAB_VHOST_COMPARISON = _obj({
     "kernel": _STR, "compared": _NAT, "mismatches": _NAT,

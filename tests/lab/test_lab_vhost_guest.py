@@ -77,5 +77,7 @@ def test_vhost_net_in_the_guest(image: Path, made_dirs: list[Path], tmp_path: Pa
     assert [line.get("discarded", False) for line in rx["rx-v1-1024"]["lines"]] == [
         False, False, True, True, False]
     assert rx["rx-mrg-1536"]["lines"][6]["used"][-1] == 500
+    assert (rx["rx-mrg-1536-queued-64"]["signals"], rx["rx-mrg-1536-queued-100"]["signals"]) == (
+        1, 2)
     assert run.boot_s < 60
     assert len(made_dirs) == 1 and not made_dirs[0].exists()  # nothing left behind

@@ -25,7 +25,7 @@ TAP_OFFLOADS = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN
 FEATURES = {"mrg": 12, "v1": 12, "legacy": 10}
 # vnetrx replay --path vhost-rx's mode for each: mergeable buffers, or one chain per packet
 REPLAY_MODE = {"mrg": "mergeable", "v1": "neither", "legacy": "neither"}
-MAX_FRAMES = 64  # the probe's limit per case
+MAX_FRAMES = 128  # the probe's limit per case
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class RxCase:
     nbufs: int
     tap_offload: bool = True  # TUNSETOFFLOAD csum + TSO4/6 + ECN, as QEMU sets for such a guest
     what: str = ""
+    late: bool = False  # the frames wait in the tap's ring until the buffers are posted
 
     @property
     def hdr_size(self) -> int:
@@ -142,6 +143,12 @@ def rx_cases() -> tuple[RxCase, ...]:
                "mrg", 1536, 64, True, "mergeable 1536-byte buffers, tap offloads on"),
         RxCase("rx-mrg-1536-nooffload", (_csum(1000), gso9014), "mrg", 1536, 64, False,
                "no tap offloads: the checksum and the segmentation happen before the tap"),
+        RxCase("rx-mrg-1536-burst", tuple(Frame(60 + i) for i in range(64)), "mrg", 1536, 64,
+               True, "64 frames sent one by one as the buffers wait: the used-ring updates"),
+        RxCase("rx-mrg-1536-queued-64", tuple(Frame(60 + i) for i in range(64)), "mrg", 1536,
+               64, True, "64 frames queued on the tap before the buffers come", late=True),
+        RxCase("rx-mrg-1536-queued-100", tuple(Frame(60 + i) for i in range(100)), "mrg", 1536,
+               128, True, "100 frames queued on the tap before the buffers come", late=True),
         RxCase("rx-mrg-256", (Frame(60), Frame(244), Frame(245), Frame(1514)), "mrg", 256, 32,
                True, "mergeable 256-byte buffers"),
         RxCase("rx-v1-1024", (Frame(60), Frame(1012), Frame(1013), Frame(1514), Frame(100)),
@@ -166,7 +173,8 @@ def case_file(txs: tuple[TxCase, ...], rxs: tuple[RxCase, ...]) -> str:
         lines.append("end")
     for rx in rxs:
         offload = f"{TAP_OFFLOADS:x}" if rx.tap_offload else "-"
-        lines.append(f"rx {rx.name} {rx.features} {rx.buf_len} {rx.nbufs} {offload}")
+        lines.append(f"rx {rx.name} {rx.features} {rx.buf_len} {rx.nbufs} {offload} "
+                     f"{'late' if rx.late else '-'}")
         lines += [f"f {f.hdr_hex(10)} {f.data(i).hex()}" for i, f in enumerate(rx.frames)]
         lines.append("end")
     return "\n".join(lines) + "\n"

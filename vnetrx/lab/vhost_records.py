@@ -93,6 +93,7 @@ def tx_records(case: TxCase, seen: CaseLog | None) -> list[dict[str, Any]]:
             "freed": list(call.freed) if call is not None and len(case.frames) == 1 else [],
             "stats": dict(seen.stats) if seen is not None else {},
             "traced": seen is not None and seen.traced,
+            "signals": seen.signals if seen is not None else None,
         })
     return records
 
@@ -158,10 +159,12 @@ def rx_record(case: RxCase, seen: CaseLog | None) -> dict[str, Any]:
         "buf_len": case.buf_len,
         "nbufs": case.nbufs,
         "tap_offload": case.tap_offload,
+        "late": case.late,
         "frames": [frame.to_dict() for frame in case.frames],
         "sent": list(seen.sent) if seen is not None else [],
         "packets": got,
         "lines": lines(case, got),
         "discarded_kmsg": list(seen.discarded) if seen is not None else [],
+        "signals": seen.signals if seen is not None else None,
         "stats": dict(seen.stats) if seen is not None else {},
     }

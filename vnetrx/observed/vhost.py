@@ -20,7 +20,7 @@ _RET = re.compile(r"\bret=(-?\d+)")
 _SIZE = re.compile(r"\bsize=(\d+)")
 # the probe's own lines (data/vhostprobe.c); every other "VNETRX key value" is /init's status
 _PROBE_KEYS = frozenset({"vhost-case", "vhost-sent", "vhost-used", "vhost-stats", "vhost-kmsg",
-                         "vhost-done", "vhost-xdp"})
+                         "vhost-done", "vhost-xdp", "vhost-calls"})
 _LOCATION = re.compile(r"\blocation=(\S+)")
 _REASON = re.compile(r"\breason: (\S+)")
 
@@ -50,6 +50,7 @@ class CaseLog:
     traced: bool = False  # the case's trace_marker was found
     kmsg: list[str] = field(default_factory=list)  # the kernel's vhost/tun messages meanwhile
     xdp: str | None = None  # the XDP probe's answer ("rc 0"), when the case attached one
+    signals: int | None = None  # how often vhost signalled the queue's call eventfd
 
     @property
     def discarded(self) -> list[str]:
@@ -170,6 +171,8 @@ def _probe_line(key: str, value: str, current: CaseLog | None,
             name, _, number = pair.partition("=")
             if number.lstrip("-").isdigit():
                 current.stats[name] = int(number)
+    elif key == "vhost-calls" and len(parts) == 1 and parts[0].isdigit():
+        current.signals = int(parts[0])
     elif key == "vhost-xdp":
         current.xdp = value
     elif key == "vhost-kmsg":

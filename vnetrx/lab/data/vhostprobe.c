@@ -17,12 +17,14 @@
  *                                   -. Each f is one descriptor chain (the 12-byte header
  *                                   then the frame, one descriptor); all the case's chains
  *                                   go on the tx ring before one kick.
- *   rx NAME FEATURES BUFLEN NBUFS OFFLOAD
+ *   rx NAME FEATURES BUFLEN NBUFS OFFLOAD WHEN
  *   f HDRHEX FRAMEHEX               FEATURES: mrg (MRG_RXBUF + VERSION_1), v1 (VERSION_1),
  *   end                             legacy (neither: 10-byte header). NBUFS write-only
  *                                   buffers of BUFLEN bytes (filled with 0xaa) are posted,
  *                                   then each frame is sent on the tap from an AF_PACKET
- *                                   socket with PACKET_VNET_HDR (HDRHEX: its 10-byte header).
+ *                                   socket with PACKET_VNET_HDR (HDRHEX: its 10-byte header);
+ *                                   WHEN "late": the frames first (they wait in the tap's
+ *                                   ring), then the buffers and the kick; else "-".
  *
  * Output, one line each (stdout, the guest's serial console):
  *   VNETRX vhost-features HEX                    what VHOST_GET_FEATURES offers
@@ -32,6 +34,8 @@
  *   VNETRX vhost-used I ID LEN HEADHEX           a used-ring element; HEADHEX: the buffer's
  *                                                first 12 bytes (rx) / empty (tx)
  *   VNETRX vhost-stats NAME=VALUE ...            the tap's counters after the case
+ *   VNETRX vhost-calls N                         how often vhost signalled the queue's call
+ *                                                eventfd (the interrupts a guest would get)
  *   VNETRX vhost-done NAME USED AVAIL            used elements seen, chains made available
  *   VNETRX vhost-kmsg TEXT                       a kernel message logged during the case that
  *                                                names vhost, tun or a discarded packet
@@ -64,7 +68,7 @@
 #define MEMSZ (16u << 20)            /* the one memory region */
 #define RING_BYTES (64u << 10)       /* per queue: desc 4096 + avail 518 + used (page) 2054 */
 #define BUFS_OFF (2 * RING_BYTES)
-#define MAX_FRAMES 64
+#define MAX_FRAMES 128
 
 static unsigned char *mem;
 
@@ -74,6 +78,7 @@ struct vq {
 	struct vring_used *used;
 	uint16_t avail_idx, last_used;
 	int kick, call;
+	uint64_t calls; /* how often vhost signalled the call eventfd (a guest's interrupts) */
 };
 
 struct inst {
@@ -278,12 +283,18 @@ static void wait_used(struct vq *q, uint16_t want, long quiet_ms, long limit_ms)
 		struct pollfd p = {q->call, POLLIN, 0};
 		poll(&p, 1, 10);
 		uint64_t n;
-		if (p.revents & POLLIN && read(q->call, &n, sizeof(n)) < 0) { /* drained */ }
+		if (p.revents & POLLIN && read(q->call, &n, sizeof(n)) == sizeof(n)) q->calls += n;
 		uint16_t idx = used_idx(q);
 		long t = now_ms();
 		if (idx != seen) { seen = idx; changed = t; }
 		if (t - changed > quiet_ms || t - start > limit_ms) break;
 	}
+}
+
+static void print_calls(struct vq *q) {
+	uint64_t n;
+	if (read(q->call, &n, sizeof(n)) == sizeof(n)) q->calls += n;
+	printf("VNETRX vhost-calls %llu\n", (unsigned long long)q->calls);
 }
 
 static void print_used(struct vq *q, int show_head, int hdrsz) {
@@ -368,6 +379,7 @@ static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp
 		wait_used(q, (uint16_t)count, 1000, 3000);
 		uint16_t got = (uint16_t)(used_idx(q) - q->last_used);
 		print_used(q, 0, 0);
+		print_calls(q);
 		print_stats();
 		print_kmsg();
 		printf("VNETRX vhost-done %s %u %u\n", name, got, (unsigned)count);
@@ -376,8 +388,17 @@ static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp
 	marker("vnetrx-case-end");
 }
 
+static void post_rx(struct vq *q, int buflen, int nbufs) {
+	for (int i = 0; i < nbufs; i++) {
+		unsigned char *buf = mem + BUFS_OFF + (size_t)i * (size_t)buflen;
+		memset(buf, 0xaa, (size_t)buflen);
+		post(q, (uint16_t)i, buf, (uint32_t)buflen, VRING_DESC_F_WRITE);
+	}
+	kick(q);
+}
+
 static void rx_case(FILE *f, const char *name, const char *features, int buflen, int nbufs,
-		    long offload) {
+		    long offload, int late) {
 	struct frame frames[MAX_FRAMES];
 	int count;
 	printf("VNETRX vhost-case rx %s\n", name);
@@ -391,12 +412,8 @@ static void rx_case(FILE *f, const char *name, const char *features, int buflen,
 	struct inst in;
 	if (setup(&in, want, hdrsz, 0, offload) == 0) {
 		struct vq *q = &in.q[0];
-		for (int i = 0; i < nbufs; i++) {
-			unsigned char *buf = mem + BUFS_OFF + (size_t)i * (size_t)buflen;
-			memset(buf, 0xaa, (size_t)buflen);
-			post(q, (uint16_t)i, buf, (uint32_t)buflen, VRING_DESC_F_WRITE);
-		}
-		kick(q);
+		long rcs[MAX_FRAMES];
+		if (!late) post_rx(q, buflen, nbufs);
 		int s = socket(AF_PACKET, SOCK_RAW, 0);
 		int on = 1;
 		if (s < 0) fail("AF_PACKET socket");
@@ -419,12 +436,14 @@ static void rx_case(FILE *f, const char *name, const char *features, int buflen,
 			memcpy(out + sizeof(struct virtio_net_hdr), frames[i].data, (size_t)frames[i].len);
 			ssize_t rc = sendto(s, out, sizeof(struct virtio_net_hdr) + (size_t)frames[i].len, 0,
 					    (struct sockaddr *)&to, sizeof(to));
-			printf("VNETRX vhost-sent %d %ld\n", i,
-			       rc < 0 ? -(long)errno : (long)(rc - (ssize_t)sizeof(struct virtio_net_hdr)));
+			rcs[i] = rc < 0 ? -(long)errno : (long)(rc - (ssize_t)sizeof(struct virtio_net_hdr));
 		}
+		if (late) post_rx(q, buflen, nbufs); /* the frames wait in the tap's ring */
+		for (int i = 0; s >= 0 && i < count; i++) printf("VNETRX vhost-sent %d %ld\n", i, rcs[i]);
 		wait_used(q, NUM, 300, 3000);
 		uint16_t got = (uint16_t)(used_idx(q) - q->last_used);
 		print_used(q, 1, hdrsz);
+		print_calls(q);
 		print_stats();
 		print_kmsg();
 		printf("VNETRX vhost-done %s %u %d\n", name, got, nbufs);
@@ -449,14 +468,14 @@ int main(int argc, char **argv) {
 	int first = 1;
 	while (getline(&line, &cap, f) > 0) {
 		line[strcspn(line, "\n")] = 0;
-		char kind[8], name[64], a[32], b[32], c[32], d[32];
-		int n = sscanf(line, "%7s %63s %31s %31s %31s %31s", kind, name, a, b, c, d);
+		char kind[8], name[64], a[32], b[32], c[32], d[32], e[32];
+		int n = sscanf(line, "%7s %63s %31s %31s %31s %31s %31s", kind, name, a, b, c, d, e);
 		if (n >= 4 && strcmp(kind, "tx") == 0) {
 			long off = strcmp(b, "-") == 0 ? -1 : strtol(b, NULL, 16);
 			tx_case(f, name, atoi(a), off, n >= 5 && strcmp(c, "pass") == 0);
 		} else if (n >= 6 && strcmp(kind, "rx") == 0) {
 			long off = strcmp(d, "-") == 0 ? -1 : strtol(d, NULL, 16);
-			rx_case(f, name, a, atoi(b), atoi(c), off);
+			rx_case(f, name, a, atoi(b), atoi(c), off, n >= 7 && strcmp(e, "late") == 0);
 		} else {
 			printf("VNETRX error case file line: %.60s\n", line);
 			break;
