@@ -296,13 +296,14 @@ def _base(busybox: Path, tree: ModuleTree,
 VHOST_MODULES = ("tun", "vhost_net")
 # kprobes of lab vhost: which road a guest's frame takes into the tap. tun_xdp_one is inlined
 # into tun_sendmsg in Debian's 6.1 and 6.12 tun.ko (no symbol), so the batch is "tun_sendmsg
-# without tun_get_user"; build_skb's size is vhost_net_build_xdp's buflen on that road.
+# without tun_get_user"; build_skb's size is vhost_net_build_xdp's buflen on that road, its
+# data the buffer vhost carved from its page frag.
 VHOST_KPROBES = (
     "p:vnetrx/tun_sendmsg tun_sendmsg",
     "r:vnetrx/tun_sendmsg_ret tun_sendmsg ret=$retval:s32",
     "p:vnetrx/tun_get_user tun_get_user",
     "r:vnetrx/tun_get_user_ret tun_get_user ret=$retval:s32",
-    "p:vnetrx/build_skb build_skb size=%si:u32",
+    "p:vnetrx/build_skb build_skb data=%di:x64 size=%si:u32",
 )
 
 

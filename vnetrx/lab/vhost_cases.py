@@ -125,6 +125,8 @@ def tx_cases() -> tuple[TxCase, ...]:
     cases.append(TxCase("tx-xdp-gso-3000", (gso,), None, "TCPv4 GSO, XDP_PASS on the tap", True))
     cases += [
         TxCase("tx-burst-1000x3", (Frame(1000),) * 3, None, "three chains, one kick"),
+        TxCase("tx-burst-1000x100", (Frame(1000),) * 100, None,
+               "100 chains, one kick: VHOST_NET_BATCH is 64"),
         TxCase("tx-burst-1000-4000-1000", (Frame(1000), Frame(4000), Frame(1000)), None,
                "a frame over the buffer between two batched ones"),
     ]

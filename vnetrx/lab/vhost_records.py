@@ -20,6 +20,7 @@ from vnetrx.observed.vhost import CaseLog, TunCall, VhostLog
 
 SCHEMA = "vnetrx.lab-vhost/1"
 UNTOUCHED = "aaaa"  # the probe fills its rx buffers with 0xaa: bytes vhost never wrote
+PAGE_FRAG = 32768  # vhost's page frag: an order-3 page (SKB_FRAG_PAGE_ORDER)
 SKB_FIELDS = ("len", "data_len", "truesize", "nr_frags", "ip_summed", "gso_size", "gso_type",
               "protocol")
 
@@ -83,9 +84,17 @@ def tx_records(case: TxCase, seen: CaseLog | None) -> list[dict[str, Any]]:
             "xdp": "pass" if case.xdp else None,
             "xdp_attach": seen.xdp if seen is not None else None,
             "path": None if call is None else call.road,
+            # which of the case's tun_sendmsg calls took it, and how many frames that call had
+            "call": None if call is None else next(i for i, c in enumerate(calls) if c is call),
+            "batch": (len(call.build_skb) if call is not None and call.road == "batch"
+                      else None),
             "buflen": (call.build_skb[_nth(owners, index)]
                        if call is not None and call.road == "batch"
                        and _nth(owners, index) < len(call.build_skb) else None),
+            # where in its 32 KiB page frag vhost carved the buffer (build_skb's data)
+            "buf_offset": (call.buffers[_nth(owners, index)] % PAGE_FRAG
+                           if call is not None and call.road == "batch"
+                           and _nth(owners, index) < len(call.buffers) else None),
             "ret": None if call is None else (call.get_user_ret if call.road == "tun_get_user"
                                               else call.ret),
             "outcome": outcome,

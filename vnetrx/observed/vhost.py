@@ -18,6 +18,7 @@ _STAMP = re.compile(r"\s\d+\.\d+: (?P<event>\w+): (?P<rest>.*)$")
 _MARK = re.compile(r"vnetrx-case (?P<kind>tx|rx) (?P<name>\S+)")
 _RET = re.compile(r"\bret=(-?\d+)")
 _SIZE = re.compile(r"\bsize=(\d+)")
+_DATA = re.compile(r"\bdata=(0x[0-9a-f]+)")
 # the probe's own lines (data/vhostprobe.c); every other "VNETRX key value" is /init's status
 _PROBE_KEYS = frozenset({"vhost-case", "vhost-sent", "vhost-used", "vhost-stats", "vhost-kmsg",
                          "vhost-done", "vhost-xdp", "vhost-calls"})
@@ -34,6 +35,7 @@ class TunCall:
     ret: int | None = None  # tun_sendmsg's return
     get_user_ret: int | None = None
     build_skb: list[int] = field(default_factory=list)  # build_skb's size argument, in order
+    buffers: list[int] = field(default_factory=list)  # build_skb's data argument (an address)
     skbs: list[RxEvent] = field(default_factory=list)  # netif_receive_skb_entry on the tap
     freed: list[str] = field(default_factory=list)  # kfree_skb: "location reason"
 
@@ -139,6 +141,9 @@ def parse_vhost_log(text: str) -> VhostLog:
             size = _number(_SIZE, rest)
             if size is not None:
                 call.build_skb.append(size)
+            data = _DATA.search(rest)
+            if data is not None:
+                call.buffers.append(int(data.group(1), 16))
         elif name == "netif_receive_skb_entry":
             skb = parse_rx_event(line)
             if skb is not None:

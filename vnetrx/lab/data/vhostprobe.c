@@ -247,14 +247,20 @@ static int setup(struct inst *in, uint64_t features, int hdrsz, int sndbuf, long
 	return 0;
 }
 
+/* A one-descriptor chain in the avail ring; vhost sees it once publish() stores avail->idx. */
 static void post(struct vq *q, uint16_t head, unsigned char *buf, uint32_t len, uint16_t flags) {
 	q->desc[head].addr = (uint64_t)(uintptr_t)buf;
 	q->desc[head].len = len;
 	q->desc[head].flags = flags;
 	q->desc[head].next = 0;
-	q->avail->ring[q->avail_idx % NUM] = head;
+	q->avail->ring[q->avail_idx++ % NUM] = head;
+}
+
+/* One store makes every chain posted so far visible at once: vhost's worker may run at any
+ * moment (a frame on the tap wakes it), and must never see a half-posted set. */
+static void publish(struct vq *q) {
 	__sync_synchronize();
-	q->avail->idx = ++q->avail_idx;
+	*(volatile uint16_t *)&q->avail->idx = q->avail_idx;
 	__sync_synchronize();
 }
 
@@ -372,6 +378,7 @@ static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp
 			post(q, (uint16_t)i, buf, (uint32_t)(frames[i].hdr_len + frames[i].len), 0);
 			buf += (frames[i].hdr_len + frames[i].len + 4095) & ~4095L;
 		}
+		publish(q);
 		char text[160];
 		snprintf(text, sizeof(text), "vnetrx-case tx %s", name);
 		marker(text);
@@ -394,6 +401,7 @@ static void post_rx(struct vq *q, int buflen, int nbufs) {
 		memset(buf, 0xaa, (size_t)buflen);
 		post(q, (uint16_t)i, buf, (uint32_t)buflen, VRING_DESC_F_WRITE);
 	}
+	publish(q);
 	kick(q);
 }
 
