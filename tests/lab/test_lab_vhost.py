@@ -475,3 +475,13 @@ def test_a_comparison_fits_the_schema() -> None:
     assert comparison_to_dict(compared)["mismatches"] == len(doc["rx"])  # every rx case differs
     kernel["comparison"]["results"][0]["extra"] = 1
     assert not Draft202012Validator(schema("lab-vhost")).is_valid(run)
+
+
+def test_lab_vhost_without_a_cached_kernel(runner: CliRunner, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VNETRX_LAB_DIR", str(tmp_path))
+    result = runner.invoke(cli, ["lab", "vhost", "--series", "6.12"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"vnetrx: error: no Debian 6.12 kernel in {tmp_path} (run `vnetrx lab fetch-kernel "
+        "--series 6.12`)")
