@@ -980,6 +980,58 @@ VERIFY_GRO = _obj(
     optional=("interrupted",),
 )
 
+_NUM: dict[str, Any] = {"type": "number"}
+_ANY: dict[str, Any] = {}
+_COUNTS = {"type": "object", "additionalProperties": _INT}
+LAB_VHOST_TX = _obj({
+    "case": _STR, "index": _NAT, "what": _STR, "len": _NAT, "l4": _nullable(_STR), "hdr": _STR,
+    "sndbuf": _nullable(_NAT), "xdp": _nullable({"enum": ["pass"]}),
+    "xdp_attach": _nullable(_STR),
+    "path": _nullable({"enum": ["batch", "tun_get_user"]}), "call": _nullable(_NAT),
+    "batch": _nullable(_NAT), "buflen": _nullable(_NAT),
+    "buf_offset": _nullable(_NAT), "ret": _nullable(_INT), "outcome": {"enum": ["skb", "dropped", "error", "stall"]},
+    "skb": _nullable(_obj(dict.fromkeys(("len", "data_len", "truesize", "nr_frags", "ip_summed",
+                                         "gso_size", "gso_type", "protocol"), _NAT))),
+    "freed": _arr(_STR), "stats": _COUNTS, "traced": _BOOL, "signals": _nullable(_NAT),
+})
+LAB_VHOST_RX = _obj({
+    "case": _STR, "what": _STR, "features": {"enum": ["mrg", "v1", "legacy"]},
+    "mode": {"enum": ["mergeable", "neither"]}, "hdr_size": _NAT, "buf_len": _NAT,
+    "nbufs": _NAT, "tap_offload": _BOOL, "late": _BOOL,
+    "frames": _arr(_obj({"len": _NAT, "l4": _nullable(_STR), "hdr": _STR})),
+    "sent": _arr(_INT),
+    "packets": _arr(_obj({"used": _arr(_NAT), "hdr": _STR, "num_buffers": _nullable(_NAT),
+                          "ids": _arr(_NAT)})),
+    # in the order of the frames sent: what replay --path vhost-rx --jsonl prints, plus the
+    # frame each packet belongs to (None: a packet no frame explains)
+    "lines": _arr(_obj({"frame": _nullable(_NAT), "used": _arr(_NAT), "hdr": _STR,
+                        "discarded": {"const": True}, "unexpected": {"const": True}},
+                       optional=("used", "hdr", "discarded", "unexpected"))),
+    "discarded_kmsg": _arr(_STR), "stats": _COUNTS, "signals": _nullable(_NAT),
+})
+LAB_VHOST_COMPARISON = _obj({
+    "kernel": _STR, "compared": _NAT, "mismatches": _NAT,
+    "results": _arr(_obj({
+        "kind": {"enum": ["tx", "rx"]}, "case": _STR, "index": _nullable(_NAT), "match": _BOOL,
+        "missing": _nullable(_STR),
+        "checks": _arr(_obj({"name": _STR, "predicted": _ANY, "observed": _ANY, "ok": _BOOL})),
+    })),
+})
+LAB_VHOST_KERNEL = _obj({
+    "schema": {"const": "vnetrx.lab-vhost/1"},
+    "kernel": _obj({"release": _STR, "version": _STR}),
+    "kvm": _BOOL, "vhost_net_loaded": _BOOL, "vhost_net_dev": _STR, "features_offered": _STR,
+    "kprobes": {"type": "object", "additionalProperties": _BOOL}, "errors": _arr(_STR),
+    "complete": _BOOL, "tx": _arr(LAB_VHOST_TX), "rx": _arr(LAB_VHOST_RX),
+    "boot_s": _nullable(_NUM), "total_s": _nullable(_NUM),
+    "comparison": _nullable(LAB_VHOST_COMPARISON),
+})
+LAB_VHOST = _obj({
+    "schema": {"const": "vnetrx.lab-vhost-run/1"},
+    "predictions": _BOOL,
+    "notes": _arr(_STR),
+    "kernels": _arr(LAB_VHOST_KERNEL),
+})
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -1006,6 +1058,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
+    "lab-vhost": ("vnetrx.lab-vhost-run/1", LAB_VHOST),
     "xdp-check": ("vnetrx.xdp-check/1", XDP_CHECK),
     "vhost-rx": ("vnetrx.vhost-rx/1", VHOST_RX),  # trace --path vhost-rx --json
     "vhost-rx-row": ("vnetrx.vhost-rx-row/1", VHOST_RX_ROW),  # replay --path vhost-rx --jsonl

@@ -83,7 +83,7 @@ def test_text_names_the_road(runner: CliRunner) -> None:
         (["--len", "1000", "--kernel", "4.14"], "added in 4.20"),
         (["--len", "65536"], "65535"),
         (["--len", "1000", "--sndbuf", "0"], "0"),
-        (["--len", "1000", "--l4", "tcp4", "--gso", "tcpv4:1448", "--xdp", "pass"],
+        (["--len", "1000", "--l4", "tcp4", "--gso", "tcpv4:1448", "--xdp", "drop"],
          "generic XDP"),
         (["--len", "1000", "--l4", "tcp4", "--gro"], "--gro does not apply to --path vhost-tx"),
     ],

@@ -36,7 +36,10 @@ def uniform_buffers_option(f: Any) -> Any:
         "--uniform-buffers", is_flag=True,
         help="vhost-rx, with --mergeable: every posted buffer exactly --buf-len bytes (a "
         "driver that does not carve them from a 32 KiB page_frag as Linux does, where the "
-        "last buffer of a page absorbs the hole).")(f)
+        "last buffer of a page absorbs the hole). Without --mergeable, with --buf-len: a "
+        "driver of its own posting one --buf-len buffer a chain (VERSION_1 with --hdr-len 12, "
+        "or legacy with 10; no MRG_RXBUF), the tap's offloads as --no-tap-offload says: what "
+        "vhost does only, no Linux guest receives it.")(f)
 
 
 def vhost_rx_options(f: Any) -> Any:

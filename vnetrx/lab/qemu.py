@@ -55,7 +55,7 @@ OFFLOADS_OFF = (
 # vhost-user: the guest's receive offloads stay on (the backend offers them); transmit offloads
 # stay off so the guest never sends GSO frames to a backend that only drains the TX queue.
 HOST_OFFLOADS_OFF = ("csum", "host_tso4", "host_tso6", "host_ecn", "host_ufo")
-BACKENDS = ("dgram", "vhost-user")
+BACKENDS = ("dgram", "vhost-user", "none")  # none: no NIC at all (lab vhost)
 LAB_KIND = "lab"  # <tmp>/vnetrx-lab-<token>: the run's sockets and initrd
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 
@@ -75,7 +75,7 @@ class Boot:
     memory_mb: int = 256
     ready_timeout_s: float = 60.0
     finish_timeout_s: float = 60.0
-    backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads)
+    backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads) | "none"
 
 
 def device_properties(boot: Boot) -> str:
@@ -98,7 +98,9 @@ def device_properties(boot: Boot) -> str:
 def netdev_arguments(boot: Boot, guest_sock: Path, host_sock: Path) -> list[str]:
     """dgram: QEMU binds ``guest_sock`` and sends to ``host_sock``. vhost-user: QEMU connects
     to the backend listening on ``guest_sock`` (``host_sock`` is unused); guest RAM must be a
-    shared memfd for the backend to map it."""
+    shared memfd for the backend to map it. none: no NIC (the guest talks to nobody)."""
+    if boot.backend == "none":
+        return []
     if boot.backend == "dgram":
         return [
             "-netdev",
@@ -141,8 +143,7 @@ def qemu_command(boot: Boot, initrd: Path, guest_sock: Path, host_sock: Path) ->
         "-append",
         "console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off rdinit=/init",
         *netdev_arguments(boot, guest_sock, host_sock),
-        "-device",
-        device_properties(boot),
+        *(() if boot.backend == "none" else ("-device", device_properties(boot))),
     ]
 
 
@@ -234,7 +235,10 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         hdrs: Sequence[bytes] | None = None) -> RunResult:
     """Boot, wait for the guest to arm its trace, send ``frames`` (behind ``hdrs``, the
     virtio_net_hdr of each: vhost-user only) and the sentinel, and collect the serial output
-    until the guest powers off."""
+    until the guest powers off. Backend ``none``: no NIC and nothing sent (``frames`` must be
+    empty); the guest's own probe does the work."""
+    if boot.backend == "none" and frames:
+        raise LabSetupError("a guest without a NIC is sent no frames")
     if hdrs is not None and boot.backend != "vhost-user":
         raise LabSetupError("virtio-net headers need the vhost-user backend (a dgram "
                             "backend carries none)")
@@ -288,7 +292,9 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
                 + _backend_tail(backend)
             )
         boot_s = time.monotonic() - started
-        if backend is not None:
+        if boot.backend == "none":
+            pass  # nothing to send: the guest runs its own probe and powers off
+        elif backend is not None:
             backend.send([*frames, sentinel_frame()],
                          None if hdrs is None else [*hdrs, b""])
         else:

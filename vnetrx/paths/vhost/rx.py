@@ -173,6 +173,12 @@ class VhostRxConfig(NamedTuple):
     def has(self, key: str) -> bool:
         return key in self.present
 
+    @property
+    def linux_guest(self) -> bool:
+        """The buffers are a Linux virtio-net driver's (not a driver of its own's: uniform
+        single-buffer chains without MRG_RXBUF), so its receive path can follow."""
+        return self.mergeable or not self.setup.uniform
+
 
 class Xmit(NamedTuple):
     """What the host stack did with one frame before tun_net_xmit (dev.c:validate_xmit_skb)."""
@@ -254,11 +260,15 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
     if mergeable and s.hdr_len == 10:
         raise InputError("hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which "
                          "makes the header 12 bytes (vhost_net_set_features)")
-    if s.buf_len is not None and not mergeable:
+    # a driver of its own (a probe; not Linux): one buffer of buf_len per chain, no MRG_RXBUF
+    own_driver = s.uniform and not mergeable
+    if s.buf_len is not None and not mergeable and not own_driver:
         raise InputError("--buf-len sets the mergeable buffer size: it needs --mergeable "
-                         "(small and big mode buffers are fixed by the guest's driver)")
-    if s.uniform and not mergeable:
-        raise InputError("--uniform-buffers applies to mergeable buffers (--mergeable)")
+                         "(small and big mode buffers are fixed by the guest's driver), or "
+                         "--uniform-buffers (a driver of its own posting one buffer a chain)")
+    if own_driver and (s.buf_len is None or s.mode != "small"):
+        raise InputError("--uniform-buffers without --mergeable is a driver of its own posting "
+                         "one buffer of --buf-len bytes a chain: give --buf-len, not --guest-gso")
     if not 68 <= s.mtu <= MAX_FRAME_LEN:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     if s.mode == "small" and s.mtu > ETH_DATA_LEN:
@@ -274,8 +284,13 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
                          "--no-tap-offload (no guest GSO) give --mtu 1501..65535")
     guest = config(k, check_virtio_setup(k, VirtioRxSetup(
         mergeable=mergeable, guest_gso=guest_gso, mtu=s.mtu, hdr_len=s.hdr_len,
-        buf_len=s.buf_len, ewma=None if s.buf_len is not None else s.ewma)))
-    if mergeable:
+        buf_len=s.buf_len if mergeable else None,
+        ewma=None if s.buf_len is not None else s.ewma)))
+    if own_driver:  # its buffers, and the tap offloads it asked for (TUNSETOFFLOAD)
+        assert s.buf_len is not None
+        buf_len, chain_len, iovs = s.buf_len, s.buf_len, 1
+        guest_gso = s.tap_offload
+    elif mergeable:
         assert guest.buf_len is not None
         buf_len, chain_len, iovs = guest.buf_len, guest.buf_len, 1
     elif s.mode == "small":  # add_recvbuf_small: sg of vi->hdr_len + GOOD_PACKET_LEN
@@ -568,6 +583,7 @@ def vhost_rx_stream(k: KernelProfile, c: VhostRxConfig, xmits: tuple[Xmit, ...],
                     ) -> Iterator[tuple[Xmit, Packet, GuestRx | None]]:
     """Packet by packet (a replay's rows): its frame's ``Xmit``, handle_rx's ``Packet`` and the
     guest's receive (None when discarded, or ``guest`` False)."""
+    guest = guest and c.linux_guest
     for p in handle_rx(c, skbs):
         yield xmits[p.skb.frame], p, guest_receive(k, c, p) if guest else None
 

@@ -212,16 +212,16 @@ class VhostTxPlan(Value):
     """One guest frame through handle_tx, decided: the road, its reason, vhost_net_build_xdp's
     buffer, and then either tun_xdp_one's stages or tun_get_user's plan (``tap``)."""
 
-    __slots__ = ("build", "built", "errno", "frame_len", "offload", "outcome", "reason", "road",
-                 "run", "skb", "tap", "why")
+    __slots__ = ("build", "built", "errno", "frame_len", "generic_xdp", "offload", "outcome",
+                 "reason", "road", "run", "skb", "tap", "why")
     _names = ("frame_len", "road", "why", "build", "outcome", "reason", "errno", "run", "built",
-              "offload", "skb", "tap")
+              "offload", "skb", "tap", "generic_xdp")
 
     def __init__(self, frame_len: int, road: Road, why: Why, build: BuildXdp | None,
                  outcome: str, reason: Drop | None = None, errno: str | None = None,
                  run: XdpRun | None = None, built: Skb | None = None,
                  offload: HdrResult | None = None, skb: Skb | None = None,
-                 tap: TapPlan | None = None) -> None:
+                 tap: TapPlan | None = None, generic_xdp: bool = False) -> None:
         self.frame_len: Final = frame_len
         self.road: Final = road
         self.why: Final = why
@@ -235,10 +235,13 @@ class VhostTxPlan(Value):
         self.offload: Final = offload  # virtio_net_hdr_to_skb's
         self.skb: Final = skb  # after eth_type_trans: what the stack (or GRO) gets
         self.tap: Final = tap  # the tun_get_user road's plan
+        # a GSO frame: the program ran as generic XDP on the skb (do_xdp_generic), and passed
+        self.generic_xdp: Final = generic_xdp
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame_len, self.road, self.why, self.build, self.outcome, self.reason,
-                self.errno, self.run, self.built, self.offload, self.skb, self.tap)
+                self.errno, self.run, self.built, self.offload, self.skb, self.tap,
+                self.generic_xdp)
 
     @property
     def cost(self) -> Cost | None:
@@ -302,12 +305,20 @@ def _tun_xdp_one(c: VhostTxConfig, frame_len: int, b: BuildXdp, words: bool) -> 
         return VhostTxPlan(frame_len, Road.BATCH, Why.BATCHED, b, "drop", Drop.SHORT_FRAME)
     gso = tap.hdr.gso_type != 0
     run = None
-    if s.xdp is not None:
-        if gso:
+    generic = False
+    if s.xdp is not None and gso:
+        # tun_xdp_one: a GSO frame skips native XDP ("skb_xdp = true; goto build"); the
+        # program runs as generic XDP on the built skb (do_xdp_generic). The skb is linear and
+        # its headroom (pad) is at least XDP_PACKET_HEADROOM, so netif_receive_generic_xdp
+        # neither copies nor expands it: XDP_PASS leaves it as built (checked on 6.1.192 and
+        # 6.12.117: tests/data/vhost). Other verdicts free or send the skb: not modelled.
+        if s.xdp != "pass":
             raise UnsupportedError(
-                "an XDP program with a GSO header on the batch path: tun_xdp_one skips native "
-                "XDP and runs the program as generic XDP on the skb (do_xdp_generic), which "
-                "vnetrx does not model for vhost-tx", hint="drop --xdp or the GSO header")
+                f"XDP_{s.xdp.upper()} on a GSO frame on the batch path: tun_xdp_one runs the "
+                "program as generic XDP on the skb (do_xdp_generic); vnetrx models its "
+                "XDP_PASS only", hint="--xdp pass, or drop the GSO header")
+        generic = True
+    elif s.xdp is not None:
         native = tun_xdp.native(tap, b.buflen, c.pad, frame_len)
         run = native.run._replace(function="tun_xdp_one")
         if run.result != "pass":
@@ -323,7 +334,7 @@ def _tun_xdp_one(c: VhostTxConfig, frame_len: int, b: BuildXdp, words: bool) -> 
                            built=built, offload=offload)
     skb = eth_type_trans(offload.skb)
     return VhostTxPlan(frame_len, Road.BATCH, Why.BATCHED, b, "build_skb", run=run, built=built,
-                       offload=offload, skb=skb)
+                       offload=offload, skb=skb, generic_xdp=generic)
 
 
 # --- the result ------------------------------------------------------------------------------
@@ -497,6 +508,13 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
     log.add("net/ethernet/eth.c", "eth_type_trans", "mac_header = data; pull ETH_HLEN (14); "
             "then skb_reset_network_header, skb_probe_transport_header, skb_record_rx_queue",
             len=p.skb.len, data_len=p.skb.data_len, headroom=p.skb.data)
+    if p.generic_xdp:
+        log.add(TUN_SRC, "tun_xdp_one",
+                "a GSO frame skipped native XDP (skb_xdp): do_xdp_generic() runs the program "
+                "on the skb; it is linear with headroom pad ≥ XDP_PACKET_HEADROOM, so "
+                "netif_receive_generic_xdp neither copies nor expands it, and XDP_PASS lets it "
+                "go on as built", headroom=c.pad,
+                XDP_PACKET_HEADROOM=c.profile.value(XDP_PACKET_HEADROOM))
     skb = p.skb
     if s.napi:
         log.add(TUN_SRC, "tun_xdp_one",
