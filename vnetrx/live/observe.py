@@ -127,6 +127,10 @@ def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen],
             "and other senders (tun_sendmsg) are not modelled"
         )
     notes.append("dropped frames leave no event and are not shown")
+    if setup.driver == "tun" and trace is not None and trace.stage == "post-gro":
+        notes.append(f"{trace.probe} is after GRO: the tap's skbs are taken as written without "
+                     "IFF_NAPI (tun_get_user hands them to netif_receive_skb, no GRO); an skb "
+                     "whose gso_segs shows several segments is a GRO aggregate, not compared")
     capture = (trace.format, trace.probe) if trace is not None else None
     return ObserveReport(setup, profile.name, profile.source, frames, tuple(notes),
                          capture=capture)

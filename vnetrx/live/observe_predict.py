@@ -210,18 +210,22 @@ class Observer:
                        "has no gso_size/gso_type to infer its virtio_net_hdr from (pwru: add "
                        "--output-skb-shared-info)")
         if refusal is None:
-            verdict = self._judge(frame_len, compared, seen.skb.protocol)
+            verdict = self._judge(frame_len, observed, seen.skb.protocol, frozenset(compared))
         else:
             verdict = Verdict(frame_len, _stage_path(seen), "unchecked", {}, observed, refusal)
         return replace(verdict, observed=observed, not_in_capture=missing,
-                       not_compared=tuple(n for n in skipped if n in observed))
+                       not_compared=tuple(n for n in (*FIELDS, *KPROBE_FIELDS)
+                                          if n in skipped and n in observed))
 
     def _mtu_frame(self) -> int:
         s = self.setup
         return (s.mtu if s.driver == "tun" or "MTU" in s.features else 1500) + ETH_HLEN
 
-    def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None) -> Verdict:
-        names = [n for n in (*FIELDS, *KPROBE_FIELDS) if n in observed]
+    def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None,
+               only: frozenset[str] | None = None) -> Verdict:
+        """``observed`` infers the virtio_net_hdr; ``only``: the fields to compare (all)."""
+        names = [n for n in (*FIELDS, *KPROBE_FIELDS)
+                 if n in observed and (only is None or n in only)]
         headers = (
             [(None, None)] if self.setup.mode == "tap"
             else list(inferred_headers(observed, protocol))
@@ -237,15 +241,19 @@ class Observer:
             )
         first: _Candidate | None = None
         first_header: str | None = None
-        if not set(names) - {"len"}:
+        inputs = {"len"} if self.setup.mode == "tap" else set(_INPUTS)
+        if not set(names) - inputs:
             try:
                 plain = next(iter(self.candidates(frame_len, headers[0][1])))
             except VnetrxError as exc:
                 return Verdict(frame_len, self._guess_path(observed), "unmodelled", {}, observed,
                                exc.message)
+            what = ("no field but len, the length the prediction starts from"
+                    if set(names) <= {"len"} else
+                    f"only {', '.join(names)}: what the prediction starts from (the frame's "
+                    "length, the virtio_net_hdr inferred from them)")
             return Verdict(frame_len, plain.path, "unchecked", plain.predicted, observed,
-                           "the capture records no field but len, the length the prediction "
-                           "starts from: nothing to compare")
+                           f"the capture records {what}: nothing to compare")
         try:
             for header_note, hdr in headers:
                 for candidate in self.candidates(frame_len, hdr):
@@ -302,6 +310,10 @@ class Observer:
         return f"{mode}/linear"
 
 
+# what a virtio skb's prediction is built from: len gives the frame, ip_summed and gso_* the
+# virtio_net_hdr (inferred_headers); agreeing on these alone checks nothing
+_INPUTS = ("len", "ip_summed", "gso_size", "gso_type")
+
 # What still shows the driver's skb after GRO, for an skb that GRO did not merge: GRO's header
 # pull (gro_try_pull_from_frag0, also on GRO_NORMAL) moves bytes from frags[0] into the linear
 # area (data_len, nr_frags, tail change), checksum validation may turn CHECKSUM_NONE into
@@ -317,9 +329,12 @@ def _after_gro(setup: Setup, seen: Seen, observed: Fields
     the skb at all (it may be an aggregate of several driver skbs)."""
     if seen.stage != "post-gro":
         return (), None
-    if setup.driver == "tun":  # tun_get_user → netif_receive_skb: no GRO in between
-        return _CHANGED_BEFORE_CORE, None
     where = f"caught after GRO ({seen.event})"
+    if seen.gso_segs is not None and seen.gso_segs >= 2 and observed.get("gso_size"):
+        return _CHANGED_BY_GRO, (f"{where}: a GRO aggregate of {seen.gso_segs} segments "
+                                 "(gso_segs), not an skb the driver built; not compared")
+    if setup.driver == "tun":  # a write without IFF_NAPI: tun_get_user → netif_receive_skb
+        return _CHANGED_BEFORE_CORE, None
     gso_size = observed.get("gso_size")
     if gso_size is None:
         return _CHANGED_BY_GRO, (f"{where}, without gso_size: it may be a GRO aggregate of "
@@ -329,9 +344,6 @@ def _after_gro(setup: Setup, seen: Seen, observed: Fields
     if seen.gso_segs is None:
         return _CHANGED_BY_GRO, (f"{where}, a GSO skb whose gso_segs the capture lacks: it may "
                                  "be a GRO aggregate; not compared as a driver skb")
-    if seen.gso_segs >= 2:
-        return _CHANGED_BY_GRO, (f"{where}: a GRO aggregate of {seen.gso_segs} segments "
-                                 "(gso_segs), not an skb the driver built; not compared")
     return _CHANGED_BY_GRO, None  # virtio's own GSO skb (gso_segs 0, DODGY): GRO passed it on
 
 

@@ -314,7 +314,8 @@ def _verbose_probe(site: str | None, recorded: Sequence[str]) -> str:
 
 # --- pwru -----------------------------------------------------------------------------------
 
-_MEMBER = re.compile(r"\.(\w+) = \((?:[\w ]+\**)\)(-?0x[0-9a-fA-F]+|-?\d+)")
+# ``.name = (type)value`` of an integer member; a pointer's type ends in "*" (its value is hashed)
+_MEMBER = re.compile(r"\.(\w+) = \((?:[\w ]+)\)(-?0x[0-9a-fA-F]+|-?\d+)")
 _SKB_DUMP = "(struct sk_buff){"
 _SHINFO_DUMP = "(struct skb_shared_info){"
 
@@ -418,6 +419,15 @@ def _pwru_main(line: str) -> tuple[str, str | None, int | None, int | None] | No
     tokens = line.split()
     if len(tokens) < 4 or not re.fullmatch(r"0x[0-9a-f]+", tokens[0]):
         return None
+    pairs = dict(t.split("=", 1) for t in tokens if "=" in t and "->" not in t)
+    if "len" in pairs and "netns" in pairs:  # pwru before 1.0: FUNC netns=… proto=dd86 len=80
+        at = next(i for i, t in enumerate(tokens) if t.startswith("netns="))
+        try:
+            raw = int(pairs.get("proto", "0"), 16) & 0xFFFF  # __be16 shown as a host integer
+            return (tokens[at - 1], None, int(pairs["len"]),
+                    ((raw & 0xFF) << 8) | (raw >> 8))
+        except ValueError:
+            return None
     for i in range(4, len(tokens) - 2):  # PROTO is Go's %#04x of skb->protocol
         if (re.fullmatch(r"0x[0-9a-f]{2,4}", tokens[i]) and tokens[i + 1].isdigit()
                 and tokens[i + 2].isdigit() and re.fullmatch(r"[0-9a-f]+", tokens[i - 2])
