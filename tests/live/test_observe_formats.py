@@ -266,6 +266,16 @@ def test_retis_test_data() -> None:
     assert rx.gso_segs is None
 
 
+def test_retis_without_the_meta_section() -> None:
+    """retis collect --skb-sections without meta: the packet section's length (from the MAC
+    header) less the Ethernet header is all there is."""
+    line = json.loads((TRACES / "retis-test-events.json").read_text().splitlines()[2])
+    del line["skb"]["meta"]
+    (skb,) = parse(json.dumps(line) + "\n").skbs
+    assert skb.fields == {"len": 84, "protocol": 0x0800}
+    assert "len is the packet's, less the 14-byte Ethernet header" in skb.notes[0]
+
+
 def test_perf_script_real_capture() -> None:
     trace = core.parse_trace((TRACES / "eth0-6.18.44-perf-script.txt").read_text(), None)
     assert trace.format == "perf-script" and trace.probe == "napi_gro_receive_entry"
@@ -555,7 +565,8 @@ def test_cli_text_output(this_kernel: None, tmp_path: Path) -> None:
     result = RUNNER.invoke(cli, ["observe", "--from-trace", str(bare), "--kernel", "running",
                                  *ETH0, "--count", "3"])
     assert result.exit_code == 1
-    assert "0/0 skbs compared agree; 3 not compared" in result.stdout
+    assert "no skb compared; 3 not compared (nothing comparable in the capture)" in result.stdout
+    assert "pwru records the skb's fields with --output-skb" in result.stdout
 
 
 def test_cli_bpftrace_script() -> None:
@@ -583,6 +594,10 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     fails(["--from-trace", str(TRACES / "eth0-6.18.44-bpftrace.json"), "--tap", "--mergeable"],
           2, "--tap and --mergeable")
     fails(["--tap", "--dev", "eth0"], 2, "--tap describes the device of a --from-trace")
+    # a pre-GRO capture without options: a featureless virtio device, and the report says so
+    doc = observe_json("--from-trace", str(TRACES / "eth0-6.18.44-bpftrace.json"),
+                       "--kernel", "6.18", code=1)
+    assert doc["mode"] == "small" and any("no virtio features given" in n for n in doc["notes"])
     result = RUNNER.invoke(cli, ["observe", "--json", "--from-trace", str(lengths)])
     doc = json.loads(result.stdout)
     Draft202012Validator(schema("error")).validate(doc)

@@ -156,14 +156,14 @@ def observe_command(
     (also when there was nothing to compare), 1 otherwise.
 
     \b
-    \b
     --from-trace: each skb of the capture is compared on the fields its tool records (pwru
     without --output-skb records only len; retis has no truesize); a field not recorded is
     listed as "not in the capture", never counted as agreement. The skbs are read at one probe
     point: net:napi_gro_receive_entry / napi_gro_receive (before GRO: what virtio_net built),
     else net:netif_receive_skb_entry / netif_receive_skb() (a tap's write), else after GRO
     (net:netif_receive_skb, retis's default), where an skb may be an aggregate of several:
-    such skbs are not compared as driver skbs (marked "not compared", with the reason).
+    such skbs are not compared as driver skbs ("not compared", with the reason). Exit 0 when no
+    skb contradicts the model and at least one could be compared.
 
     \b
     Examples:

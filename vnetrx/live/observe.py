@@ -107,6 +107,9 @@ def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen],
     missing = sorted({n for v in frames for n in v.not_in_capture}, key=FIELDS.index)
     if missing:
         notes.append(f"not in the capture (never counted as agreement): {', '.join(missing)}")
+        if trace is not None and trace.format in ("pwru", "pwru-json"):
+            notes.append("pwru records the skb's fields with --output-skb (sk_buff) and "
+                         "--output-skb-shared-info (nr_frags, gso_size, gso_type)")
     skipped = sorted({n for v in frames for n in v.not_compared}, key=FIELDS_ALL.index)
     if skipped and trace is not None and trace.probe is not None:
         notes.append(f"recorded but not compared at {trace.probe}: {', '.join(skipped)} (GRO's "
@@ -127,6 +130,11 @@ def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen],
             "and other senders (tun_sendmsg) are not modelled"
         )
     notes.append("dropped frames leave no event and are not shown")
+    if setup.source == "options" and setup.driver == "virtio_net" and not (
+            set(setup.features) - {"VERSION_1"}):
+        notes.append("no virtio features given: modelled as a device that negotiated none "
+                     "(small mode); describe it with --features BITS (its /sys/bus/virtio/"
+                     "devices/*/features) or --mergeable/--guest-gso/--mtu/--buf-len")
     if setup.driver == "tun" and trace is not None and trace.stage == "post-gro":
         notes.append(f"{trace.probe} is after GRO: the tap's skbs are taken as written without "
                      "IFF_NAPI (tun_get_user hands them to netif_receive_skb, no GRO); an skb "

@@ -79,6 +79,8 @@ def observe_renderable(report: ObserveReport) -> RenderableType:
     summary = f"{counts['exact'] + counts['consistent']}/{checked} skbs compared agree"
     if not counts["unchecked"]:
         summary = f"{counts['exact'] + counts['consistent']}/{len(report.frames)} skbs agree"
+    elif not checked:
+        summary = "no skb compared"
     if counts["consistent"]:
         summary += f" ({counts['consistent']} consistent with an assumption vnetrx cannot check)"
     if counts["unmodelled"]:
