@@ -186,6 +186,7 @@ def retis_events(path: Path, kind: str, symbol: str) -> Path:
 
 @pytest.mark.parametrize(("name", "fmt"), [
     ("eth0-6.18.44-perf-script.txt", "perf-script"),
+    ("eth0-6.18.44-tracefs.txt", "tracefs"),
     ("eth0-6.18.44-perf-6.1-convert.json", "perf-json"),
     ("eth0-6.18.44-bpftrace.json", "bpftrace"),
     ("pwru-502.txt", "pwru"),
@@ -439,6 +440,24 @@ def test_cli_perf_script_of_eth0_agrees(this_kernel: None) -> None:
     assert doc["counts"] == {"exact": 18, "consistent": 7, "mismatch": 0, "unmodelled": 0,
                              "unchecked": 0}
     assert all(f["not_in_capture"] == [] for f in doc["frames"])
+
+
+def test_cli_tracefs_of_eth0(this_kernel: None, tmp_path: Path) -> None:
+    """A tracefs instance's trace of eth0 (napi_gro_receive_entry and the post-GRO
+    netif_receive_skb, ``gso_type=0x0`` as the kernel's vsnprintf prints it)."""
+    path = TRACES / "eth0-6.18.44-tracefs.txt"
+    doc = observe_json("--from-trace", str(path), "--kernel", "running", *ETH0)
+    assert doc["capture"]["format"] == "tracefs" and len(doc["frames"]) == 21
+    assert doc["counts"]["mismatch"] == 0 and doc["counts"]["unchecked"] == 0
+    # its post-GRO lines alone: len only, after GRO: nothing is compared, and it says why
+    post = tmp_path / "post.txt"
+    post.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if "napi_gro_receive_entry" not in line))
+    doc = observe_json("--from-trace", str(post), "--kernel", "running", *ETH0, code=1)
+    assert doc["capture"] == {"format": "tracefs", "probe": "net:netif_receive_skb",
+                              "stage": "post-gro"}
+    assert doc["counts"]["unchecked"] == 21
+    assert "without gso_size: it may be a GRO aggregate" in doc["frames"][0]["note"]
 
 
 def test_cli_bpftrace_of_eth0_agrees_with_offsets(this_kernel: None) -> None:
