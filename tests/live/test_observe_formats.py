@@ -260,11 +260,18 @@ def test_retis_test_data() -> None:
     assert xmit.probe == "net:net_dev_start_xmit" and xmit.dev == "veth-ns01"
     assert rx.probe == "net:netif_receive_skb" and rx.dev == "veth-ns01-ovs"
     assert rx.stage == "post-gro"
-    # meta: len after the 14-byte pull (packet.len is 98); no gso section → gso_size 0;
-    # the Ethernet type from the packet bytes; no truesize, nr_frags or gso_type
-    assert rx.fields == {"len": 84, "data_len": 0, "hash": 0, "ip_summed": 0, "gso_size": 0,
+    # meta: len after the 14-byte pull (packet.len is 98); the Ethernet type from the packet
+    # bytes; no truesize, nr_frags or gso_type; no gso section anywhere in the file, so
+    # gso_size is unknown (the section may not have been collected)
+    assert rx.fields == {"len": 84, "data_len": 0, "hash": 0, "ip_summed": 0,
                          "protocol": 0x0800}
     assert rx.gso_segs is None
+    # with a gso section on some event, its absence on another means gso_size 0
+    gso = json.loads((TRACES / "retis-test-events.json").read_text().splitlines()[1])
+    gso["skb"]["gso"] = {"flags": 0, "frags": 1, "size": 1448, "segs": 2, "type": 1}
+    text = (TRACES / "retis-test-events.json").read_text() + json.dumps(gso) + "\n"
+    _, rx, tx = parse(text).skbs
+    assert rx.fields["gso_size"] == 0 and tx.fields["gso_size"] == 1448 and tx.gso_segs == 2
 
 
 def test_retis_without_the_meta_section() -> None:

@@ -485,7 +485,11 @@ _CSUM = {"none": 0, "unnecessary": 1, "complete": 2, "partial": 3}
 
 
 def _retis(objects: Iterable[dict[str, object]]) -> Iterator[Captured]:
-    for obj in objects:
+    events = list(objects)
+    # the gso section is emitted exactly when gso_size != 0, once it is collected at all
+    # (--skb-sections): without one in the whole file, gso_size is unknown, not 0
+    gso_seen = any(isinstance(e.get("skb"), dict) and "gso" in e["skb"] for e in events)
+    for obj in events:
         kernel, skb = obj.get("kernel"), obj.get("skb")
         if not isinstance(kernel, dict) or not isinstance(kernel.get("symbol"), str):
             continue
@@ -508,8 +512,8 @@ def _retis(objects: Iterable[dict[str, object]]) -> Iterator[Captured]:
                 fields["ip_summed"] = summed
             elif isinstance(summed, str) and summed.lower() in _CSUM:
                 fields["ip_summed"] = _CSUM[summed.lower()]
-            # the gso section is emitted exactly when gso_size != 0
-            fields["gso_size"] = 0
+            if gso_seen:
+                fields["gso_size"] = 0
         else:
             packet = obj.get("packet")
             if isinstance(packet, dict) and isinstance(packet.get("len"), int):
