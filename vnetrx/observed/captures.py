@@ -488,7 +488,7 @@ def _retis(objects: Iterable[dict[str, object]]) -> Iterator[Captured]:
     events = list(objects)
     # the gso section is emitted exactly when gso_size != 0, once it is collected at all
     # (--skb-sections): without one in the whole file, gso_size is unknown, not 0
-    gso_seen = any(isinstance(e.get("skb"), dict) and "gso" in e["skb"] for e in events)
+    gso_seen = any("gso" in skb for e in events if isinstance(skb := e.get("skb"), dict))
     for obj in events:
         kernel, skb = obj.get("kernel"), obj.get("skb")
         if not isinstance(kernel, dict) or not isinstance(kernel.get("symbol"), str):
