@@ -209,6 +209,7 @@ def test_detect_other_shapes(tmp_path: Path) -> None:
     text = (TRACES / "eth0-6.18.44-bpftrace.json").read_text()
     plain = "".join(json.loads(line)["data"] for line in text.splitlines()[1:] if line.strip())
     assert detect(plain) == "bpftrace"  # bpftrace without -f json
+    assert parse(plain).skbs == parse(text).skbs and len(parse(plain).skbs) == 21
     for other in ("", "hello\n", "60\n1514\n", '{"a": 1}\n', "[1, 2]\n",
                   "\x00\x01binary", (TESTS_DATA / "replay" / "length-mix.txt").read_text()):
         assert detect(other) is None, other
