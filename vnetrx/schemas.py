@@ -668,9 +668,17 @@ OBSERVE = _obj(
         "source": {"enum": ["device", "lab log", "options"]},
         "release": _nullable(_STR),
         "kernel": _STR,
+        # a saved trace: its format (detected), the probe point read and what that point sees
+        "capture": _nullable(_obj({
+            "format": {"enum": ["tracefs", "perf-script", "perf-json", "pwru", "pwru-json",
+                                "retis", "bpftrace", "lab"]},
+            "probe": _nullable(_STR),
+            "stage": _nullable({"enum": ["pre-gro", "no-gro", "post-gro"]}),
+        })),
         "match": _BOOL,
         "counts": _obj(
-            {"exact": _NAT, "consistent": _NAT, "mismatch": _NAT, "unmodelled": _NAT}
+            {"exact": _NAT, "consistent": _NAT, "mismatch": _NAT, "unmodelled": _NAT,
+             "unchecked": _NAT}
         ),
         "frames": _arr(
             _obj(
@@ -678,10 +686,15 @@ OBSERVE = _obj(
                     "frame_len": _NAT,
                     "path": _STR,
                     "match": _nullable(_BOOL),
-                    "agreement": {"enum": ["exact", "consistent", "mismatch", "unmodelled"]},
+                    # unchecked: nothing the capture records could be compared (only len, or
+                    # an skb caught after GRO that may be an aggregate): never agreement
+                    "agreement": {"enum": ["exact", "consistent", "mismatch", "unmodelled",
+                                           "unchecked"]},
                     "predicted": _OBSERVED_FIELDS,
                     "observed": _OBSERVED_FIELDS,
                     "note": _nullable(_STR),
+                    "not_in_capture": _arr(_STR),  # fields the capture's tool does not record
+                    "not_compared": _arr(_STR),  # recorded, but changed before the probe point
                 }
             )
         ),
