@@ -1045,6 +1045,28 @@ LAB_VHOST = _obj({
     "notes": _arr(_STR),
     "kernels": _arr(LAB_VHOST_KERNEL),
 })
+VHOST_TX_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.vhost-tx-row/1"},
+        "frame": _NAT,
+        "len": _NAT,
+        "road": {"enum": ["batch", "tun_get_user"]},
+        "reason": {"enum": ["batched", "enospc", "sndbuf", "zerocopy", "einval"]},
+        "run": _NAT,
+        "call": _nullable(_NAT),
+        "batch": _nullable(_NAT),
+        "buflen": _nullable(_NAT),
+        "page": _nullable(_NAT),
+        "offset": _nullable(_NAT),
+        "update": _nullable(_NAT),
+        "stalled": {"type": "boolean"},
+        "outcome": _STR,
+        "drop": _nullable(_STR),
+        "skb": _nullable(_obj({"len": _NAT, "data_len": _NAT, "truesize": _NAT,
+                               "nr_frags": _NAT})),
+    }
+)
+
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -1066,6 +1088,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),
     "verify-gro": ("vnetrx.verify-gro/1", VERIFY_GRO),  # verify gro --json
+    "vhost-tx-row": ("vnetrx.vhost-tx-row/1", VHOST_TX_ROW),  # replay --path vhost-tx
     "sweep-gro-row": ("vnetrx.sweep-gro-row/1", SWEEP_GRO_ROW),  # sweep --gro --jsonl
     "replay-gro-row": ("vnetrx.replay-gro-row/1", REPLAY_GRO_ROW),  # replay --gro --jsonl  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),

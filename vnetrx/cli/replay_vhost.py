@@ -27,11 +27,16 @@ def vhost_replay_options(f: Any) -> Any:
     f = uniform_buffers_option(f)
     f = no_tap_offload_option(f)
     return click.option(
-        "--path", "path", type=click.Choice(["virtio", "tap", "vhost-rx"]), default="virtio",
+        "--path", "path", type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
+        default="virtio",
         show_default=True,
         help="virtio: the guest's rx ring fed frame by frame (a device that writes each frame "
         "as it comes); tap: frames written into an IFF_NAPI tap, one write(2) each "
         "(tun_get_user, then the tap's NAPI and GRO: with --gro, polled as --napi says); "
+        "vhost-tx: frames a guest transmits (--from FILE.json of {\"len\", \"hdr\"} objects, "
+        "or --len LIST), queued before one kick, through vhost-net's handle_tx into the tap: "
+        "the batches, the runs, each buffer's place in vhost's page frag (--sndbuf, --xdp, "
+        "--vnet-hdr-sz); --jsonl: one vnetrx.vhost-tx-row/1 line per frame. "
         "vhost-rx: frames the host's tap transmits (--from FILE.json of {\"len\", "
         "\"l4\", \"hdr\"} objects, or --len LIST), through vhost-net's handle_rx into the "
         "guest's buffers (--mergeable --buf-len N; --guest-gso: big mode; or small), then the guest's receive "
@@ -40,8 +45,13 @@ def vhost_replay_options(f: Any) -> Any:
 
 def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> bool:
     """``replay``'s dispatch: False for --path virtio and tap (after refusing what only
-    vhost-rx reads), else the vhost-rx replay, done."""
+    vhost-rx reads), else the vhost-rx or vhost-tx replay, done."""
     ctx = click.get_current_context()
+    if o["path"] == "vhost-tx":
+        from vnetrx.cli.replay_vhost_tx import replay_vhost_tx
+
+        replay_vhost_tx(ctx, lengths, from_file, o)
+        return True
     if o["path"] != "vhost-rx":
         if _given(ctx, ("buf_len",)):
             raise click.UsageError(

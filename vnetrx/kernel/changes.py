@@ -749,10 +749,24 @@ VHOST_NET_PF_CACHE = Change(
     summary="vhost_net_build_xdp carves its buffers with page_frag_alloc_align(&net->pf_cache, "
     "buflen, GFP_KERNEL, SMP_CACHE_BYTES) instead of vhost's own page_frag, which "
     "vhost_net_page_frag_refill filled with a 32 KiB page whose refcount it raised by "
-    "USHRT_MAX once and counted down per buffer (net->refcnt_bias); the buffers' offsets (64-byte "
-    "aligned) do not change",
+    "USHRT_MAX once and counted down per buffer (net->refcnt_bias) and carved up from offset 0; "
+    "page_frag_alloc_align carves each 32 KiB page from the top down (until "
+    "page_frag_zero_offset): measured, a burst of 1472-byte buffers lies at 0, 1472, 2944 ... "
+    "on 6.1.192 and at 31296, 29824, 28352 ... on 6.12.117 (tests/data/vhost)",
     note="present @6.12.15, absent @6.6.150 (../shared/reference/gro-vhost-captures.md §2.1); "
     "the series (v6) was posted 2024-03-05, so 6.9 is inferred",
+)
+PAGE_FRAG_ZERO_OFFSET = Change(
+    key="page_frag_zero_offset",
+    subject="mm: page_frag: use initial zero offset for page_frag_alloc_align()",
+    commit="8218f62c9c9b",
+    since=v("6.13"),
+    summary="__page_frag_alloc_align carves a page_frag_cache page from offset 0 upward (the "
+    "offset aligned up, a new page when offset + fragsz passes its size); before, from the top "
+    "down (offset = nc->offset - fragsz, aligned down, a new page below 0)",
+    note="patch 3/7 of Yunsheng Lin's page_frag series, v23 applied to net-next in October "
+    "2024 (the 6.13 merge window), so 6.13 is inferred; mm/page_frag_cache.c @torvalds HEAD "
+    "carves upward, 6.12.117 downward (measured, tests/data/vhost)",
 )
 VHOST_XDP_HDR_AT_HARD_START = Change(
     key="vhost_xdp_hdr_at_hard_start",
@@ -845,6 +859,7 @@ CHANGES: tuple[Change, ...] = (
     GRO_BIG_TCP_IPV4,
     VHOST_NET_TX_BATCH,
     VHOST_NET_PF_CACHE,
+    PAGE_FRAG_ZERO_OFFSET,
     VHOST_XDP_HDR_AT_HARD_START,
     TUN_XDP_ONE_SHORT_FRAME,
 )

@@ -93,3 +93,50 @@ def length_frames(lengths: tuple[int, ...]) -> tuple[HostFrame, ...]:
     for index, f in enumerate(frames):
         check_frame(f, f"--len: frame {index}")
     return frames
+
+
+def read_guest_frames(path: str) -> tuple[tuple[int, bytes | None], ...]:
+    """``replay --path vhost-tx``'s frames: a JSON array of lengths or of objects ``{"len": L,
+    "hdr": HEX}`` (the virtio_net_hdr the guest put before the frame: 10 bytes, or 12 with
+    num_buffers, which vhost's TX does not read); each frame's length and header bytes."""
+    data = read_bounded(path, MAX_TEXT, "--from")
+    name = "standard input" if path == "-" else path
+    try:
+        value = parse_json(data.decode(), name, "a JSON array of frames")
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text (a JSON array of frames)") from None
+    if not isinstance(value, list) or not value:
+        raise InputError(f"{name}: expected a non-empty JSON array of lengths or objects like "
+                         "{\"len\": 1514, \"hdr\": \"0101...\"}")
+    if len(value) > MAX_FRAMES:
+        raise InputError(f"{name}: more than {MAX_FRAMES} frames (valid: 1..{MAX_FRAMES})")
+    out: list[tuple[int, bytes | None]] = []
+    for index, item in enumerate(value):
+        where = f"{name}: frame {index}"
+        if isinstance(item, int) and not isinstance(item, bool):
+            item = {"len": item}
+        if not isinstance(item, dict):
+            raise InputError(f"{where}: expected a length or an object like {{\"len\": 1514, "
+                             "\"hdr\": \"0101...\"}}")
+        unknown = sorted(set(item) - {"len", "hdr", "l4"})
+        if unknown:
+            raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (valid: len, hdr, "
+                             "l4)")
+        length = item.get("len")
+        if not isinstance(length, int) or isinstance(length, bool) or not 0 <= length <= 65535:
+            raise InputError(f"{where}: \"len\" must be a whole number (valid: 0..65535)")
+        raw = item.get("hdr")
+        hdr = None
+        if raw is not None:
+            if not isinstance(raw, str):
+                raise InputError(f"{where}: \"hdr\" must be a hex string")
+            try:
+                hdr = bytes.fromhex(raw.replace(" ", ""))
+            except ValueError:
+                raise InputError(f"{where}: \"hdr\" {raw!r} is not hex") from None
+            if len(hdr) not in (10, 12):
+                raise InputError(f"{where}: \"hdr\" has {len(hdr)} bytes (valid: the 10-byte "
+                                 "virtio_net_hdr, or 12 with num_buffers)")
+            hdr = hdr[:10] if any(hdr[:10]) else None
+        out.append((length, hdr))
+    return tuple(out)
