@@ -101,10 +101,13 @@ SMALL_HEAD_GRO_SIZED = Change(
     subject="net: allow small head cache usage with large MAX_SKB_FRAGS values",
     commit="14ad6ed30a10",
     since=v("6.14"),
-    backports=(v("6.12.117"),),
+    backports=(v("6.12.100"), v("6.13.5")),
     summary="SKB_SMALL_HEAD_CACHE_SIZE covers max(MAX_TCP_HEADER, GRO_MAX_HEAD + NET_SKB_PAD + "
     "NET_IP_ALIGN), and napi_alloc_skb() uses that cache for small heads",
-    note="6.12.117 carries it; the first 6.12.y with it was not pinned",
+    note="merged for 6.14-rc4; 6.13.5's release notes list it (2025-02-27). Measured in 6.12.100 "
+    "(a 14-byte write through vhost's tun_get_user fallback: a 704-byte small head, truesize "
+    "960; tests/data/vhost) and 6.12.117; the first 6.12.y with it (likely 6.12.17, released "
+    "with 6.13.5) was not pinned: 6.12.17-6.12.99 are modelled without it",
 )
 RX_PREMAPPED_BY_DEFAULT = Change(
     key="rx_premapped_by_default",
@@ -374,11 +377,14 @@ TUN_BUILD_SKB_XDP_HEADROOM_LIMIT = Change(
     subject="drivers: net: prevent tun_build_skb() to exceed the packet size limit",
     commit="59eeb2329405",
     since=v("6.5"),
-    backports=(v("6.1.192"),),
+    backports=(v("5.15.127"), v("6.1.46")),
     summary="tun_can_build_skb() always counts XDP_PACKET_HEADROOM (256) in its one-page size "
     "check, program attached or not: the build path ends at 3456-byte frames instead of 3712",
-    note="stable backport (Aug 2023): present @6.1.192, absent @5.15.100; later 5.15.y and the "
-    "first 6.1.y carrying it were not checked",
+    note="stable backports of 2023-08-16: the Linux 5.15.127 and 6.1.46 release notes list it "
+    "(Andrew Kanner, with 'net: core: remove unnecessary frame_sz check in "
+    "bpf_xdp_adjust_tail()'), as 4.19.292's do; absent @5.15.100. Measured: a 3637-byte frame "
+    "through vhost's tun_get_user fallback is tun_alloc_skb'd (truesize 4352) on 6.1.170 and "
+    "6.1.192 (tests/data/vhost)",
 )
 TUN_ALLOC_SKB_BIG_PAGED = Change(
     key="tun_alloc_skb_big_paged",

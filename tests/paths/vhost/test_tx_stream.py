@@ -18,7 +18,9 @@ from vnetrx.paths.vhost import VhostTxSetup
 from vnetrx.paths.vhost.tx_stream import PageFrag, handle_tx_stream
 
 DATA = Path(__file__).parents[2] / "data" / "vhost"
-RUNS = {"6.1.192": "linux-6.1.0-57-amd64.json", "6.12.117": "linux-6.12.117+deb12-amd64.json"}
+RUNS = {"6.1.170": "linux-6.1.0-47-amd64.json", "6.1.192": "linux-6.1.0-57-amd64.json",
+        "6.12.100": "linux-6.12.100+deb12-amd64.json",
+        "6.12.117": "linux-6.12.117+deb12-amd64.json"}
 
 
 def cases(kernel: str) -> dict[str, list[dict[str, Any]]]:
