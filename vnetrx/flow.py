@@ -27,6 +27,7 @@ from vnetrx.paths.gro import (
     Segment,
     TcpHeaders,
     gro_receive,
+    network_pull,
     parse_tcp,
     udp_checksum_validated,
 )
@@ -233,22 +234,27 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
     tcp = parse_tcp(frame)
+    pull = 0 if tcp is not None else network_pull(frame[:14], frame[14:], len(frame) - 14)
     return Segment(seg.frame, seg.skb, seg.head_frag, tcp, seg.buffer_page, seg.buffer_offset,
-                   tcp is None and udp_checksum_validated(frame))
+                   tcp is None and udp_checksum_validated(frame), pull)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
-               tcp_of: Callable[[int], TcpHeaders | None]) -> Iterator[tuple[int, Delivered]]:
+               tcp_of: Callable[[int], TcpHeaders | None],
+               pull_of: Callable[[int], int] | None = None,
+               ) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
-    ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP)."""
+    ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP); ``pull_of``:
+    for a frame that is not TCP, the IP header bytes GRO pulls (paths.gro.network_pull)."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
     segments: list[Segment] = []
     current = 0
     for record in records:
         skb = record.decision.skb
         tcp = tcp_of(record.index)
+        pull = pull_of(record.index) if pull_of is not None else 0
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
@@ -257,7 +263,8 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(record.index, skb, head_frag, tcp))
+        segments.append(Segment(record.index, skb, head_frag, tcp,
+                                pull=pull if tcp is None else 0))
     if segments:
         yield from _poll_gro(k, cfg, current, segments)
 

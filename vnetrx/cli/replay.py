@@ -188,6 +188,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     headers: dict[int, Any] = {}
+    pulls: dict[int, int] = {}
     if o["gro"]:
         if lengths is not None:
             raise click.UsageError("--gro merges by the frames' TCP/IP headers: give a capture "
@@ -195,7 +196,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        derive = _keeping_headers(derive, headers)
+        derive = _keeping_headers(derive, headers, pulls)
     live = from_file == "-" and _live_input()
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
@@ -259,7 +260,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
-        return _after(frames, _gro(profile, config, stream, headers, o, source))
+        return _after(frames, _gro(profile, config, stream, headers, pulls, o, source))
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
@@ -312,20 +313,28 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _keeping_headers(derive: Any, headers: dict[int, Any]) -> Any:
+def _keeping_headers(derive: Any, headers: dict[int, Any], pulls: dict[int, int]) -> Any:
     """A deriver that also keeps each captured frame's TCP/IP headers as GRO reads them (by
-    frame index, until GRO has taken them), and gives ``derive``'s header (None: no header)."""
-    from vnetrx.paths.gro import parse_tcp_headers
+    frame index, until GRO has taken them), and gives ``derive``'s header (None: no header).
+    A frame captured whole has its TCP checksum summed (GRO validates a CHECKSUM_NONE skb's);
+    one cut by the snaplen is taken as right. ``pulls``: the IP header bytes GRO pulls from a
+    frame that is not TCP (paths.gro.network_pull)."""
+    from vnetrx.paths.gro import network_pull, parse_tcp, parse_tcp_headers
 
     index = 0
 
     def keep(length: int, data: bytes) -> Any:
         nonlocal index
         try:
-            headers[index] = (parse_tcp_headers(data[:14], data[14:], length - 14)
-                              if len(data) >= 14 else None)
+            if len(data) < 14:
+                headers[index] = None
+            elif len(data) >= length:
+                headers[index] = parse_tcp(data[:length])
+            else:
+                headers[index] = parse_tcp_headers(data[:14], data[14:], length - 14)
         except InputError:  # the snaplen cut the TCP header: GRO reads it as not TCP
             headers[index] = None
+        pulls[index] = network_pull(data[:14], data[14:], length - 14)
         index += 1
         return derive(length, data) if derive is not None else None
 
@@ -333,11 +342,11 @@ def _keeping_headers(derive: Any, headers: dict[int, Any]) -> Any:
 
 
 def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, headers: dict[int, Any],
-         o: dict[str, Any], source: str) -> int:
+         pulls: dict[int, int], o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.flow import replay_gro
 
-    delivered = replay_gro(profile, config, stream.records, headers.pop)
+    delivered = replay_gro(profile, config, stream.records, headers.pop, pulls.pop)
     if o["as_jsonl"]:
         import json
 

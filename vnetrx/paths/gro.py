@@ -173,6 +173,30 @@ def udp_checksum_validated(frame: bytes) -> bool:
     return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
 
 
+def network_pull(mac: bytes, net: bytes, length: int) -> int:
+    """What inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of the IP header) before a
+    skb that is not merged as TCP went on: GRO_NORMAL's ``pull:`` then copies that many bytes
+    into the linear area (gro_pull_from_frag0). IPv4: 20 when the header passes the checks
+    before the pull (no options, not a fragment, a right header checksum) and the protocol has
+    a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels are not modelled: 0); IPv6: 40 (the
+    header is pulled before the next header is looked at). 0 for anything else
+    [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166,
+    6.12.15; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves GRO with 20 linear
+    bytes (tests/data/gro/guest-*.json)]."""
+    if len(mac) < 14:
+        return 0
+    ethertype = struct.unpack_from("!H", mac, 12)[0]
+    have = min(len(net), length)
+    if ethertype == 0x0800 and have >= 20:
+        frag_off, proto = struct.unpack_from("!HxB", net, 6)
+        ok = (net[0] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
+              and ones_complement_sum(net[:20]) == 0xFFFF)
+        return 20 if ok else 0
+    if ethertype == 0x86DD and length >= 40:
+        return 40
+    return 0
+
+
 class Segment(NamedTuple):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
     counts from the IP header) and its headers."""
@@ -184,6 +208,7 @@ class Segment(NamedTuple):
     page: str = ""  # the page the head lies in (case B makes it a frag), e.g. "frag0"
     page_offset: int = 0  # where skb->head lies in that page
     udp_validated: bool = False  # a UDP datagram whose nonzero checksum udp_gro_receive verifies
+    pull: int = 0  # not TCP: the IP header bytes GRO pulled (network_pull)
 
     @property
     def offset(self) -> int:
@@ -354,7 +379,7 @@ def _receive(state: _Run, seg: Segment) -> None:
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
         # the held TCP skbs by (another protocol or flow: not the same flow)
-        skb = seg.skb
+        skb = _pull_headers(state.k, seg, seg.pull)
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
         state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
@@ -363,8 +388,8 @@ def _receive(state: _Run, seg: Segment) -> None:
         return
     if not h.network_ok:
         # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
-        # flush set; no held skb is completed
-        _normal(state, seg, How.BAD_NETWORK)
+        # flush set, before the IP header is pulled; no held skb is completed
+        _normal(state, seg, How.BAD_NETWORK, 0)
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
     # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
@@ -374,7 +399,9 @@ def _receive(state: _Run, seg: Segment) -> None:
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
         # (__skb_incr_checksum_unnecessary)
         if not h.tcp_csum_ok:
-            _normal(state, seg, How.BAD_CHECKSUM)
+            # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
+            # IP header was pulled (inet/ipv6_gro_receive)
+            _normal(state, seg, How.BAD_CHECKSUM, h.network_len)
             return
         seg = seg._replace(skb=seg.skb._replace(ip_summed=CHECKSUM_UNNECESSARY))
     p = next((q for q in state.held if q.same_flow(h)), None)
@@ -447,9 +474,10 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     return offset != (0 if p.fixed_id else len(p.frames))
 
 
-def _normal(state: _Run, seg: Segment, how: How) -> None:
-    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers."""
-    skb = _pull_headers(state.k, seg)
+def _normal(state: _Run, seg: Segment, how: How, pulled: int | None = None) -> None:
+    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers GRO
+    parsed (``pulled`` bytes from the IP header; None: the IP and TCP headers)."""
+    skb = _pull_headers(state.k, seg, pulled)
     state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
                                skb.truesize, skb.nr_frags, 0))
     state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
@@ -467,7 +495,7 @@ def _hold(state: _Run, seg: Segment, h: TcpHeaders, how: How) -> None:
                                skb.truesize, skb.nr_frags, 0))
 
 
-def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
+def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> Skb:
     """dev_gro_receive's ``pull:``: grow = skb_gro_offset - skb_headlen; gro_pull_from_frag0
     copies ``grow`` header bytes from frags[0] to the tail (frags[0] shrinks, and goes when
     empty). Only an skb with no linear bytes has frag0 (skb_gro_reset_offset); one with some
@@ -475,20 +503,21 @@ def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
     (tcp_gro_pull_header, before any merge or flush decision): the same bytes out of the
     frags, into the head's tailroom (a head too small, pskb_expand_head, is not modelled)."""
     skb = seg.skb
-    grow = seg.offset - skb.headlen
+    offset = seg.offset if offset is None else offset
+    grow = offset - skb.headlen
     if grow <= 0:
         return skb
     if skb.headlen:
-        if skb.end - skb.tail < grow or skb.len < seg.offset or skb.frag_list:
+        if skb.end - skb.tail < grow or skb.len < offset or skb.frag_list:
             raise InputError(
-                f"GRO of an skb with {skb.headlen} linear bytes before {seg.offset} bytes of "
+                f"GRO of an skb with {skb.headlen} linear bytes before {offset} bytes of "
                 f"headers and {skb.end - skb.tail} bytes of tailroom is not modelled "
                 "(pskb_may_pull reallocating the head)"
             )
-        return pskb_may_pull(k, skb, seg.offset, owned=False) or skb
+        return pskb_may_pull(k, skb, offset, owned=False) or skb
     if skb.end - skb.tail < grow or not skb.frags or skb.frags[0].size < grow:
         raise InputError(
-            f"GRO of this skb is not modelled: frag0 does not hold the {seg.offset} bytes of "
+            f"GRO of this skb is not modelled: frag0 does not hold the {offset} bytes of "
             "headers, or the head has no room for them (skb_gro_header_slow's path)"
         )
     first = skb.frags[0]
