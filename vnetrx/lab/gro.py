@@ -66,8 +66,11 @@ def _b(name: str, **spec: Any) -> Burst:
 
 
 # Counts around MAX_SKB_FRAGS (17 frags: segment 18 starts the frag_list) and the 64 KiB limit
-# (45 segments of 1448 fit, the 46th is -E2BIG), flush triggers mid-burst, other frames in
-# between, the three checksum states, and a burst larger than the budget (64 + 6).
+# (45 segments of 1448 fit, the 46th is -E2BIG), a burst of exactly the budget and one larger
+# (64 + 6), every flush trigger mid-burst, other frames in between, two and nine flows (the
+# ninth evicts the oldest: bucket 0), small and odd payloads (the copy path's linear skbs), the
+# three checksum states, IPv4 and IPv6.
+_FULL = [PAYLOAD4] * 8
 BURSTS = (
     _b("v4-seg8", segments=8),
     _b("v4-seg17", segments=17),
@@ -77,17 +80,65 @@ BURSTS = (
     _b("v4-seg45", segments=45),
     _b("v4-seg46", segments=46),
     _b("v4-psh9", segments=20, psh=[9]),
+    _b("v4-psh0", segments=8, psh=[0]),
+    _b("v4-fin3", segments=8, fin=[3]),
+    _b("v4-urg3", segments=8, urg=[3]),
+    _b("v4-rst3", segments=8, rst=[3]),
+    _b("v4-syn3", segments=8, syn=[3]),
+    _b("v4-cwr3", segments=8, cwr=[3]),
+    _b("v4-cwr0", segments=8, cwr=[0]),
     _b("v4-nonip10", segments=20, other=[10]),
     _b("v4-udp5", segments=10, udp=[5]),
     _b("v4-csum-none", segments=8, vnet=None),
     _b("v4-bad-csum3", segments=8, vnet=None, bad_tcp_csum=[3]),
     _b("v4-needs-csum", segments=8, vnet="needs_csum"),
+    _b("v4-seq-gap4", segments=8, seq_gap={"at": 4, "bytes": PAYLOAD4}),
+    _b("v4-tsval4", segments=8, tsval_change=[4]),
+    _b("v4-window4", segments=8, window_change=[4]),
+    _b("v4-ack4", segments=8, ack_change=[4]),
+    _b("v4-ttl4", segments=8, ttl_change=[4]),
+    _b("v4-tos4", segments=8, tos_change=[4]),
+    _b("v4-df-change4", segments=8, df_change=[4]),
+    _b("v4-ipid-fixed-df", segments=8, ipid="fixed", df=True),
+    _b("v4-ipid-fixed-nodf", segments=8, ipid="fixed", df=False),
+    _b("v4-ipid-inc-nodf", segments=8, df=False),
+    _b("v4-bad-ip-csum3", segments=8, bad_ip_csum=[3]),
+    _b("v4-ip-options4", segments=8, ip_options=[4]),
+    _b("v4-more-fragments4", segments=8, more_fragments=[4]),
+    _b("v4-short-middle", segments=8, payload=[*_FULL[:3], 1000, *_FULL[4:]]),
+    _b("v4-short-last", segments=8, payload=[*_FULL[:7], 1000]),
+    _b("v4-longer-second", segments=8, payload=[1000, *_FULL[1:]]),
+    _b("v4-pure-ack3", segments=8, payload=[*_FULL[:3], 0, *_FULL[4:]]),
+    _b("v4-no-timestamps", segments=8, timestamps=False, payload=1460),
+    _b("v4-payload1", segments=8, payload=1),
+    _b("v4-payload60", segments=8, payload=60),
+    _b("v4-payload100", segments=8, payload=100),
+    _b("v4-payload536", segments=8, payload=536),
+    _b("v4-payload1000", segments=20, payload=1000),
+    _b("v4-flows2", segments=12, flows=2),
+    _b("v4-flows9", segments=27, flows=9),
+    _b("v6-seg8", family=6, segments=8),
     _b("v6-seg18", family=6, segments=18),
     _b("v6-seg46", family=6, segments=46),
     _b("v6-psh9", family=6, segments=20, psh=[9]),
+    _b("v6-csum-none", family=6, segments=8, vnet=None),
+    _b("v6-bad-csum3", family=6, segments=8, vnet=None, bad_tcp_csum=[3]),
+    _b("v6-needs-csum", family=6, segments=8, vnet="needs_csum"),
+    _b("v6-flowlabel4", family=6, segments=8, flowlabel_change=[4]),
+    _b("v6-tclass4", family=6, segments=8, tos_change=[4]),
+    _b("v6-hoplimit4", family=6, segments=8, ttl_change=[4]),
+    _b("v6-udp5", family=6, segments=10, udp=[5]),
+    _b("v6-payload100", family=6, segments=8, payload=100),
+    _b("v4-seg64", segments=64),
     _b("v4-seg70", segments=70),
 )
-GSO_BURSTS = (_b("v4-gso2", segments=6, gso={"at": 2, "segments": 4}),)
+# guest GSO: a GSO frame (SKB_GSO_DODGY from virtio_net_hdr_to_skb) is never merged and
+# flushes the flow it meets (7871f54e3dee, 6.1.7+)
+GSO_BURSTS = (
+    _b("v4-gso2", segments=6, gso={"at": 2, "segments": 4}),
+    _b("v4-gso0", segments=4, gso={"at": 0, "segments": 4}),
+    _b("v6-gso2", family=6, segments=6, gso={"at": 2, "segments": 4}),
+)
 
 
 def bursts_for(mode: str) -> tuple[Burst, ...]:
@@ -286,43 +337,40 @@ class Observed:
     inputs: int
 
 
-def _tcp_span(net: bytes) -> tuple[bytes, int, int] | None:
-    """(flow key, first sequence number, payload bytes) of an IPv4/IPv6 TCP packet (its
-    headers, ``len`` from the IP header): None when it is not TCP."""
+def _tcp_span(net: bytes, length: int) -> tuple[bytes, int, int] | None:
+    """(flow key, first sequence number, payload bytes) of an IPv4/IPv6 TCP packet of
+    ``length`` bytes from the IP header (``net``: at least its headers; an aggregate's IP
+    length field is not read: tcp_gro_complete's callers rewrite it): None when it is not
+    TCP."""
     if len(net) >= 40 and net[0] >> 4 == 4 and net[9] == 6:
-        ihl = (net[0] & 0xF) * 4
-        total = int.from_bytes(net[2:4], "big")
-        key = net[12:20] + net[ihl:ihl + 4]
-        at = ihl
+        at = (net[0] & 0xF) * 4
+        key = net[12:20] + net[at:at + 4]
     elif len(net) >= 60 and net[0] >> 4 == 6 and net[6] == 6:
-        total = 40 + int.from_bytes(net[4:6], "big")
-        key = net[8:40] + net[40:44]
         at = 40
+        key = net[8:40] + net[40:44]
     else:
         return None
     if len(net) < at + 14:
         return None
     seq = int.from_bytes(net[at + 4:at + 8], "big")
-    return key, seq, total - at - (net[at + 12] >> 4) * 4
+    return key, seq, length - at - (net[at + 12] >> 4) * 4
 
 
 def frames_of(packet: bytes, length: int, head: int | None, sent: Sequence[bytes],
               window: range) -> list[int]:
-    """The frames an skb that left GRO carries: for TCP, the frames of ``window`` (its burst)
-    of the same flow whose sequence numbers lie in the skb's payload (``packet``: its first
-    bytes from the IP header; an aggregate's IP length is rewritten by the completion, so the
-    span is ``length`` less the headers); otherwise the frame whose skb it is (``head``)."""
-    span = _tcp_span(packet)
-    if span is None:
+    """The frames an skb that left GRO carries: for TCP with payload, the frames of
+    ``window`` (its burst) of the same flow with payload whose sequence numbers lie in the
+    skb's payload (``packet``: its first bytes from the IP header, ``length`` its len);
+    otherwise (not TCP, a pure ACK) the frame whose skb it is (``head``)."""
+    span = _tcp_span(packet, length)
+    if span is None or span[2] <= 0:
         return [] if head is None else [head]
-    key, seq, _ = span
-    at = 20 if packet[0] >> 4 == 4 else 40
-    payload = length - at - (packet[at + 12] >> 4) * 4
+    key, seq, payload = span
     out = []
     for i in window:
-        mine = _tcp_span(sent[i][14:])
-        if mine is not None and mine[0] == key and 0 <= (mine[1] - seq) & 0xFFFFFFFF < max(
-                payload, 1):
+        mine = _tcp_span(sent[i][14:], len(sent[i]) - 14)
+        if (mine is not None and mine[0] == key and mine[2] > 0
+                and (mine[1] - seq) & 0xFFFFFFFF < payload):
             out.append(i)
     return out or ([] if head is None else [head])
 
