@@ -627,3 +627,61 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
                                 "the observed polls): " + ", ".join(split))
     return GroRun(report, observed, guest, frames, bursts, result.boot_s, result.total_s,
                   result.serial)
+
+
+# --- the recorded boots as test data (tests/data/gro/guest-linux-*.json) -----------------------
+
+DATA_SCHEMA = "vnetrx.lab-gro-data/1"
+_STATUS_KEPT = ("release", "version", "features", "mtu", "gro_normal_batch",
+                "gro_flush_timeout", "napi_defer_hard_irqs", "mergeable_rx_buffer_size",
+                "rx_packets", "rx_dropped", "rx_length_errors")
+
+
+def frames_digest(frames: Frames) -> str:
+    import hashlib
+
+    return hashlib.sha256(b"".join(h + f for h, f in frames)).hexdigest()
+
+
+def run_to_data(run: GroRun) -> dict[str, Any]:
+    """One boot as test data: the bursts (their descriptions: the frames are rebuilt from
+    them), the header written before each frame, the observed polls and every skb that left
+    GRO (no prediction: the test makes it)."""
+    return {
+        "schema": DATA_SCHEMA,
+        "made_by": "vnetrx lab virtio --gro (vnetrx.lab.gro.run_gro): one boot under QEMU "
+                   "(TCG), vnetrx's vhost-user backend, BPF on napi_gro_receive_entry/exit, "
+                   "netif_receive_skb and napi_poll in the guest",
+        "kernel": run.report.kernel,
+        "mode": run.report.mode,
+        "guest": {key: run.guest.status.get(key) for key in _STATUS_KEPT},
+        "lost": run.guest.lost,
+        "bursts": [{"name": b.name, "spec": b.spec} for b in run.bursts],
+        "frames_sha256": frames_digest(run.frames),
+        "headers": [h.hex() for h, _ in run.frames],
+        "polls": run.observed.polls,
+        "budgets": run.observed.budgets,
+        "verdicts": run.observed.verdicts,
+        "delivered": run.observed.rows,
+    }
+
+
+def data_frames(doc: dict[str, Any]) -> tuple[list[tuple[bytes, bytes]], list[tuple[str, int, int]]]:
+    """The boot's frames (rebuilt from the burst descriptions, behind the headers written)
+    and the burst ranges; ValueError when they are not the bytes the data file recorded."""
+    bursts = [Burst(b["name"], b["spec"]) for b in doc["bursts"]]
+    sent = [w for b in bursts for w in b.writes()] + [sentinel()]
+    headers = [bytes.fromhex(h) for h in doc["headers"]]
+    if len(headers) != len(sent):
+        raise ValueError(f"{len(headers)} headers for {len(sent)} frames")
+    frames = [(h, f) for h, (_, f) in zip(headers, sent, strict=True)]
+    if frames_digest(frames) != doc["frames_sha256"]:
+        raise ValueError("the rebuilt frames are not the ones recorded")
+    ranges = burst_ranges([b.name for b in bursts] + ["sentinel"],
+                          [len(b.writes()) for b in bursts] + [1])
+    return frames, ranges
+
+
+def data_observed(doc: dict[str, Any]) -> Observed:
+    return Observed(list(doc["delivered"]), list(doc["polls"]), list(doc["budgets"]),
+                    list(doc["verdicts"]), len(doc["headers"]))
