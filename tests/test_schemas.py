@@ -158,7 +158,8 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
 
 def test_every_json_command_is_covered() -> None:
     covered = {name for name, _, _ in INVOCATIONS} | {
-        "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row"}
+        "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row",
+        "lab-gro"}  # lab-gro: tests/lab/test_lab_gro*.py validate it
     assert covered == set(names())
 
 

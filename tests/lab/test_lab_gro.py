@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from jsonschema import Draft202012Validator
 
 from tests.lab.test_lab_guest import IMAGES, _skip_reason
 from vnetrx.cli import cli
 from vnetrx.lab import gro
+from vnetrx.schemas import schema
 
 pytestmark = pytest.mark.lab
 
@@ -41,6 +43,7 @@ def test_every_skb_that_leaves_gro_in_the_guest_is_predicted(image: Path | None,
     bad = [(b["name"], s["differ"]) for b in doc["bursts"] for s in b["skbs"] if not s["match"]]
     assert result.exit_code == 0, (bad, doc["notes"])
     assert doc["schema"] == gro.SCHEMA and doc["mode"] == "mergeable-gso"
+    Draft202012Validator(schema("lab-gro")).validate(doc)
     names = [b["name"] for b in doc["bursts"]]
     assert names == [b.name for b in gro.bursts_for("mergeable-gso")] + ["sentinel"]
     # each burst in one poll, but the two larger than the budget: 64, and 64 + 6
