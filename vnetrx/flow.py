@@ -35,6 +35,7 @@ from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay.state import FrameRecord, RingConfig
 
 MAX_SEGMENTS = 4096
@@ -273,3 +274,36 @@ def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segme
               ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
     return ((poll, d) for d in gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+
+
+def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
+                  frames: Sequence[tuple[VnetHdr | None, bytes]], polls: Sequence[int],
+                  ) -> Iterator[tuple[int, Delivered]]:
+    """Big mode (no MRG_RXBUF): each frame (behind the virtio_net_hdr the device wrote) in a
+    page chain of its own (add_recvbuf_big: chains carry no history, so no ring is replayed),
+    received by the driver; the skbs of each NAPI poll (``polls``: how many frames each took,
+    e.g. what the guest's napi_poll tracepoint reported) go through GRO together, as
+    ``replay_gro`` does for a replayed ring: every skb the stack receives, with its poll."""
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+    if c.mode != "big":
+        raise InputError(f"big_polls_gro models big mode; this device is in {c.mode} mode "
+                         "(replay it: vnetrx replay --gro)")
+    if sum(polls) != len(frames) or any(p < 1 for p in polls):
+        raise InputError(f"the polls ({', '.join(map(str, polls))}) must be at least 1 frame "
+                         f"each and add up to the {len(frames)} frame(s)")
+    segments: list[Segment] = []
+    for i, (hdr, frame) in enumerate(frames):
+        trace = trace_virtio(k, setup._replace(hdr=hdr), len(frame))
+        if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
+            raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
+                             + (f" ({trace.reason})" if trace.reason else ""))
+        tcp = parse_tcp(frame)
+        pull = 0 if tcp is not None else network_pull(frame[:14], frame[14:], len(frame) - 14)
+        head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
+        segments.append(Segment(i, trace.skb, head_frag, tcp, "", 0,
+                                tcp is None and udp_checksum_validated(frame), pull))
+    first = 0
+    for poll, size in enumerate(polls):
+        run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT)
+        first += size
+        yield from ((poll + 1, d) for d in run.delivered)

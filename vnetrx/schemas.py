@@ -834,7 +834,7 @@ LAB_GRO = _obj(
         "schema": {"const": "vnetrx.lab-gro/1"},
         "kernel": _STR,
         "release": _STR,
-        "mode": {"enum": ["mergeable", "mergeable-gso", "small"]},
+        "mode": {"enum": ["mergeable", "mergeable-gso", "small", "big-gso"]},
         "polls": _arr(_NAT),
         "match": _BOOL,
         "notes": _arr(_STR),

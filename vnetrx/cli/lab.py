@@ -114,8 +114,10 @@ def lab() -> None:
               "MAX_SKB_FRAGS and 64 KiB, flush triggers, other frames in between), each put in "
               "the rx ring with one used-ring update and one interrupt by vnetrx's vhost-user "
               "backend; BPF in the guest records every skb that leaves GRO and the polls; each "
-              "is compared with `vnetrx replay --gro` of the same frames and observed polls. "
-              "--mode mergeable, mergeable-gso or small (all on the vhost-user backend).")
+              "is compared with `vnetrx replay --gro` of the same frames and observed polls "
+              "(big-gso: each frame's page chain, `vnetrx trace`'s, then GRO per observed "
+              "poll). --mode mergeable, mergeable-gso, small or big-gso (all on the vhost-user "
+              "backend).")
 @click.option("--save-input", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --gro: write the frames the backend wrote, as a JSON array of "
               "{\"frame\": HEX, \"hdr\": HEX} for `vnetrx replay --from`.")
@@ -256,8 +258,8 @@ def _lab_gro(image: Path, mode: str, modules: Path | None, kvm: bool, timeout: i
 
     if mode not in lab_gro.MODES:
         raise InputError(f"--gro: mode {mode} is not checked (valid: "
-                         f"{', '.join(lab_gro.MODES)}): big mode's 13 page chains and replay's "
-                         "missing big mode leave it out")
+                         f"{', '.join(lab_gro.MODES)}): big mode without guest GSO needs "
+                         "host_mtu > 1500, which vnetrx's vhost-user backend does not offer")
     held = Deferred()
     try:
         with interrupt_once(), stage_line() as on_stage:

@@ -35,9 +35,11 @@ from vnetrx.live.grobpf import SkbOffsets
 
 SCHEMA = "vnetrx.lab-gro/1"
 # mode → (mergeable, guest GSO); every one runs on the vhost-user backend (one used-ring update
-# per burst). Big mode (no MRG_RXBUF, guest GSO) posts chains of MAX_SKB_FRAGS + 2 descriptors,
-# 13 in a 256-entry ring, and `replay` does not model it: not offered.
-MODES = {"mergeable": (True, False), "mergeable-gso": (True, True), "small": (False, False)}
+# per burst). Big mode (no MRG_RXBUF, guest GSO) posts chains of MAX_SKB_FRAGS + 2 = 19
+# descriptors, 13 in a 256-entry ring: its bursts are at most 12 frames (BIG_BURSTS), and
+# `replay` does not model big mode, so it is predicted by vnetrx.flow.big_polls_gro.
+MODES = {"mergeable": (True, False), "mergeable-gso": (True, True), "small": (False, False),
+         "big-gso": (False, True)}
 PROBE_DEVICE = "eth0"  # the programs compare skb->dev->name with it; /init checks the name
 PLACEHOLDER = 0x7F000000  # map fd placeholders groprobe.c replaces (queue, scratch, flag, lost)
 TRACEPOINTS = ("napi_gro_receive_entry", "napi_gro_receive_exit", "netif_receive_skb",
@@ -141,9 +143,37 @@ GSO_BURSTS = (
 )
 
 
+# big mode: one page chain per frame, 13 chains posted: bursts of at most 12
+BIG_BURSTS = (
+    _b("v4-seg2", segments=2),
+    _b("v4-seg8", segments=8),
+    _b("v4-seg12", segments=12),
+    _b("v4-psh5", segments=12, psh=[5]),
+    _b("v4-nonip5", segments=10, other=[5]),
+    _b("v4-udp5", segments=10, udp=[5]),
+    _b("v4-csum-none", segments=8, vnet=None),
+    _b("v4-bad-csum3", segments=8, vnet=None, bad_tcp_csum=[3]),
+    _b("v4-needs-csum", segments=8, vnet="needs_csum"),
+    _b("v4-seq-gap4", segments=8, seq_gap={"at": 4, "bytes": PAYLOAD4}),
+    _b("v4-ip-options4", segments=8, ip_options=[4]),
+    _b("v4-short-middle", segments=8, payload=[*_FULL[:3], 1000, *_FULL[4:]]),
+    _b("v4-payload1", segments=8, payload=1),
+    _b("v4-payload100", segments=8, payload=100),
+    _b("v4-payload3000", segments=8, payload=3000),
+    _b("v4-flows2", segments=12, flows=2),
+    _b("v6-seg12", family=6, segments=12),
+    _b("v6-psh5", family=6, segments=12, psh=[5]),
+    _b("v6-csum-none", family=6, segments=8, vnet=None),
+    _b("v6-udp5", family=6, segments=10, udp=[5]),
+    *GSO_BURSTS,
+)
+
+
 def bursts_for(mode: str) -> tuple[Burst, ...]:
     if mode not in MODES:
         raise InputError(f"lab virtio --gro: unknown mode {mode!r} (valid: {', '.join(MODES)})")
+    if mode == "big-gso":
+        return BIG_BURSTS
     return BURSTS + (GSO_BURSTS if MODES[mode][1] else ())
 
 
@@ -436,6 +466,28 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames,
                                                             headers.pop, pulls.pop)]
 
 
+def big_predict(k: KernelProfile, mode: str, frames: Frames,
+                polls: Sequence[int]) -> list[dict[str, Any]]:
+    """Big mode: vnetrx.flow.big_polls_gro (each frame in a page chain of its own, each
+    observed poll through GRO), rows as replay --gro --jsonl prints them."""
+    from vnetrx.codec import delivered_row
+    from vnetrx.flow import big_polls_gro
+    from vnetrx.paths.virtio_net import VirtioRxSetup
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+    mergeable, guest_gso = MODES[mode]
+    setup = VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=1500,
+                          hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
+    items = [(VnetHdr.from_bytes(hdr) if any(hdr[:10]) else None, frame)
+             for hdr, frame in frames]
+    return [delivered_row(poll, d) for poll, d in big_polls_gro(k, setup, items, polls)]
+
+
+def predictor(mode: str) -> Predict:
+    """replay --gro's code, or big mode's (replay does not model big mode)."""
+    return big_predict if mode == "big-gso" else replay_predict
+
+
 def input_objects(frames: Frames) -> list[dict[str, str]]:
     """The boot's frames as ``replay --from FILE.json`` objects {"frame": HEX, "hdr": HEX}."""
     return [{"frame": frame.hex(), "hdr": hdr.hex()} for hdr, frame in frames]
@@ -564,7 +616,7 @@ class GroRun:
 
 def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str = "tcg",
             timeout_s: float = 120.0, on_stage: Callable[[str], None] | None = None,
-            predict: Predict = replay_predict) -> GroRun:
+            predict: Predict | None = None) -> GroRun:
     """Boot ``image`` once in ``mode``, send every burst of ``bursts_for(mode)`` (and the
     sentinel), and compare every skb that left GRO with ``predict``."""
     from vnetrx.kernel.registry import lookup
@@ -619,7 +671,7 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
         report.notes.append(f"the polls received {sum(observed.polls)} frames, not "
                             f"{len(frames)}: not replayed")
     else:
-        predicted = predict(profile, mode, frames, observed.polls)
+        predicted = (predict or predictor(mode))(profile, mode, frames, observed.polls)
         report.bursts = compare(observed, predicted, ranges)
         split = [b.name for b in report.bursts if len(b.polls) > 1]
         if split:
