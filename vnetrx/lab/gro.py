@@ -44,6 +44,10 @@ PROBE_DEVICE = "eth0"  # the programs compare skb->dev->name with it; /init chec
 PLACEHOLDER = 0x7F000000  # map fd placeholders groprobe.c replaces (queue, scratch, flag, lost)
 TRACEPOINTS = ("napi_gro_receive_entry", "napi_gro_receive_exit", "netif_receive_skb",
                "napi_poll")
+# net tracepoints the guest counts on its device: which fire for GRO's output (gro_normal_list
+# → netif_receive_skb_list_internal fires neither *_entry one: only netif_receive_skb, from
+# __netif_receive_skb_core)
+COUNTED = ("netif_receive_skb_entry", "netif_receive_skb_list_entry", "netif_receive_skb")
 BURST_GAP_S = 0.5  # between bursts: the guest's poll of one ends before the next is written
 PAYLOAD4, PAYLOAD6 = 1448, 1428  # MSS with timestamps at MTU 1500: 1514-byte frames
 # Compared per delivered skb (frag_list: how many members; frames: the inputs it carries)
@@ -257,6 +261,14 @@ say gro_flush_timeout $(cat /sys/class/net/$dev/gro_flush_timeout 2>/dev/null)
 say napi_defer_hard_irqs $(cat /sys/class/net/$dev/napi_defer_hard_irqs 2>/dev/null)
 echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 2>/dev/null
 echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null
+# which net tracepoints fire for the skbs that leave GRO (counted, not recorded: BPF does that)
+T=/sys/kernel/tracing
+mount -t tracefs tracefs $T 2>/dev/null
+for e in {" ".join(COUNTED)}; do
+  echo "name == \\"$dev\\"" > $T/events/net/$e/filter && echo 1 > $T/events/net/$e/enable \\
+    || say error tracepoint $e
+done
+echo 1 > $T/tracing_on
 /bin/groprobe /tmp/gro-ready {record_size} {pairs} &
 probe=$!
 i=0
@@ -275,6 +287,10 @@ while [ "$(cat /sys/class/net/$dev/statistics/rx_packets)" -lt {frames} ]; do
   sleep 0.1
 done
 sleep 0.5
+echo 0 > $T/tracing_on
+for e in {" ".join(COUNTED)}; do
+  say count-$e $(grep -c " $e:" $T/trace)
+done
 say rx_packets $(cat /sys/class/net/$dev/statistics/rx_packets)
 say rx_dropped $(cat /sys/class/net/$dev/statistics/rx_dropped)
 say rx_length_errors $(cat /sys/class/net/$dev/statistics/rx_length_errors)
@@ -686,7 +702,8 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
 DATA_SCHEMA = "vnetrx.lab-gro-data/1"
 _STATUS_KEPT = ("release", "version", "features", "mtu", "gro_normal_batch",
                 "gro_flush_timeout", "napi_defer_hard_irqs", "mergeable_rx_buffer_size",
-                "rx_packets", "rx_dropped", "rx_length_errors")
+                "rx_packets", "rx_dropped", "rx_length_errors",
+                *(f"count-{e}" for e in COUNTED))
 
 
 def frames_digest(frames: Frames) -> str:
