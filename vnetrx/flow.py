@@ -24,6 +24,7 @@ from vnetrx.paths.gro import (
     Delivered,
     GroLimits,
     GroRun,
+    GroStep,
     Segment,
     TcpHeaders,
     gro_receive,
@@ -243,12 +244,14 @@ def _segment(seg: FlowSegment, frame: bytes) -> Segment:
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
                tcp_of: Callable[[int], TcpHeaders | None],
                pull_of: Callable[[int], int] | None = None,
+               steps: list[GroStep] | None = None,
                ) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
     ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP); ``pull_of``:
-    for a frame that is not TCP, the IP header bytes GRO pulls (paths.gro.network_pull)."""
+    for a frame that is not TCP, the IP header bytes GRO pulls (paths.gro.network_pull);
+    ``steps``: gets what GRO did with each input (its gro_result), poll by poll."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
     segments: list[Segment] = []
     current = 0
@@ -259,7 +262,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments)
+            yield from _poll_gro(k, cfg, current, segments, steps)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
@@ -267,18 +270,21 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         segments.append(Segment(record.index, skb, head_frag, tcp,
                                 pull=pull if tcp is None else 0))
     if segments:
-        yield from _poll_gro(k, cfg, current, segments)
+        yield from _poll_gro(k, cfg, current, segments, steps)
 
 
-def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment]
-              ) -> Iterator[tuple[int, Delivered]]:
+def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment],
+              steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
-    return ((poll, d) for d in gro_receive(k, [[segments]], budget=cfg.budget).delivered)
+    run = gro_receive(k, [[segments]], budget=cfg.budget)
+    if steps is not None:
+        steps.extend(run.steps)
+    return ((poll, d) for d in run.delivered)
 
 
 def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                   frames: Sequence[tuple[VnetHdr | None, bytes]], polls: Sequence[int],
-                  ) -> Iterator[tuple[int, Delivered]]:
+                  steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
     """Big mode (no MRG_RXBUF): each frame (behind the virtio_net_hdr the device wrote) in a
     page chain of its own (add_recvbuf_big: chains carry no history, so no ring is replayed),
     received by the driver; the skbs of each NAPI poll (``polls``: how many frames each took,
@@ -306,4 +312,6 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     for poll, size in enumerate(polls):
         run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT)
         first += size
+        if steps is not None:
+            steps.extend(run.steps)
         yield from ((poll + 1, d) for d in run.delivered)

@@ -838,6 +838,8 @@ LAB_GRO = _obj(
         "polls": _arr(_NAT),
         "match": _BOOL,
         "notes": _arr(_STR),
+        "verdicts_differ": _arr(_obj({"input": _NAT, "observed": _nullable(_STR),
+                                      "predicted": _nullable(_STR)})),
         "bursts": _arr(_obj({
             "name": _STR,
             "first": _NAT,

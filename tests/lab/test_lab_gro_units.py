@@ -137,12 +137,17 @@ def test_compare_aligns_burst_by_burst_and_says_what_differs() -> None:
     assert a.skbs[0].differ == ("len", "gso_segs", "frames")
     assert a.skbs[1].predicted is None and not a.skbs[1].match
     report = gro.GroReport("6.1.192", "6.1.0-57-amd64", "mergeable", [2, 1], bursts)
+    report.verdicts_differ = gro.verdict_differences(
+        ["HELD", "NORMAL", "NORMAL"], ["HELD", "MERGED_FREE", "NORMAL"])
+    assert report.verdicts_differ == [(1, "NORMAL", "MERGED_FREE")]
     doc = gro.report_to_dict(report)
     Draft202012Validator(schema("lab-gro")).validate(json.loads(json.dumps(doc)))
     assert doc["match"] is False
     text = "\n".join(lab_gro_lines(report, 1.0, 2.0, "in.json"))
     assert "DISAGREE (2)" in text and "skb 0: len, gso_segs, frames" in text
     assert "--mergeable --kernel 6.1.192 --gro --polls 2,1 --jsonl" in text
+    assert "input 1: napi_gro_receive_exit NORMAL, the model MERGED_FREE" in text
+    assert gro.verdict_differences(["HELD"], ["HELD", "NORMAL"]) == [(1, None, "NORMAL")]
 
 
 def test_init_script_waits_for_every_frame_and_dumps() -> None:

@@ -28,18 +28,33 @@ FILES = sorted(DATA.glob("guest-linux-*.json"))
 DOCS = {path.name: json.loads(path.read_text()) for path in FILES}
 CASES = [(name, b["name"]) for name, doc in DOCS.items()
          for b in [*doc["bursts"], {"name": "sentinel"}]]
-_PREDICTED: dict[str, list[gro.BurstCheck]] = {}
+_PREDICTED: dict[str, tuple[list[gro.BurstCheck], list[str]]] = {}
 
 
-def _checks(name: str) -> list[gro.BurstCheck]:
-    """The boot replayed once (the ring's history runs through every burst)."""
+def _predicted(name: str) -> tuple[list[gro.BurstCheck], list[str]]:
+    """The boot replayed once (the ring's history runs through every burst): the comparison
+    by burst, and the model's gro_result for each input."""
     if name not in _PREDICTED:
         doc = DOCS[name]
         frames, ranges = gro.data_frames(doc)
+        verdicts: list[str] = []
         predicted = gro.predictor(doc["mode"])(lookup(doc["kernel"]), doc["mode"], frames,
-                                               doc["polls"])
-        _PREDICTED[name] = gro.compare(gro.data_observed(doc), predicted, ranges)
+                                               doc["polls"], verdicts)
+        _PREDICTED[name] = gro.compare(gro.data_observed(doc), predicted, ranges), verdicts
     return _PREDICTED[name]
+
+
+def _checks(name: str) -> list[gro.BurstCheck]:
+    return _predicted(name)[0]
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_every_input_gets_the_guests_gro_result(name: str) -> None:
+    """napi_gro_receive_exit's ret for every skb that entered GRO (HELD, MERGED: chained on
+    the frag_list, MERGED_FREE: its frags moved, NORMAL) is the model's GroResult."""
+    verdicts = _predicted(name)[1]
+    assert gro.verdict_differences(DOCS[name]["verdicts"], verdicts) == []
+    assert len(verdicts) == len(DOCS[name]["headers"])
 
 
 def test_both_kernels_and_three_modes_were_recorded() -> None:

@@ -453,17 +453,22 @@ def observe(records: Sequence[dict[str, Any]], sent: Sequence[bytes] = (),
 # --- the prediction -----------------------------------------------------------------------------
 
 Frames = Sequence[tuple[bytes, bytes]]  # (the virtio-net header written, the Ethernet frame)
-Predict = Callable[[KernelProfile, str, Frames, Sequence[int]], list[dict[str, Any]]]
+Predict = Callable[[KernelProfile, str, Frames, Sequence[int], "list[str] | None"],
+                   list[dict[str, Any]]]
+# napi_gro_receive_exit's ret, as vnetrx.live.observe_gro names it, per GroResult
+VERDICTS = {"merged": "MERGED", "merged_free": "MERGED_FREE", "held": "HELD",
+            "normal": "NORMAL"}
 
 
-def replay_predict(k: KernelProfile, mode: str, frames: Frames,
-                   polls: Sequence[int]) -> list[dict[str, Any]]:
+def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
+                   verdicts: list[str] | None = None) -> list[dict[str, Any]]:
     """What ``vnetrx replay --from FILE.json [--mergeable [--guest-gso]] --gro --polls
     N1,N2,... --jsonl`` prints for the boot's frames: the same Stream and replay_gro the CLI
-    runs (rows vnetrx.replay-gro-row/1)."""
+    runs (rows vnetrx.replay-gro-row/1). ``verdicts`` gets each input's gro_result, as
+    napi_gro_receive_exit names it."""
     from vnetrx.codec import delivered_row
     from vnetrx.flow import replay_gro
-    from vnetrx.paths.gro import network_pull, parse_tcp
+    from vnetrx.paths.gro import GroStep, network_pull, parse_tcp
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay import RingConfig, Stream
 
@@ -478,12 +483,22 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames,
     items = [(len(frame), VnetHdr.from_bytes(hdr[:10]) if any(hdr[:10]) else None)
              for hdr, frame in frames]
     stream = Stream(k, config, iter(items), rings=False, frags=True)
-    return [delivered_row(poll, d) for poll, d in replay_gro(k, config, stream.records,
-                                                            headers.pop, pulls.pop)]
+    steps: list[GroStep] = []
+    rows = [delivered_row(poll, d) for poll, d in replay_gro(k, config, stream.records,
+                                                            headers.pop, pulls.pop, steps)]
+    _verdicts(steps, verdicts)
+    return rows
 
 
-def big_predict(k: KernelProfile, mode: str, frames: Frames,
-                polls: Sequence[int]) -> list[dict[str, Any]]:
+def _verdicts(steps: Sequence[Any], into: list[str] | None) -> None:
+    """Each input's gro_result in input order (the steps come poll by poll, in order)."""
+    if into is not None:
+        into.extend(VERDICTS[str(step.result)]
+                    for step in sorted(steps, key=lambda step: step.frame))
+
+
+def big_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
+                verdicts: list[str] | None = None) -> list[dict[str, Any]]:
     """Big mode: vnetrx.flow.big_polls_gro (each frame in a page chain of its own, each
     observed poll through GRO), rows as replay --gro --jsonl prints them."""
     from vnetrx.codec import delivered_row
@@ -496,7 +511,10 @@ def big_predict(k: KernelProfile, mode: str, frames: Frames,
                           hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
     items = [(VnetHdr.from_bytes(hdr) if any(hdr[:10]) else None, frame)
              for hdr, frame in frames]
-    return [delivered_row(poll, d) for poll, d in big_polls_gro(k, setup, items, polls)]
+    steps: list[Any] = []
+    rows = [delivered_row(poll, d) for poll, d in big_polls_gro(k, setup, items, polls, steps)]
+    _verdicts(steps, verdicts)
+    return rows
 
 
 def predictor(mode: str) -> Predict:
@@ -546,10 +564,24 @@ class GroReport:
     polls: list[int]
     bursts: list[BurstCheck] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # inputs whose napi_gro_receive_exit verdict is not the model's: (input, guest, model)
+    verdicts_differ: list[tuple[int, str | None, str | None]] = field(default_factory=list)
 
     @property
     def match(self) -> bool:
-        return all(b.match for b in self.bursts)
+        return all(b.match for b in self.bursts) and not self.verdicts_differ
+
+
+def verdict_differences(observed: Sequence[str | None], predicted: Sequence[str],
+                        ) -> list[tuple[int, str | None, str | None]]:
+    """Each input whose gro_result (napi_gro_receive_exit) differs from the model's."""
+    out = []
+    for i in range(max(len(observed), len(predicted))):
+        o = observed[i] if i < len(observed) else None
+        p = predicted[i] if i < len(predicted) else None
+        if o != p:
+            out.append((i, o, p))
+    return out
 
 
 def burst_ranges(names: Sequence[str], counts: Sequence[int]) -> list[tuple[str, int, int]]:
@@ -606,6 +638,8 @@ def report_to_dict(r: GroReport) -> dict[str, Any]:
     return {
         "schema": SCHEMA, "kernel": r.kernel, "release": r.release, "mode": r.mode,
         "polls": r.polls, "match": r.match, "notes": r.notes,
+        "verdicts_differ": [{"input": i, "observed": o, "predicted": p}
+                            for i, o, p in r.verdicts_differ],
         "bursts": [{"name": b.name, "first": b.first, "count": b.count, "polls": list(b.polls),
                     "match": b.match,
                     "skbs": [{"index": s.index, "match": s.match, "differ": list(s.differ),
@@ -687,8 +721,13 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
         report.notes.append(f"the polls received {sum(observed.polls)} frames, not "
                             f"{len(frames)}: not replayed")
     else:
-        predicted = (predict or predictor(mode))(profile, mode, frames, observed.polls)
+        verdicts: list[str] = []
+        predicted = (predict or predictor(mode))(profile, mode, frames, observed.polls,
+                                                 verdicts)
         report.bursts = compare(observed, predicted, ranges)
+        wrong = verdict_differences(observed.verdicts, verdicts)
+        if wrong:
+            report.verdicts_differ = wrong
         split = [b.name for b in report.bursts if len(b.polls) > 1]
         if split:
             report.notes.append("bursts the guest took in more than one poll (replayed with "

@@ -40,6 +40,9 @@ def lab_gro_lines(r: GroReport, boot_s: float, total_s: float,
     total = sum(len(b.skbs) for b in r.bursts)
     yield (f"  {agree} of {total} skbs that left GRO agree on {', '.join(FIELDS)} and delivery "
            "order")
+    for i, observed, predicted in r.verdicts_differ:
+        yield (f"  input {i}: napi_gro_receive_exit {observed or '(none)'}, the model "
+               f"{predicted or '(none)'}")
     for note in r.notes:
         yield f"  note: {note}"
     if saved is not None:
