@@ -1,18 +1,24 @@
 """Replay throughput on a capture, side by side with tcpdump reading the same file.
 
-Run: python benchmarks/replay.py [--frames 1000000] [--kernel 6.12]
-Writes a pcap of mixed-length full frames (60, 66, 1514, 9014 and uniform 60..9014, seeded) to a
-temporary directory, then times whole commands, each with its peak memory (/usr/bin/time):
+Run: python benchmarks/replay.py [--frames 1000000] [--kernel 6.12] [--rounds 3] [--busy]
+Writes two pcaps to a temporary directory: mixed-length full frames (60, 66, 1514, 9014 and
+uniform 60..9014, seeded), and the same lengths as TCP/UDP frames (Ethernet + IPv4 + TCP or UDP
+headers). Then times whole commands, interleaved round by round (so that a busy moment hits
+every command alike), their CPU time (user + system) and each one's median ratio to its
+reference in the same round:
 
   tcpdump -nr FILE > /dev/null                        (the reference; skipped if not installed)
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --jsonl > /dev/null
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --summary
   cat FILE | vnetrx replay --from - ... --summary     (a pipe: the capture is streamed)
-  the same lengths as TCP/UDP frames (Ethernet + IPv4 + TCP or UDP headers), --offload auto
-  --jsonl: every frame then has a NEEDS_CSUM virtio_net_hdr, as traffic from a host does
+  tcpdump -nr TCP/UDP-FILE                            (the reference of the next one)
+  vnetrx replay --from TCP/UDP-FILE ... --offload auto --jsonl: every frame then has a
+  NEEDS_CSUM virtio_net_hdr, as traffic from a host does
 
-The goal (issue 15) is at least 100,000 frames/s for the --jsonl command and at most 2x
-tcpdump's time, with peak memory under 100 MB.
+and the peak memory of one run of each vnetrx command (/usr/bin/time). Goals: issue 15, at
+least 100,000 frames/s for --jsonl and at most 2x tcpdump, peak memory under 100 MB; issue 28,
+--jsonl (also with --offload auto) within 1.5x tcpdump and --summary faster than tcpdump.
+``--busy`` keeps every core busy with another process meanwhile.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from common import busy, cpu_seconds
 
 from vnetrx.compiled import build_line
 
@@ -50,48 +58,63 @@ def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False
     return total
 
 
-def run(cmd: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of a shell command, its output discarded."""
-    timer = shutil.which("time") or "/usr/bin/time"
-    start = time.perf_counter()
-    proc = subprocess.run([timer, "-f", "%M", "sh", "-c", cmd + " > /dev/null"],
-                          capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - start
-    return wall, int(proc.stderr.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--kernel", default="6.12")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--busy", action="store_true",
+                        help="keep every core busy with another process meanwhile")
     args = parser.parse_args()
     # the installed script next to this python (`python -m vnetrx` in the project root would
     # run the source tree, not the installed build)
     vnetrx = f"{Path(sys.executable).with_name('vnetrx')} replay"
     print(f"vnetrx {build_line()}")
     opts = f"--mergeable --mtu 9000 --kernel {args.kernel}"
+    tcpdump = shutil.which("tcpdump")
     with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
-        cap = Path(tmp) / "mixed.pcap"
-        size = write_capture(cap, args.frames)
-        print(f"{args.frames:,} frames, {size / 1e9:.2f} GB of frame bytes in {cap.name}")
-        rows = []
-        if shutil.which("tcpdump"):
-            rows.append(("tcpdump -nr FILE", run(f"tcpdump -nr {cap} 2>/dev/null")))
-        rows.append(("vnetrx replay --jsonl", run(f"{vnetrx} --from {cap} {opts} --jsonl")))
-        rows.append(("vnetrx replay --summary", run(f"{vnetrx} --from {cap} {opts} --summary")))
-        rows.append(("cat FILE | vnetrx replay --from - --summary",
-                     run(f"cat {cap} | {vnetrx} --from - {opts} --summary")))
-        cap.unlink()
-        real = Path(tmp) / "tcp-udp.pcap"
+        mixed, real = Path(tmp) / "mixed.pcap", Path(tmp) / "tcp-udp.pcap"
+        size = write_capture(mixed, args.frames)
         write_capture(real, args.frames, headers=True)
-        rows.append(("TCP/UDP frames: --offload auto --jsonl",
-                     run(f"{vnetrx} --from {real} {opts} --offload auto --jsonl")))
-        reference = rows[0][1][0] if rows[0][0].startswith("tcpdump") else None
-        for name, (wall, peak) in rows:
-            ratio = f"  {wall / reference:.2f}x tcpdump" if reference else ""
-            print(f"{name:<46} {wall:6.2f} s  {args.frames / wall:>10,.0f} frames/s  "
-                  f"peak {peak / 1024:6.1f} MB{ratio}")
+        print(f"{args.frames:,} frames, {size / 1e9:.2f} GB of frame bytes in each capture")
+        # (name, the reference it is compared with, shell line)
+        commands = [
+            ("tcpdump -nr FILE", None, f"{tcpdump} -nr {mixed}"),
+            ("vnetrx replay --jsonl", "tcpdump -nr FILE", f"{vnetrx} --from {mixed} {opts} --jsonl"),
+            ("vnetrx replay --summary", "tcpdump -nr FILE",
+             f"{vnetrx} --from {mixed} {opts} --summary"),
+            ("cat FILE | vnetrx replay --from - --summary", "tcpdump -nr FILE",
+             f"cat {mixed} | {vnetrx} --from - {opts} --summary"),
+            ("tcpdump -nr TCP/UDP-FILE", None, f"{tcpdump} -nr {real}"),
+            ("TCP/UDP frames: --offload auto --jsonl", "tcpdump -nr TCP/UDP-FILE",
+             f"{vnetrx} --from {real} {opts} --offload auto --jsonl"),
+        ]
+        if not tcpdump:
+            commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
+        times: dict[str, list[float]] = {name: [] for name, _, _ in commands}
+        with busy(args.busy):
+            for _ in range(args.rounds):  # interleaved: a busy moment hits every command alike
+                for name, _, cmd in commands:
+                    times[name].append(cpu_seconds(cmd))
+        peaks = {name: peak_kib(cmd) for name, _, cmd in commands if name.startswith("vnetrx")}
+    print(f"whole commands, CPU seconds (user + system), median of {args.rounds} interleaved "
+          "rounds" + (" (every core kept busy by another process)" if args.busy else "") + ":")
+    for name, reference, _ in commands:
+        runs = times[name]
+        median = statistics.median(runs)
+        ratio = (f"  {statistics.median(t / r for t, r in zip(runs, times[reference], strict=True)):.2f}x"
+                 f" {reference.split(' -nr ')[0]}" if reference else "")
+        peak = f"  peak {peaks[name] / 1024:6.1f} MB" if name in peaks else ""
+        print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
+
+
+def peak_kib(cmd: str) -> int:
+    """The peak RSS (KiB) of one run of a shell line (/usr/bin/time), its output discarded."""
+    timer = shutil.which("time") or "/usr/bin/time"
+    proc = subprocess.run([timer, "-f", "%M", "sh", "-c", cmd + " > /dev/null"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stderr.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

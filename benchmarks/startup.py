@@ -1,6 +1,6 @@
 """Start-up cost of `vnetrx trace --len 1000 --mergeable --json`, side by side with pahole.
 
-Run: python benchmarks/startup.py [--runs N] [--vnetrx PATH]
+Run: python benchmarks/startup.py [--runs N] [--vnetrx PATH] [--busy]
 Runs, interleaved N times (so that a busy moment hits all of them alike; 101 by default, as
 the 2-core reference machine's noise moves a median of fewer runs by ~10 %):
 
@@ -11,7 +11,8 @@ the 2-core reference machine's noise moves a median of fewer runs by ~10 %):
 and prints each one's median and minimum whole-process CPU time (user + system, from wait4),
 the ratio of the medians (issue 15's goal: vnetrx's CPU time no more than pahole's), and the
 modules `-X importtime` attributes the most time to, so a regression (e.g. rich or construct
-imported on the JSON path) is easy to see.
+imported on the JSON path) is easy to see. ``--busy`` runs them while another process keeps
+every core busy, as on a user's machine.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from common import busy
 
 ARGS = ["trace", "--len", "1000", "--mergeable", "--json"]
 BTF = "/sys/kernel/btf/vmlinux"
@@ -53,6 +56,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=101)
     parser.add_argument("--vnetrx", help="the vnetrx script to time (default: next to python)")
+    parser.add_argument("--busy", action="store_true",
+                        help="keep every core busy with another process meanwhile")
     args = parser.parse_args()
     script = args.vnetrx or str(Path(sys.executable).with_name("vnetrx"))
     commands = {"vnetrx trace --len 1000 --mergeable --json": [script, *ARGS],
@@ -61,12 +66,14 @@ def main() -> None:
         commands = {"pahole -C skb_shared_info": ["pahole", "-C", "skb_shared_info", BTF],
                     **commands}
     samples: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(args.runs):
-        for name, cmd in commands.items():
-            samples[name].append(cpu_ms(cmd))
+    with busy(args.busy):
+        for _ in range(args.runs):
+            for name, cmd in commands.items():
+                samples[name].append(cpu_ms(cmd))
     version = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
     print(version.stdout.splitlines()[0])
-    print(f"whole-process CPU time (user + system), {args.runs} interleaved runs:")
+    print(f"whole-process CPU time (user + system), {args.runs} interleaved runs"
+          + (" (every core kept busy by another process):" if args.busy else ":"))
     for name, values in samples.items():
         print(f"  {name:46s} median {statistics.median(values):6.1f} ms   "
               f"min {min(values):6.1f} ms")

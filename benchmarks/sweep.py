@@ -15,15 +15,12 @@ Run: python benchmarks/sweep.py [--kernel 6.12] [--rounds 5] [--busy]
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
-import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+
+from common import busy, cpu_seconds
 
 from vnetrx.compiled import build_line
 from vnetrx.kernel.registry import lookup
@@ -49,19 +46,6 @@ COMMANDS = {
 }
 
 
-def _spin(stop: Any) -> None:  # a multiprocessing Event
-    while not stop.is_set():
-        sum(range(10_000))
-
-
-def _cpu(cmd: list[str]) -> float:
-    """The user + system CPU seconds of one run of ``cmd``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,21 +67,12 @@ def main() -> None:
             best = min(best, time.perf_counter() - start)
         print(f"{name:<22} {count / best:>10,.0f} rows/s  ({count} lengths in {best:.3f} s)")
     script = str(Path(sys.executable).with_name("vnetrx"))
-    stop = multiprocessing.Event()
-    spinners = [multiprocessing.Process(target=_spin, args=(stop,))
-                for _ in range(os.cpu_count() or 1)] if args.busy else []
-    for p in spinners:
-        p.start()
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    try:
+    with busy(args.busy):
         for _ in range(args.rounds):
             for name, extra in COMMANDS.items():
-                times[name].append(_cpu([script, "sweep", "--len", "1-65535", *extra,
-                                         "--kernel", args.kernel, "--jsonl"]))
-    finally:
-        stop.set()
-        for p in spinners:
-            p.join()
+                times[name].append(cpu_seconds([script, "sweep", "--len", "1-65535", *extra,
+                                                "--kernel", args.kernel, "--jsonl"]))
     reference = times[next(iter(COMMANDS))]
     print(f"whole commands, CPU seconds, median of {args.rounds} interleaved rounds"
           + (" (every core kept busy by another process)" if args.busy else "") + ":")

@@ -18,6 +18,8 @@ EXAMPLES = {
     "mergeable-1400-6.1": ["--len", "1400", "--mergeable", "--kernel", "6.1"],
     "mergeable-8000-6.1-ewma1000": ["--len", "8000", "--mergeable", "--kernel", "6.1",
                                     "--ewma", "1000"],
+    # a guest's 1000-byte frame on the host: vhost_net_build_xdp's batch into tun_xdp_one
+    "vhost-tx-1000-6.12": ["--path", "vhost-tx", "--len", "1000", "--kernel", "6.12"],
 }
 
 
@@ -28,7 +30,8 @@ def test_golden_json(runner: CliRunner, golden: Golden, name: str) -> None:
     golden(f"trace/{name}.json", result.stdout, scrub=NO_KERNEL_CHANGES)
 
 
-@pytest.mark.parametrize("name", ["mergeable-1000-default", "mergeable-1000-5.12"])
+@pytest.mark.parametrize("name", ["mergeable-1000-default", "mergeable-1000-5.12",
+                                  "vhost-tx-1000-6.12"])
 def test_golden_text(runner: CliRunner, golden: Golden, name: str) -> None:
     result = runner.invoke(cli, ["trace", *EXAMPLES[name]])
     assert result.exit_code == 0, result.output

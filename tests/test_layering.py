@@ -50,7 +50,8 @@ def every_module(package: str) -> str:
 # or boots a guest (QEMU, the vhost-user backend), and lab.run, which drives QEMU.
 SYSTEM = ("vnetrx.live.tap", "vnetrx.live.bpf", "vnetrx.live.tracefs", "vnetrx.live.device",
           "vnetrx.live.running", "vnetrx.lab.qemu", "vnetrx.lab.run", "vnetrx.lab.vhost_user",
-          "vnetrx.lab.vhost_user_proto", "vnetrx.lab.vhost_user_ring")
+          "vnetrx.lab.vhost_user_proto", "vnetrx.lab.vhost_user_ring", "vnetrx.lab.vhost_run",
+          "vnetrx.lab.vhost_predict")
 
 
 def test_core_imports_no_click_or_rich() -> None:
@@ -82,6 +83,9 @@ def test_text_trace_does_use_rich() -> None:
     ("vnetrx.live.observe_parse", "vnetrx.lab"),
     ("vnetrx.live.observe", "vnetrx.lab"),
     ("vnetrx.lab.compare", "vnetrx.live"),
+    ("vnetrx.lab.vhost_cases", "vnetrx.live"),
+    ("vnetrx.lab.vhost_records", "vnetrx.live"),
+    ("vnetrx.lab.vhost_compare", "vnetrx.live"),
 ])
 def test_the_pure_checks_load_nothing_that_touches_the_system(module: str,
                                                                other_side: str) -> None:
@@ -118,7 +122,9 @@ def test_the_lab_run_and_the_tap_do_load_the_system_side() -> None:
     ("kernels", "--changes", "--json"),
     ("lab", "virtio", "--from-log", str(DATA / "lab" / "mergeable-6.1.0-57-amd64.log"), "--json"),
     ("observe", "--from-trace", str(DATA / "lab" / "small-6.1.0-57-amd64.log"), "--json"),
-], ids=["xdp-virtio", "xdp-tap", "kernels", "lab", "observe"])
+    ("lab", "vhost", "--from-log", str(DATA / "vhost" / "linux-6.1.0-57-amd64.log"), "--json",
+     "--no-predict"),
+], ids=["xdp-virtio", "xdp-tap", "kernels", "lab", "observe", "lab-vhost"])
 def test_json_reports_do_not_import_rich(argv: tuple[str, ...]) -> None:
     assert loaded(command(*argv), "rich") == ""
 

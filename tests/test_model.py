@@ -162,6 +162,7 @@ PRODUCED = [
      "xdp_tx"),
     (["--path", "tap", "--len", "1000", "--xdp", "redirect"], "tap", "xdp_redirect"),
     (["--path", "tap", "--len", "9000", "--xdp", "pass"], "tap", "alloc_skb"),  # generic XDP
+    (["--path", "vhost-tx", "--len", "1000"], "vhost-tx", "build_skb"),  # tun_xdp_one
 ]
 
 

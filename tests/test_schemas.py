@@ -28,11 +28,24 @@ UDP = (
 ).hex()
 
 INVOCATIONS: list[tuple[str, list[str], int]] = [
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "1514", "--mergeable"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "65535", "--l4", "tcp4", "--gso",
+                  "tcpv4:1448", "--mergeable", "--buf-len", "1536", "--kernel", "6.1"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "2000", "--kernel", "6.12"], 0),
+    ("vhost-rx", ["trace", "--path", "vhost-rx", "--len", "9000", "--l4", "tcp4", "--gso",
+                  "tcpv4:1448", "--no-tap-offload", "--mtu", "9000", "--kernel", "6.18"], 0),
     ("trace", ["trace", "--len", "1000", "--mergeable"], 0),
     ("trace", ["trace", "--len", "1000", "--mergeable", "--kernel", "5.12"], 0),
     ("trace", ["trace", "--len", "9000", "--mtu", "9000", "--kernel", "6.1"], 0),
     ("trace", ["trace", "--len", "2000", "--kernel", "6.1"], 0),  # small mode: a drop
     ("trace", ["trace", "--path", "tap", "--len", "1000"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "3637", "--kernel", "6.1"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "0"], 0),  # tun_xdp_one: short frame
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--hdr",
+               "010000000000f503100000"], 0),  # vhost_net_build_xdp: -EINVAL
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--xdp", "tx"], 0),
+    ("sweep", ["sweep", "--len", "3630-3640", "--path", "vhost-tx", "--json"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "5"], 0),  # write() fails: EINVAL
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "1000", "--xdp", "tx"], 0),
@@ -112,6 +125,10 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
              str(LAB.parent / "lab_vhost_user" / "big-gso-6.1.0-57-amd64.log"), "--json"], 0),
     ("lab", ["lab", "virtio", "--from-log",
              str(LAB.parent / "lab_xdp" / "mergeable-drop-6.1.0-57-amd64.log"), "--json"], 0),
+    ("lab-vhost", ["lab", "vhost", "--from-log",
+                   str(LAB.parent / "vhost" / "linux-6.1.0-57-amd64.log"), "--from-log",
+                   str(LAB.parent / "vhost" / "linux-6.12.117+deb12-amd64.log"), "--json",
+                   "--no-predict"], 0),
     ("error", ["trace", "--len", "65536"], 2),
     ("error", ["trace", "--len", "100", "--kernel", "2.6"], 2),
     ("error", ["headroom", "--payload", "x"], 2),
@@ -156,10 +173,26 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
     assert len(outcomes) >= 2, outcomes  # each invocation crosses a boundary
 
 
+@pytest.mark.parametrize("args", [
+    ["--len", "60x70,2000,9000", "--kernel", "6.12"],  # small: a discard, signals
+    ["--len", "60,65550", "--mergeable", "--buf-len", "1536", "--kernel", "6.1"],
+    ["--len", "60,20000", "--mtu", "9000", "--no-tap-offload", "--kernel", "6.18"],  # big
+])
+def test_vhost_rx_jsonl_lines_match_schema(args: list[str]) -> None:
+    result = RUNNER.invoke(cli, ["replay", "--path", "vhost-rx", "--jsonl", *args])
+    assert result.exit_code == 0, result.output
+    validator = Draft202012Validator(schema("vhost-rx-row"))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    for line in lines:
+        validator.validate(line)
+    assert len({line["discarded"] for line in lines} | {line["signal"] for line in lines}) >= 2
+
+
 def test_every_json_command_is_covered() -> None:
     covered = {name for name, _, _ in INVOCATIONS} | {
         "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row",
-        "lab-gro"}  # lab-gro: tests/lab/test_lab_gro*.py validate it
+        "vhost-rx-row", "sweep-gro-row", "verify-gro",  # tests/cli/test_sweep_gro.py,
+        "lab-gro"}  # tests/live/test_verify_gro.py; lab-gro: tests/lab/test_lab_gro*.py
     assert covered == set(names())
 
 

@@ -10,7 +10,8 @@ Schema ledger:
                   with virtio_net_hdr_to_skb; xdp (an attached program's run: verdict,
                   xdp_buff, result, read-back, counters) and xdp_tx (the frame a read() on
                   the tap fd returns after XDP_TX/REDIRECT), both only when a program is
-                  attached, added with XDP on tun.
+                  attached, added with XDP on tun; vhost (path vhost-tx only: vhost-net's
+                  road into the tap, its buffer and limits), added with the vhost-tx path.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from vnetrx.model import (
     Step,
     Trace,
     Value,
+    VhostBuffer,
+    VhostTx,
     XdpRun,
 )
 
@@ -120,6 +123,23 @@ def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
     return out
 
 
+# ``vhost``'s keys (model.VhostTx), in the order JSON prints them; ``limits`` and ``buffer``
+# hold the rest
+_VHOST_KEYS = (("path", "str"), ("reason", "str"), ("sock_hlen", "nat"), ("len", "nat"),
+               ("sk_sndbuf", "nat"), ("zerocopy", "bool"), ("iff_napi", "bool"),
+               ("page_frag", "str"), ("stalled", "bool"), ("delivery", "str?"))
+_VHOST_LIMITS = ("batch", "weight", "pkt_weight")
+_VHOST_BUFFER = VhostBuffer._fields
+
+
+def vhost_to_dict(x: VhostTx) -> dict[str, Any]:
+    """A vhost-tx trace's ``vhost`` object."""
+    out: dict[str, Any] = {name: getattr(x, name) for name, _ in _VHOST_KEYS}
+    out["limits"] = {name: getattr(x, name) for name in _VHOST_LIMITS}
+    out["buffer"] = None if x.buffer is None else x.buffer._asdict()
+    return out
+
+
 def trace_to_dict(t: Trace) -> dict[str, Any]:
     return {
         "schema": t.schema,
@@ -161,6 +181,7 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         },
         "notes": list(t.notes),
         **({} if t.xdp is None else xdp_to_dict(t.xdp)),
+        **({} if t.vhost is None else {"vhost": vhost_to_dict(t.vhost)}),
     }
 
 
@@ -445,6 +466,19 @@ def _xdp(doc: _In) -> XdpRun | None:
     return XdpRun(**fields)
 
 
+def _vhost(doc: _In) -> VhostTx | None:
+    """The VhostTx of a vhost-tx trace's ``vhost`` (absent on the other paths)."""
+    if "vhost" not in doc.obj:
+        return None
+    d = doc.sub("vhost")
+    fields = {name: d.get(name, kind) for name, kind in _VHOST_KEYS}
+    limits = d.sub("limits")
+    fields.update({name: limits.get(name, "nat") for name in _VHOST_LIMITS})
+    b = d.sub_or_none("buffer")
+    buffer = None if b is None else VhostBuffer(*(b.get(n, "nat") for n in _VHOST_BUFFER))
+    return VhostTx(**fields, buffer=buffer)
+
+
 def _difference(doc: Any, again: Any, where: str) -> str | None:
     """Where a document and the one its Trace prints part (None: nowhere), as a message."""
     if isinstance(doc, dict) and isinstance(again, dict):
@@ -523,6 +557,7 @@ def from_dict(doc: object) -> Trace:
             refused.get("test", "str"), refused.get("reason", "str"),
             tuple(refused.get("because", "strs"))),
         xdp=_xdp(top),
+        vhost=_vhost(top),
     )
     again = trace_to_dict(trace)
     if again != doc:

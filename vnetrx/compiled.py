@@ -16,7 +16,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 # every module of these packages, and these modules
-COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.tun")
+COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.tun",
+                     "vnetrx.paths.vhost")
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
                     "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
                     "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.replay_json",

@@ -39,6 +39,13 @@ RESULT_FIELDS = (
     "buffer.size",
     "buffer.page_offset",
     *_xdp_fields(),
+    # path vhost-tx: vhost-net's road into the tap and its buffer
+    "vhost.path",
+    "vhost.reason",
+    "vhost.stalled",
+    "vhost.page_frag",
+    "vhost.buffer.buflen",
+    "vhost.buffer.hdr_offset",
 )
 
 

@@ -14,6 +14,7 @@ from vnetrx.paths.steps import StepLog
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.vhost import VhostTxSetup
 
 
 
@@ -71,6 +72,29 @@ def trace_tap(k: KernelProfile, setup: TapSetup, frame_len: int) -> Trace:
     return _finish(k, inputs, log, result)
 
 
+def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame_len: int) -> Trace:
+    """Walk a frame the guest transmits (``frame_len`` bytes behind its vnet header) through
+    vhost-net's handle_tx into the tap on kernel ``k``."""
+    from vnetrx.paths import vhost
+
+    require_path(k, "tap")
+    vhost.check_frame_len(frame_len)
+    c = vhost.vhost_tx_config(k, setup)
+    s = c.setup
+    log = StepLog(k)
+    result = vhost.receive(c, frame_len, log)
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("frame_len", frame_len),
+        ("sndbuf", s.sndbuf),
+        ("vnet_hdr_sz", s.vnet_hdr_sz),
+        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("xdp", s.xdp),
+        ("zcopy", s.zcopy),
+        ("iff_napi", s.napi),
+    )
+    return _finish(k, inputs, log, result)
+
+
 def _finish(k: KernelProfile, inputs: tuple[tuple[str, Value], ...], log: StepLog,
             r: Received) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
@@ -92,6 +116,7 @@ def _finish(k: KernelProfile, inputs: tuple[tuple[str, Value], ...], log: StepLo
         counter=r.counter,
         refused_by=r.refused_by,
         xdp=r.xdp,
+        vhost=r.vhost,
     )
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:

@@ -22,15 +22,14 @@ from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
     NAPI_POLL_WEIGHT,
     Delivered,
+    GroInput,
     GroLimits,
     GroRun,
+    GroState,
     GroStep,
     Segment,
-    TcpHeaders,
     gro_receive,
-    network_pull,
-    parse_tcp,
-    udp_checksum_validated,
+    read_frame,
 )
 from vnetrx.records import NamedTuple
 
@@ -170,22 +169,9 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     limits = limits or GroLimits()
     segments, gro_segments = [], []
     for i, (hdr, frame) in enumerate(writes):
-        if napi == "frags":
-            seg = _napi_frags_segment(k, setup, i, hdr, frame, splits[i] if splits else ())
-            segments.append(seg)
-            gro_segments.append(_segment(seg, frame))
-            continue
-        trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), len(frame))
-        if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
-            raise InputError(
-                f"write {i} does not reach GRO: {trace.outcome}"
-                + (f" ({trace.reason})" if trace.reason else "")
-            )
-        # tun_build_skb: build_skb on a page fragment (head_frag); tun_alloc_skb: a kmalloc'd
-        # head from sock_alloc_send_pskb
-        seg = FlowSegment(i, trace.outcome, trace.skb, trace.outcome == Outcome.BUILD_SKB,
-                          trace.buffer.page if trace.buffer is not None else "task_frag",
-                          trace.buffer.page_offset if trace.buffer is not None else 0)
+        seg = tap_write(k, setup, i, hdr, len(frame), napi, splits[i] if splits else ())
+        if isinstance(seg, str):
+            raise InputError(f"write {i} {seg}")
         segments.append(seg)
         gro_segments.append(_segment(seg, frame))
     if napi == "timeout":
@@ -214,8 +200,83 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
                    (*TAP_NOTES, TAP_NAPI[napi]))
 
 
+def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,
+              napi: str, split: tuple[int, ...] = ()) -> FlowSegment | str:
+    """Write ``i`` (its vnet header, None for ``setup``'s, and a frame of ``frame_len`` bytes)
+    into an IFF_NAPI tap: the skb tun_get_user (or, ``napi`` "frags", tun_napi_alloc_frags)
+    hands napi_gro_receive, or why it does not (a phrase following "write N")."""
+    if napi == "frags":
+        return _napi_frags_segment(k, setup, i, hdr, frame_len, split)
+    trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), frame_len)
+    if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
+        return (f"does not reach GRO: {trace.outcome}"
+                + (f" ({trace.reason})" if trace.reason else ""))
+    # tun_build_skb: build_skb on a page fragment (head_frag); tun_alloc_skb: a kmalloc'd head
+    # from sock_alloc_send_pskb
+    return FlowSegment(i, trace.outcome, trace.skb, trace.outcome == Outcome.BUILD_SKB,
+                       trace.buffer.page if trace.buffer is not None else "task_frag",
+                       trace.buffer.page_offset if trace.buffer is not None else 0)
+
+
+class TapWrite(NamedTuple):
+    """One write of a replay into a tap: its frame's length, vnet header (None: the setup's),
+    what GRO reads of the frame, and (IFF_NAPI_FRAGS) its iovec boundaries."""
+
+    frame: int  # its index in the replay
+    frame_len: int
+    hdr: bytes | None
+    gro_input: GroInput
+    split: tuple[int, ...] = ()
+
+
+def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite], napi: str,
+                   gro: bool = True, limits: GroLimits | None = None,
+                   refused: list[str] | None = None) -> Iterator[tuple[int, Delivered]]:
+    """``replay --path tap --gro``: each write through tun_get_user and the tap's NAPI, polled
+    as ``napi`` says (TAP_NAPI), streamed: every skb the stack receives with its poll (the
+    write that ended it; threaded: the kthread's poll), in delivery order. A write that does
+    not reach GRO is left out, and why goes to ``refused``."""
+    if napi not in TAP_NAPI:
+        raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
+    state = GroState(k, limits, gro, record_steps=False)
+    skbs: dict[tuple[int, bytes | None], FlowSegment | str] = {}  # a write's skb by its shape
+    poll = in_poll = 0
+    for w in writes:
+        if napi == "frags" or len(skbs) > 4096:
+            seg = tap_write(k, setup, w.frame, w.hdr, w.frame_len, napi, w.split)
+        else:  # tun_get_user's skb depends on the length and the header only
+            key = (w.frame_len, w.hdr)
+            seg = skbs.get(key) or skbs.setdefault(
+                key, tap_write(k, setup, w.frame, w.hdr, w.frame_len, napi))
+        if isinstance(seg, str):
+            if refused is not None:
+                refused.append(f"write {w.frame} {seg}")
+            continue
+        if napi == "threaded":  # the kthread polls up to 64 queued writes
+            if in_poll == 0:
+                poll += 1
+        else:  # one poll per write (timeout: the held skbs stay across them)
+            poll += 1
+        state.receive(Segment(w.frame, seg.skb, seg.head_frag, w.gro_input.tcp,
+                              seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated,
+                              w.gro_input.pull))
+        in_poll += 1
+        if napi == "threaded":
+            if in_poll == NAPI_POLL_WEIGHT:
+                state.flush_all(GroFlush.BUDGET)
+                in_poll = 0
+        elif napi != "timeout":
+            state.flush_all(GroFlush.POLL_END)
+            in_poll = 0
+        for d in state.take():
+            yield poll, d
+    state.flush_all(GroFlush.TIMER if napi == "timeout" else GroFlush.POLL_END)
+    for d in state.take():
+        yield poll, d
+
+
 def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None,
-                        frame: bytes, split: tuple[int, ...]) -> FlowSegment:
+                        frame_len: int, split: tuple[int, ...]) -> FlowSegment:
     """An IFF_NAPI_FRAGS write (``split``: the iovec boundaries, offsets into the vnet header
     and the frame): the skb tun_napi_alloc_frags and napi_frags_skb make of it."""
     from vnetrx.paths.tun.napi_frags import napi_frags_skb
@@ -225,7 +286,7 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
     if any(header) and setup.vnet_hdr:  # virtio_net_hdr_to_skb's offloads on this skb
         raise InputError(f"write {i}: an IFF_NAPI_FRAGS write with a vnet header's checksum "
                          "or GSO request is not modelled")
-    total = hdr_len + len(frame)
+    total = hdr_len + frame_len
     cuts = (0, *split, total)
     if any(b <= a for a, b in itertools.pairwise(cuts)) or cuts[-2] >= total:
         raise InputError(f"write {i}: iovec boundaries {split} are not increasing offsets "
@@ -235,48 +296,47 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 
 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
-    tcp = parse_tcp(frame)
-    pull = 0 if tcp is not None else network_pull(frame[:14], frame[14:], len(frame) - 14)
-    return Segment(seg.frame, seg.skb, seg.head_frag, tcp, seg.buffer_page, seg.buffer_offset,
-                   tcp is None and udp_checksum_validated(frame), pull)
+    gro_input = read_frame(frame, len(frame), whole=True)
+    return Segment(seg.frame, seg.skb, seg.head_frag, gro_input.tcp, seg.buffer_page,
+                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
-               tcp_of: Callable[[int], TcpHeaders | None],
-               pull_of: Callable[[int], int] | None = None,
-               steps: list[GroStep] | None = None,
+               read: Callable[[int], GroInput], gro: bool = True,
+               limits: GroLimits | None = None, steps: list[GroStep] | None = None,
                ) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
-    ``tcp_of(index)``: the frame's headers as GRO reads them (None: not TCP); ``pull_of``:
-    for a frame that is not TCP, the IP header bytes GRO pulls (paths.gro.network_pull);
-    ``steps``: gets what GRO did with each input (its gro_result), poll by poll."""
+    ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
+    the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
+    what GRO did with each input (its gro_result), poll by poll."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
     segments: list[Segment] = []
     current = 0
     for record in records:
         skb = record.decision.skb
-        tcp = tcp_of(record.index)
-        pull = pull_of(record.index) if pull_of is not None else 0
+        gro_input = read(record.index)
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments, steps)
+            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(record.index, skb, head_frag, tcp,
-                                pull=pull if tcp is None else 0))
+        segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
+                                udp_validated=gro_input.udp_validated, pull=gro_input.pull))
     if segments:
-        yield from _poll_gro(k, cfg, current, segments, steps)
+        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
 
 
-def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment],
-              steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
+def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment], gro: bool,
+              limits: GroLimits | None, steps: list[GroStep] | None = None,
+              ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
-    run = gro_receive(k, [[segments]], budget=cfg.budget)
+    run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits,
+                      steps=steps is not None)
     if steps is not None:
         steps.extend(run.steps)
     return ((poll, d) for d in run.delivered)
@@ -303,14 +363,14 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
         if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
             raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
                              + (f" ({trace.reason})" if trace.reason else ""))
-        tcp = parse_tcp(frame)
-        pull = 0 if tcp is not None else network_pull(frame[:14], frame[14:], len(frame) - 14)
+        gro_input = read_frame(frame, len(frame), whole=True)
         head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(i, trace.skb, head_frag, tcp, "", 0,
-                                tcp is None and udp_checksum_validated(frame), pull))
+        segments.append(Segment(i, trace.skb, head_frag, gro_input.tcp, "", 0,
+                                gro_input.udp_validated, gro_input.pull))
     first = 0
     for poll, size in enumerate(polls):
-        run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT)
+        run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT,
+                          steps=steps is not None)
         first += size
         if steps is not None:
             steps.extend(run.steps)

@@ -29,6 +29,7 @@ class Path(Label):
     VIRTIO_BIG = "virtio-big"  # receive_big: guest GSO or an MTU above 1500, page chains
     VIRTIO_MERGEABLE = "virtio-mergeable"  # receive_mergeable: MRG_RXBUF
     TAP = "tap"  # a write(2) to a tun/tap fd: tun_get_user
+    VHOST_TX = "vhost-tx"  # a guest's transmitted frame on the host: vhost-net into the tap
 
 
 class Outcome(Label):
@@ -388,6 +389,37 @@ XDP_FIELDS: tuple[XdpField, ...] = (
 )
 
 
+class VhostBuffer(NamedTuple):
+    """vhost_net_build_xdp's buffer (drivers/vhost/net.c): its padding and size."""
+
+    pad: int  # SKB_DATA_ALIGN(VHOST_NET_RX_PAD + headroom + sock_hlen): where the frame starts
+    headroom: int  # XDP_PACKET_HEADROOM when the tap has an XDP program (SOCK_XDP), else 0
+    buflen: int  # SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+    page_size: int  # buflen above PAGE_SIZE is -ENOSPC
+    max_frame: int  # the longest frame (after the vnet header) that fits
+    hdr_offset: int  # where the vnet header sits: 4 (struct tun_xdp_hdr's gso), 0 from 6.17
+
+
+class VhostTx(NamedTuple):
+    """What vhost-net did with a guest's transmitted frame (handle_tx): which road it took into
+    the tap and the values that decided it. A trace's ``vhost`` (path vhost-tx)."""
+
+    path: str  # "batch" (vhost_net_build_xdp + tun_xdp_one) | "tun_get_user" (sendmsg)
+    reason: str  # why that road: "batched" | "enospc" | "sndbuf" | "zerocopy" | "einval"
+    sock_hlen: int  # the vnet header the tap socket carries (the tap's vnet_hdr_sz)
+    len: int  # iov_iter_count: sock_hlen + the frame
+    sk_sndbuf: int  # the tap socket's sk_sndbuf (INT_MAX unless TUNSETSNDBUF)
+    zerocopy: bool  # experimental_zcopytx: handle_tx_zerocopy instead of handle_tx_copy
+    iff_napi: bool  # the tap has IFF_NAPI: its skbs go through GRO
+    page_frag: str  # the allocator: "vhost_net_page_frag_refill" | "page_frag_alloc_align"
+    stalled: bool  # vhost_net_build_xdp failed (not -ENOSPC): the queue stops at this frame
+    delivery: str | None  # "netif_receive_skb" | "napi_gro_receive"; None: no skb
+    batch: int  # VHOST_NET_BATCH
+    weight: int  # VHOST_NET_WEIGHT (bytes per handle_tx run)
+    pkt_weight: int  # VHOST_NET_PKT_WEIGHT (packets per handle_tx run)
+    buffer: VhostBuffer | None  # None: vhost_net_build_xdp was not called
+
+
 class Received(NamedTuple):
     """What one frame's path made of it, the result a trace reports (virtio-net receive and a
     tap write alike): the engine adds the kernel, the inputs and the narrated steps."""
@@ -403,6 +435,7 @@ class Received(NamedTuple):
     counter: str | None = None  # the device counter a drop or failure increments
     refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
     xdp: XdpRun | None = None  # an attached program's run
+    vhost: VhostTx | None = None  # path vhost-tx: vhost-net's road into the tap
 
 
 class Trace(NamedTuple):
@@ -424,3 +457,4 @@ class Trace(NamedTuple):
     counter: str | None = None  # the device counter a drop or failure increments
     refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
     xdp: XdpRun | None = None  # an attached XDP program's run (tap path)
+    vhost: VhostTx | None = None  # path vhost-tx: vhost-net's road into the tap

@@ -128,6 +128,22 @@ COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
 # ``xdp`` and ``xdp_tx`` (model.XDP_FIELDS), present only when a program is attached
 _XDP_PARTS = _nested([(f.at.split("."), _field(f.kind, f.values)) for f in XDP_FIELDS])
 XDP_RUN = _XDP_PARTS["xdp"]
+# ``vhost`` (model.VhostTx), present only on path vhost-tx
+VHOST_TX = _obj({
+    "path": {"enum": ["batch", "tun_get_user"]},
+    "reason": {"enum": ["batched", "enospc", "sndbuf", "zerocopy", "einval"]},
+    "sock_hlen": _NAT,
+    "len": _NAT,
+    "sk_sndbuf": _NAT,
+    "zerocopy": _BOOL,
+    "iff_napi": _BOOL,
+    "page_frag": {"enum": ["vhost_net_page_frag_refill", "page_frag_alloc_align"]},
+    "stalled": _BOOL,
+    "delivery": _nullable({"enum": ["netif_receive_skb", "napi_gro_receive"]}),
+    "limits": _obj({"batch": _NAT, "weight": _NAT, "pkt_weight": _NAT}),
+    "buffer": _nullable(_obj({"pad": _NAT, "headroom": _NAT, "buflen": _NAT, "page_size": _NAT,
+                              "max_frame": _NAT, "hdr_offset": _NAT})),
+})
 _OUTCOMES = [o.value for o in Outcome]
 _COUNTER = _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]})
 TRACE = _obj(
@@ -149,8 +165,9 @@ TRACE = _obj(
         "cost": _nullable(COST),
         "notes": _arr(_STR),
         **_XDP_PARTS,
+        "vhost": VHOST_TX,
     },
-    optional=tuple(_XDP_PARTS),
+    optional=(*_XDP_PARTS, "vhost"),
 )
 
 _DIFF_STEP = _obj(
@@ -486,7 +503,7 @@ SWEEP_ROW = _obj(
 SWEEP = _obj(
     {
         "schema": {"const": "vnetrx.sweep/1"},
-        "path": {"enum": ["virtio", "tap"]},
+        "path": {"enum": ["virtio", "tap", "vhost-tx"]},
         "lengths": _NAT,
         "kernels": _arr(_STR),
         "ranges": _arr(
@@ -602,7 +619,7 @@ REPLAY_SUMMARY = _obj(
 SWEEP_SUMMARY = _obj(
     {
         "schema": {"const": "vnetrx.sweep-summary/1"},
-        "path": {"enum": ["virtio", "tap"]},
+        "path": {"enum": ["virtio", "tap", "vhost-tx"]},
         "lengths": _NAT,
         "kernels": {"type": "object", "additionalProperties": REPLAY_SUMMARY},
         "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
@@ -651,9 +668,17 @@ OBSERVE = _obj(
         "source": {"enum": ["device", "lab log", "options"]},
         "release": _nullable(_STR),
         "kernel": _STR,
+        # a saved trace: its format (detected), the probe point read and what that point sees
+        "capture": _nullable(_obj({
+            "format": {"enum": ["tracefs", "perf-script", "perf-json", "pwru", "pwru-json",
+                                "retis", "bpftrace", "lab"]},
+            "probe": _nullable(_STR),
+            "stage": _nullable({"enum": ["pre-gro", "no-gro", "post-gro"]}),
+        })),
         "match": _BOOL,
         "counts": _obj(
-            {"exact": _NAT, "consistent": _NAT, "mismatch": _NAT, "unmodelled": _NAT}
+            {"exact": _NAT, "consistent": _NAT, "mismatch": _NAT, "unmodelled": _NAT,
+             "unchecked": _NAT}
         ),
         "frames": _arr(
             _obj(
@@ -661,10 +686,15 @@ OBSERVE = _obj(
                     "frame_len": _NAT,
                     "path": _STR,
                     "match": _nullable(_BOOL),
-                    "agreement": {"enum": ["exact", "consistent", "mismatch", "unmodelled"]},
+                    # unchecked: nothing the capture records could be compared (only len, or
+                    # an skb caught after GRO that may be an aggregate): never agreement
+                    "agreement": {"enum": ["exact", "consistent", "mismatch", "unmodelled",
+                                           "unchecked"]},
                     "predicted": _OBSERVED_FIELDS,
                     "observed": _OBSERVED_FIELDS,
                     "note": _nullable(_STR),
+                    "not_in_capture": _arr(_STR),  # fields the capture's tool does not record
+                    "not_compared": _arr(_STR),  # recorded, but changed before the probe point
                 }
             )
         ),
@@ -886,6 +916,174 @@ REPLAY_GRO_ROW = _obj(
     }
 )
 
+# vhost-net receive (paths/vhost/rx.py, render/vhost_rx.py): a row per packet handle_rx takes
+# off the tap's ring; the lab's guest probe reads used / hdr / discarded
+_HEX = {"type": "string", "pattern": "^([0-9a-f]{2})*$"}
+_VHOST_GUEST = _obj(
+    {
+        "frame_len": _NAT,
+        "outcome": {"enum": ["build_skb", "copy", "drop"]},
+        "reason": _nullable(_STR),
+        "buffers": _arr(_obj({"page": _STR, "offset": _NAT, "len": _NAT})),
+        "skb": _nullable(_obj({
+            "len": _NAT, "data_len": _NAT, "truesize": _NAT, "nr_frags": _NAT,
+            "frag_list": _NAT, "ip_summed": _NAT, "csum_start": _nullable(_NAT),
+            "csum_offset": _nullable(_NAT), "gso_size": _NAT, "gso_type": _NAT,
+        })),
+    }
+)
+VHOST_RX_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.vhost-rx-row/1"},
+        "index": _NAT,
+        "frame": _NAT,
+        "segment": _nullable(_NAT),
+        "segmented": _nullable({"enum": ["tap_no_tso", "tap_no_uso"]}),
+        "len": _NAT,
+        "vlan": _BOOL,
+        "batch": _NAT,
+        "run": _NAT,
+        "sock_len": _NAT,
+        "headcount": _NAT,
+        "chains": _arr(_NAT),
+        "used": _arr(_NAT),
+        "discarded": _BOOL,
+        "reason": _nullable({"enum": ["overrun"]}),
+        "hdr": _nullable(_HEX),
+        "hdr_untouched": _NAT,
+        "num_buffers": _nullable(_NAT),
+        "done_idx": _NAT,
+        "signal": _nullable({"enum": ["done_idx", "weight", "ring_empty"]}),
+        "guest": _nullable(_VHOST_GUEST),
+    }
+)
+VHOST_RX = _obj(
+    {
+        "schema": {"const": "vnetrx.vhost-rx/1"},
+        "kernel": KERNEL,
+        "input": {"type": "object"},
+        "vhost": _obj({
+            "mode": {"enum": ["small", "big", "mergeable"]},
+            "hdr_len": {"enum": [10, 12]},
+            "mtu": _NAT,
+            "buf_len": _nullable(_NAT),
+            "uniform_buffers": _BOOL,
+            "tap_offload": _BOOL,
+            "sock_hlen": {"enum": [10, 12]},
+            "quota": _NAT,
+            "chain_len": _nullable(_NAT),
+            "set_num_buffers": _BOOL,
+            "tap": _obj({"csum": _BOOL, "tso": _BOOL, "uso": _BOOL}),
+        }),
+        "packets": _arr(VHOST_RX_ROW),
+        "delivered": _NAT,
+        "discarded": _NAT,
+        "signals": _NAT,
+        "steps": _arr(STEP),
+        "notes": _arr(_STR),
+    }
+)
+
+SWEEP_GRO_ROW = _obj(
+    {
+        "schema": {"const": "vnetrx.sweep-gro-row/1"},
+        "frame_len": _NAT,
+        "kernel": {"type": "string"},
+        "segments": _NAT,
+        "skbs": _NAT,
+        "aggregates": _NAT,
+        "first_segs": _NAT,
+        "first_len": _NAT,
+        "first_nr_frags": _NAT,
+        "first_frag_list": _NAT,
+        "first_truesize": _NAT,
+        "first_flush": {"enum": [f.value for f in GroFlush]},
+        "payload": _NAT,
+        "truesize_before": _NAT,
+        "truesize_after": _NAT,
+        "truesize_per_payload_byte": {"type": ["number", "null"], "minimum": 0},
+    }
+)
+
+# verify gro's skb: vnetrx.live.verify_gro.FIELDS and the frames it carries
+_GRO_SKB = _obj({**dict.fromkeys(("len", "data_len", "headlen", "truesize", "nr_frags",
+                                  "gso_size", "gso_segs", "gso_type", "ip_summed", "csum_start",
+                                  "csum_offset"), _NAT),
+                 "frames": {"type": ["array", "null"], "items": _NAT}})
+_GRO_SIDE = _obj({"skbs": _arr(_GRO_SKB), "verdicts": _arr({"type": "string"})})
+VERIFY_GRO = _obj(
+    {
+        "schema": {"const": "vnetrx.verify-gro/1"},
+        "kernel": {"type": "string"},
+        "source": {"type": "string"},
+        "cases": _arr(_obj({
+            "name": {"type": "string"},
+            "match": {"type": "boolean"},
+            "difference": {"type": ["string", "null"]},
+            "retries": _NAT,
+            "deterministic": {"type": "boolean"},
+            "kernel": _GRO_SIDE,
+            "model": _GRO_SIDE,
+        })),
+        "summary": _obj({"cases": _NAT, "matched": _NAT, "planned": _NAT},
+                        optional=("planned",)),
+        "interrupted": {"const": True},
+    },
+    optional=("interrupted",),
+)
+
+_NUM: dict[str, Any] = {"type": "number"}
+_ANY: dict[str, Any] = {}
+_COUNTS = {"type": "object", "additionalProperties": _INT}
+LAB_VHOST_TX = _obj({
+    "case": _STR, "index": _NAT, "what": _STR, "len": _NAT, "l4": _nullable(_STR), "hdr": _STR,
+    "sndbuf": _nullable(_NAT), "xdp": _nullable({"enum": ["pass"]}),
+    "xdp_attach": _nullable(_STR),
+    "path": _nullable({"enum": ["batch", "tun_get_user"]}), "call": _nullable(_NAT),
+    "batch": _nullable(_NAT), "buflen": _nullable(_NAT),
+    "buf_offset": _nullable(_NAT), "ret": _nullable(_INT), "outcome": {"enum": ["skb", "dropped", "error", "stall"]},
+    "skb": _nullable(_obj(dict.fromkeys(("len", "data_len", "truesize", "nr_frags", "ip_summed",
+                                         "gso_size", "gso_type", "protocol"), _NAT))),
+    "freed": _arr(_STR), "stats": _COUNTS, "traced": _BOOL, "signals": _nullable(_NAT),
+})
+LAB_VHOST_RX = _obj({
+    "case": _STR, "what": _STR, "features": {"enum": ["mrg", "v1", "legacy"]},
+    "mode": {"enum": ["mergeable", "neither"]}, "hdr_size": _NAT, "buf_len": _NAT,
+    "nbufs": _NAT, "tap_offload": _BOOL, "late": _BOOL,
+    "frames": _arr(_obj({"len": _NAT, "l4": _nullable(_STR), "hdr": _STR})),
+    "sent": _arr(_INT),
+    "packets": _arr(_obj({"used": _arr(_NAT), "hdr": _STR, "num_buffers": _nullable(_NAT),
+                          "ids": _arr(_NAT)})),
+    # in the order of the frames sent: what replay --path vhost-rx --jsonl prints, plus the
+    # frame each packet belongs to (None: a packet no frame explains)
+    "lines": _arr(_obj({"frame": _nullable(_NAT), "used": _arr(_NAT), "hdr": _STR,
+                        "discarded": {"const": True}, "unexpected": {"const": True}},
+                       optional=("used", "hdr", "discarded", "unexpected"))),
+    "discarded_kmsg": _arr(_STR), "stats": _COUNTS, "signals": _nullable(_NAT),
+})
+LAB_VHOST_COMPARISON = _obj({
+    "kernel": _STR, "compared": _NAT, "mismatches": _NAT,
+    "results": _arr(_obj({
+        "kind": {"enum": ["tx", "rx"]}, "case": _STR, "index": _nullable(_NAT), "match": _BOOL,
+        "missing": _nullable(_STR),
+        "checks": _arr(_obj({"name": _STR, "predicted": _ANY, "observed": _ANY, "ok": _BOOL})),
+    })),
+})
+LAB_VHOST_KERNEL = _obj({
+    "schema": {"const": "vnetrx.lab-vhost/1"},
+    "kernel": _obj({"release": _STR, "version": _STR}),
+    "kvm": _BOOL, "vhost_net_loaded": _BOOL, "vhost_net_dev": _STR, "features_offered": _STR,
+    "kprobes": {"type": "object", "additionalProperties": _BOOL}, "errors": _arr(_STR),
+    "complete": _BOOL, "tx": _arr(LAB_VHOST_TX), "rx": _arr(LAB_VHOST_RX),
+    "boot_s": _nullable(_NUM), "total_s": _nullable(_NUM),
+    "comparison": _nullable(LAB_VHOST_COMPARISON),
+})
+LAB_VHOST = _obj({
+    "schema": {"const": "vnetrx.lab-vhost-run/1"},
+    "predictions": _BOOL,
+    "notes": _arr(_STR),
+    "kernels": _arr(LAB_VHOST_KERNEL),
+})
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "trace": (TRACE_SCHEMA, TRACE),
     "gro": (GRO_SCHEMA, GRO),
@@ -906,12 +1104,17 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay": ("vnetrx.replay/1", REPLAY),
     "replay-frame": (None, REPLAY_FRAME),  # each --jsonl --detail line of vnetrx replay
     "replay-row": ("vnetrx.replay-row/1", REPLAY_ROW),
+    "verify-gro": ("vnetrx.verify-gro/1", VERIFY_GRO),  # verify gro --json
+    "sweep-gro-row": ("vnetrx.sweep-gro-row/1", SWEEP_GRO_ROW),  # sweep --gro --jsonl
     "replay-gro-row": ("vnetrx.replay-gro-row/1", REPLAY_GRO_ROW),  # replay --gro --jsonl  # each --jsonl line of vnetrx replay
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
     "lab-gro": ("vnetrx.lab-gro/1", LAB_GRO),  # lab virtio --gro --json
+    "lab-vhost": ("vnetrx.lab-vhost-run/1", LAB_VHOST),
     "xdp-check": ("vnetrx.xdp-check/1", XDP_CHECK),
+    "vhost-rx": ("vnetrx.vhost-rx/1", VHOST_RX),  # trace --path vhost-rx --json
+    "vhost-rx-row": ("vnetrx.vhost-rx-row/1", VHOST_RX_ROW),  # replay --path vhost-rx --jsonl
 }
 
 

@@ -17,6 +17,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import SKB_FIELDS, Cost, Skb
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.vhost.tx import VhostTxSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb, xdp_received
 from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
@@ -132,6 +133,24 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
         skb, cost = p.skb, p.cost
         if skb is None or cost is None:
             yield Row(frame_len, name, p.outcome, p.errno, None, None, None, p.buffers or 1)
+            continue
+        yield Row(frame_len, name, p.outcome, None, skb, cost.allocations, cost.bytes_copied,
+                  p.buffers)
+
+
+def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int]) -> Iterator[Row]:
+    """A guest's transmitted frame on the host (vhost-net → tap) for every length, from
+    handle_tx's plans (paths/vhost/tx.py)."""
+    from vnetrx.paths import vhost
+
+    c = vhost.vhost_tx_config(k, setup)
+    name, plan = k.name, vhost.vhost_tx_plan
+    for frame_len in lengths:
+        p = plan(c, frame_len, False)  # rows show no checks
+        skb, cost = p.skb, p.cost
+        if skb is None or cost is None:
+            reason = p.errno or (None if p.reason is None else str(p.reason))
+            yield Row(frame_len, name, p.outcome, reason, None, None, None, p.buffers or 1)
             continue
         yield Row(frame_len, name, p.outcome, None, skb, cost.allocations, cost.bytes_copied,
                   p.buffers)

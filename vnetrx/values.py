@@ -7,7 +7,9 @@ class and those are equal."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, TypeVar
+
+_V = TypeVar("_V", bound="Value")
 
 
 class Value:
@@ -32,3 +34,13 @@ class Value:
 
     def __hash__(self) -> int:
         return hash(self._values())
+
+    def _replace(self: _V, **changes: object) -> _V:
+        """A copy with ``changes`` (as a record's _replace; ``__init__`` takes the fields in
+        ``_names``' order)."""
+        values = dict(zip(self._names, self._values(), strict=True))
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(unknown)}")
+        values.update(changes)
+        return type(self)(*values.values())

@@ -428,3 +428,68 @@ def test_a_header_only_frame_replays_as_a_short_packet(
     summary = json.loads(runner.invoke(cli, [*args, "--summary", "--json"]).stdout)
     assert (summary["frames"], summary["skbs"], summary["drops"], summary["counters"]) == (
         4, 2, {"short_packet": 2}, {"rx_length_errors": 2})
+
+
+def test_frames_longer_than_a_device_writes_are_pointed_out() -> None:
+    # 1500 + 18 (an Ethernet header with a VLAN tag) is the longest frame a device with MTU
+    # 1500 writes without a GSO header; one byte more is noted, once, with the count
+    result = CliRunner().invoke(cli, ["replay", "--len", "1514,1518,1519,9014", "--mergeable",
+                                      "--summary"])
+    assert result.exit_code == 0
+    assert ("2 frame(s) (the first: frame 2, 1519 bytes) are longer than the MTU (1500)"
+            in result.stderr)
+    assert "taken after GRO" in result.stderr
+    result = CliRunner().invoke(cli, ["replay", "--len", "1514,1518", "--mergeable", "--summary"])
+    assert result.exit_code == 0 and "longer than the MTU" not in result.stderr
+    result = CliRunner().invoke(cli, ["replay", "--len", "9014", "--mergeable", "--mtu", "9000",
+                                      "--summary"])
+    assert result.exit_code == 0 and "longer than the MTU" not in result.stderr
+
+
+def test_tcpdump_style_read_count_and_line_buffering(tmp_path: Path) -> None:
+    # -r FILE is --from FILE; -c N stops after N frames (as tcpdump -c); -l writes each row at
+    # once (checked as a process below, where buffering is real)
+    lens = tmp_path / "lens.txt"
+    lens.write_text("60,1514,9014,1000")
+    result = CliRunner().invoke(cli, ["replay", "-r", str(lens), "-c", "2", "--mergeable",
+                                      "--jsonl"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["frame_len"] for line in result.stdout.splitlines()] == [60, 1514]
+    result = CliRunner().invoke(cli, ["replay", "--len", "60x5", "-c", "0"])
+    assert result.exit_code == 2 and "-c" in result.stderr
+
+
+def test_a_live_feed_shows_each_text_row_before_the_input_ends() -> None:
+    # --from - on a pipe: the text rows come one by one, not in blocks of 1000 (issue 28)
+    import os
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "vnetrx", "replay", "--from", "-",
+                             "--mergeable"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        proc.stdin.write(struct.pack("<IIII", 0, 0, 60, 60) + bytes(60))
+        proc.stdin.flush()
+        out = b""
+        while not any(line.split()[:2] == [b"0", b"60"] for line in out.splitlines()):
+            ready, _, _ = select.select([proc.stdout], [], [], 20)
+            assert ready, f"no row while the feed is open; got {out!r}"
+            out += os.read(proc.stdout.fileno(), 65536)
+    finally:
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.wait(timeout=60)
+
+
+def test_line_buffered_text_rows_share_one_header() -> None:
+    # -l: every row printed as it is computed, under one header; otherwise blocks of 1000
+    # rows, each with its own header
+    args = ["replay", "--len", "60x1001", "--mergeable"]
+    blocks = CliRunner().invoke(cli, args)
+    rows = CliRunner().invoke(cli, [*args, "-l"])
+    assert blocks.exit_code == rows.exit_code == 0
+    headers = [sum(line.split()[:2] == ["#", "len"] for line in r.stdout.splitlines())
+               for r in (blocks, rows)]
+    assert headers == [2, 1]
+    assert sum(line.split()[1:2] == ["60"] for line in rows.stdout.splitlines()) == 1001

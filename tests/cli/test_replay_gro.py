@@ -86,8 +86,8 @@ def test_gro_needs_a_capture_and_a_row_output() -> None:
     assert result.exit_code == 2 and "not --json" in result.stderr
 
 
-def test_a_whole_captured_frame_with_a_bad_tcp_checksum_is_not_merged(tmp_path: Path) -> None:
-    """No --offload: the frames come with no virtio-net header (CHECKSUM_NONE), so
+def test_a_whole_frame_with_a_bad_tcp_checksum_is_not_merged(tmp_path: Path) -> None:
+    """JSON {"frame"} objects (whole frames) with no virtio-net header (CHECKSUM_NONE), so
     tcp4_gro_receive's skb_gro_checksum_validate sums each segment; frame 3's wrong sum is
     "goto flush": it goes to the stack alone, first, with only its 20-byte IP header pulled
     (the mergeable copy's headlen 0: the TCP header stays in the frag), while the held skb
@@ -97,7 +97,7 @@ def test_a_whole_captured_frame_with_a_bad_tcp_checksum_is_not_merged(tmp_path: 
     bad = bytearray(frames[3])
     bad[14 + 20 + 16] ^= 0x55
     frames[3] = bytes(bad)
-    path = capture(tmp_path / "flow.pcap", frames)
+    path = objects(tmp_path / "flow.json", frames)
     got = rows(["--from", str(path), "--mergeable", "--batch", "8", "--kernel", "6.12"])
     assert [(r["frames"], r["headlen"], r["ip_summed"]) for r in got] == [
         ([3], 20, 0), ([0, 1, 2], 52, 3), ([4, 5, 6, 7], 52, 3)]
@@ -114,3 +114,155 @@ def test_a_udp_datagram_leaves_gro_with_its_ip_header_pulled(tmp_path: Path) -> 
     got = rows(["--from", str(capture(tmp_path / "udp.pcap", [frame])), "--mergeable",
                 "--kernel", "6.1"])
     assert [(r["len"], r["headlen"], r["data_len"]) for r in got] == [(1476, 20, 1456)]
+
+
+# --- JSON objects {"frame": HEX, "hdr": HEX}: the frames' own bytes --------------------------
+
+
+def objects(path: Path, frames: list[bytes], hdr: str | None = None) -> Path:
+    path.write_text(json.dumps([{"frame": f.hex(), **({"hdr": hdr} if hdr else {})}
+                                for f in frames]))
+    return path
+
+
+def test_json_frames_merge_as_the_same_capture_does(tmp_path: Path) -> None:
+    frames = flow(100)
+    args = ["--mergeable", "--batch", "64", "--kernel", "6.12"]
+    from_json = rows(["--from", str(objects(tmp_path / "flow.json", frames)), *args])
+    assert from_json == rows(["--from", str(capture(tmp_path / "flow.pcap", frames)), *args])
+    assert (from_json[0]["len"], from_json[0]["segs"]) == (52 + 45 * 1448, 45)
+
+
+def test_a_12_byte_header_with_num_buffers_is_read_as_its_10_bytes(tmp_path: Path) -> None:
+    frames = flow(3)
+    ten = rows(["--from", str(objects(tmp_path / "a.json", frames, "02" + "00" * 9)),
+                "--mergeable", "--batch", "3"])
+    twelve = rows(["--from", str(objects(tmp_path / "b.json", frames, "02" + "00" * 9 + "0100")),
+                   "--mergeable", "--batch", "3"])
+    assert ten == twelve and len(ten) == 1 and ten[0]["segs"] == 3
+
+
+def bad_checksum(frame: bytes) -> bytes:
+    """The frame with its TCP checksum (IPv4 without options: at 14 + 20 + 16) flipped."""
+    at = 14 + 20 + 16
+    return frame[:at] + bytes([frame[at] ^ 0xFF]) + frame[at + 1:]
+
+
+def test_a_bad_tcp_checksum_is_found_only_when_gro_sums_it(tmp_path: Path) -> None:
+    # tcp4_gro_receive: skb_gro_checksum_validate sums a CHECKSUM_NONE skb (no header: flags 0)
+    # and a bad sum ("goto flush") makes it GRO_NORMAL: delivered at once, before the held
+    # [0, 1], which frame 3 (not contiguous) then completes; DATA_VALID (flags 2) is trusted
+    frames = flow(5)
+    frames[2] = bad_checksum(frames[2])
+    none = rows(["--from", str(objects(tmp_path / "a.json", frames)), "--mergeable",
+                 "--batch", "5"])
+    assert [r["frames"] for r in none] == [[2], [0, 1], [3, 4]]
+    valid = rows(["--from", str(objects(tmp_path / "b.json", frames, "02" + "00" * 9)),
+                  "--mergeable", "--batch", "5"])
+    assert [r["frames"] for r in valid] == [[0, 1, 2, 3, 4]]
+
+
+def with_udp_checksum(frame: bytes) -> bytes:
+    """The IPv4/UDP frame (no IP options) with its UDP checksum summed here (RFC 768)."""
+    udp = 14 + 20
+    data = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - udp) + frame[udp:udp + 6]
+    data += b"\0\0" + frame[udp + 8:] + b"\0" * (len(frame) % 2)
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return frame[:udp + 6] + struct.pack("!H", (0xFFFF - total) or 0xFFFF) + frame[udp + 8:]
+
+
+def test_a_udp_datagram_with_a_checksum_leaves_gro_checksum_unnecessary(tmp_path: Path) -> None:
+    # udp4_gro_receive validates a nonzero UDP checksum of a CHECKSUM_NONE skb and marks it
+    # CHECKSUM_UNNECESSARY (1); no UDP GRO socket, so it is not merged
+    udp = with_udp_checksum(build_frame(300, "udp4"))
+    got = rows(["--from", str(objects(tmp_path / "u.json", [udp])), "--mergeable"])
+    assert [(r["frames"], r["ip_summed"]) for r in got] == [([0], 1)]
+    zero = udp[:14 + 20 + 6] + b"\0\0" + udp[14 + 20 + 8:]  # no checksum: left alone
+    got = rows(["--from", str(objects(tmp_path / "z.json", [zero])), "--mergeable"])
+    assert [(r["frames"], r["ip_summed"]) for r in got] == [([0], 0)]
+
+
+def test_gro_needs_the_frames_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "lengths.json"
+    for body in ([1514, 1514], [{"len": 1514}]):
+        path.write_text(json.dumps(body))
+        result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro"])
+        assert result.exit_code == 2, result.output
+        assert "frame" in result.stderr and "give a pcap/pcapng capture" in result.stderr
+
+
+# --- --no-gro and the device's limits ------------------------------------------------------------
+
+
+def test_gro_off_delivers_every_frame_alone(tmp_path: Path) -> None:
+    path = capture(tmp_path / "flow.pcap", flow(10))
+    got = rows(["--from", str(path), "--mergeable", "--batch", "10", "--no-gro"])
+    assert [r["frames"] for r in got] == [[i] for i in range(10)]
+
+
+def test_gro_max_size_cuts_the_aggregate(tmp_path: Path) -> None:
+    # skb_gro_receive: -E2BIG once p->len + len >= gro_max_size: 52 + 20 x 1448 = 29,012 and
+    # 29,012 + 1448 = 30,460 >= 30,000
+    path = capture(tmp_path / "flow.pcap", flow(30))
+    got = rows(["--from", str(path), "--mergeable", "--batch", "30", "--kernel", "6.12",
+                "--gro-max-size", "30000"])
+    assert [(r["segs"], r["flush"]) for r in got] == [(20, "e2big"), (10, "poll_end")]
+    got = rows(["--from", str(path), "--mergeable", "--batch", "30", "--kernel", "6.12",
+                "--gro-max-size", "30461"])  # one byte more: 21 fit
+    assert [r["segs"] for r in got] == [21, 9]
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro", "--kernel", "5.15",
+                                 "--gro-max-size", "30000"])
+    assert result.exit_code == 2 and "gro_max_size does not exist on 5.15" in result.stderr
+
+
+# --- --path tap: writes into an IFF_NAPI tap --------------------------------------------------
+
+
+def test_tap_writes_merge_only_when_the_napi_keeps_them(tmp_path: Path) -> None:
+    # each write polled at once: napi_complete_done flushes it; with gro_flush_timeout the
+    # held skbs stay across writes (tests/paths/test_gro_oracle.py checks both on 6.18.44)
+    path = capture(tmp_path / "flow.pcap", flow(100))
+    alone = rows(["--from", str(path), "--path", "tap", "--kernel", "6.18"])
+    assert [r["frames"] for r in alone] == [[i] for i in range(100)]
+    assert [r["poll"] for r in alone] == list(range(1, 101))
+    kept = rows(["--from", str(path), "--path", "tap", "--napi", "timeout", "--kernel", "6.18"])
+    assert [(r["frames"][0], r["frames"][-1], r["flush"]) for r in kept] == [
+        (0, 44, "e2big"), (45, 89, "e2big"), (90, 99, "timer")]
+    assert (kept[0]["len"], kept[0]["gso_segs"], kept[0]["ip_summed"]) == (52 + 45 * 1448, 45, 3)
+    threaded = rows(["--from", str(path), "--path", "tap", "--napi", "threaded"])
+    assert [(r["frames"][0], r["frames"][-1], r["flush"]) for r in threaded] == [
+        (0, 44, "e2big"), (45, 63, "budget"), (64, 99, "poll_end")]
+
+
+def test_tap_napi_frags_writes_split_where_the_json_says(tmp_path: Path) -> None:
+    # tun_napi_alloc_frags: the first iovec (the 10-byte vnet header) is read, the second (100
+    # frame bytes) is the linear part and eth_type_trans pulls 14 of it; the rest is one frag
+    path = tmp_path / "frags.json"
+    path.write_text(json.dumps([{"frame": f.hex(), "split": [10, 110]} for f in flow(2)]))
+    got = rows(["--from", str(path), "--path", "tap", "--napi", "frags", "--kernel", "6.18"])
+    assert [(r["frames"], r["headlen"], r["frags"]) for r in got] == [
+        ([0], 86, [1414]), ([1], 86, [1414])]
+
+
+def test_tap_replay_refuses_what_does_not_apply(tmp_path: Path) -> None:
+    path = capture(tmp_path / "flow.pcap", flow(2))
+    for args, message in (
+        (["--path", "tap"], "add --gro"),
+        (["--path", "tap", "--gro", "--mergeable"], "--mergeable does not apply to --path tap"),
+        (["--path", "tap", "--gro", "--batch", "4"], "--batch does not apply to --path tap"),
+        (["--gro", "--napi", "timeout"], "--napi does not apply to --path virtio"),
+        (["--gro", "--sndbuf", "4096"], "--sndbuf does not apply to --path virtio"),
+        (["--no-gro"], "--no-gro needs --gro"),
+        (["--gro-max-size", "30000"], "--gro-max-size needs --gro"),
+    ):
+        result = RUNNER.invoke(cli, ["replay", "--from", str(path), *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr, (args, result.stderr)
+    split = tmp_path / "split.json"
+    split.write_text(json.dumps([{"frame": flow(1)[0].hex(), "split": [10]}]))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(split), "--path", "tap", "--gro"])
+    assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr
+    result = RUNNER.invoke(cli, ["replay", "--from", str(split)])
+    assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr

@@ -37,6 +37,10 @@ SAVED = [
     ["--path", "tap", "--len", "1000", "--xdp", "tx"],
     ["--path", "tap", "--len", "2000", "--xdp", "redirect"],
     ["--path", "tap", "--len", "9000", "--xdp", "pass", "--xdp-meta", "8"],
+    ["--path", "vhost-tx", "--len", "1000", "--kernel", "6.1"],  # batched, struct tun_xdp_hdr
+    ["--path", "vhost-tx", "--len", "3637"],  # -ENOSPC: tun_get_user
+    ["--path", "vhost-tx", "--len", "1000", "--hdr", "010000000000f503100000"],  # stalls
+    ["--path", "vhost-tx", "--len", "1000", "--xdp", "drop"],
 ]
 
 

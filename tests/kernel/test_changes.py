@@ -53,3 +53,24 @@ def test_a_change_named_only_in_a_comment_is_not_used(tmp_path: object) -> None:
 
 def test_keys_are_unique() -> None:
     assert len({c.key for c in CHANGES}) == len(CHANGES)
+
+
+@pytest.mark.parametrize(
+    ("key", "without", "with_it"),
+    [
+        # vhost's own page_frag refill up to 6.8, pf_cache from 6.9 (4051bd8129ac)
+        ("vhost_net_pf_cache", "6.8", "6.9"),
+        # struct tun_xdp_hdr up to 6.16, the header at buf + 0 from 6.17
+        ("vhost_xdp_hdr_at_hard_start", "6.16", "6.17"),
+        # tun_xdp_one's short-frame check: CVE-2024-41091's fixed releases, one below each
+        ("tun_xdp_one_short_frame", "5.15.163", "5.15.164"),
+        ("tun_xdp_one_short_frame", "6.1.101", "6.1.102"),
+        ("tun_xdp_one_short_frame", "6.6.42", "6.6.43"),
+        ("tun_xdp_one_short_frame", "6.10.1", "6.10.2"),
+        ("tun_xdp_one_short_frame", "6.10.1", "6.11.0"),
+        ("vhost_net_tx_batch", "4.19", "4.20"),
+    ],
+)
+def test_vhost_change_boundaries(key: str, without: str, with_it: str) -> None:
+    assert key not in lookup(without).change_keys
+    assert key in lookup(with_it).change_keys

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from vnetrx.live import bpf
+from vnetrx.live import bpf, gro_cases
 from vnetrx.live import gro as live_gro
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_a_burst_split_by_a_jiffy_is_detected() -> None:
     case = {"name": "paused", "burst": {"segments": 8}, "pause": {"after": 3, "ms": 6}}
     with live_gro.GroTap() as tap:
         reply = tap.burst(case)
-    reason = live_gro.split_reason(reply["records"], live_gro.DEFAULT_TIMEOUT_NS)
+    reason = live_gro.split_reason(reply["records"], gro_cases.DEFAULT_TIMEOUT_NS)
     assert reason is not None and "jiff" in reason
     from vnetrx.live import gro_frames
 
@@ -118,4 +118,15 @@ def test_sigterm_removes_everything(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert not out.exists()
     assert programs_gone(), "a vnetrx_gro BPF program outlived SIGTERM"
+    assert children() == []
+
+
+def test_verify_gro_matches_and_leaves_nothing() -> None:
+    proc = subprocess.run([sys.executable, "-m", "vnetrx", "verify", "gro", "--cases",
+                           "seg8,seg46,psh3,flows9,vnet-gso2,napi-frags-split14", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["summary"] == {"cases": 6, "matched": 6}
+    assert programs_gone(), "a vnetrx_gro BPF program outlived verify gro"
     assert children() == []

@@ -84,3 +84,17 @@ def test_an_old_unheld_draft_is_removed_a_new_one_kept(dirs: tuple[Path, Path]) 
     os.utime(old, (past, past))
     owner.remove_stale_locks()
     assert [p.name for p in locks.iterdir()] == [new.name]
+
+
+def test_a_lab_run_removes_the_lock_of_a_run_killed_before_its_directory(
+        dirs: tuple[Path, Path]) -> None:
+    # lab.qemu's clean-up before a boot: the dead run's directory (if any) and the lock of a
+    # run SIGKILLed between taking its lock and making its directory (issue 29)
+    from vnetrx.lab import qemu
+
+    locks, tmp = dirs
+    dead_owner(locks, tmp)  # killed before it made its directory
+    with_dir = dead_owner(locks, tmp)
+    (tmp / f"vnetrx-lab-{with_dir}").mkdir()
+    qemu.remove_stale()
+    assert list(locks.iterdir()) == [] and list(tmp.iterdir()) == []

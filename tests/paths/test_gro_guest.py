@@ -118,3 +118,28 @@ def test_the_guests_facts_the_model_was_fixed_for(kernel: str) -> None:
         (1, 20, 0), (3, 52, 3), (4, 52, 3)]
     options = _delivered(name, "v4-ip-options4")
     assert (options[0]["len"], options[0]["headlen"]) == (1504, 0)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in DOCS.items() if d["mode"] != "big-gso"))
+def test_the_replay_command_on_the_boots_input_agrees(name: str, tmp_path: Path) -> None:
+    """What the issue's check runs: `vnetrx replay --from FILE.json [--mergeable
+    [--guest-gso]] --gro --polls N1,N2,... --jsonl` on the boot's frames as {"frame", "hdr"}
+    objects (the 12-byte header the backend wrote), every row against the guest's skbs."""
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    doc = DOCS[name]
+    frames, ranges = gro.data_frames(doc)
+    path = tmp_path / "input.json"
+    path.write_text(json.dumps(gro.input_objects(frames)))
+    mergeable, guest_gso = gro.MODES[doc["mode"]]
+    args = ["replay", "--from", str(path), *(["--mergeable"] if mergeable else []),
+            *(["--guest-gso"] if guest_gso else []), "--kernel", doc["kernel"], "--gro",
+            "--polls", ",".join(map(str, doc["polls"])), "--jsonl"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    checks = gro.compare(gro.data_observed(doc), rows, ranges)
+    assert [(c.name, [s.differ for s in c.skbs if not s.match]) for c in checks
+            if not c.match] == []

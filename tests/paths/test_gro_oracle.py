@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from vnetrx.flow import tap_flow
+from vnetrx.flow import TapWrite, replay_tap_gro, tap_flow
 from vnetrx.kernel.registry import lookup, profile_for
 from vnetrx.kernel.version import parse_release
 from vnetrx.live import gro_frames
-from vnetrx.paths.gro import gro_limits
+from vnetrx.paths.gro import gro_limits, read_frame
 from vnetrx.paths.tun import TapSetup
 
 DATA = json.loads((Path(__file__).parents[1] / "data" / "gro" / "linux-6.18.44.json").read_text())
@@ -70,3 +70,24 @@ def test_every_skb_leaving_gro_matches_the_kernel(case: dict[str, Any]) -> None:
         assert built == [{f: i[f] for f in ("len", "data_len", "headlen", "truesize",
                                             "nr_frags", "data", "frags")}
                          for i in case["observed"]["inputs"]]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_the_streamed_tap_replay_delivers_what_the_kernel_did(case: dict[str, Any]) -> None:
+    """``replay --path tap --gro`` (flow.replay_tap_gro, streamed write by write) on the same
+    bursts: every skb that left GRO, in order, as the kernel delivered it."""
+    tap = case["tap"]
+    writes = gro_frames.build(case["burst"])
+    setup = TapSetup(blocking=bool(tap.get("blocking")), vnet_hdr=bool(tap.get("vnet_hdr")))
+    limits = gro_limits(KERNEL, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
+    refused: list[str] = []
+    delivered = replay_tap_gro(
+        KERNEL, setup,
+        (TapWrite(i, len(w.frame), w.hdr or None, read_frame(w.frame, len(w.frame), True),
+                  w.split) for i, w in enumerate(writes)),
+        _napi(tap), gro=tap.get("gro", True), limits=limits, refused=refused)
+    mine = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
+            for _, d in delivered]
+    theirs = [{**{f: o[f] for f in FIELDS}, "frames": o["frames"]}
+              for o in case["observed"]["skbs"]]
+    assert mine == theirs and refused == []

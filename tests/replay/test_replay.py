@@ -218,10 +218,17 @@ def test_json_objects_give_each_frame_its_header(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("body", "message"), [
     ([{"len": 60, "size": 1}], "unknown key(s) size"),
-    ([{"len": "60"}], '"len" must be a whole number'),
+    ([{"len": "60"}], '"len" (a whole number) or "frame"'),
+    ([{"hdr": "00"}], '"len" (a whole number) or "frame"'),
     ([{"len": 60, "l4": "sctp"}], "is not one of none"),
     ([{"len": 60, "hdr": "zz"}], "is not hex"),
-    ([{"len": 60, "hdr": "00" * 12}], "give the 10-byte virtio_net_hdr"),
+    ([{"len": 60, "hdr": "00" * 11}], "give the 10-byte virtio_net_hdr, or 12"),
+    ([{"len": 60, "hdr": "00" * 13}], "give the 10-byte virtio_net_hdr, or 12"),
+    ([{"frame": "00" * 60, "len": 60}], 'leave out "len"'),
+    ([{"frame": "00" * 60, "l4": "tcp4"}], 'leave out "l4"'),
+    ([{"frame": "00" * 13}], "has 13 bytes (an Ethernet frame has at least 14)"),
+    ([{"frame": "0g"}], '"frame" \'0g\' is not hex'),
+    ([{"frame": 5}], '"frame" must be a hex string'),
     ([{"len": 60, "tcp_options": 4}], "needs a TCP"),
     ([{"len": 60}, 61], "expected an object"),
 ])

@@ -351,6 +351,130 @@ def _print_run(result: Any, serial_log: Path | None, as_json: bool) -> None:
         report_console(WIDTH).print(lab_renderable(report, result.boot_s, result.total_s))
 
 
+@lab.command("vhost")
+@click.option("--series", type=click.Choice(["6.1", "6.12", "both"]), default="both",
+              show_default=True,
+              help="Which cached Debian kernels to boot (`vnetrx lab fetch-kernel --series S`).")
+@click.option("--image", "images", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A guest kernel (x86 bzImage) instead of --series; repeatable.")
+@click.option("--modules", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The guest's /lib/modules/<release> (default: next to the image).")
+@click.option("--from-log", "logs", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Do not boot: read a serial log saved with --save-dir again; repeatable.")
+@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write linux-<release>.json (the observed records) and linux-<release>.log "
+              "(the serial console) of each kernel here.")
+@click.option("--no-predict", is_flag=True, help="Print what the kernels did, compare nothing.")
+@click.option("--kvm", is_flag=True, help="Use KVM instead of TCG (only where /dev/kvm works).")
+@click.option("--timeout", type=Count(10, 3600, "seconds"), default=120, show_default=True,
+              help="Seconds to wait for each guest to get ready, and again to finish.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab-vhost-run/1).")
+def lab_vhost(series: str, images: tuple[Path, ...], modules: Path | None,
+              logs: tuple[Path, ...], save_dir: Path | None, no_predict: bool, kvm: bool,
+              timeout: int, as_json: bool) -> None:
+    """Drive each guest kernel's own /dev/vhost-net and record what it builds.
+
+    \b
+    vhost needs no KVM: a static probe (vnetrx's own, built with gcc -static) runs in the
+    guest, loads tun and vhost_net, gives vhost one memory region (guest-physical = its own
+    addresses) with an rx and a tx split ring, and attaches a tap of its own (IFF_VNET_HDR,
+    12-byte header, as QEMU sets it up). One boot per kernel (QEMU, TCG, no NIC: the guest
+    talks only to its tap) runs every case:
+      TX  frames of 0 … 3636/3637 … 9000 bytes behind chosen virtio_net_hdrs (none,
+          NEEDS_CSUM, DATA_VALID, TCPv4 GSO, refused ones), with the tap's default sndbuf
+          (INT_MAX: vhost batches them, tun_xdp_one), a finite TUNSETSNDBUF (tun_get_user)
+          and an XDP_PASS program on the tap (more headroom: 3380/3381 is the edge):
+          the road (kprobes on tun_sendmsg/tun_get_user; tun_xdp_one is inlined), build_skb's
+          buflen, netif_receive_skb_entry's len/data_len/truesize/frags, refusals, stalls
+      RX  frames and GSO skbs sent on the tap (AF_PACKET, PACKET_VNET_HDR) into buffers the
+          probe posted (mergeable or not): used lengths, num_buffers, the header vhost wrote,
+          "Discarded rx packet"
+    Each kernel's records are compared with `vnetrx trace --path vhost-tx` and `vnetrx replay
+    --path vhost-rx` when this vnetrx has them; otherwise only what was observed is printed.
+    Exit 1 when a prediction differs.
+
+    \b
+    Examples:
+      vnetrx lab fetch-kernel --series 6.1 && vnetrx lab fetch-kernel --series 6.12
+      vnetrx lab vhost
+      vnetrx lab vhost --series 6.12 --json | jq '.kernels[0].tx[] | select(.len == 1000)'
+      vnetrx lab vhost --save-dir tests/data/vhost --no-predict
+      vnetrx lab vhost --from-log tests/data/vhost/linux-6.1.0-57-amd64.log
+    """
+    from vnetrx.lab import vhost_run
+    from vnetrx.lab.vhost_compare import compare, comparison_to_dict
+    from vnetrx.lab.vhost_predict import CliPredictions
+
+    if logs and images:
+        raise click.UsageError("give --from-log or --image, not both")
+    runs: list[tuple[dict[str, Any], str | None, float | None, float | None]] = []
+    if logs:
+        from vnetrx.files import MiB, read_bounded
+
+        for log in logs:
+            text = read_bounded(str(log), 64 * MiB, "--from-log").decode(errors="replace")
+            runs.append((vhost_run.recheck(text), None, None, None))
+    else:
+        chosen = list(images) or vhost_run.images(
+            vhost_run.SERIES if series == "both" else (series,))
+        from vnetrx.owner import interrupt_once
+
+        try:
+            with interrupt_once(), stage_line() as on_stage:
+                for image in chosen:
+                    result = vhost_run.run_vhost(image, modules=modules,
+                                                 accel="kvm" if kvm else "tcg",
+                                                 timeout_s=float(timeout), on_stage=on_stage)
+                    runs.append((result.document, result.serial, result.boot_s,
+                                 result.total_s))
+        except KeyboardInterrupt:
+            _interrupted(as_json)
+    predictions = None if no_predict else CliPredictions()
+    kernels = []
+    for document, serial, boot_s, total_s in runs:
+        comparison = None
+        if predictions is not None:
+            comparison = compare(document, predictions.tx, predictions.rx)
+            if comparison.compared == 0:
+                comparison = None
+        if save_dir is not None:
+            _save(save_dir, document, serial)
+        kernels.append((document, comparison, boot_s, total_s))
+    notes = list(predictions.notes) if predictions is not None else ["--no-predict given"]
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps({
+            "schema": "vnetrx.lab-vhost-run/1",
+            "predictions": any(c is not None for _, c, _, _ in kernels),
+            "notes": notes,
+            "kernels": [{**document, "boot_s": boot_s, "total_s": total_s,
+                         "comparison": None if c is None else comparison_to_dict(c)}
+                        for document, c, boot_s, total_s in kernels],
+        }))
+    else:
+        from vnetrx.render.lab_vhost_text import WIDTH, vhost_renderable
+        from vnetrx.render.tables import report_console
+
+        console = report_console(WIDTH)
+        for document, c, boot_s, total_s in kernels:
+            console.print(vhost_renderable(document, c, notes, boot_s, total_s))
+    differ = any(c is not None and c.mismatches for _, c, _, _ in kernels)
+    sys.exit(1 if differ else 0)
+
+
+def _save(save_dir: Path, document: dict[str, Any], serial: str | None) -> None:
+    from vnetrx.render.json_out import dumps
+
+    save_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"linux-{document['kernel']['release']}"
+    (save_dir / f"{stem}.json").write_text(dumps(document))
+    if serial is not None:
+        (save_dir / f"{stem}.log").write_text(serial)
+
+
 @lab.command("fetch-kernel")
 @click.option(
     "--series",

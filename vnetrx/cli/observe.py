@@ -19,7 +19,7 @@ from vnetrx.errors import Interrupted, VnetrxError
 
 if TYPE_CHECKING:
     from vnetrx.kernel.profile import KernelProfile
-    from vnetrx.live.observe import ObserveReport, Seen, Setup
+    from vnetrx.live.observe import ObserveReport, Seen, Setup, TraceFile
     from vnetrx.live.observe_gro import NapiFacts, Recording
 
 DEFAULT_COUNT = 20
@@ -51,9 +51,25 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
     "trace_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Read a saved trace instead: a `vnetrx lab virtio --serial-log` file, text from "
-    "tracefs trace/trace_pipe, or `perf script` output of net:napi_gro_receive_entry / "
-    "net:netif_receive_skb_entry (e.g. perf record -e net:napi_gro_receive_entry -a).",
+    help="Read a saved trace instead, its format detected: tracefs trace/trace_pipe text, "
+    "`perf script` or `perf data convert --to-json` of net:napi_gro_receive_entry / "
+    "net:netif_receive_skb_entry / net:netif_receive_skb, pwru text or --output-json (with "
+    "--output-skb --output-skb-shared-info for more than len), a retis events file (retis "
+    "collect -o), the bpftrace output of --bpftrace-script, or a `vnetrx lab virtio "
+    "--serial-log` file.",
+)
+@click.option(
+    "--bpftrace-script",
+    "bpftrace_script",
+    is_flag=True,
+    help="Print the bpftrace program that records what --from-trace compares (on a machine "
+    "without vnetrx: bpftrace -f json skbs.bt > skbs.json), for --dev's skbs when given.",
+)
+@click.option(
+    "--tap",
+    is_flag=True,
+    help="The traced device is a tun/tap device (for --from-trace captures that do not say: "
+    "a probe after GRO, such as retis's default net:netif_receive_skb).",
 )
 @click.option(
     "--kernel",
@@ -107,6 +123,8 @@ def observe_command(
     count: int | None,
     timeout: int,
     trace_file: Path | None,
+    bpftrace_script: bool,
+    tap: bool,
     kernel: str | None,
     gro: bool,
     save_to: Path | None,
@@ -138,13 +156,41 @@ def observe_command(
     (also when there was nothing to compare), 1 otherwise.
 
     \b
+    --from-trace: each skb of the capture is compared on the fields its tool records (pwru
+    without --output-skb records only len; retis has no truesize); a field not recorded is
+    listed as "not in the capture", never counted as agreement. The skbs are read at one probe
+    point: net:napi_gro_receive_entry / napi_gro_receive (before GRO: what virtio_net built),
+    else net:netif_receive_skb_entry / netif_receive_skb() (a tap's write), else after GRO
+    (net:netif_receive_skb, retis's default), where an skb may be an aggregate of several:
+    such skbs are not compared as driver skbs ("not compared", with the reason). Exit 0 when no
+    skb contradicts the model and at least one could be compared.
+
+    \b
     Examples:
       sudo vnetrx observe --dev eth0 --count 50
       sudo vnetrx observe --dev eth0 --gro --count 2000 --timeout 10
       vnetrx observe --from-trace guest-serial.log
       vnetrx observe --from-trace trace.txt --dev eth1 --mergeable --buf-len 1536 --kernel 6.1
+      vnetrx observe --from-trace retis.data --tap --kernel 6.12
+      vnetrx observe --bpftrace-script --dev eth0 > skbs.bt
     """
     from vnetrx.live import observe as core
+
+    if bpftrace_script:
+        if trace_file is not None or gro or recording_file is not None or save_to is not None:
+            raise click.UsageError("--bpftrace-script prints a program: it takes --dev only")
+        from vnetrx.observed.captures import bpftrace_script as script
+
+        if dev is not None:
+            from vnetrx.live.device import check_name
+
+            check_name(dev)
+            if '"' in dev or "\\" in dev or not dev.isprintable():
+                raise click.UsageError(f"--dev {dev!r}: not a name a bpftrace string can hold")
+        click.echo(script(dev), nl=False)
+        return
+    if tap and trace_file is None:
+        raise click.UsageError("--tap describes the device of a --from-trace capture")
 
     if save_to is not None and (not gro or recording_file is not None):
         raise click.UsageError("--save-recording goes with a live --gro run")
@@ -172,7 +218,11 @@ def observe_command(
         report = _live(dev, count, timeout, kernel)
     else:
         text = _read(trace_file)
-        seen, log = core.parse_trace(text, dev)
+        try:
+            trace = core.parse_trace(text, dev)
+        except VnetrxError as exc:
+            raise type(exc)(f"{trace_file}: {exc.message}", hint=exc.hint) from None
+        seen, log = trace.seen, trace.log
         if log is not None:
             used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if offline.get(n)]
             if used:
@@ -183,19 +233,11 @@ def observe_command(
                 raise VnetrxError(f"{trace_file}: the log has no complete trace (no trace-end)")
             setup = core.setup_from_log(log)
         else:
-            if not seen:
-                raise VnetrxError(
-                    f"{trace_file}: no napi_gro_receive_entry or netif_receive_skb_entry lines"
-                    + (f" for {dev}" if dev else ""),
-                    hint="reads tracefs text (trace, trace_pipe), `perf script` of those "
-                    "net: tracepoints, or a `vnetrx lab virtio --serial-log` file; pwru, retis "
-                    "and bpftrace output are not read yet",
-                )
-            setup = _setup_from_options(seen, offline)
+            setup = _setup_from_options(seen, offline, tap, trace, trace_file)
         if count is not None:
             seen = seen[:count]
         profile = _profile(kernel, setup, log is not None)
-        report = core.observe(profile, setup, seen)
+        report = core.observe(profile, setup, seen, trace)
     from vnetrx.stop import Deferred
 
     with Deferred() as held:  # a signal now cannot cut the document short
@@ -328,13 +370,26 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
     return load_profile(kernel or "running", "debian")
 
 
-def _setup_from_options(seen: list[Seen], o: dict[str, object]) -> Setup:
+def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace: TraceFile,
+                        trace_file: Path) -> Setup:
+    """The device: a tap when --tap says so or the probe is a tap's (netif_receive_skb, which
+    virtio_net never calls), a virtio_net device described by the options when the probe is
+    GRO's; after GRO the capture does not say which, so it is asked for."""
     from vnetrx.live import observe as core
     from vnetrx.observed.negotiated import hdr_len_for
 
     first = seen[0]
     device = first.dev or "?"
-    if first.event == core.TAP_EVENT:
+    described = [f"--{n.replace('_', '-')}" for n in _OFFLINE if o.get(n) and n != "mtu"]
+    if tap and described:
+        raise click.UsageError(f"--tap and {', '.join(described)}: a tap has no virtio features")
+    if trace.stage == "post-gro" and not tap and not described and not o.get("mtu"):
+        raise click.UsageError(
+            f"{trace_file}: its skbs were caught at {trace.probe}, which every driver reaches: "
+            f"say what {device} is (--tap, or the virtio_net device's --features BITS or "
+            "--mergeable/--guest-gso/--mtu/--buf-len)"
+        )
+    if tap or trace.stage == "no-gro":
         used = [f"--{n.replace('_', '-')}" for n in _OFFLINE if o.get(n) and n != "mtu"]
         if used:
             raise click.UsageError(f"{', '.join(used)} describe a virtio device, not a tap")

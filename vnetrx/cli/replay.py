@@ -12,6 +12,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options, xdp_program_options
+from vnetrx.cli.gro_options import gro_options
 from vnetrx.cli.options import (
     BuildChoice,
     Count,
@@ -19,13 +20,24 @@ from vnetrx.cli.options import (
     kernel_option,
     load_profile,
 )
+from vnetrx.cli.replay_vhost import run_vhost, vhost_replay_options
+from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.replay import RingConfig, Stream
-from vnetrx.replay.frames import MAX_FRAMES, Frames, Item, open_frames, parse_list
+from vnetrx.replay.frames import (
+    MAX_FRAMES,
+    BeyondMtu,
+    Frames,
+    Item,
+    Keep,
+    open_frames,
+    parse_list,
+)
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
+    from vnetrx.paths.gro import Delivered, GroInput
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -42,6 +54,7 @@ PROGRESS_FROM = 20_000
 )
 @click.option(
     "--from",
+    "-r",
     "from_file",
     metavar="FILE",
     default=None,
@@ -49,18 +62,36 @@ PROGRESS_FROM = 20_000
     "Linux cooked SLL/SLL2 from tcpdump -i any, or raw IP: each packet replayed as the "
     "Ethernet frame a device received, what this host sent left out; read as a stream, "
     "lengths as on the wire), a JSON array of lengths or of objects "
-    "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} (hdr: the 10-byte "
-    "virtio_net_hdr the device wrote), or text in the LIST syntax (# starts a comment).",
+    "{\"len\": L, \"hdr\": HEX, \"l4\": \"tcp4\", \"tcp_options\": N} or {\"frame\": HEX, "
+    "\"hdr\": HEX} (frame: the Ethernet frame's bytes; hdr: the 10-byte virtio_net_hdr the "
+    "device wrote, or 12 with num_buffers, which is not read), or text in the LIST syntax (# "
+    "starts a comment). -r FILE as tcpdump's.",
+)
+@click.option(
+    "-c",
+    "--count",
+    type=Count(1, 1 << 62, "frames"),
+    default=None,
+    help="Stop after N frames (as tcpdump -c).",
+)
+@click.option(
+    "-l",
+    "--line-buffered",
+    is_flag=True,
+    help="Write each row as soon as it is computed, whatever standard output is (as tcpdump "
+    "-l). Rows are written so already when --from - is a pipe or a terminal.",
 )
 @device_options(
-    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size",
+    "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "buf_len",
     where={"guest_gso": "Without --mergeable: not replayed, said so (big mode's page chains "
            "carry no history: see `vnetrx trace --guest-gso` and `vnetrx sweep --guest-gso`).",
-           "mtu": "Without --mergeable it must be at most 1500 (small mode)."},
+           "mtu": "Without --mergeable it must be at most 1500 (small mode).",
+           "buf_len": "Only with --path vhost-rx (default: get_mergeable_buf_len of a fresh "
+           "ring, EWMA 0); --path virtio sizes each refill from the EWMA of the frames "
+           "before it."},
     defaults={"hdr_len": "12"},
-    refuse={"buf_len": "does not apply to replay: each refill sizes its buffers from the EWMA "
-            "of the frames before it (get_mergeable_buf_len)"},
 )
+@vhost_replay_options
 @click.option(
     "--ifindex",
     type=Count(1, (1 << 31) - 1, "(an interface index)"),
@@ -113,10 +144,17 @@ PROGRESS_FROM = 20_000
     "TCP/UDP headers.",
 )
 @click.option("--gro", is_flag=True,
-              help="With a capture: then GRO. The skbs of each NAPI poll (--batch, --polls) go "
-              "through GRO together (the frames' own TCP/IP headers decide the merges): one row "
+              help="Then GRO, over a capture or JSON objects with \"frame\". The skbs of each "
+              "NAPI poll (--batch, --polls) go through GRO together (the frames' own TCP/IP "
+              "headers decide the merges; a capture's checksums are trusted, a JSON frame's are "
+              "summed when its skb is CHECKSUM_NONE, as GRO sums them): one row "
               "per skb the stack receives, in delivery order (vnetrx.replay-gro-row/1 with "
               "--jsonl), or the totals with --summary.")
+@gro_options
+@tap_options
+@click.option("--no-gro", is_flag=True,
+              help="With --gro: the device's GRO is off (ethtool -K DEV gro off: "
+              "netif_elide_gro): every skb goes on unmerged.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
               help="Stream one compact JSON row per frame (vnetrx.replay-row/1).")
 @click.option("--detail", is_flag=True,
@@ -144,7 +182,11 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       tcpdump -i tap0 -w - | vnetrx replay --from - --mergeable --summary
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
+      vnetrx replay --from flow.pcap --mergeable --batch 64 --gro --jsonl
+      vnetrx replay --from flow.pcap --path tap --gro --napi timeout --summary
     """
+    if run_vhost(lengths, from_file, o):  # --path vhost-rx (cli/replay_vhost.py)
+        return
     from vnetrx.stop import StopOnSignal
 
     with StopOnSignal() as stop:
@@ -165,6 +207,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     """Run and print; returns how many frames the output covers (None: not counted)."""
     if (lengths is None) == (from_file is None):
         raise click.UsageError("give the frames with exactly one of --len LIST and --from FILE")
+    _check_path_options(o)
     if o["as_json"] and o["as_jsonl"]:
         raise click.UsageError("--json and --jsonl exclude each other")
     if o["show"] is not None and (o["as_json"] or o["as_jsonl"] or o["summary"]):
@@ -187,20 +230,27 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.packet import capture_deriver
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
-    headers: dict[int, Any] = {}
-    pulls: dict[int, int] = {}
+    headers: dict[int, GroInput] = {}
+    splits: dict[int, tuple[int, ...]] = {}
+    keep = None
     if o["gro"]:
         if lengths is not None:
             raise click.UsageError("--gro merges by the frames' TCP/IP headers: give a capture "
-                                   "(--from FILE)")
+                                   "or JSON objects {\"frame\": HEX, \"hdr\": HEX} (--from "
+                                   "FILE)")
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        derive = _keeping_headers(derive, headers, pulls)
-    live = from_file == "-" and _live_input()
+        keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags")
+    live = (from_file == "-" and _live_input()) or o["line_buffered"]
+    if o["line_buffered"]:
+        with contextlib.suppress(AttributeError, ValueError):
+            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
-                               before_read=_flush_output if live else None))
+                               before_read=_flush_output if live else None, keep=keep))
+    if o["count"] is not None:  # tcpdump -c: the frames after the Nth are not read
+        frames = frames._replace(items=_first(frames.items, o["count"]))
     if o["ifindex"] is not None and from_file is None:
         raise click.UsageError("--ifindex selects a cooked capture's interface: give --from FILE")
     known = len(frames.items) if isinstance(frames.items, tuple) else None
@@ -214,6 +264,11 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         )
     choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
     profile = load_profile(o["kernel"], o["config"], choice)
+    source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
+    if o["path"] == "tap":
+        writes = stop.items(_nonempty(_progress(frames.items, known, quiet=False), source,
+                                      frames))
+        return _after(frames, _tap_gro(profile, writes, headers, splits, o, source))
     config = RingConfig(
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
@@ -225,8 +280,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         xdp=o["xdp"],
         xdp_frags=o["xdp_frags"],
     )
-    source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
-    items = _progress(frames.items, known, quiet=o["as_json"] and not o["summary"])
+    beyond = BeyondMtu(o["mtu"])
+    items = beyond.watch(_progress(frames.items, known, quiet=o["as_json"] and not o["summary"]))
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace
         from vnetrx.render.replay_json import write_replay
         from vnetrx.replay import validate
@@ -245,7 +300,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         # as one dict (the same text; its input.frames is the input's count)
         stream = Stream(profile, config, stop.items(listed), want_trace=every_frame)
         done = write_replay(stream, source, len(listed), sys.stdout, lambda: stop.stopped)
-        return _after(frames, done)
+        return _after(frames, done, beyond)
     want = every_frame if o["detail"] else no_frame
     show = o["show"]
     if show is not None:
@@ -260,12 +315,12 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
-        return _after(frames, _gro(profile, config, stream, headers, pulls, o, source))
+        return _after(frames, _gro(profile, config, stream, headers, o, source), beyond)
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
         write_rows(stream, sys.stdout, detail=o["detail"], live=live)
-        return _after(frames, None)
+        return _after(frames, None, beyond)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
         from vnetrx.replay.summary import Totals
@@ -277,23 +332,27 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if stop.stopped:
             summary["interrupted"] = True
         sys.stdout.write(dumps(summary))
-        return _after(frames, totals.frames)
+        return _after(frames, totals.frames, beyond)
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 
-    totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"])
+    totals = print_stream(stream, stdout_console(), show, summary_only=o["summary"], live=live)
     if show is not None and show >= totals.frames and not stop.stopped:
         raise InputError(f"--show {show}: there are {totals.frames} frames "
                          f"(valid: 0..{totals.frames - 1})")
-    return _after(frames, totals.frames)
+    return _after(frames, totals.frames, beyond)
 
 
-def _after(frames: Frames, count: int | None) -> int | None:
+def _after(frames: Frames, count: int | None, beyond: BeyondMtu | None = None) -> int | None:
     """``count``, once the output is written; a capture damaged after its first record is
     reported now, after the output of every whole record before the damage (tcpdump prints
     them, then its error, and exits 1)."""
     note = frames.cooked.note() if frames.cooked is not None else None
     if note:  # how a capture of another link type was read: after the output, on stderr
+        sys.stdout.flush()
+        sys.stderr.write(f"vnetrx: note: {note}\n")
+    note = beyond.note() if beyond is not None else None
+    if note:
         sys.stdout.flush()
         sys.stderr.write(f"vnetrx: note: {note}\n")
     if frames.damage:
@@ -313,40 +372,40 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _keeping_headers(derive: Any, headers: dict[int, Any], pulls: dict[int, int]) -> Any:
-    """A deriver that also keeps each captured frame's TCP/IP headers as GRO reads them (by
-    frame index, until GRO has taken them), and gives ``derive``'s header (None: no header).
-    A frame captured whole has its TCP checksum summed (GRO validates a CHECKSUM_NONE skb's);
-    one cut by the snaplen is taken as right. ``pulls``: the IP header bytes GRO pulls from a
-    frame that is not TCP (paths.gro.network_pull)."""
-    from vnetrx.paths.gro import network_pull, parse_tcp, parse_tcp_headers
+def _keeping_headers(headers: dict[int, GroInput], splits: dict[int, tuple[int, ...]],
+                     napi_frags: bool) -> Keep:
+    """Keeps what GRO reads of each frame, and its writev boundaries when ``napi_frags`` (by
+    frame index, until GRO has taken them)."""
+    from vnetrx.paths.gro import read_frame
 
-    index = 0
-
-    def keep(length: int, data: bytes) -> Any:
-        nonlocal index
-        try:
-            if len(data) < 14:
-                headers[index] = None
-            elif len(data) >= length:
-                headers[index] = parse_tcp(data[:length])
-            else:
-                headers[index] = parse_tcp_headers(data[:14], data[14:], length - 14)
-        except InputError:  # the snaplen cut the TCP header: GRO reads it as not TCP
-            headers[index] = None
-        pulls[index] = network_pull(data[:14], data[14:], length - 14)
-        index += 1
-        return derive(length, data) if derive is not None else None
+    def keep(index: int, length: int, data: bytes, whole: bool, split: tuple[int, ...]) -> None:
+        if split:
+            if not napi_frags:
+                raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
+                                 "--path tap --gro --napi frags")
+            splits[index] = split
+        headers[index] = read_frame(data, length, whole)
 
     return keep
 
 
-def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, headers: dict[int, Any],
-         pulls: dict[int, int], o: dict[str, Any], source: str) -> int:
+def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
+         headers: dict[int, GroInput],
+         o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.flow import replay_gro
+    from vnetrx.paths.gro import gro_limits
+    from vnetrx.render.gro_text import virtio_gro_heading
 
-    delivered = replay_gro(profile, config, stream.records, headers.pop, pulls.pop)
+    limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
+    delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
+                           limits)
+    return _print_gro(delivered, o, virtio_gro_heading(stream, source), stream.notes)
+
+
+def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], heading: str,
+               notes: tuple[str, ...]) -> int:
+    """The skbs GRO delivers, as --jsonl rows or text; returns the frames they carry."""
     if o["as_jsonl"]:
         import json
 
@@ -360,7 +419,69 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, headers: di
     from vnetrx.render.gro_text import print_replay_gro
     from vnetrx.render.text import stdout_console
 
-    return print_replay_gro(stream, delivered, stdout_console(), o["summary"], source)
+    return print_replay_gro(heading, notes, delivered, stdout_console(), o["summary"])
+
+
+def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, GroInput],
+             splits: dict[int, tuple[int, ...]], o: dict[str, Any], source: str) -> int:
+    """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO."""
+    from vnetrx.flow import TAP_NAPI, TAP_NOTES, TapWrite, replay_tap_gro
+    from vnetrx.paths.gro import gro_limits
+    from vnetrx.paths.tun import TapSetup
+    from vnetrx.render.gro_text import tap_gro_heading
+
+    setup = TapSetup(blocking=o["blocking"], sndbuf=o["sndbuf"], vnet_hdr=not o["no_vnet_hdr"],
+                     vnet_hdr_sz=o["vnet_hdr_sz"])
+    size = o["vnet_hdr_sz"] or 10
+
+    def writes() -> Iterator[TapWrite]:
+        for index, item in enumerate(items):
+            length, hdr = (item, None) if isinstance(item, int) else item
+            if hdr is not None and not setup.vnet_hdr:
+                raise InputError(f"frame {index} gives a virtio_net_hdr, but the tap has no "
+                                 "IFF_VNET_HDR (--no-vnet-hdr)")
+            yield TapWrite(index, length, hdr.to_bytes(size) if hdr is not None else None,
+                           headers.pop(index), splits.pop(index, ()))
+
+    refused: list[str] = []
+    limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
+    delivered = replay_tap_gro(profile, setup, writes(), o["napi"], not o["no_gro"], limits,
+                               refused)
+    count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
+                       (*TAP_NOTES, TAP_NAPI[o["napi"]]))
+    if refused:
+        sys.stdout.flush()
+        sys.stderr.write(f"vnetrx: note: {len(refused)} write(s) did not reach GRO, e.g. "
+                         f"{refused[0]}\n")
+    return count
+
+
+_VIRTIO_ONLY = ("mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "batch", "polls", "xdp",
+                "xdp_frags", "show", "detail")
+_TAP_ONLY = ("napi", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
+_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size")
+
+
+def _check_path_options(o: dict[str, Any]) -> None:
+    """Options of the other path, or GRO's without --gro: refused, naming them."""
+    ctx = click.get_current_context()
+
+    def given(names: tuple[str, ...]) -> list[str]:
+        return ["--" + n.replace("_", "-") for n in names
+                if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+
+    if o["path"] == "tap" and not o["gro"]:
+        raise click.UsageError("--path tap replays the writes through the tap's NAPI and GRO: "
+                               "add --gro (one write's skb: vnetrx trace --path tap; every "
+                               "length: vnetrx sweep --path tap)")
+    wrong = given(_VIRTIO_ONLY if o["path"] == "tap" else _TAP_ONLY)
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not "
+                               f"apply to --path {o['path']}")
+    wrong = [] if o["gro"] else given(_GRO_ONLY)
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} "
+                               "--gro")
 
 
 def _live_input() -> bool:
@@ -385,6 +506,13 @@ def _no_frames(source: str, frames: Frames) -> InputError:
     """A capture (or list) with no frame to replay; a cooked capture says what it left out."""
     note = frames.cooked.note() if frames.cooked is not None else None
     return InputError(f"{source}: no frames" + (f" ({note})" if note else ""))
+
+
+def _first(items: Iterable[Item], count: int) -> Iterable[Item]:
+    """The first ``count`` frames (a tuple stays a tuple: its length is known)."""
+    if isinstance(items, tuple):
+        return items[:count]
+    return islice(items, count)
 
 
 def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:

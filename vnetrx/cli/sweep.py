@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -26,6 +27,7 @@ from vnetrx.sweep import (
     row_values,
     span_to_dict,
     tap_rows,
+    vhost_tx_rows,
     virtio_rows,
     weighted_totals,
 )
@@ -70,6 +72,12 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
       vnetrx sweep --len 14-9000 --path tap --csv > tap.csv
       vnetrx sweep --len 54-65535 --mergeable --l4 tcp4 --gso tcpv4:1448 --kernel 6.6.44 --csv
       vnetrx sweep --weights capture.pcap --mergeable --mtu 9000 --kernel 6.1 --kernel 6.12
+      vnetrx sweep --len 1000-9000:500 --l4 tcp4 --mergeable --mtu 9000 --gro --segments 45
+
+    With --gro (and --segments N, --napi, the GRO limits of `vnetrx trace --gro`): a TCP flow
+    of N segments of each length through the path and GRO, one row per length: the skbs the
+    stack receives, the first one's segments, layout and why GRO completed it, and what the
+    socket is charged per payload byte (--jsonl: vnetrx.sweep-gro-row/1; --csv).
     """
     if sum((jsonl, as_csv, as_json)) > 1:
         raise InputError("choose one of --jsonl, --csv and --json")
@@ -89,7 +97,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
         raise InputError("--frame gives one frame of one length: sweep lengths with --l4 (and "
                          "--csum/--gso or --hdr) instead")
     path = opts["path"]
-    wrong = trace_cli._given(ctx, trace_cli._TAP_ONLY if path == "virtio" else trace_cli._VIRTIO_ONLY)
+    wrong = trace_cli._given(ctx, trace_cli.not_for(path))
     if wrong:
         raise click.UsageError(f"{', '.join(wrong)} do not apply to --path {path}")
     choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
@@ -98,6 +106,18 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
 
     from vnetrx.stop import StopOnSignal
 
+    if opts["gro"]:
+        if weights is not None or as_json or opts["svg"] or opts["html"]:
+            raise click.UsageError("--gro sweeps print a row per length: as text, --jsonl or "
+                                   "--csv (not --weights, --json, --svg or --html)")
+        with StopOnSignal() as stop:
+            _gro(ctx, profiles, lengths, path, opts, stop, jsonl, as_csv)
+        if stop.stopped:
+            click.echo("vnetrx: interrupted (the output covers the lengths before it)", err=True)
+            sys.exit(130)
+        return
+    if trace_cli._given(ctx, ("segments", "napi", "gro_max_size", "gro_ipv4_max_size")):
+        raise click.UsageError("--segments, --napi and the GRO limits describe a flow: add --gro")
     with StopOnSignal() as stop:
         _run(profiles, lengths, weights, path, opts, stop, (jsonl, as_csv, as_json),
              length_list)
@@ -124,6 +144,8 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
             return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+        if path == "vhost-tx":
+            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(frame, opts), todo)
         return virtio_rows(profile, trace_cli.virtio_setup(frame, opts), todo)
 
     if weights is not None:
@@ -164,6 +186,43 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
 
 
 SUMMARY_SCHEMA = "vnetrx.sweep-summary/1"
+
+
+def _gro(ctx: click.Context, profiles: list[Any], lengths: Any, path: str,
+         opts: dict[str, Any], stop: Any, jsonl: bool, as_csv: bool) -> None:
+    """``--gro``: a flow of --segments frames per length (and kernel), one row each."""
+    from vnetrx.flow import FlowRun
+    from vnetrx.sweep_gro import gro_row_to_dict, gro_rows
+
+    if path not in ("virtio", "tap"):
+        raise click.UsageError(f"--gro: a flow through GRO is modelled for --path virtio and "
+                               f"tap, not {path}")
+    if path == "virtio" and trace_cli._given(ctx, ("napi",)):
+        raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
+                               "after its interrupt)")
+    writer = csv.writer(sys.stdout, lineterminator="\n") if as_csv else None
+    table: list[Any] = []
+    for profile in profiles:
+        def flow_of(frame_len: int, k: Any = profile) -> FlowRun:
+            return trace_cli.flow_for(k, path, frame_len, opts)
+
+        rows = gro_rows(stop.items(_progress(lengths, profile.name)), flow_of)
+        for row in rows:
+            record = gro_row_to_dict(row)
+            if jsonl:
+                sys.stdout.write(json.dumps(record) + "\n")
+            elif writer is not None:
+                if not table:
+                    writer.writerow(k for k in record if k != "schema")
+                    table.append(None)
+                writer.writerow(v for k, v in record.items() if k != "schema")
+            else:
+                table.append(row)
+    if not (jsonl or as_csv):
+        from vnetrx.render.sweep_text import gro_sweep_table
+        from vnetrx.render.text import stdout_console
+
+        stdout_console().print(gro_sweep_table(table, opts["segments"], path))
 
 
 def _weights(path: str) -> dict[int, int]:

@@ -42,13 +42,16 @@ def tap_options(f: Any) -> Any:
                 "--sndbuf",
                 type=Count(1, INT_MAX),
                 default=None,
-                help="tap: TUNSETSNDBUF value. Default: INT_MAX (unlimited, tun_chr_open).",
+                help="tap, vhost-tx: TUNSETSNDBUF value. Default: INT_MAX (unlimited, "
+                "tun_chr_open); vhost-net batches only with INT_MAX.",
             ),
             click.option(
                 "--vnet-hdr-sz",
                 type=Count(0, 65535),
                 default=None,
-                help="tap: TUNSETVNETHDRSZ (the kernel accepts >= 10). Default: 10.",
+                help="tap: TUNSETVNETHDRSZ (the kernel accepts >= 10). Default: 10. "
+                "vhost-tx: the header the tap socket carries (sock_hlen), 10 or 12 "
+                "(default 12: MRG_RXBUF or VERSION_1).",
             ),
             click.option(
                 "--no-vnet-hdr",

@@ -11,6 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
+from vnetrx.cli.gro_options import gro_options
 from vnetrx.cli.options import (
     EXIT_CHECK,
     BuildChoice,
@@ -21,6 +22,7 @@ from vnetrx.cli.options import (
     load_profile,
 )
 from vnetrx.cli.tap_options import tap_options
+from vnetrx.cli.trace_vhost import VHOST_RX_ONLY, check_path, vhost_rx_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.flow import MAX_SEGMENTS, FlowRun
@@ -30,8 +32,10 @@ from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.vhost import VhostTxSetup
 
-_VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before")
+_VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
+                *VHOST_RX_ONLY)
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
@@ -39,7 +43,20 @@ _TAP_ONLY = (
     "no_vnet_hdr",
     "tun",
     "frag_source",
+    *VHOST_RX_ONLY,
 )
+_VHOST_ONLY = ("zcopy", "iff_napi")
+# what a vhost-tx trace does not take: the guest's receive device, a write's fd, the XDP
+# program's helper calls (only its verdict is modelled on vhost's buffer)
+_NOT_VHOST_TX = (*_VIRTIO_ONLY, "blocking", "no_vnet_hdr", "tun", "frag_source",
+                 "xdp_adjust_head", "xdp_adjust_tail", "xdp_meta")
+
+
+def not_for(path: str) -> tuple[str, ...]:
+    """The trace options that do not apply to ``path`` (``vnetrx sweep`` shares it)."""
+    if path == "vhost-tx":
+        return _NOT_VHOST_TX
+    return (*(_TAP_ONLY if path == "virtio" else _VIRTIO_ONLY), *_VHOST_ONLY)
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
@@ -61,10 +78,14 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
 @click.option(
     "--path",
     "path",
-    type=click.Choice(["virtio", "tap"]),
+    type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
     default="virtio",
     show_default=True,
-    help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI).",
+    callback=check_path,
+    help="virtio: a frame received by virtio-net; tap: a write(2) to a tun/tap fd (IFF_NO_PI); "
+    "vhost-tx: a frame a guest transmits, on the host: vhost-net's handle_tx into the tap "
+    "(batched into tun_xdp_one, or through tun_get_user); vhost-rx: a frame the host's tap "
+    "transmits, through vhost-net into the guest's ring and the guest's receive path.",
 )
 @click.option(
     "--len",
@@ -110,36 +131,16 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="With --gro: the flow's segments (virtio: polls of up to 64, the NAPI budget; tap: "
     "one write each).",
 )
-@click.option(
-    "--napi",
-    type=click.Choice(["write", "timeout", "threaded", "frags"]),
-    default="write",
-    show_default=True,
-    help="With --gro --path tap: how the IFF_NAPI tap is polled. write: as the kernel sets it "
-    "up, each write polled at once (nothing merges); timeout: gro_flush_timeout > 0 (writes "
-    "within a jiffy merge); threaded: threaded NAPI with the writer pinned to the kthread's CPU; "
-    "frags: IFF_NAPI_FRAGS (tun_napi_alloc_frags' skb, one iovec a write; nothing merges).",
-)
-@click.option(
-    "--gro-max-size",
-    type=Count(1, 8 * 65535, "bytes"),
-    default=None,
-    help="With --gro: the device's gro_max_size (5.18+; above 65536: IPv6 BIG TCP, 5.19+). "
-    "65536 or less sets the IPv4 limit too, as ip link does.",
-)
-@click.option(
-    "--gro-ipv4-max-size",
-    type=Count(1, 8 * 65535, "bytes"),
-    default=None,
-    help="With --gro: the device's gro_ipv4_max_size (6.3+; above 65536: IPv4 BIG TCP).",
-)
+@gro_options
 @frame_options
 @tap_options
 @click.option("--tun", is_flag=True, help="tap path: an IFF_TUN device (IP packets), not IFF_TAP.")
+@vhost_rx_options
 @xdp_program_options(
     "is attached. virtio: virtnet_xdp_set must accept it, buffers are posted with 256 bytes of "
     "XDP headroom, receive_small/receive_mergeable run it (big mode never does). tap: native "
-    "XDP in tun_build_skb, generic XDP for other writes.",
+    "XDP in tun_build_skb, generic XDP for other writes. vhost-tx: native XDP in tun_xdp_one on "
+    "vhost's buffer (its verdict only; 256 more bytes of pad).",
     bare="pass",
     frags="virtio: a frame over several mergeable buffers reaches it as a multi-buffer "
     "xdp_buff instead of being linearised or dropped, and the MTU limit goes.",
@@ -164,6 +165,12 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="tap path what-if: memory per packet and packets per 32 KiB fragment page for a "
     "stream of writes, against one 4 KiB page per packet (the 2017 design question).",
 )
+@click.option("--zcopy", is_flag=True,
+              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 (handle_tx_zerocopy; "
+              "only frames below VHOST_GOODCOPY_LEN are modelled).")
+@click.option("--iff-napi", is_flag=True,
+              help="vhost-tx: the tap has IFF_NAPI, so its skbs go through GRO (QEMU does not "
+              "set it).")
 @kernel_option
 @build_options
 @click.option(
@@ -210,6 +217,8 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --path tap --len 1000 --blocking     # tun_alloc_skb, truesize 2304
       vnetrx trace --path tap --len 9000 --kernel 6.1   # fully linear 16 KiB head
       vnetrx trace --path tap --len 1514 --frag-source full-page
+      vnetrx trace --path vhost-tx --len 1000          # batched: tun_xdp_one, truesize 1728
+      vnetrx trace --path vhost-tx --len 3637          # -ENOSPC: tun_get_user
       vnetrx trace --len 9014 --guest-gso --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
@@ -223,6 +232,11 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --load t.json                       # the same text, from the file
       vnetrx trace --len 1000 --xdp tx --json | vnetrx trace --load -
     """
+    if path == "vhost-rx":
+        from vnetrx.cli.trace_vhost import trace_vhost_rx
+
+        trace_vhost_rx(ctx, frame_len, opts)
+        return
     if opts["gro"]:
         _gro(ctx, path, frame_len, opts)
         return
@@ -269,15 +283,25 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     clash = _given(ctx, ("load", "svg", "html", "check"))
     if clash:
         raise click.UsageError(f"{', '.join(clash)} does not go with --gro")
+    if path == "vhost-tx":
+        raise click.UsageError("--gro does not apply to --path vhost-tx (a tap with --iff-napi "
+                               "hands its skbs to GRO; the flow is not modelled)")
     if path == "virtio" and ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
                                "after its interrupt)")
+    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
+    profile = load_profile(opts["kernel"], opts["config"], choice)
+    return flow_for(profile, path, frame_len, opts)
+
+
+def flow_for(profile: KernelProfile, path: str, frame_len: int | None,
+             opts: dict[str, Any]) -> FlowRun:
+    """The flow trace's options ``opts`` describe with frames of ``frame_len`` bytes, on
+    ``profile`` (``vnetrx sweep --gro`` makes one per length)."""
     from vnetrx.flow import check_segments, tap_flow, virtio_flow
     from vnetrx.packet import tcp_flow_frames
     from vnetrx.paths.gro import gro_limits
 
-    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
-    profile = load_profile(opts["kernel"], opts["config"], choice)
     frame = frame_input(frame_len, opts)
     if frame.frame is None or frame.headers is None:
         raise InputError("--gro needs a TCP frame: add --l4 tcp4|tcp6 or --frame FILE")
@@ -318,7 +342,10 @@ def run_trace_args(args: list[str]) -> Trace:
 def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, Any]) -> Trace:
     if opts["load"] is not None:
         return _load(ctx, opts["load"])
-    wrong = _given(ctx, _TAP_ONLY if path == "virtio" else _VIRTIO_ONLY)
+    if path == "vhost-rx":  # vnetrx diff: not a Trace
+        raise click.UsageError("--path vhost-rx prints its own document (vnetrx.vhost-rx/1): "
+                               "vnetrx diff does not compare it")
+    wrong = _given(ctx, not_for(path))
     if wrong:
         raise click.UsageError(
             f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to --path {path}"
@@ -327,6 +354,8 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
     profile = load_profile(opts["kernel"], opts["config"], choice)
     if path == "tap":
         return _trace_tap(profile, frame_len, opts)
+    if path == "vhost-tx":
+        return _trace_vhost_tx(profile, frame_len, opts)
     return _trace_virtio(profile, frame_len, opts)
 
 
@@ -382,6 +411,22 @@ def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
     return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
+
+
+def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
+    from vnetrx.engine import trace_vhost_tx
+
+    frame = frame_input(frame_len, o)
+    return trace_vhost_tx(profile, vhost_tx_setup(frame, o), frame.frame_len)
+
+
+def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
+    """The vhost-net TX queue and tap the trace's options ``o`` describe, with ``frame``'s vnet
+    header in front of each frame the guest sends (``vnetrx sweep`` shares it)."""
+    from vnetrx.paths.vhost import VhostTxSetup
+
+    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
+                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
 
 
 def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:

@@ -13,6 +13,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.frame_options import frame_input, frame_options
+from vnetrx.cli.options import Count
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
@@ -61,6 +62,9 @@ def verify() -> None:
     "bpf_redirect() back to the tap) and also compare what read() on the fd returns and the "
     "device's counters. Default lengths then: " + XDP_LENGTHS + ".",
 )
+@click.option("--gro", is_flag=True,
+              help="Instead: write TCP bursts into IFF_NAPI taps and compare every skb that "
+              "leaves GRO (the same as `vnetrx verify gro`).")
 @click.option("--xdp-adjust-head", type=int, default=0, metavar="N",
               help="With --xdp: the program first calls bpf_xdp_adjust_head(ctx, N).")
 @click.option("--xdp-adjust-tail", type=int, default=0, metavar="N",
@@ -69,7 +73,7 @@ def verify() -> None:
 @click.pass_context
 def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: bool,
                offloads: bool, xdp: str | None, xdp_adjust_head: int, xdp_adjust_tail: int,
-               **opts: Any) -> None:
+               gro: bool, **opts: Any) -> None:
     """Write frames into a private tap device and compare what the kernel built with the model.
 
     \b
@@ -94,6 +98,14 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --offloads
       vnetrx verify tap --xdp all --variants
     """
+    if gro:
+        given = [p.opts[0] for p in ctx.command.params if p.name not in ("gro", "as_json")
+                 and ctx.get_parameter_source(p.name or "") is click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"--gro writes its own bursts: drop {', '.join(given)} (or "
+                                   "see `vnetrx verify gro --help`)")
+        ctx.invoke(verify_gro, names=None, repeats=1, list_cases=False, as_json=as_json)
+        return
     from vnetrx.live import verify as live_verify
     from vnetrx.live.running import running_profile
     from vnetrx.live.tap import missing_requirements
@@ -182,6 +194,89 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
                        err=True)
         else:
             click.echo("vnetrx: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0 if all(c.match for c in checks) else 1)
+
+
+@verify.command("gro")
+@click.option("--cases", "names", metavar="NAMES", default=None,
+              help="Comma-separated case names (default: all; --list shows them).")
+@click.option("--repeats", type=Count(1, 20, "runs"), default=1, show_default=True,
+              help="Write each burst this many times (the observations must repeat).")
+@click.option("--list", "list_cases", is_flag=True, help="List the cases and exit.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (vnetrx.verify-gro/1).")
+def verify_gro(names: str | None, repeats: int, list_cases: bool, as_json: bool) -> None:
+    """Write TCP bursts into IFF_NAPI taps and compare every skb that leaves GRO with the model.
+
+    \b
+    The oracle's matrix (vnetrx/live/gro_cases.py): segment counts around MAX_SKB_FRAGS and
+    64 KiB, payload sizes, every flush trigger (PSH, FIN, URG, RST, SYN, CWR, a sequence gap,
+    a window, ACK, TTL, TOS or timestamp change, a short or longer segment), IP ID rules, IPv6,
+    gro_max_size and BIG TCP, bad checksums, 2/8/9 interleaved flows, vnet headers with
+    DATA_VALID, NEEDS_CSUM and a DODGY GSO frame, IFF_NAPI_FRAGS, no flush timeout, GRO off,
+    pinned threaded NAPI. As root it creates, and removes again on success, error and Ctrl-C:
+    a child process in its own network and mount namespaces, a tap per burst in them, and BPF
+    raw-tracepoint programs of vnetrx's own that record each skb entering and leaving GRO (the
+    child holds them: they go with it). A burst a jiffy tick or a poll split is written again,
+    never guessed. Compared per skb delivered: len, data_len, headlen, truesize, nr_frags,
+    gso_size, gso_segs, gso_type, ip_summed, csum_start, csum_offset, the inputs it carries and
+    the order; per input its gro_result. The model runs with --kernel running. Exit 0 when
+    every case matches, 1 otherwise. (Also `vnetrx verify tap --gro`.)
+
+    \b
+    Examples:
+      vnetrx verify gro
+      vnetrx verify gro --cases seg8,seg46,psh3,flows9 --repeats 3
+      vnetrx verify gro --json | jq '.cases[] | select(.match | not)'
+    """
+    from vnetrx.live import gro_cases
+
+    every = gro_cases.cases()
+    if list_cases:
+        for case in every:
+            click.echo(case["name"])
+        return
+    chosen = every
+    if names is not None:
+        wanted = [n for n in names.split(",") if n]
+        known = {c["name"] for c in every}
+        unknown = [n for n in wanted if n not in known]
+        if unknown or not wanted:
+            raise click.UsageError(f"--cases: {', '.join(unknown) or 'no name given'}: not a "
+                                   "case (vnetrx verify gro --list shows them)")
+        chosen = [c for c in every if c["name"] in wanted]
+    from vnetrx.live import gro as live_gro
+    from vnetrx.live import verify_gro as check
+    from vnetrx.live.running import running_profile
+
+    profile = running_profile()
+    missing = live_gro.missing_requirements()
+    if missing:
+        raise VnetrxError("verify gro needs " + "; ".join(missing))
+    checks: list[check.GroCheck] = []
+
+    def on_result(case: dict[str, Any], result: dict[str, Any]) -> None:
+        checks.append(check.compare(profile, {**case, "tap": gro_cases.tap_options(case)},
+                                    result))
+
+    interrupted = False
+    try:
+        live_gro.run_cases(chosen, repeats, on_result)
+    except KeyboardInterrupt:  # the set-up is gone: print what was checked, exit 130
+        interrupted = True
+    if as_json:
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(check.report(profile, checks,
+                                            len(chosen) if interrupted else None)))
+    else:
+        from vnetrx.render.tables import report_console
+        from vnetrx.render.verify_gro_text import WIDTH, verify_gro_renderable
+
+        report_console(WIDTH).print(verify_gro_renderable(profile.name, profile.source, checks))
+    if interrupted:
+        click.echo(f"vnetrx: interrupted after {len(checks)} of {len(chosen)} cases", err=True)
         sys.exit(130)
     sys.exit(0 if all(c.match for c in checks) else 1)
 

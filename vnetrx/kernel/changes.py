@@ -180,6 +180,32 @@ VNET_HDR_UDP_TUNNEL = Change(
     summary="vi->hdr_len may be 24 (struct virtio_net_hdr_v1_hash_tunnel)",
     note="present in 6.18 (BTF) and 7.3; the release that added it (about 6.17) was not pinned",
 )
+VHOST_NUM_BUFFERS_VERSION_1 = Change(
+    key="vhost_num_buffers_version_1",
+    subject="vhost/net: Set num_buffers for virtio 1.0",
+    commit="a3b9c053d82a",
+    since=v("6.14"),
+    summary="handle_rx writes num_buffers (= headcount, 1) at offset 10 of the 12-byte header "
+    "when VIRTIO_F_VERSION_1 is negotiated without MRG_RXBUF (set_num_buffers = mergeable || "
+    "VERSION_1); before it those two bytes are left as the guest posted them",
+    note="in the virtio pull for 6.14 ('[GIT PULL] virtio: features, fixes, cleanups', "
+    "2025-01-27, based on 6.13-rc6); absent in Debian's 6.12.117 "
+    "(../shared/reference/offloads-xdp.md §4.4, which brackets it as 6.17+: 6.13-6.16 were not "
+    "read there); carries Fixes: 41e3e42108bc but no stable backport was seen",
+)
+TUN_USO = Change(
+    key="tun_uso",
+    subject="driver/net/tun: Added features for USO.",
+    commit="399e0827642f",
+    since=v("6.2"),
+    summary="TUNSETOFFLOAD takes TUN_F_USO4|TUN_F_USO6 and the tap advertises "
+    "NETIF_F_GSO_UDP_L4, so a USO skb reaches tun_put_user whole (virtio_net_hdr_from_skb "
+    "writes VIRTIO_NET_HDR_GSO_UDP_L4, 860b7f27b8f7); before it the host stack segments it "
+    "before the tap",
+    note="the USO series (Melnychenko, v5 Dec 2022; b22bbdd17a5a, 399e0827642f, 34061b348ae9, "
+    "860b7f27b8f7, 418044e1de30, as a merge log lists them); 6.2 as VNET_HDR_GSO_UDP_L4: absent "
+    "in 6.1.y (no UDP_L4 in virtio_net_hdr_from_skb), present in 6.8.0",
+)
 V1_HASH_SPLIT_HASH_VALUE = Change(
     key="v1_hash_split_hash_value",
     subject="virtio_net: fix alignment for virtio_net_hdr_v1_hash",
@@ -701,6 +727,58 @@ GRO_BIG_TCP_IPV4 = Change(
     "§1.4): 6.3 inferred; observed on 6.18.44 (tests/data/gro: ipv4-big-tcp, gro-max-size32768)",
 )
 
+VHOST_NET_TX_BATCH = Change(
+    key="vhost_net_tx_batch",
+    subject="vhost_net: batch submitting XDP buffers to underlayer sockets",
+    commit="0a0be13b8fe2",
+    since=v("4.20"),
+    summary="handle_tx_copy copies each frame a guest transmits, with its vnet header, into a "
+    "padded buffer carved from a page frag (vhost_net_build_xdp) and hands up to "
+    "VHOST_NET_BATCH (64) of them to the tap in one sendmsg(TUN_MSG_PTR) (vhost_tx_batch → "
+    "tun_sendmsg → tun_xdp_one → build_skb); a frame the buffer cannot hold (-ENOSPC), a tap "
+    "with a finite sk_sndbuf and zerocopy go through tun_get_user",
+    note="the release is inferred from the series' date (September 2018, "
+    "../shared/reference/gro-vhost-captures.md §2.3); the same logic in every tree read "
+    "(5.12.9 … 7.1.5, docs/kernel/vhost-net.md §2.1)",
+)
+VHOST_NET_PF_CACHE = Change(
+    key="vhost_net_pf_cache",
+    subject="vhost/net: remove vhost_net_page_frag_refill()",
+    commit="4051bd8129ac",
+    since=v("6.9"),
+    summary="vhost_net_build_xdp carves its buffers with page_frag_alloc_align(&net->pf_cache, "
+    "buflen, GFP_KERNEL, SMP_CACHE_BYTES) instead of vhost's own page_frag, which "
+    "vhost_net_page_frag_refill filled with a 32 KiB page whose refcount it raised by "
+    "USHRT_MAX once and counted down per buffer (net->refcnt_bias); the buffers' offsets (64-byte "
+    "aligned) do not change",
+    note="present @6.12.15, absent @6.6.150 (../shared/reference/gro-vhost-captures.md §2.1); "
+    "the series (v6) was posted 2024-03-05, so 6.9 is inferred",
+)
+VHOST_XDP_HDR_AT_HARD_START = Change(
+    key="vhost_xdp_hdr_at_hard_start",
+    subject="vhost-net: reduce one userspace copy when building XDP buff",
+    commit="",
+    since=v("6.17"),
+    summary="vhost_net_build_xdp copies the vnet header and the frame with one copy_from_iter "
+    "to buf + pad - sock_hlen and memcpy()s the header to buf + 0; struct tun_xdp_hdr (int "
+    "buflen at buf + 0, the header at buf + 4) is gone: tun_xdp_one reads the header at "
+    "data_hard_start and the buffer's length from xdp->frame_sz",
+    note="net-next series of June 2025 (Jason Wang; 'tun: remove unnecessary tun_xdp_hdr "
+    "structure' before it); commit ids not seen. Present @6.17.0 and @6.18.9, the tun_xdp_hdr "
+    "layout @6.12.117 (docs/kernel/vhost-net.md §2.2); 6.13-6.16 not read",
+)
+TUN_XDP_ONE_SHORT_FRAME = Change(
+    key="tun_xdp_one_short_frame",
+    subject="tun: add missing verification for short frame",
+    commit="049584807f1d",
+    since=v("6.11"),
+    backports=(v("5.15.164"), v("6.1.102"), v("6.6.43"), v("6.9.12"), v("6.10.2")),
+    summary="tun_xdp_one returns -EINVAL for a frame shorter than ETH_HLEN (14) before any skb "
+    "is built (CVE-2024-41091); before it, eth_type_trans read past such a frame",
+    note="the fixed stable releases are the CVE record's (osv.dev CVE-2024-41091: also 5.4.281 "
+    "and 5.10.223); the 6.1.y git log shows it just before 'Linux 6.1.102'",
+)
+
 CHANGES: tuple[Change, ...] = (
     UDP_UFO,
     TX_NEEDED_HEADROOM,
@@ -723,6 +801,8 @@ CHANGES: tuple[Change, ...] = (
     TUN_VNET_HDR_GET,
     VNET_HDR_UDP_TUNNEL,
     V1_HASH_SPLIT_HASH_VALUE,
+    VHOST_NUM_BUFFERS_VERSION_1,
+    TUN_USO,
     TUN_BUILD_SKB,
     TUN_XDP,
     TUN_XDP_ACT_STATS,
@@ -763,4 +843,8 @@ CHANGES: tuple[Change, ...] = (
     GRO_MAX_SIZE_KNOB,
     GRO_BIG_TCP_IPV6,
     GRO_BIG_TCP_IPV4,
+    VHOST_NET_TX_BATCH,
+    VHOST_NET_PF_CACHE,
+    VHOST_XDP_HDR_AT_HARD_START,
+    TUN_XDP_ONE_SHORT_FRAME,
 )

@@ -125,6 +125,32 @@ TCP_MIN_GSO_SIZE = Constant(
     note="TCP_MIN_SND_MSS (48) - MAX_TCP_OPTION_SPACE (40)",
 )
 
+VHOST_NET_BATCH = Constant(
+    "VHOST_NET_BATCH",
+    "drivers/vhost/net.c",
+    64,
+    note="the xdp_buffs handle_tx_copy batches before vhost_tx_batch sends them (and the "
+    "ptr_ring batch handle_rx consumes)",
+)
+VHOST_NET_WEIGHT = Constant(
+    "VHOST_NET_WEIGHT",
+    "drivers/vhost/net.c",
+    0x80000,
+    note="bytes handle_tx/handle_rx move before vhost_exceeds_weight requeues the work",
+)
+VHOST_NET_PKT_WEIGHT = Constant(
+    "VHOST_NET_PKT_WEIGHT",
+    "drivers/vhost/net.c",
+    256,
+    note="packets handle_tx/handle_rx move before vhost_exceeds_weight requeues the work",
+)
+VHOST_GOODCOPY_LEN = Constant(
+    "VHOST_GOODCOPY_LEN",
+    "drivers/vhost/net.c",
+    256,
+    note="handle_tx_zerocopy copies shorter frames; longer ones are sent zerocopy",
+)
+
 CONSTANTS: tuple[Constant, ...] = (
     GOOD_PACKET_LEN,
     GOOD_COPY_LEN,
@@ -138,4 +164,8 @@ CONSTANTS: tuple[Constant, ...] = (
     TUN_ALLOC_MAX_PAGE_ORDER,
     UDP_MAX_SEGMENTS,
     TCP_MIN_GSO_SIZE,
+    VHOST_NET_BATCH,
+    VHOST_NET_WEIGHT,
+    VHOST_NET_PKT_WEIGHT,
+    VHOST_GOODCOPY_LEN,
 )

@@ -190,6 +190,13 @@ def sentinel() -> tuple[bytes, bytes]:
 # --- the guest side ---------------------------------------------------------------------------
 
 
+def probe_source() -> bytes:
+    """data/groprobe.c: the guest's loader of the GRO probe's programs."""
+    from importlib import resources
+
+    return resources.files("vnetrx.lab").joinpath("data/groprobe.c").read_bytes()
+
+
 def guest_offsets(image: Path) -> SkbOffsets:
     """struct sk_buff / skb_shared_info offsets in the guest kernel's BTF (its bzImage)."""
     from vnetrx.layouts.btf_format import GrammarBtf
@@ -468,7 +475,7 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
     napi_gro_receive_exit names it."""
     from vnetrx.codec import delivered_row
     from vnetrx.flow import replay_gro
-    from vnetrx.paths.gro import GroStep, network_pull, parse_tcp
+    from vnetrx.paths.gro import GroStep, read_frame
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay import RingConfig, Stream
 
@@ -477,15 +484,13 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
                         hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12,
                         polls=tuple(polls))
     # the whole frames: the TCP checksum is summed (GRO validates a CHECKSUM_NONE skb's)
-    headers = {i: parse_tcp(frame) for i, (_, frame) in enumerate(frames)}
-    pulls = {i: network_pull(frame[:14], frame[14:], len(frame) - 14)
-             for i, (_, frame) in enumerate(frames)}
+    reads = {i: read_frame(frame, len(frame), whole=True) for i, (_, frame) in enumerate(frames)}
     items = [(len(frame), VnetHdr.from_bytes(hdr[:10]) if any(hdr[:10]) else None)
              for hdr, frame in frames]
     stream = Stream(k, config, iter(items), rings=False, frags=True)
     steps: list[GroStep] = []
     rows = [delivered_row(poll, d) for poll, d in replay_gro(k, config, stream.records,
-                                                            headers.pop, pulls.pop, steps)]
+                                                            reads.pop, steps=steps)]
     _verdicts(steps, verdicts)
     return rows
 
@@ -684,7 +689,7 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
     stage(f"reading the struct sk_buff offsets of Linux {release}")
     o = guest_offsets(image)
     stage("building the GRO probe")
-    probe = build_static("groprobe.c", "the GRO probe", "--gro")
+    probe = build_static("groprobe", probe_source(), "--gro builds a small static program")
     sent = [w for b in bursts for w in b.writes()]
     tree = ModuleTree.scan(lab_run.find_modules(image, modules))
     archive, _order = build_initramfs(lab_run.find_busybox(), tree, qemu.GUEST_MAC, probe, o,

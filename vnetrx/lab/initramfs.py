@@ -253,6 +253,21 @@ def build(
     program /init runs to try an XDP attach (vnetrx.lab.xdp_probe); ``xdp_keep``: its
     ``keep ACTION FRAGS`` arguments (see ``init_script``). ``extra``: more cpio entries;
     ``script``: /init from the module load order instead of ``init_script``'s."""
+    entries, order = _base(busybox, tree, ROOT_MODULES)
+    if xdp_probe is not None:
+        entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
+    entries += extra
+    text = (script(order) if script is not None else
+            init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep,
+                        xdp_late))
+    entries.append(cpio.regular("init", text.encode(), 0o755))
+    return cpio.archive(entries), order
+
+
+def _base(busybox: Path, tree: ModuleTree,
+          wanted: tuple[str, ...]) -> tuple[list[cpio.Entry], list[str]]:
+    """The entries every lab initramfs has (directories, console, busybox) and the modules of
+    ``wanted`` with their dependencies, in load order."""
     if not busybox.is_file():
         raise LabSetupError(
             f"busybox not found at {busybox}", hint="apt-get install busybox-static"
@@ -267,7 +282,7 @@ def build(
             cache[name] = decompress_module(path)
         return cache[name]
 
-    order = resolve_modules(ROOT_MODULES, lookup, tree.builtin)
+    order = resolve_modules(wanted, lookup, tree.builtin)
     entries = [
         cpio.directory(name) for name in ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules")
     ]
@@ -278,11 +293,96 @@ def build(
         cpio.symlink("bin/sh", "busybox"),
     ]
     entries += [cpio.regular(f"lib/modules/{name}.ko", cache[name]) for name in order]
+    return entries, order
+
+
+# lab vhost: the modules its probe needs (vhost_net's dependencies, vhost and vhost_iotlb, are
+# read from its .modinfo; af_packet is built in on Debian but a module on some configs)
+VHOST_MODULES = ("tun", "vhost_net")
+# kprobes of lab vhost: which road a guest's frame takes into the tap. tun_xdp_one is inlined
+# into tun_sendmsg in Debian's 6.1 and 6.12 tun.ko (no symbol), so the batch is "tun_sendmsg
+# without tun_get_user"; build_skb's size is vhost_net_build_xdp's buflen on that road, its
+# data the buffer vhost carved from its page frag.
+VHOST_KPROBES = (
+    "p:vnetrx/tun_sendmsg tun_sendmsg",
+    "r:vnetrx/tun_sendmsg_ret tun_sendmsg ret=$retval:s32",
+    "p:vnetrx/tun_get_user tun_get_user",
+    "r:vnetrx/tun_get_user_ret tun_get_user ret=$retval:s32",
+    "p:vnetrx/build_skb build_skb data=%di:x64 size=%si:u32",
+)
+
+
+def vhost_init_script(modules: list[str], kprobes: tuple[str, ...] = VHOST_KPROBES) -> str:
+    """The /init of ``lab vhost``: load tun and vhost_net, trace netif_receive_skb_entry on the
+    probe's tap and the kprobes, run bin/vhostprobe on /vhost-cases, dump the trace and the
+    kernel's vhost/tun messages (vhost's pr_debug lines switched on with dynamic debug)."""
+    probes = "\n".join(
+        f"arm {shlex.quote(definition)} {definition.split()[0].split('/')[1]}"
+        for definition in kprobes)
+    return f"""#!/bin/sh
+# vnetrx lab vhost: drive /dev/vhost-net with a tap of the guest's own.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo 1 > /proc/sys/kernel/printk
+say() {{ echo "VNETRX $*"; }}
+finish() {{ say end; poweroff -f; sleep 5; echo o > /proc/sysrq-trigger; }}
+say release $(uname -r)
+say version $(uname -v)
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 2>/dev/null
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null
+say kvm $([ -e /dev/kvm ] && echo yes || echo no)
+for m in {" ".join(modules)}; do
+  insmod /lib/modules/$m.ko || say error insmod $m
+done
+say modules $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')
+say vhost-net-dev $(cat /sys/class/misc/vhost-net/dev 2>/dev/null) $([ -c /dev/vhost-net ] && echo node || echo no-node)
+echo 'module vhost_net +p' > /sys/kernel/debug/dynamic_debug/control 2>/dev/null
+echo 'module vhost +p' > /sys/kernel/debug/dynamic_debug/control 2>/dev/null
+T=/sys/kernel/tracing
+mount -t tracefs tracefs $T 2>/dev/null
+[ -e $T/trace ] || {{ say error no tracefs; finish; }}
+echo 0 > $T/tracing_on
+echo 8192 > $T/buffer_size_kb
+echo 'name == "vnrx0"' > $T/events/net/netif_receive_skb_entry/filter || say error filter
+echo 1 > $T/events/net/netif_receive_skb_entry/enable || say error tracepoint
+echo 1 > $T/events/skb/kfree_skb/enable || say error kfree_skb tracepoint
+arm() {{
+  if echo "$1" >> $T/kprobe_events && echo 1 > $T/events/vnetrx/$2/enable; then
+    say kprobe $2 on
+  else
+    say kprobe $2 off $(tail -n 2 $T/error_log 2>/dev/null | tr '\n' ' ')
+  fi
+}}
+{probes}
+echo 1 > $T/tracing_on
+say ready
+/bin/vhostprobe /vhost-cases || say error vhostprobe exit $?
+echo 0 > $T/tracing_on
+say trace-begin
+grep -v '^#' $T/trace
+say trace-end
+say dmesg-begin
+dmesg | grep -i -E 'vhost|tun|discard' | sed 's/^/VNETRX dmesg /'
+say dmesg-end
+finish
+"""
+
+
+def build_vhost(busybox: Path, tree: ModuleTree, probe: bytes, cases: str,
+                xdp_probe: bytes | None = None) -> tuple[bytes, list[str]]:
+    """The initramfs of ``lab vhost``: busybox, tun + vhost_net and their dependencies, the
+    static probe (bin/vhostprobe) and its case file (/vhost-cases); ``xdp_probe``: the XDP
+    probe (bin/xdpprobe) the cases with a program on the tap run."""
+    entries, order = _base(busybox, tree, VHOST_MODULES)
     if xdp_probe is not None:
         entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
-    entries += extra
-    text = (script(order) if script is not None else
-            init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep,
-                        xdp_late))
-    entries.append(cpio.regular("init", text.encode(), 0o755))
+    entries += [
+        cpio.regular("bin/vhostprobe", probe, 0o755),
+        cpio.regular("vhost-cases", cases.encode()),
+        cpio.regular("init", vhost_init_script(order).encode(), 0o755),
+    ]
     return cpio.archive(entries), order

@@ -55,7 +55,7 @@ OFFLOADS_OFF = (
 # vhost-user: the guest's receive offloads stay on (the backend offers them); transmit offloads
 # stay off so the guest never sends GSO frames to a backend that only drains the TX queue.
 HOST_OFFLOADS_OFF = ("csum", "host_tso4", "host_tso6", "host_ecn", "host_ufo")
-BACKENDS = ("dgram", "vhost-user")
+BACKENDS = ("dgram", "vhost-user", "none")  # none: no NIC at all (lab vhost)
 LAB_KIND = "lab"  # <tmp>/vnetrx-lab-<token>: the run's sockets and initrd
 PR_SET_PDEATHSIG = 1  # include/uapi/linux/prctl.h
 
@@ -75,7 +75,7 @@ class Boot:
     memory_mb: int = 256
     ready_timeout_s: float = 60.0
     finish_timeout_s: float = 60.0
-    backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads)
+    backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads) | "none"
     guest_gso: bool = True  # vhost-user: offer GUEST_TSO4/TSO6/ECN/UFO (else GUEST_CSUM only)
 
 
@@ -99,7 +99,9 @@ def device_properties(boot: Boot) -> str:
 def netdev_arguments(boot: Boot, guest_sock: Path, host_sock: Path) -> list[str]:
     """dgram: QEMU binds ``guest_sock`` and sends to ``host_sock``. vhost-user: QEMU connects
     to the backend listening on ``guest_sock`` (``host_sock`` is unused); guest RAM must be a
-    shared memfd for the backend to map it."""
+    shared memfd for the backend to map it. none: no NIC (the guest talks to nobody)."""
+    if boot.backend == "none":
+        return []
     if boot.backend == "dgram":
         return [
             "-netdev",
@@ -142,8 +144,7 @@ def qemu_command(boot: Boot, initrd: Path, guest_sock: Path, host_sock: Path) ->
         "-append",
         "console=ttyS0 quiet loglevel=1 panic=-1 mitigations=off rdinit=/init",
         *netdev_arguments(boot, guest_sock, host_sock),
-        "-device",
-        device_properties(boot),
+        *(() if boot.backend == "none" else ("-device", device_properties(boot))),
     ]
 
 
@@ -223,6 +224,16 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=3)
 
 
+
+def remove_stale() -> None:
+    """What lab runs that died hard left: their temporary directories, and the lock files of
+    runs killed right after taking their lock (none of any vnetrx run's tracefs instance or
+    mount that still exists)."""
+    owners.remove_stale_dirs(LAB_KIND)
+    from vnetrx.live.tracefs import names_in_use  # here: a boot needs no tracefs otherwise
+
+    owners.remove_stale_locks(names_in_use())
+
 def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         hdrs: Sequence[bytes] | None = None,
         bursts: Sequence[Sequence[tuple[bytes, bytes]]] | None = None,
@@ -231,7 +242,10 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
     virtio_net_hdr of each: vhost-user only) and the sentinel, and collect the serial output
     until the guest powers off. ``bursts`` (vhost-user only, instead of ``frames``): bursts of
     ``(hdr, frame)``, each written with one used-ring update and one interrupt, ``burst_gap_s``
-    apart; the sentinel is a burst of its own after them."""
+    apart; the sentinel is a burst of its own after them. Backend ``none``: no NIC and nothing
+    sent (``frames`` must be empty); the guest's own probe does the work."""
+    if boot.backend == "none" and frames:
+        raise LabSetupError("a guest without a NIC is sent no frames")
     if (hdrs is not None or bursts is not None) and boot.backend != "vhost-user":
         raise LabSetupError("virtio-net headers need the vhost-user backend (a dgram "
                             "backend carries none)")
@@ -240,7 +254,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         raise LabSetupError(f"{QEMU} not found", hint="apt-get install qemu-system-x86")
     owner = owners.Owner().__enter__()
     try:
-        owners.remove_stale_dirs(LAB_KIND)
+        remove_stale()
         tmp = owner.make_dir(LAB_KIND)
     except OSError as exc:
         owner.release()
@@ -286,7 +300,9 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
                 + _backend_tail(backend)
             )
         boot_s = time.monotonic() - started
-        if backend is not None and bursts is not None:
+        if boot.backend == "none":
+            pass  # nothing to send: the guest runs its own probe and powers off
+        elif backend is not None and bursts is not None:
             backend.send_bursts([*(list(b) for b in bursts), [(b"", sentinel_frame())]],
                                 burst_gap_s)
         elif backend is not None:

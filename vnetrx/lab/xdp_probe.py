@@ -33,36 +33,35 @@ COUNTERS = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects", "rx_x
 _PER_QUEUE = re.compile(r"^(rx|tx)(?:_queue_)?(\d+)_(\w+)$")
 
 
-def source(name: str = "xdpprobe.c") -> bytes:
-    return resources.files("vnetrx.lab").joinpath(f"data/{name}").read_bytes()
+def source() -> bytes:
+    return resources.files("vnetrx.lab").joinpath("data/xdpprobe.c").read_bytes()
 
 
 def build_probe() -> bytes:
     """The static probe binary (kept in vnetrx's cache, keyed by the source)."""
-    return build_static("xdpprobe.c", "the XDP probe", "--xdp-check")
+    return build_static("xdpprobe", source(), "--xdp-check builds a small static program")
 
 
-def build_static(name: str, what: str, option: str) -> bytes:
-    """A static binary of data/``name`` for the guest (gcc -static -Os; kept in vnetrx's cache,
-    keyed by the source). ``what`` and ``option`` name it in errors."""
-    code = source(name)
-    stem = name.removesuffix(".c")
-    cached_name = f"{stem}-{hashlib.sha256(code).hexdigest()[:16]}.bin"
+def build_static(name: str, code: bytes, why: str) -> bytes:
+    """A static C program the guest runs, built with ``gcc -static -Os`` from ``code`` and kept
+    in vnetrx's cache under ``<name>-<sha256 of the source>.bin``. ``why``: the first words of
+    the error when gcc is missing."""
+    cached_name = f"{name}-{hashlib.sha256(code).hexdigest()[:16]}.bin"
     cached = cache.read(cached_name)
     if cached is not None and cached.startswith(b"\x7fELF"):
         return cached
     gcc = shutil.which("gcc")
     if gcc is None:
-        raise LabSetupError(f"{option} builds a small static program: gcc is not installed",
+        raise LabSetupError(f"{why}: gcc is not installed",
                             hint="apt-get install gcc libc6-dev")
-    with tempfile.TemporaryDirectory(prefix=f"vnetrx-{stem}-") as tmp:
-        src, out = Path(tmp, name), Path(tmp, stem)
+    with tempfile.TemporaryDirectory(prefix=f"vnetrx-{name}-") as tmp:
+        src, out = Path(tmp, f"{name}.c"), Path(tmp, name)
         src.write_bytes(code)
         run = subprocess.run([gcc, "-static", "-Os", "-o", str(out), str(src)],
                              capture_output=True, text=True, check=False)
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["no output"])[-1]
-            raise LabSetupError(f"building {what} failed: {last}",
+            raise LabSetupError(f"building the {name} probe failed: {last}",
                                 hint="a static libc is needed: apt-get install libc6-dev")
         binary = out.read_bytes()
     cache.write(cached_name, binary)

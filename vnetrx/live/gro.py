@@ -45,6 +45,7 @@ from typing import Any, TextIO
 from vnetrx import owner as owners
 from vnetrx.errors import VnetrxError
 from vnetrx.live import gro_frames
+from vnetrx.live.gro_cases import tap_options
 from vnetrx.live.tap import (
     CLONE_NEWNET,
     IFF_NO_PI,
@@ -73,27 +74,11 @@ MS_PRIVATE = 1 << 18
 RTM_NEWLINK = 16
 NLM_F_REQUEST, NLM_F_ACK = 0x1, 0x4
 IFLA_GRO_MAX_SIZE, IFLA_GRO_IPV4_MAX_SIZE = 58, 64
-DEFAULT_TIMEOUT_NS = 20_000_000  # gro_flush_timeout: 5 jiffies at HZ=250 (see the docstring)
 REPLY_TIMEOUT = 30.0
 VERDICTS = {0: "MERGED", 1: "MERGED_FREE", 2: "HELD", 3: "NORMAL", 4: "CONSUMED"}
 SKB_FIELDS = ("len", "data_len", "headlen", "truesize", "nr_frags", "gso_size", "gso_segs",
               "gso_type", "ip_summed", "csum_start", "csum_offset", "head_frag", "data",
               "network_header")
-
-
-def tap_options(case: dict[str, Any]) -> dict[str, Any]:
-    """A case's tap options with their defaults."""
-    return {"napi_frags": bool(case.get("napi_frags", False)),
-            "vnet_hdr": bool(case.get("vnet_hdr", False)),
-            "blocking": bool(case.get("blocking", False)),
-            "gro_flush_timeout": int(case.get("gro_flush_timeout", DEFAULT_TIMEOUT_NS)),
-            "threaded": case.get("threaded", False),  # False, True or "pinned"
-            "mtu": case.get("mtu"),
-            # sleep this long after write "after" (tests: a burst split on purpose)
-            "pause": case.get("pause"),
-            "gro": bool(case.get("gro", True)),
-            "gro_max_size": case.get("gro_max_size"),
-            "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
 
 
 class GroTap:

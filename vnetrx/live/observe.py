@@ -32,6 +32,7 @@ from vnetrx.live.observe_parse import (
     VIRTIO_EVENT,
     Seen,
     Setup,
+    TraceFile,
     parse_features,
     parse_line,
     parse_trace,
@@ -47,6 +48,9 @@ from vnetrx.live.observe_predict import (
     observed_fields,
 )
 from vnetrx.model import KPROBE_FIELDS
+from vnetrx.observed.captures import PROBES
+
+FIELDS_ALL = (*FIELDS, *KPROBE_FIELDS)
 
 __all__ = [
     "ETH_HLEN",
@@ -63,6 +67,7 @@ __all__ = [
     "Observer",
     "Seen",
     "Setup",
+    "TraceFile",
     "Verdict",
     "observe",
     "observed_fields",
@@ -85,16 +90,30 @@ class ObserveReport:
     frames: tuple[Verdict, ...]
     notes: tuple[str, ...] = field(default=())
     interrupted: bool = False  # Ctrl-C/SIGTERM ended the run: the frames seen until then
+    capture: tuple[str, str | None] | None = None  # a saved trace's (format, probe point)
 
     @property
     def match(self) -> bool:
-        return bool(self.frames) and all(v.match is not False for v in self.frames)
+        """No skb contradicts the model, and at least one was compared."""
+        return (any(v.agreement != "unchecked" for v in self.frames)
+                and all(v.match is not False for v in self.frames))
 
 
-def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen]) -> ObserveReport:
+def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen],
+            trace: TraceFile | None = None) -> ObserveReport:
     observer = Observer(profile, setup)
-    frames = tuple(observer.judge(s.skb) for s in seen)
-    notes: list[str] = []
+    frames = tuple(observer.judge_seen(s) for s in seen)
+    notes: list[str] = list(trace.notes) if trace is not None else []
+    missing = sorted({n for v in frames for n in v.not_in_capture}, key=FIELDS.index)
+    if missing:
+        notes.append(f"not in the capture (never counted as agreement): {', '.join(missing)}")
+        if trace is not None and trace.format in ("pwru", "pwru-json"):
+            notes.append("pwru records the skb's fields with --output-skb (sk_buff) and "
+                         "--output-skb-shared-info (nr_frags, gso_size, gso_type)")
+    skipped = sorted({n for v in frames for n in v.not_compared}, key=FIELDS_ALL.index)
+    if skipped and trace is not None and trace.probe is not None:
+        notes.append(f"recorded but not compared at {trace.probe}: {', '.join(skipped)} (GRO's "
+                     "header pull, checksum validation or RPS may change them before it)")
     if setup.mode == "mergeable" and setup.mergeable_rx_buffer_size is None:
         notes.append(
             "mergeable_rx_buffer_size unknown: predicted with the buffers the driver posts at "
@@ -111,7 +130,18 @@ def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen]) -> Obser
             "and other senders (tun_sendmsg) are not modelled"
         )
     notes.append("dropped frames leave no event and are not shown")
-    return ObserveReport(setup, profile.name, profile.source, frames, tuple(notes))
+    if setup.source == "options" and setup.driver == "virtio_net" and not (
+            set(setup.features) - {"VERSION_1"}):
+        notes.append("no virtio features given: modelled as a device that negotiated none "
+                     "(small mode); describe it with --features BITS (its /sys/bus/virtio/"
+                     "devices/*/features) or --mergeable/--guest-gso/--mtu/--buf-len")
+    if setup.driver == "tun" and trace is not None and trace.stage == "post-gro":
+        notes.append(f"{trace.probe} is after GRO: the tap's skbs are taken as written without "
+                     "IFF_NAPI (tun_get_user hands them to netif_receive_skb, no GRO); an skb "
+                     "whose gso_segs shows several segments is a GRO aggregate, not compared")
+    capture = (trace.format, trace.probe) if trace is not None else None
+    return ObserveReport(setup, profile.name, profile.source, frames, tuple(notes),
+                         capture=capture)
 
 
 # --- the --json document --------------------------------------------------------------------
@@ -121,7 +151,7 @@ def report_to_dict(report: ObserveReport) -> dict[str, object]:
     s = report.setup
     count = {
         kind: sum(v.agreement == kind for v in report.frames)
-        for kind in ("exact", "consistent", "mismatch", "unmodelled")
+        for kind in ("exact", "consistent", "mismatch", "unmodelled", "unchecked")
     }
     return {
         "schema": SCHEMA,
@@ -135,6 +165,11 @@ def report_to_dict(report: ObserveReport) -> dict[str, object]:
         "source": s.source,
         "release": s.release,
         "kernel": report.kernel,
+        "capture": None if report.capture is None else {
+            "format": report.capture[0],
+            "probe": report.capture[1],
+            "stage": PROBES.get(report.capture[1] or ""),
+        },
         "match": report.match,
         "counts": count,
         "frames": [
@@ -146,6 +181,8 @@ def report_to_dict(report: ObserveReport) -> dict[str, object]:
                 "predicted": v.predicted,
                 "observed": v.observed,
                 "note": v.note,
+                "not_in_capture": list(v.not_in_capture),
+                "not_compared": list(v.not_compared),
             }
             for v in report.frames
         ],

@@ -1,5 +1,6 @@
 """Reading for ``vnetrx observe``: the device's negotiated facts (a live device or a lab log's
-status lines) and the skbs a tracepoint reported (trace_pipe text or a lab serial log). Pure."""
+status lines) and the skbs a capture reported (trace_pipe/perf text, a lab serial log, or
+another tool's trace: vnetrx.observed.captures). Pure."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import re
 from dataclasses import dataclass
 
 from vnetrx.errors import InputError, VnetrxError
+from vnetrx.observed import captures
+from vnetrx.observed.captures import FORMATS, PROBES, STAGE_WORDS, Captured, CaptureError
 from vnetrx.observed.guest_log import GuestLog, guest_version, parse_log
 from vnetrx.observed.negotiated import DeviceInfo, decode_features, hdr_len_for, mode_for
 from vnetrx.observed.rx_event import RxEvent, parse_rx_event
@@ -22,11 +25,33 @@ _PAIR = re.compile(r"(\w+)=(\S+)")
 
 @dataclass(frozen=True)
 class Seen:
-    """One skb as a tracepoint reported it."""
+    """One skb as a tracepoint (or another tool) reported it. ``carried``: the fields the
+    capture records (None: every field of the tracepoint; a kprobe's when set)."""
 
-    event: str
+    event: str  # the probe point: a tracepoint or function (vnetrx.observed.captures.PROBES)
     dev: str | None
     skb: RxEvent
+    carried: frozenset[str] | None = None
+    gso_segs: int | None = None  # shinfo->gso_segs when the capture records it
+
+    @property
+    def stage(self) -> str:
+        return PROBES.get(self.event, "pre-gro")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """A saved trace, read: its skbs at the one probe point vnetrx compares, and whence."""
+
+    seen: list[Seen]
+    log: GuestLog | None
+    format: str  # a key of vnetrx.observed.captures.FORMATS
+    probe: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def stage(self) -> str | None:
+        return PROBES.get(self.probe) if self.probe else None
 
 
 @dataclass(frozen=True)
@@ -115,24 +140,73 @@ def parse_line(line: str) -> Seen | None:
     return Seen(event.event, event.dev or None, event)
 
 
-def parse_trace(text: str, dev: str | None) -> tuple[list[Seen], GuestLog | None]:
-    """A saved trace: a ``vnetrx lab`` serial log (its status lines included) or plain
-    ``trace``/``trace_pipe`` text. Plain text keeps only ``dev``'s lines when given, and only
-    napi_gro_receive_entry lines when it has any (a virtio device's skbs)."""
-    if LAB_BEGIN in text:
+def parse_trace(text: str, dev: str | None) -> TraceFile:
+    """A saved trace, its format detected: a ``vnetrx lab`` serial log (its status lines
+    included), tracefs or ``perf script`` text, or another tool's capture
+    (vnetrx.observed.captures). Keeps only ``dev``'s skbs when given, and the skbs of one
+    probe point: the first of ``PROBES`` the capture has (napi_gro_receive_entry, a virtio
+    device's skbs, before netif_receive_skb_entry, a tap's, before the post-GRO points)."""
+    fmt = captures.detect(text)
+    if fmt is None:
+        raise InputError("not a trace vnetrx reads", hint="reads " + captures.formats_read())
+    if fmt == "lab":
         log = parse_log(text)
         logged = log.status.get("dev")
         if dev is not None and logged is not None and dev != logged:
             raise InputError(f"the log traced {logged}, not {dev}")
-        return [Seen(VIRTIO_EVENT, logged, event) for event in log.events], log
-    seen = [s for line in text.splitlines() if (s := parse_line(line)) is not None]
+        return TraceFile([Seen(VIRTIO_EVENT, logged, event) for event in log.events], log, fmt,
+                         VIRTIO_EVENT)
+    try:
+        capture = captures.parse(text, fmt)
+    except CaptureError as exc:
+        raise (InputError(str(exc)) if exc.usage else VnetrxError(str(exc))) from None
+    seen = [_seen(c) for c in capture.skbs]
+    if fmt in ("tracefs", "perf-script"):
+        seen = [s for line in text.splitlines() if (s := parse_line(line)) is not None] + seen
     if dev is not None:
-        seen = [s for s in seen if s.dev == dev]
-    if any(s.event == VIRTIO_EVENT for s in seen):
-        seen = [s for s in seen if s.event == VIRTIO_EVENT]
+        seen = [s for s in seen if s.dev in (dev, None)]
+        seen = [s if s.dev else Seen(s.event, dev, s.skb, s.carried, s.gso_segs) for s in seen]
+    probe = next((p for p in PROBES if any(s.event == p for s in seen)), None)
+    if probe is None:
+        raise VnetrxError(_nothing(fmt, dev, sorted({s.event for s in seen})))
+    others = sorted({s.event for s in seen if s.event != probe})
+    seen = [s for s in seen if s.event == probe]
     devices = sorted({s.dev or "?" for s in seen})
     if len(devices) > 1:
         raise InputError(
             f"the trace has skbs of several devices ({', '.join(devices)})", hint="pass --dev"
         )
-    return seen, None
+    notes = [f"read from {FORMATS[fmt]}: {len(seen)} skbs at {_probe_words(probe)}, "
+             f"{STAGE_WORDS[PROBES[probe]]}"]
+    if others:
+        shown = ", ".join(others[:6]) + (f" and {len(others) - 6} more" if len(others) > 6
+                                         else "")
+        notes.append(f"also in the capture, not compared: {shown}")
+    notes += sorted({n for c in capture.skbs for n in c.notes})
+    return TraceFile(seen, None, fmt, probe, tuple(notes))
+
+
+def _probe_words(probe: str) -> str:
+    if probe.startswith("net:") or probe.endswith("_entry"):
+        return probe if probe.startswith("net:") else "net:" + probe
+    return probe + "()"
+
+
+def _nothing(fmt: str, dev: str | None, probes: list[str]) -> str:
+    """The one line for a capture with no skb at a point vnetrx compares."""
+    where = f" for {dev}" if dev else ""
+    if fmt in ("tracefs", "perf-script"):
+        return (f"{FORMATS[fmt]} with no napi_gro_receive_entry or netif_receive_skb_entry "
+                f"lines{where}")
+    has = f" (it has {', '.join(probes[:8])})" if probes else ""
+    return (f"{FORMATS[fmt]} with no skb{where} at napi_gro_receive, netif_receive_skb or "
+            f"__netif_receive_skb{has}: vnetrx compares the skb where the driver hands it on")
+
+
+def _seen(c: Captured) -> Seen:
+    """Another tool's record as an observed skb: the fields it lacks keep RxEvent's defaults
+    but are left out of ``carried``, so that nothing compares them."""
+    values = {k: v for k, v in c.fields.items() if k != "l4_hash"}
+    event = RxEvent(dev=c.dev or "", event=c.probe, l4_hash=bool(c.fields.get("l4_hash", 0)),
+                    **values)
+    return Seen(c.probe, c.dev, event, frozenset(c.fields), c.gso_segs)

@@ -13,7 +13,7 @@ from vnetrx.errors import VnetrxError
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live import verify as live_verify
-from vnetrx.live.observe_parse import Setup
+from vnetrx.live.observe_parse import Seen, Setup
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
 from vnetrx.observed.negotiated import GUEST_GSO
 from vnetrx.observed.rx_event import RxEvent, as_traced
@@ -44,14 +44,16 @@ class Verdict:
 
     frame_len: int
     path: str  # e.g. "mergeable/build_skb", "tap/alloc_skb"
-    agreement: str  # "exact" | "consistent" | "mismatch" | "unmodelled"
+    agreement: str  # "exact" | "consistent" | "mismatch" | "unmodelled" | "unchecked"
     predicted: Fields  # the prediction the verdict rests on (the plain one on a mismatch)
     observed: Fields
     note: str | None = None
+    not_in_capture: tuple[str, ...] = ()  # tracepoint fields the capture does not record
+    not_compared: tuple[str, ...] = ()  # recorded, but changed between the driver and the probe
 
     @property
     def match(self) -> bool | None:
-        if self.agreement == "unmodelled":
+        if self.agreement in ("unmodelled", "unchecked"):
             return None
         return self.agreement != "mismatch"
 
@@ -191,8 +193,39 @@ class Observer:
             self._memo[key] = self._judge(skb.len + ETH_HLEN, observed, skb.protocol)
         return self._memo[key]
 
-    def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None) -> Verdict:
-        names = [n for n in (*FIELDS, *KPROBE_FIELDS) if n in observed]
+    def judge_seen(self, seen: Seen) -> Verdict:
+        """An skb of any capture: compared on the fields it records that still show what the
+        driver built at its probe point; the rest listed, never counted as agreement."""
+        if seen.carried is None and seen.stage != "post-gro":
+            return self.judge(seen.skb)
+        observed = observed_fields(seen.skb)
+        if seen.carried is not None:
+            observed = {n: v for n, v in observed.items() if n in seen.carried}
+        missing = tuple(n for n in FIELDS if n not in observed)
+        skipped, refusal = _after_gro(self.setup, seen, observed)
+        compared = {n: v for n, v in observed.items() if n not in skipped}
+        frame_len = seen.skb.len + ETH_HLEN
+        if refusal is None and "gso_size" not in compared and frame_len > self._mtu_frame():
+            refusal = (f"a {frame_len}-byte frame is over the MTU: a GSO frame, and the capture "
+                       "has no gso_size/gso_type to infer its virtio_net_hdr from (pwru: add "
+                       "--output-skb-shared-info)")
+        if refusal is None:
+            verdict = self._judge(frame_len, observed, seen.skb.protocol, frozenset(compared))
+        else:
+            verdict = Verdict(frame_len, _stage_path(seen), "unchecked", {}, observed, refusal)
+        return replace(verdict, observed=observed, not_in_capture=missing,
+                       not_compared=tuple(n for n in (*FIELDS, *KPROBE_FIELDS)
+                                          if n in skipped and n in observed))
+
+    def _mtu_frame(self) -> int:
+        s = self.setup
+        return (s.mtu if s.driver == "tun" or "MTU" in s.features else 1500) + ETH_HLEN
+
+    def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None,
+               only: frozenset[str] | None = None) -> Verdict:
+        """``observed`` infers the virtio_net_hdr; ``only``: the fields to compare (all)."""
+        names = [n for n in (*FIELDS, *KPROBE_FIELDS)
+                 if n in observed and (only is None or n in only)]
         headers = (
             [(None, None)] if self.setup.mode == "tap"
             else list(inferred_headers(observed, protocol))
@@ -208,6 +241,19 @@ class Observer:
             )
         first: _Candidate | None = None
         first_header: str | None = None
+        inputs = {"len"} if self.setup.mode == "tap" else set(_INPUTS)
+        if not set(names) - inputs:
+            try:
+                plain = next(iter(self.candidates(frame_len, headers[0][1])))
+            except VnetrxError as exc:
+                return Verdict(frame_len, self._guess_path(observed), "unmodelled", {}, observed,
+                               exc.message)
+            what = ("no field but len, the length the prediction starts from"
+                    if set(names) <= {"len"} else
+                    f"only {', '.join(names)}: what the prediction starts from (the frame's "
+                    "length, the virtio_net_hdr inferred from them)")
+            return Verdict(frame_len, plain.path, "unchecked", plain.predicted, observed,
+                           f"the capture records {what}: nothing to compare")
         try:
             for header_note, hdr in headers:
                 for candidate in self.candidates(frame_len, hdr):
@@ -262,6 +308,47 @@ class Observer:
         ):
             return f"{mode}/build_skb?"
         return f"{mode}/linear"
+
+
+# what a virtio skb's prediction is built from: len gives the frame, ip_summed and gso_* the
+# virtio_net_hdr (inferred_headers); agreeing on these alone checks nothing
+_INPUTS = ("len", "ip_summed", "gso_size", "gso_type")
+
+# What still shows the driver's skb after GRO, for an skb that GRO did not merge: GRO's header
+# pull (gro_try_pull_from_frag0, also on GRO_NORMAL) moves bytes from frags[0] into the linear
+# area (data_len, nr_frags, tail change), checksum validation may turn CHECKSUM_NONE into
+# CHECKSUM_UNNECESSARY, and RPS may compute the hash before __netif_receive_skb_core
+# (gro-vhost-captures.md §1.3).
+_CHANGED_BY_GRO = ("data_len", "nr_frags", "tail", "ip_summed", "hash", "l4_hash")
+_CHANGED_BEFORE_CORE = ("hash", "l4_hash")  # a tap's skb: netif_receive_skb's RPS step
+
+
+def _after_gro(setup: Setup, seen: Seen, observed: Fields
+               ) -> tuple[tuple[str, ...], str | None]:
+    """For an skb caught after GRO: the fields not to compare, and the reason not to compare
+    the skb at all (it may be an aggregate of several driver skbs)."""
+    if seen.stage != "post-gro":
+        return (), None
+    where = f"caught after GRO ({seen.event})"
+    if seen.gso_segs is not None and seen.gso_segs >= 2 and observed.get("gso_size"):
+        return _CHANGED_BY_GRO, (f"{where}: a GRO aggregate of {seen.gso_segs} segments "
+                                 "(gso_segs), not an skb the driver built; not compared")
+    if setup.driver == "tun":  # a write without IFF_NAPI: tun_get_user → netif_receive_skb
+        return _CHANGED_BEFORE_CORE, None
+    gso_size = observed.get("gso_size")
+    if gso_size is None:
+        return _CHANGED_BY_GRO, (f"{where}, without gso_size: it may be a GRO aggregate of "
+                                 "several driver skbs; not compared as a driver skb")
+    if gso_size == 0:  # a lone skb: gro_complete zeroes the gso_size GRO gave it
+        return _CHANGED_BY_GRO, None
+    if seen.gso_segs is None:
+        return _CHANGED_BY_GRO, (f"{where}, a GSO skb whose gso_segs the capture lacks: it may "
+                                 "be a GRO aggregate; not compared as a driver skb")
+    return _CHANGED_BY_GRO, None  # virtio's own GSO skb (gso_segs 0, DODGY): GRO passed it on
+
+
+def _stage_path(seen: Seen) -> str:
+    return "post-GRO" if seen.stage == "post-gro" else "?"
 
 
 # ip_summed and the low 16 bits of gso_type, as the tracepoint shows them

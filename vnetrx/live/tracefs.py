@@ -99,9 +99,17 @@ def remove_stale(tracefs: Path) -> None:
     for token in dead:
         owners.forget(token)
     # Lock files of runs that died before they created anything (SIGKILL right after locking)
-    in_use = [entry.name for entry in _entries(tracefs / "instances")]
-    in_use += [Path(point).name for point in _all_tracefs_mounts()]
-    owners.remove_stale_locks(in_use)
+    owners.remove_stale_locks(names_in_use(tracefs))
+
+
+def names_in_use(tracefs: Path | None = None) -> list[str]:
+    """The names of every vnetrx tracefs instance and private tracefs mount (in ``tracefs``,
+    or in every tracefs mounted): a dead run's lock stays while one of them carries its token."""
+    points = [Path(p) for p in _all_tracefs_mounts()]
+    names = [p.name for p in points]
+    for point in [tracefs] if tracefs is not None else points:
+        names += [entry.name for entry in _entries(point / "instances")]
+    return names
 
 
 def _entries(folder: Path) -> list[Path]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
@@ -48,6 +49,7 @@ from vnetrx.paths.virtio_net_hdr import (
     gso_type_names,
 )
 from vnetrx.records import NamedTuple
+from vnetrx.values import Value
 
 GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
 NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
@@ -62,35 +64,54 @@ _ENDS = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
 SKB_GSO_TCP_FIXEDID_OLD, SKB_GSO_TCP_FIXEDID_NEW = 1 << 3, 1 << 30
 
 
-class TcpHeaders(NamedTuple):
-    """What GRO reads of a segment's Ethernet, IP and TCP headers."""
+class TcpHeaders(Value):
+    """What GRO reads of a segment's Ethernet, IP and TCP headers. A plain class, not a record
+    (one is made per frame a replay gives GRO: a native class when compiled, see values.py)."""
 
-    mac: bytes  # the Ethernet header: compare_ether_header
-    ipv6: bool
-    addresses: bytes  # what must match for the same flow: v4 saddr, daddr, protocol; v6 the
-    # addresses, next header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
-    network_ok: bool  # IPv4: no options, not a fragment, header checksum right
-    tot_len_ok: bool  # the IP length is the packet's (no padding): otherwise flushed
-    network_len: int
-    ttl: int  # TTL / hop limit
-    tos: int  # TOS / traffic class
-    df: bool
-    ip_id: int
-    sport: int
-    dport: int
-    seq: int
-    ack: int
-    flag_word: int  # tcp_flag_word(): doff, flags and window
-    options: bytes
-    tcp_len: int
-    tcp_csum_ok: bool  # the TCP checksum verifies (GRO checks it for CHECKSUM_NONE)
+    __slots__ = ("ack", "addresses", "df", "dport", "flag_word", "ip_id", "ipv6", "mac",
+                 "network_len", "network_ok", "options", "seq", "sport", "tcp_csum_ok",
+                 "tcp_len", "tos", "tot_len_ok", "ttl")
+    _names = ("mac", "ipv6", "addresses", "network_ok", "tot_len_ok", "network_len", "ttl",
+              "tos", "df", "ip_id", "sport", "dport", "seq", "ack", "flag_word", "options",
+              "tcp_len", "tcp_csum_ok")
+
+    def __init__(self, mac: bytes, ipv6: bool, addresses: bytes, network_ok: bool,
+                 tot_len_ok: bool, network_len: int, ttl: int, tos: int, df: bool, ip_id: int,
+                 sport: int, dport: int, seq: int, ack: int, flag_word: int, options: bytes,
+                 tcp_len: int, tcp_csum_ok: bool) -> None:
+        self.mac: Final = mac  # the Ethernet header: compare_ether_header
+        self.ipv6: Final = ipv6
+        # what must match for the same flow: v4 saddr, daddr, protocol; v6 the addresses, next
+        # header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
+        self.addresses: Final = addresses
+        self.network_ok: Final = network_ok  # IPv4: no options, not a fragment, checksum right
+        self.tot_len_ok: Final = tot_len_ok  # the IP length is the packet's (no padding)
+        self.network_len: Final = network_len
+        self.ttl: Final = ttl  # TTL / hop limit
+        self.tos: Final = tos  # TOS / traffic class
+        self.df: Final = df
+        self.ip_id: Final = ip_id
+        self.sport: Final = sport
+        self.dport: Final = dport
+        self.seq: Final = seq
+        self.ack: Final = ack
+        self.flag_word: Final = flag_word  # tcp_flag_word(): doff, flags and window
+        self.options: Final = options
+        self.tcp_len: Final = tcp_len
+        self.tcp_csum_ok: Final = tcp_csum_ok  # the TCP checksum verifies (read for NONE)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.mac, self.ipv6, self.addresses, self.network_ok, self.tot_len_ok,
+                self.network_len, self.ttl, self.tos, self.df, self.ip_id, self.sport,
+                self.dport, self.seq, self.ack, self.flag_word, self.options, self.tcp_len,
+                self.tcp_csum_ok)
 
 
 def parse_tcp(frame: bytes) -> TcpHeaders | None:
     """An Ethernet frame's headers as GRO reads them; None when it is not IPv4/IPv6 + TCP."""
     if len(frame) < 14:
         return None
-    return _parse(frame[:14], frame[14:], len(frame) - 14, None)
+    return _parse(frame, len(frame) - 14, None)
 
 
 def parse_tcp_headers(mac: bytes, network: bytes, length: int,
@@ -103,59 +124,73 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
     not IPv4/IPv6 + TCP; InputError when the TCP header lies past the bytes given."""
     if len(mac) < 14:
         raise InputError(f"a recorded MAC header of {len(mac)} bytes (GRO compares 14)")
-    return _parse(mac[:14], network, length, tcp_csum_ok)
+    return _parse(mac[:14] + network, length, tcp_csum_ok)
 
 
-def _parse(mac: bytes, net: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
-    """The headers from the IP header on: ``net`` holds the whole packet when ``tcp_csum_ok``
-    is None (the checksum is summed), else at least its headers."""
-    have = min(len(net), length)
-    ethertype = struct.unpack_from("!H", mac, 12)[0]
+_IPV4_HEADER = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
+
+
+def _ipv4_header_sum(frame: bytes) -> int:
+    """The one's complement sum of the 20-byte IPv4 header at frame[14:] (0xFFFF: its
+    checksum is right): ip_fast_csum, for the header inet_gro_receive checks."""
+    total: int = sum(_IPV4_HEADER.unpack_from(frame, 14))
+    total = (total & 0xFFFF) + (total >> 16)
+    return (total & 0xFFFF) + (total >> 16)
+
+
+def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
+    """The headers of ``frame`` (the Ethernet header, then the packet from the IP header on,
+    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
+    summed), else at least its headers. Read in place: a frame is not copied."""
+    have = min(len(frame) - 14, length)
+    ethertype = (frame[12] << 8) | frame[13]
     if ethertype == 0x0800 and have >= 20:
-        ihl = (net[0] & 0x0F) * 4
-        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", net, 0)
+        ihl = (frame[14] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, 14)
         if proto != 6 or length < ihl + 20:
             return None
-        network_ok = (net[0] == 0x45 and not frag_off & 0x3FFF
-                      and ones_complement_sum(net[:20]) == 0xFFFF)
-        addresses = net[12:20] + bytes([proto])
+        network_ok = (frame[14] == 0x45 and not frag_off & 0x3FFF
+                      and _ipv4_header_sum(frame) == 0xFFFF)
+        addresses = frame[26:34] + b"\x06"
         tot_len_ok = tot_len == length
-        pseudo = net[12:20] + struct.pack("!BBH", 0, 6, length - ihl)
-        tos, df, ipv6 = net[1], bool(frag_off & 0x4000), False
+        tos, df, ipv6 = frame[15], bool(frame[20] & 0x40), False
     elif ethertype == 0x86DD and length >= 60:
         if have < 60:
             raise InputError(f"an IPv6 packet with {have} header bytes recorded (60 needed)")
-        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", net, 0)
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, 14)
         if nexthdr != 6:
             return None
         ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
-        addresses = net[8:40] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
+        addresses = frame[22:54] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
         tot_len_ok = payload_len == length - 40
-        pseudo = net[8:40] + struct.pack("!IxxxB", length - 40, 6)
         tos = (first >> 20) & 0xFF
     else:
         return None
-    t = ihl
-    if have < t + 20:
+    t = 14 + ihl  # the TCP header, in ``frame``
+    if have < ihl + 20:
         raise InputError(f"a TCP header past the {have} bytes recorded")
-    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", net, t)
+    sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
     tcp_len = (flag_word >> 28) * 4
-    if tcp_len < 20 or length < t + tcp_len:
+    if tcp_len < 20 or length < ihl + tcp_len:
         return None
-    if have < t + tcp_len:
+    if have < ihl + tcp_len:
         raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
-                         f"{t + tcp_len})")
+                         f"{ihl + tcp_len})")
     if tcp_csum_ok is None:
-        tcp_csum_ok = ones_complement_sum(net[t:], ones_complement_sum(pseudo)) == 0xFFFF
-    return TcpHeaders(mac, ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
-                      ip_id, sport, dport, seq, ack, flag_word, net[t + 20:t + tcp_len],
+        pseudo = (frame[22:54] + struct.pack("!IxxxB", length - 40, 6) if ipv6
+                  else frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
+        pseudo_sum = ones_complement_sum(pseudo)
+        tcp_csum_ok = ones_complement_sum(frame[t:14 + length], pseudo_sum) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+                      ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
                       tcp_len, tcp_csum_ok)
 
 
-def udp_checksum_validated(frame: bytes) -> bool:
+def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     """udp4/6_gro_receive on a CHECKSUM_NONE skb: a nonzero UDP checksum is validated (and
     the skb becomes CHECKSUM_UNNECESSARY); a zero one is left alone. Without a UDP GRO socket
-    the datagram is then flushed, never merged."""
+    the datagram is then flushed, never merged. ``summed`` False: the frame's bytes are a
+    capture's (maybe cut by its snaplen), and a nonzero checksum is trusted, not summed."""
     if len(frame) < 14:
         return False
     ethertype = struct.unpack_from("!H", frame, 12)[0]
@@ -170,6 +205,8 @@ def udp_checksum_validated(frame: bytes) -> bool:
         return False
     if len(frame) < at + 8 or frame[at + 6:at + 8] == b"\0\0":
         return False
+    if not summed:
+        return True
     return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
 
 
@@ -197,18 +234,71 @@ def network_pull(mac: bytes, net: bytes, length: int) -> int:
     return 0
 
 
-class Segment(NamedTuple):
-    """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
-    counts from the IP header) and its headers."""
+class GroInput(Value):
+    """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), for
+    a UDP datagram whether udp4/6_gro_receive validates its checksum, and for a frame that is
+    not TCP the IP header bytes GRO pulls (network_pull). A plain class (one per frame of a
+    replay)."""
 
-    frame: int  # the input frame's index
-    skb: Skb
-    head_frag: bool  # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
-    tcp: TcpHeaders | None  # None: not TCP over IPv4/IPv6 (GRO_NORMAL, see ``udp_validated``)
-    page: str = ""  # the page the head lies in (case B makes it a frag), e.g. "frag0"
-    page_offset: int = 0  # where skb->head lies in that page
-    udp_validated: bool = False  # a UDP datagram whose nonzero checksum udp_gro_receive verifies
-    pull: int = 0  # not TCP: the IP header bytes GRO pulled (network_pull)
+    __slots__ = ("pull", "tcp", "udp_validated")
+    _names = ("tcp", "udp_validated", "pull")
+
+    def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False,
+                 pull: int = 0) -> None:
+        self.tcp: Final = tcp
+        self.udp_validated: Final = udp_validated
+        self.pull: Final = pull
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.tcp, self.udp_validated, self.pull)
+
+
+def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
+    """What GRO reads of a frame of ``length`` bytes (Ethernet header on) given as ``data``:
+    the whole frame (``whole``: its TCP and UDP checksums are summed, as GRO sums them for a
+    CHECKSUM_NONE skb) or a capture's bytes, maybe cut by the snaplen (checksums trusted; a
+    TCP header the snaplen cut reads as not TCP)."""
+    if len(data) < 14:
+        return GroInput(None)
+    pull = network_pull(data[:14], data[14:], length - 14)
+    if whole:
+        tcp = parse_tcp(data)
+        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull)
+    try:
+        tcp = _parse(data, length - 14, True)
+    except InputError:  # the snaplen cut the TCP header
+        return GroInput(None, False, pull)
+    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False),
+                    0 if tcp is not None else pull)
+
+
+class Segment(Value):
+    """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
+    counts from the IP header) and its headers. A plain class (one per frame of a replay)."""
+
+    __slots__ = ("frame", "head_frag", "page", "page_offset", "pull", "skb", "tcp",
+                 "udp_validated")
+    _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated",
+              "pull")
+
+    def __init__(self, frame: int, skb: Skb, head_frag: bool, tcp: TcpHeaders | None,
+                 page: str = "", page_offset: int = 0, udp_validated: bool = False,
+                 pull: int = 0) -> None:
+        self.frame: Final = frame  # the input frame's index
+        self.skb: Final = skb
+        # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
+        self.head_frag: Final = head_frag
+        # None: not TCP over IPv4/IPv6 (GRO_NORMAL, see ``udp_validated``)
+        self.tcp: Final = tcp
+        self.page: Final = page  # the page the head lies in (case B makes it a frag), "frag0"
+        self.page_offset: Final = page_offset  # where skb->head lies in that page
+        # a UDP datagram whose nonzero checksum udp_gro_receive verifies
+        self.udp_validated: Final = udp_validated
+        self.pull: Final = pull  # not TCP: the IP header bytes GRO pulled (network_pull)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.frame, self.skb, self.head_frag, self.tcp, self.page, self.page_offset,
+                self.udp_validated, self.pull)
 
     @property
     def offset(self) -> int:
@@ -290,22 +380,38 @@ class GroRun(NamedTuple):
 
 class _Held:
     """A held skb (p) with its frag_list members (NAPI_GRO_CB(p)->last is the last member, or
-    p itself), and what tcp_gro_receive compares the next segment with."""
+    p itself), and what tcp_gro_receive compares the next segment with. What merges change of
+    p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
+    is completed (``skb()``)."""
 
-    __slots__ = ("fixed_id", "flag_word", "frames", "headers", "members", "mss", "next_seq", "skb")
+    __slots__ = ("base", "data_len", "fixed_id", "flag_word", "frags", "frames", "headers",
+                 "len", "members", "mss", "next_seq", "nr_frags", "truesize")
 
-    def __init__(self, seg: Segment, headers: TcpHeaders, skb: Skb) -> None:
+    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb) -> None:
         self.headers = headers
-        self.skb = skb
-        self.mss = seg.payload
-        self.frames = [seg.frame]
+        self.base = skb  # p as GRO held it
+        self.len = skb.len
+        self.data_len = skb.data_len
+        self.truesize = skb.truesize
+        self.nr_frags = skb.nr_frags
+        self.frags: list[Frag] = list(skb.frags)
+        self.mss = payload
+        self.frames = [frame]
         self.members: list[FragListSkb] = []
-        self.next_seq = (headers.seq + seg.payload) & 0xFFFFFFFF
+        self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
 
     def last_frags(self) -> int:
-        return len(self.members[-1].frags) if self.members else self.skb.nr_frags
+        return len(self.members[-1].frags) if self.members else self.nr_frags
+
+    def skb(self) -> Skb:
+        """p with what the merges added (and its frag_list members)."""
+        if len(self.frames) == 1:
+            return self.base
+        return self.base._replace(len=self.len, data_len=self.data_len, truesize=self.truesize,
+                                  nr_frags=self.nr_frags, frags=tuple(self.frags),
+                                  frag_list=tuple(self.members))
 
     def same_flow(self, h: TcpHeaders) -> bool:
         """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
@@ -314,15 +420,44 @@ class _Held:
                 and p.sport == h.sport and p.dport == h.dport)
 
 
-class _Run:
-    """GRO state across polls: the held skbs, oldest first (the bucket list read backwards)."""
+class GroState:
+    """A NAPI instance's GRO state across polls: the held skbs, oldest first (the bucket list
+    read backwards), and what has been decided so far (``steps``, ``delivered``: a caller that
+    streams takes them as they come). ``gro`` False: NETIF_F_GRO is off (netif_elide_gro)."""
 
-    def __init__(self, k: KernelProfile, limits: GroLimits) -> None:
+    def __init__(self, k: KernelProfile, limits: GroLimits | None = None, gro: bool = True,
+                 record_steps: bool = True) -> None:
         self.k = k
-        self.limits = limits
+        self.limits = limits or GroLimits()
+        self.gro = gro
+        self.record_steps = record_steps
         self.held: list[_Held] = []
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
+        # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
+        # them again from 6.1.7): not modelled
+        self.dodgy_aggregated = k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH)
+
+    def receive(self, seg: Segment) -> None:
+        """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
+        if seg.skb.gso_size and self.dodgy_aggregated:
+            raise InputError(
+                f"GRO of GSO skbs on {self.k.name} is not modelled: 6.1.0-6.1.6 aggregate "
+                "SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from "
+                "6.1.7)"
+            )
+        if self.gro:
+            _receive(self, seg)
+            return
+        if self.record_steps:
+            self.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF, seg.payload, 0,
+                                      seg.skb.len, seg.skb.truesize, seg.skb.nr_frags, 0))
+        self.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+
+    def take(self) -> list[Delivered]:
+        """The skbs delivered since the last take, in order."""
+        out, self.delivered = self.delivered, []
+        return out
 
     def limit(self, h: TcpHeaders) -> int:
         """skb_gro_receive's size limit: netif_get_gro_max_size (IPv6: gro_max_size, IPv4:
@@ -341,96 +476,94 @@ class _Run:
 
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                 budget: int = NAPI_POLL_WEIGHT, end: Flush = Flush.POLL_END,
-                gro: bool = True, limits: GroLimits | None = None) -> GroRun:
+                gro: bool = True, limits: GroLimits | None = None,
+                steps: bool = True) -> GroRun:
     """dev_gro_receive for each segment. ``runs``: groups of polls GRO keeps its held skbs
     across (one run per poll, unless gro_flush_timeout keeps them); after a poll that used its
     whole ``budget`` everything is flushed, and at the end of each run everything left, with
     ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
-    on as GRO_NORMAL, unchanged."""
-    if k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH) and any(
-        s.skb.gso_size for run in runs for poll in run for s in poll
-    ):
-        raise InputError(
-            f"GRO of GSO skbs on {k.name} is not modelled: 6.1.0-6.1.6 aggregate SKB_GSO_DODGY "
-            "TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from 6.1.7)"
-        )
-    limits = limits or GroLimits()
-    state = _Run(k, limits)
+    on as GRO_NORMAL, unchanged. ``steps`` False: no ``GroStep`` records (a replay prints the
+    delivered skbs only)."""
+    state = GroState(k, limits, gro, steps)
     for run in runs:
         for poll in run:
             for seg in poll:
-                if gro:
-                    _receive(state, seg)
-                else:
-                    state.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF,
-                                               seg.payload, 0, seg.skb.len, seg.skb.truesize,
-                                               seg.skb.nr_frags, 0))
-                    state.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+                state.receive(seg)
             if len(poll) >= budget:
                 state.flush_all(Flush.BUDGET)
         state.flush_all(end)
     return GroRun(tuple(state.steps), tuple(state.delivered), k.build.max_skb_frags,
-                  limits.gro_max_size)
+                  state.limits.gro_max_size)
 
 
-def _receive(state: _Run, seg: Segment) -> None:
+def _receive(state: GroState, seg: Segment) -> None:
     """One dev_gro_receive: find the flow's held skb, compare, merge or not, hold or not."""
     h = seg.tcp
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
-        # the held TCP skbs by (another protocol or flow: not the same flow)
+        # the held TCP skbs by (another protocol or flow: not the same flow), with the IP
+        # header inet/ipv6_gro_receive pulled
         skb = _pull_headers(state.k, seg, seg.pull)
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
-        state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
-                                   skb.truesize, skb.nr_frags, 0))
+        if state.record_steps:
+            state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
+                                       skb.truesize, skb.nr_frags, 0))
         state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
         return
     if not h.network_ok:
         # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
         # flush set, before the IP header is pulled; no held skb is completed
-        _normal(state, seg, How.BAD_NETWORK, 0)
+        _normal(state, seg, How.BAD_NETWORK, pulled=0)
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
     # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
-    flush = bool(seg.skb.gso_size) or bool(seg.skb.frag_list) or not h.tot_len_ok
-    if not flush and seg.skb.ip_summed == CHECKSUM_NONE:
+    skb = seg.skb
+    flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
+    ip_summed = skb.ip_summed  # as it goes on, when it is held or goes on unmerged
+    if not flush and ip_summed == CHECKSUM_NONE:
         # tcp4/6_gro_receive: skb_gro_checksum_validate computes the sum of a CHECKSUM_NONE
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
         # (__skb_incr_checksum_unnecessary)
         if not h.tcp_csum_ok:
             # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
             # IP header was pulled (inet/ipv6_gro_receive)
-            _normal(state, seg, How.BAD_CHECKSUM, h.network_len)
+            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
             return
-        seg = seg._replace(skb=seg.skb._replace(ip_summed=CHECKSUM_UNNECESSARY))
-    p = next((q for q in state.held if q.same_flow(h)), None)
+        ip_summed = CHECKSUM_UNNECESSARY
+    payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
+    p = None
+    for q in state.held:
+        if q.same_flow(h):
+            p = q
+            break
     flags = h.flag_word
     if p is not None:
         mismatch = _mismatch(state.k, p, h)
         refused: Flush | None = None
         if flush:
-            refused = (Flush.GSO if seg.skb.gso_size else Flush.UNMERGEABLE if seg.skb.frag_list
+            refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE if skb.frag_list
                        else Flush.MISMATCH)
         elif mismatch:
             refused = Flush.MISMATCH
-        elif seg.payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
+        elif payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
             refused = Flush.UNMERGEABLE
-        elif seg.payload > p.mss:  # "flush |= (len - 1) >= mss"
+        elif payload > p.mss:  # "flush |= (len - 1) >= mss"
             refused = Flush.LONGER
-        elif p.skb.len + seg.payload >= state.limit(h):  # skb_gro_receive: -E2BIG
+        elif p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
             refused = Flush.E2BIG
         if refused is None:
-            before = p.skb.truesize
-            how = _merge(state.k, p, seg)
-            p.next_seq = (p.next_seq + seg.payload) & 0xFFFFFFFF
+            before = p.truesize
+            how = _merge(state.k, p, seg, payload)
+            p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
-            state.steps.append(GroStep(seg.frame, result, how, seg.payload,
-                                       p.skb.truesize - before, p.skb.len, p.skb.truesize,
-                                       p.last_frags(), len(p.members)))
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, result, how, payload,
+                                           p.truesize - before, p.len, p.truesize,
+                                           p.last_frags(), len(p.members)))
             # out_check_final: a segment shorter than mss, or URG/PSH/RST/SYN/FIN, ends it
-            if seg.payload < p.mss:
+            if payload < p.mss:
                 state.complete(p, Flush.SHORT)
             elif flags & _ENDS:
                 state.complete(p, Flush.FLAGS)
@@ -443,14 +576,14 @@ def _receive(state: _Run, seg: Segment) -> None:
     # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload) and on
     # URG/PSH/RST/SYN/FIN; a flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if seg.skb.gso_size else How.HAS_FRAG_LIST
-                if seg.skb.frag_list else How.BAD_NETWORK)
-    elif seg.payload == 0:
-        _normal(state, seg, How.NO_PAYLOAD)
+        _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST
+                if skb.frag_list else How.BAD_NETWORK)
+    elif payload == 0:
+        _normal(state, seg, How.NO_PAYLOAD, ip_summed)
     elif flags & _ENDS:
-        _normal(state, seg, How.FLAGS)
+        _normal(state, seg, How.FLAGS, ip_summed)
     else:
-        _hold(state, seg, h, after)
+        _hold(state, seg, h, payload, after, ip_summed)
 
 
 def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
@@ -474,25 +607,32 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     return offset != (0 if p.fixed_id else len(p.frames))
 
 
-def _normal(state: _Run, seg: Segment, how: How, pulled: int | None = None) -> None:
+def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = None,
+            pulled: int | None = None) -> None:
     """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers GRO
-    parsed (``pulled`` bytes from the IP header; None: the IP and TCP headers)."""
+    parsed (``pulled`` bytes from the IP header; None: the IP and TCP headers), and with
+    ``ip_summed`` when tcp_gro_receive validated its checksum."""
     skb = _pull_headers(state.k, seg, pulled)
-    state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
-                               skb.truesize, skb.nr_frags, 0))
+    if ip_summed is not None and ip_summed != skb.ip_summed:
+        skb = skb._replace(ip_summed=ip_summed)
+    if state.record_steps:
+        state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
+                                   skb.truesize, skb.nr_frags, 0))
     state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
 
 
-def _hold(state: _Run, seg: Segment, h: TcpHeaders, how: How) -> None:
+def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
+          ip_summed: int) -> None:
     """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), the headers
     GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
     skb = _pull_headers(state.k, seg)
-    p = _Held(seg, h, skb._replace(gso_size=seg.payload))
+    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed))
     state.held.append(p)
-    state.steps.append(GroStep(seg.frame, Result.HELD, how, seg.payload, 0, skb.len,
-                               skb.truesize, skb.nr_frags, 0))
+    if state.record_steps:
+        state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
+                                   skb.truesize, skb.nr_frags, 0))
 
 
 def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> Skb:
@@ -528,18 +668,20 @@ def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> 
                         nr_frags=len(rest), frags=rest)
 
 
-def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
+def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
     """skb_gro_receive(p, skb): the three ways a segment joins the held skb."""
-    skb, offset, headlen = seg.skb, seg.offset, seg.skb.headlen
+    skb = seg.skb
+    offset, headlen = skb.len - payload, skb.len - skb.data_len
     room = k.build.max_skb_frags - held.last_frags()
     held.frames.append(seg.frame)
     if headlen <= offset and len(skb.frags) <= room:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
-        moved = (skb.frags[0]._replace(offset=skb.frags[0].offset + trim,
-                                       size=skb.frags[0].size - trim), *skb.frags[1:])
-        _add(held, moved, seg.payload, skb.truesize - skb_truesize(k, skb.end))
+        first = skb.frags[0]
+        moved = (Frag(first.page, first.offset + trim, first.size - trim, first.truesize),
+                 *skb.frags[1:])
+        _add(held, moved, payload, skb.truesize - skb_truesize(k, skb.end))
         return How.FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
@@ -547,7 +689,7 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
         delta = skb.truesize - k.sk_buff_aligned
         head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
                     delta - sum(f.truesize for f in skb.frags))
-        _add(held, (head, *skb.frags), seg.payload, delta)
+        _add(held, (head, *skb.frags), payload, delta)
         return How.HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
     # headers are not all linear); delta = skb->truesize
@@ -556,26 +698,25 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment) -> How:
         eat = offset - headlen
         frags = (frags[0]._replace(offset=frags[0].offset + eat, size=frags[0].size - eat),
                  *frags[1:])
-    held.members.append(FragListSkb(seg.payload, skb.truesize, frags))
-    held.skb = held.skb._replace(len=held.skb.len + seg.payload,
-                                 data_len=held.skb.data_len + seg.payload,
-                                 truesize=held.skb.truesize + skb.truesize)
+    held.members.append(FragListSkb(payload, skb.truesize, frags))
+    held.len += payload
+    held.data_len += payload
+    held.truesize += skb.truesize
     return How.FRAG_LIST
 
 
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
     """``done:`` p (and lp, the last frag_list member, when there is one) gain len, data_len
     and truesize; the frags go to lp."""
-    p = held.skb
     if held.members:
         lp = held.members[-1]
         held.members[-1] = FragListSkb(lp.len + payload, lp.truesize + delta, lp.frags + frags)
-        held.skb = p._replace(len=p.len + payload, data_len=p.data_len + payload,
-                              truesize=p.truesize + delta)
     else:
-        held.skb = p._replace(len=p.len + payload, data_len=p.data_len + payload,
-                              truesize=p.truesize + delta, nr_frags=p.nr_frags + len(frags),
-                              frags=p.frags + frags)
+        held.frags.extend(frags)
+        held.nr_frags += len(frags)
+    held.len += payload
+    held.data_len += payload
+    held.truesize += delta
 
 
 def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
@@ -583,7 +724,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6 (+
     FIXEDID for a fixed-ID flow, + TCP_ECN when its first segment has CWR), csum_start at the
     TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
-    skb = held.skb._replace(frag_list=tuple(held.members))
+    skb = held.skb()
     count = len(held.frames)
     if count == 1:
         return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)

@@ -3,13 +3,14 @@ then each skb the stack receives, with its frags and frag_list. Reads the record
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from vnetrx.flow import FlowRun
+from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import IP_SUMMED
 from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
@@ -136,15 +137,25 @@ def _totals(run: FlowRun) -> Text:
 BLOCK = 1000  # rows per table when a replay's GRO output is printed as it runs
 
 
-def print_replay_gro(stream: Stream, delivered: Iterable[tuple[int, Delivered]],
-                     console: Console, summary_only: bool, source: str) -> int:
+def virtio_gro_heading(stream: Stream, source: str) -> str:
+    k, c = stream.kernel, stream.config
+    return (f"vnetrx replay --gro {source} on Linux {k.name}: the skbs the stack receives, NAPI "
+            f"poll by poll ({c.batch if not c.polls else 'given'} frame(s) per poll, budget "
+            f"{c.budget})")
+
+
+def tap_gro_heading(k: KernelProfile, napi: str, source: str) -> str:
+    return (f"vnetrx replay --path tap --gro {source} on Linux {k.name}: the skbs the stack "
+            f"receives from an IFF_NAPI tap, one write(2) per frame (--napi {napi})")
+
+
+def print_replay_gro(heading: str, notes: Sequence[str],
+                     delivered: Iterable[tuple[int, Delivered]], console: Console,
+                     summary_only: bool) -> int:
     """``replay --gro`` as text: a table of the skbs GRO delivers (in blocks of BLOCK rows,
     printed as they come), then the totals; returns the frames they carry."""
-    k, c = stream.kernel, stream.config
     if not summary_only:
-        console.print(Text(f"vnetrx replay --gro {source} on Linux {k.name}: the skbs the stack "
-                           f"receives, NAPI poll by poll ({c.batch if not c.polls else 'given'} "
-                           f"frame(s) per poll, budget {c.budget})", style="bold"))
+        console.print(Text(heading, style="bold"))
     frames = skbs = merged = truesize = most = 0
     block: list[tuple[int, Delivered]] = []
     for poll, d in delivered:
@@ -163,7 +174,7 @@ def print_replay_gro(stream: Stream, delivered: Iterable[tuple[int, Delivered]],
         console.print(_delivered_table(block))
     console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
                        f"{most} segments each); truesize {truesize}"))
-    for note in stream.notes:
+    for note in notes:
         console.print(Text(f"note: {note}", style="yellow"))
     return frames
 

@@ -1,6 +1,8 @@
 """Terminal output of ``vnetrx observe``: the device and where its facts came from, one row per
 skb with the fields the tracepoint showed, its agreement with the model (✓ exact, ≈ consistent
-with an assumption vnetrx cannot check, ✗ mismatch, ? outside the model) and numbered notes."""
+with an assumption vnetrx cannot check, ✗ mismatch, ? outside the model, · not compared: the
+capture records nothing comparable) and numbered notes. A field the capture does not record
+shows as "-", one recorded but not compared at its probe point in dim."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from vnetrx.live.observe import FIELDS, KPROBE_FIELDS, ObserveReport
 from vnetrx.render.tables import Table
 
 WIDTH = 120  # the console's least width (vnetrx.render.tables.report_console)
-MARK = {"exact": "✓", "consistent": "≈", "mismatch": "✗", "unmodelled": "?"}
-STYLE = {"exact": "green", "consistent": "yellow", "mismatch": "bold red", "unmodelled": "dim"}
+MARK = {"exact": "✓", "consistent": "≈", "mismatch": "✗", "unmodelled": "?", "unchecked": "·"}
+STYLE = {"exact": "green", "consistent": "yellow", "mismatch": "bold red", "unmodelled": "dim",
+         "unchecked": "dim"}
 SOURCE = {
     "device": "read from the device (ioctls, sysfs)",
     "lab log": "from a vnetrx lab log",
@@ -56,6 +59,8 @@ def observe_renderable(report: ObserveReport) -> RenderableType:
             observed, predicted = v.observed.get(name), v.predicted.get(name)
             if observed is None:
                 cells.append(Text("-", style="dim"))
+            elif name in v.not_compared or v.agreement == "unchecked":
+                cells.append(Text(str(observed), style="dim"))
             elif v.agreement == "mismatch" and predicted != observed:
                 cells.append(Text(f"{predicted}≠{observed}", style="bold red"))
             else:
@@ -70,10 +75,17 @@ def observe_renderable(report: ObserveReport) -> RenderableType:
     parts += [Text(f"[{number}] {note}", style="dim") for note, number in footnotes.items()]
     parts += [Text(f"note: {note}", style="dim") for note in report.notes]
     counts = {k: sum(v.agreement == k for v in report.frames) for k in MARK}
-    summary = f"{counts['exact'] + counts['consistent']}/{len(report.frames)} skbs agree"
+    checked = len(report.frames) - counts["unchecked"]
+    summary = f"{counts['exact'] + counts['consistent']}/{checked} skbs compared agree"
+    if not counts["unchecked"]:
+        summary = f"{counts['exact'] + counts['consistent']}/{len(report.frames)} skbs agree"
+    elif not checked:
+        summary = "no skb compared"
     if counts["consistent"]:
         summary += f" ({counts['consistent']} consistent with an assumption vnetrx cannot check)"
     if counts["unmodelled"]:
         summary += f"; {counts['unmodelled']} outside the model"
+    if counts["unchecked"]:
+        summary += f"; {counts['unchecked']} not compared (nothing comparable in the capture)"
     parts.append(Text(summary, style="bold green" if report.match else "bold red"))
     return Group(*parts)

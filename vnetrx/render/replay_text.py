@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterable, Sequence
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -91,8 +92,15 @@ _COLUMNS = (
 )
 
 
-def _table(r: Ring, frames: Iterable[FrameRecord]) -> Text:
-    """Fixed-width columns (never squeezed: a row may run past a narrow terminal)."""
+# the columns' widths when rows are printed one at a time (a live feed, -l): wide enough for
+# most values, so that the rows line up under one header
+_LIVE_WIDTHS = (6, 5, 5, 4, 14, 24, 22, 8, 5, 5, 8, 0)
+
+
+def _table(r: Ring, frames: Iterable[FrameRecord], widths: Sequence[int] | None = None,
+           header: bool = True) -> Text:
+    """Fixed-width columns (never squeezed: a row may run past a narrow terminal): as wide as
+    the block's values, or ``widths``; ``header`` False: the rows only."""
     rows: list[list[tuple[str, str]]] = []
     for f in frames:
         first = f.buffers[0] if f.buffers else None
@@ -118,15 +126,18 @@ def _table(r: Ring, frames: Iterable[FrameRecord]) -> Text:
                 ("" if f.refill is None else _fill_text(f.refill), "yellow"),
             ]
         )
-    widths = [
-        max([len(name)] + [len(row[i][0]) for row in rows]) for i, (name, _) in enumerate(_COLUMNS)
-    ]
+    if widths is None:
+        widths = [max([len(name)] + [len(row[i][0]) for row in rows])
+                  for i, (name, _) in enumerate(_COLUMNS)]
+    else:
+        widths = [max(width, len(name)) for width, (name, _) in zip(widths, _COLUMNS, strict=True)]
     text = Text()
-    header = "  ".join(
+    names = "  ".join(
         f"{name:{align}{width}}" for (name, align), width in zip(_COLUMNS, widths, strict=True)
     )
-    text.append(header.rstrip() + "\n", style="bold")
-    text.append("─" * len(header.rstrip()) + "\n", style="dim")  # as rich's SIMPLE_HEAD tables
+    if header:
+        text.append(names.rstrip() + "\n", style="bold")
+        text.append("─" * len(names.rstrip()) + "\n", style="dim")  # as rich's SIMPLE_HEAD
     for row in rows:
         cells = [
             (f"{value:{align}{width}}", style)
@@ -292,21 +303,27 @@ def print_replay(r: Replay, console: Console, show: int | None = None) -> None:
 
 
 def print_stream(s: Stream, console: Console, show: int | None = None,
-                 summary_only: bool = False) -> Totals:
+                 summary_only: bool = False, live: bool = False) -> Totals:
     """Print a replay as it runs: the header, the rows in blocks of BLOCK frames (each block
-    with its own column widths), then the final ring, the totals and the notes; ``show``: that
-    frame's buffers and skb. Memory stays flat whatever the number of frames."""
+    with its own column widths; ``live``: each row as soon as it is computed, under one header
+    with fixed widths), then the final ring, the totals and the notes; ``show``: that frame's
+    buffers and skb. Memory stays flat whatever the number of frames."""
     totals = Totals()
     if not summary_only:
         console.print(_header(s))
         console.print()
     shown: FrameRecord | None = None
     block: list[FrameRecord] = []
-    for f in s.records:
+    records = iter(s.records)
+    first = next(records, None)
+    for f in itertools.chain((first,) if first is not None else (), records):
         totals.add(f)
         if f.index == show:
             shown = f
         if summary_only:
+            continue
+        if live:
+            console.print(_table(s, (f,), _LIVE_WIDTHS, header=f is first))
             continue
         block.append(f)
         if len(block) == BLOCK:

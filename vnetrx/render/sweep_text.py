@@ -11,6 +11,7 @@ from rich.text import Text
 
 from vnetrx.render.tables import Table
 from vnetrx.sweep import Row, Span
+from vnetrx.sweep_gro import GroRow
 
 LEVELS = " ▁▂▃▄▅▆▇█"
 CHART_HEIGHT = 8
@@ -81,3 +82,25 @@ def sweep_renderable(spans_by_kernel: dict[str, list[Span]],
                 parts.append(Text(f"Linux {kernel}", style="bold underline"))
             parts += [chart(rows), Text()]
     return Group(*parts)
+
+
+def gro_sweep_table(rows: Sequence[GroRow], segments: int, path: str) -> RenderableType:
+    """``sweep --gro``: a row per length (and kernel): what the stack receives of the flow."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    several = len({r.kernel for r in rows}) > 1
+    names = (("kernel",) if several else ()) + (
+        "len", "skbs", "first skb: segs", "len", "frags", "frag_list", "truesize", "completed",
+        "truesize before", "after", "per payload byte")
+    for name in names:
+        table.add_column(name, justify="left" if name in ("kernel", "completed") else "right",
+                         no_wrap=True)
+    for r in rows:
+        per_byte = r.per_payload_byte
+        table.add_row(*((r.kernel,) if several else ()), str(r.frame_len), str(r.skbs),
+                      str(r.first_segs), str(r.first_len), str(r.first_nr_frags),
+                      str(r.first_frag_list), str(r.first_truesize), r.first_flush,
+                      str(r.truesize_before), str(r.truesize_after),
+                      "-" if per_byte is None else f"{per_byte:.4f}")
+    title = Text(f"vnetrx sweep --gro: a TCP flow of {segments} segment(s) of each length "
+                 f"({path}), as the stack receives it after GRO", style="bold")
+    return Group(title, table)

@@ -16,6 +16,7 @@ from vnetrx.render.tables import Table
 _REGION_STYLE: dict[str, tuple[str, str]] = {
     "headroom": (" ", "dim"),
     "vnet_hdr": ("h", "bold magenta"),
+    "tun_xdp_hdr": ("b", "magenta"),
     "padding": ("p", "magenta"),
     "frame": ("#", "bold green"),
     "tailroom": (".", "dim"),
@@ -200,8 +201,16 @@ def skb_map(skb: Skb, title: str = "skb as the stack sees it (after eth_type_tra
 def _summary(trace: Trace) -> Text:
     text = Text()
     text.append("Summary: ", style="bold")
+    if trace.vhost is not None:
+        v = trace.vhost
+        text.append(f"vhost-net: {v.path} ({v.reason})", style="bold")
+        if v.stalled:
+            text.append(" · the TX queue stalls on this descriptor", style="bold red")
+        text.append(" · ")
     if trace.outcome == "error":
-        what = "write()" if trace.path == "tap" else "attaching the XDP program"
+        what = {"tap": "write()", "vhost-tx": "vhost_net_build_xdp" if trace.vhost is not None
+                and trace.vhost.path == "batch" else "sendmsg()"}.get(
+                    trace.path, "attaching the XDP program")
         text.append(f"{what} fails with {trace.errno} ({trace.reason})", style="bold red")
         if trace.counter is not None:  # a tap write's "drops" is the netdev's rx_dropped
             text.append(f"; {'rx_dropped' if trace.counter == 'drops' else trace.counter}++")
@@ -277,7 +286,8 @@ def trace_renderable(trace: Trace) -> RenderableType:
     parts: list[RenderableType] = [_kernel_line(trace), *([header] if header else []), Text(),
                                    steps_table(trace.steps), Text()]
     if trace.buffer is not None:
-        title = "Buffer the write is copied into" if trace.path == "tap" else "Receive buffer"
+        title = {"tap": "Buffer the write is copied into",
+                 "vhost-tx": "Buffer the frame is copied into"}.get(trace.path, "Receive buffer")
         parts += [buffer_map(title, trace.buffer), Text()]
     if trace.skb is not None:
         parts += [skb_map(trace.skb), Text()]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
 
@@ -101,11 +101,16 @@ class Frames(NamedTuple):
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
+# keep(index, length, data, whole, split): a frame's bytes, for a caller that reads them (GRO):
+# the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its snaplen),
+# and a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; () otherwise)
+Keep = Callable[[int, int, bytes, bool, tuple[int, ...]], None]
 
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
                 ifindex: int | None = None,
-                before_read: Callable[[], None] | None = None) -> Frames:
+                before_read: Callable[[], None] | None = None, keep: Keep | None = None
+                ) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
@@ -114,17 +119,18 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
     and the damage in ``Frames.damage`` (tcpdump prints those records, then its error), for the
     caller to report after its output, instead of raising it. ``ifindex``: of a Linux cooked
     v2 capture (tcpdump -i any), only that interface's packets. ``before_read``: called before
-    each read of a capture (see ``read_capture``)."""
+    each read of a capture (see ``read_capture``). ``keep``: given each frame's bytes (see
+    ``Keep``); an input without them (lengths only) is refused."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
         damage: list[DamagedInput] | None = [] if partial else None
         cooked = Cooked(ifindex)
         if derive is not None:
-            return Frames(_derived(stream, name, derive, damage, cooked, before_read), None,
-                          True, damage, cooked)
-        return Frames(_lengths(stream, name, damage, cooked, before_read), None, False, damage,
-                      cooked)
+            return Frames(_derived(stream, name, derive, damage, cooked, before_read, keep),
+                          None, True, damage, cooked)
+        return Frames(_lengths(stream, name, damage, cooked, before_read, keep), None, False,
+                      damage, cooked)
     if derive is not None:
         if path != "-":
             stream.close()
@@ -153,12 +159,65 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
         # a frame: a length, or an object of at most 4 keys (4 ":" and 3 ",") and its ","
         value = parse_json(body, name, "a JSON array", max_values=8 * MAX_FRAMES + 1)
         if isinstance(value, list) and value and isinstance(value[0], dict):
-            lengths, hdrs = _json_objects(name, value)
+            lengths, hdrs, frame_bytes, splits = _json_objects(name, value)
+            if keep is not None:
+                for index, frame in enumerate(frame_bytes):
+                    if frame is None:
+                        raise InputError(f"{name}: frame {index} gives no \"frame\" bytes "
+                                         "(the Ethernet frame as hex)", hint=_NEEDS_BYTES)
+                    keep(index, len(frame), frame, True, splits[index])
+            elif any(splits):
+                raise InputError(f"{name}: \"split\" (writev boundaries) applies to "
+                                 "--path tap --gro --napi frags")
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
         lengths = _json_lengths(name, value)
-        return Frames(lengths, len(lengths), False)
-    lengths = parse_list(_COMMENT.sub("", text), where=name)
+    else:
+        lengths = parse_list(_COMMENT.sub("", text), where=name)
+    if keep is not None:
+        raise InputError(f"{name} gives frame lengths only, not the frames' bytes",
+                         hint=_NEEDS_BYTES)
     return Frames(lengths, len(lengths), False)
+
+
+_NEEDS_BYTES = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame\": HEX, "
+                "\"hdr\": HEX}")
+
+
+VLAN_ETH_HLEN = 18  # an Ethernet header with one VLAN tag
+
+
+class BeyondMtu:
+    """Frames longer than a device with this MTU writes without a GSO header (counted as they
+    pass by ``watch``): what a capture taken after GRO holds (tcpdump inside the guest), not
+    what the device wrote."""
+
+    __slots__ = ("count", "first", "mtu")
+
+    def __init__(self, mtu: int) -> None:
+        self.mtu = mtu
+        self.count = 0
+        self.first: tuple[int, int] | None = None  # (index, length) of the first one
+
+    def watch(self, items: Iterable[Item]) -> Iterator[Item]:
+        limit = self.mtu + VLAN_ETH_HLEN
+        for index, item in enumerate(items):
+            length, hdr = (item, None) if isinstance(item, int) else item
+            if length > limit and (hdr is None or not hdr.gso_type):
+                self.count += 1
+                if self.first is None:
+                    self.first = (index, length)
+            yield item
+
+    def note(self) -> str | None:
+        if self.first is None:
+            return None
+        index, length = self.first
+        return (f"{self.count} frame(s) (the first: frame {index}, {length} bytes) are longer "
+                f"than the MTU ({self.mtu}) plus an Ethernet header with a VLAN tag and have no "
+                "GSO header: a device with that MTU does not write them. A capture taken inside "
+                "the guest (tcpdump on its interface) is taken after GRO and holds GRO's "
+                "aggregates: replay a capture of the host's tap, or give --offload auto to "
+                "read long TCP/UDP frames as GSO")
 
 
 def _open(path: str) -> io.BufferedReader:
@@ -166,11 +225,14 @@ def _open(path: str) -> io.BufferedReader:
 
 
 def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
-             cooked: Cooked, before_read: Callable[[], None] | None) -> Iterator[int]:
+             cooked: Cooked, before_read: Callable[[], None] | None,
+             keep: Keep | None) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
     try:
-        for frame in read_capture(stream, name, data=False, cooked=cooked,
-                                  before_read=before_read):
+        for index, frame in enumerate(read_capture(stream, name, data=keep is not None,
+                                                   cooked=cooked, before_read=before_read)):
+            if keep is not None:
+                keep(index, frame.length, frame.data, False, ())
             yield frame.length
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -185,10 +247,14 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
 
 def _derived(stream: io.BufferedReader, name: str, derive: Derive,
              damage: list[DamagedInput] | None, cooked: Cooked,
-             before_read: Callable[[], None] | None) -> Iterator[tuple[int, VnetHdr | None]]:
+             before_read: Callable[[], None] | None,
+             keep: Keep | None) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
     try:
-        for frame in read_capture(stream, name, cooked=cooked, before_read=before_read):
+        for index, frame in enumerate(read_capture(stream, name, cooked=cooked,
+                                                   before_read=before_read)):
+            if keep is not None:
+                keep(index, frame.length, frame.data, False, ())
             yield frame.length, derive(frame.length, frame.data)
     except DamagedInput as exc:
         if damage is None or not exc.read:
@@ -216,7 +282,11 @@ def read_frames(path: str) -> tuple[tuple[int, ...], Headers | None]:
     return tuple(n for n, _ in pairs), tuple(h for _, h in pairs)
 
 
-def _json_objects(path: str, value: list[Any]) -> tuple[tuple[int, ...], Headers]:
+def _json_objects(path: str, value: list[Any]) -> tuple[
+        tuple[int, ...], Headers, tuple[bytes | None, ...], tuple[tuple[int, ...], ...]]:
+    """Objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` or ``{"frame": HEX,
+    "hdr": HEX, "split": [OFFSET, ...]}``: each frame's length, virtio_net_hdr, (with "frame")
+    bytes and (with "split") writev boundaries."""
     from vnetrx.packet import L4_CHOICES, headers_of
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
@@ -224,48 +294,86 @@ def _json_objects(path: str, value: list[Any]) -> tuple[tuple[int, ...], Headers
         raise InputError(f"{path}: more than {MAX_FRAMES} frames")
     lengths: list[int] = []
     hdrs: list[VnetHdr | None] = []
+    data: list[bytes | None] = []
+    splits: list[tuple[int, ...]] = []
     for index, item in enumerate(value):
         where = f"{path}: frame {index}"
         if not isinstance(item, dict):
             raise InputError(f"{where}: expected an object like {{\"len\": 1514, \"hdr\": "
-                             "\"0101...\"}}")
-        unknown = sorted(set(item) - {"len", "hdr", "l4", "tcp_options"})
+                             "\"0101...\"}} or {\"frame\": HEX, \"hdr\": HEX}")
+        unknown = sorted(set(item) - {"len", "hdr", "l4", "tcp_options", "frame", "split"})
         if unknown:
             raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (valid: len, hdr, "
-                             "l4, tcp_options)")
-        length = item.get("len")
-        if not isinstance(length, int) or isinstance(length, bool):
-            raise InputError(f"{where}: \"len\" must be a whole number")
-        l4 = item.get("l4", "none")
-        if l4 != "none" and l4 not in L4_CHOICES:
-            raise InputError(f"{where}: \"l4\" {l4!r} is not one of none, "
-                             + ", ".join(L4_CHOICES))
-        options = item.get("tcp_options", 0)
-        if not isinstance(options, int) or isinstance(options, bool):
-            raise InputError(f"{where}: \"tcp_options\" must be a whole number")
-        if l4 != "none":
-            try:
-                headers_of(l4, options)
-            except InputError as exc:
-                raise InputError(f"{where}: {exc}") from None
-        elif options:
-            raise InputError(f"{where}: \"tcp_options\" needs a TCP \"l4\"")
-        raw = item.get("hdr")
+                             "l4, tcp_options, frame, split)")
+        split = item.get("split", [])
+        if not isinstance(split, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in split):
+            raise InputError(f"{where}: \"split\" must be a list of byte offsets (where each "
+                             "iovec of the write begins, after the first)")
+        if split and "frame" not in item:
+            raise InputError(f"{where}: \"split\" needs the write's \"frame\"")
+        frame = _hex(item, "frame", where)
+        if frame is not None:
+            length = len(frame)
+            given = sorted(set(item) & {"len", "l4", "tcp_options"})
+            if given:  # the bytes say it
+                raise InputError(f"{where}: \"frame\" gives the frame's bytes; leave out "
+                                 + ", ".join(f'"{key}"' for key in given))
+            if length < 14:
+                raise InputError(f"{where}: \"frame\" has {length} bytes (an Ethernet frame "
+                                 "has at least 14)")
+        else:
+            length = _json_len(item, where, L4_CHOICES, headers_of)
+        raw = _hex(item, "hdr", where)
         hdr = None
         if raw is not None:
-            if not isinstance(raw, str):
-                raise InputError(f"{where}: \"hdr\" must be a hex string")
-            try:
-                data = bytes.fromhex(raw.replace(" ", ""))
-            except ValueError:
-                raise InputError(f"{where}: \"hdr\" {raw!r} is not hex") from None
-            if len(data) > 10:
-                raise InputError(f"{where}: \"hdr\" has {len(data)} bytes; give the 10-byte "
-                                 "virtio_net_hdr (num_buffers is the device's to set)")
-            hdr = VnetHdr.from_bytes(data)
+            if len(raw) > 10 and len(raw) != 12:  # shorter: zero-padded to 10
+                raise InputError(f"{where}: \"hdr\" has {len(raw)} bytes; give the 10-byte "
+                                 "virtio_net_hdr, or 12 with num_buffers (not read: the replay "
+                                 "counts each frame's buffers itself)")
+            # num_buffers is the device's to set, from the buffers the replay gives the frame
+            hdr = VnetHdr.from_bytes(raw[:10])
         lengths.append(length)
         hdrs.append(hdr)
-    return tuple(lengths), tuple(hdrs)
+        data.append(frame)
+        splits.append(tuple(split))
+    return tuple(lengths), tuple(hdrs), tuple(data), tuple(splits)
+
+
+def _hex(item: dict[str, Any], key: str, where: str) -> bytes | None:
+    raw = item.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise InputError(f"{where}: \"{key}\" must be a hex string")
+    try:
+        return bytes.fromhex(raw.replace(" ", ""))
+    except ValueError:
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        raise InputError(f"{where}: \"{key}\" {shown!r} is not hex") from None
+
+
+def _json_len(item: dict[str, Any], where: str, l4_choices: Sequence[str],
+              headers_of: Callable[[str, int], object]) -> int:
+    """An object's "len", checked with its "l4" and "tcp_options"."""
+    length = item.get("len")
+    if not isinstance(length, int) or isinstance(length, bool):
+        raise InputError(f"{where}: \"len\" (a whole number) or \"frame\" (the frame's "
+                         "bytes as hex) is needed")
+    l4 = item.get("l4", "none")
+    if l4 != "none" and l4 not in l4_choices:
+        raise InputError(f"{where}: \"l4\" {l4!r} is not one of none, " + ", ".join(l4_choices))
+    options = item.get("tcp_options", 0)
+    if not isinstance(options, int) or isinstance(options, bool):
+        raise InputError(f"{where}: \"tcp_options\" must be a whole number")
+    if l4 != "none":
+        try:
+            headers_of(l4, options)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    elif options:
+        raise InputError(f"{where}: \"tcp_options\" needs a TCP \"l4\"")
+    return length
 
 
 def _json_lengths(path: str, value: Any) -> tuple[int, ...]:

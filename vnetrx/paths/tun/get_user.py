@@ -285,10 +285,16 @@ def result_of(c: TapConfig, p: TapPlan) -> Received:
                     xdp=p.run)
 
 
-def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:
-    """tun_get_user's steps, each read from the plan."""
+def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False,
+            napi: bool = False) -> None:
+    """tun_get_user's steps, each read from the plan. ``sendmsg``: vhost-net's sendmsg
+    (tun_sendmsg, msg_control NULL, MSG_DONTWAIT) reached it, not a write(2); ``napi``: the
+    tap has IFF_NAPI (its skbs go to GRO)."""
     k, s = c.profile, c.setup
-    _tun_chr_write_iter(s, p.total, log)
+    if sendmsg:
+        _tun_sendmsg(s, p.total, log)
+    else:
+        _tun_chr_write_iter(s, p.total, log)
     if s.vnet_hdr:
         narrate_vnet_hdr_get(c, p.front.hdr_len, p.frame_len, log)
     if p.front.failed is not None:
@@ -296,7 +302,7 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:
         return
     if not s.tun:
         _get_user_align(p.frame_len, p.front.hdr_len, c.align, log)
-    _get_user_good_linear(k, c.good_linear, log)
+    _get_user_good_linear(k, c.good_linear, log, sendmsg)
     assert p.can_build is not None
     narrate_can_build(c, p.frame_len, p.can_build, log)
     if p.built is not None:
@@ -329,8 +335,11 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog) -> None:
         if p.generic.passed is None:
             return
     assert p.skb is not None
-    _netif_receive_skb(p.skb, log)
-    _get_user_stats(p.frame_len, p.total, log)
+    if napi:
+        _napi_queue(p.skb, log)
+    else:
+        _netif_receive_skb(p.skb, log)
+    _get_user_stats(p.frame_len, p.total, log, sendmsg)
 
 
 def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
@@ -344,6 +353,20 @@ def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
         total=total,
         noblock=noblock,
         IFF_VNET_HDR=s.vnet_hdr,
+        vnet_hdr_sz=s.vnet_hdr_sz,
+    )
+
+
+def _tun_sendmsg(s: TapSetup, total: int, log: StepLog) -> None:
+    """tun_sendmsg without a TUN_MSG_PTR control: tun_get_user on the message's iovec, noblock
+    from MSG_DONTWAIT (drivers/net/tun.c:tun_sendmsg @ 6.12.117, 6.18.9)."""
+    log.add(
+        SRC,
+        "tun_sendmsg",
+        f"sendmsg() of {total} bytes from vhost-net: no TUN_MSG_PTR control, so "
+        "tun_get_user(msg_control NULL, noblock = MSG_DONTWAIT, more = MSG_MORE)",
+        total=total,
+        noblock=True,
         vnet_hdr_sz=s.vnet_hdr_sz,
     )
 
@@ -362,13 +385,15 @@ def _get_user_align(frame_len: int, hdr_len: int, align: int, log: StepLog) -> N
     )
 
 
-def _get_user_good_linear(k: KernelProfile, linear_max: int, log: StepLog) -> None:
-    """tun_get_user: good_linear = SKB_MAX_HEAD(align); write() never uses zerocopy."""
+def _get_user_good_linear(k: KernelProfile, linear_max: int, log: StepLog,
+                          sendmsg: bool = False) -> None:
+    """tun_get_user: good_linear = SKB_MAX_HEAD(align); no zerocopy without a ubuf."""
     log.add(
         SRC,
         "tun_get_user",
         "good_linear = SKB_MAX_HEAD(align): the largest linear part a one-page head can hold; "
-        "write() never uses zerocopy (only vhost-net passes a ubuf)",
+        + ("msg_control is NULL: no ubuf, no zerocopy" if sendmsg else
+           "write() never uses zerocopy (only vhost-net passes a ubuf)"),
         good_linear=linear_max,
         PAGE_SIZE=k.build.page_size,
         shinfo_size=shinfo_size(k),
@@ -415,12 +440,26 @@ def _netif_receive_skb(skb: Skb, log: StepLog) -> None:
     )
 
 
-def _get_user_stats(length: int, total: int, log: StepLog) -> None:
+def _napi_queue(skb: Skb, log: StepLog) -> None:
     log.add(
         SRC,
         "tun_get_user",
-        "rx_packets += 1, rx_bytes += len (vnet header excluded); write() returns the whole "
-        "length written",
+        "IFF_NAPI: the skb joins tfile->sk.sk_write_queue and napi_schedule() runs when more "
+        "is false or the queue passes NAPI_POLL_WEIGHT; tun_napi_poll hands it to "
+        "napi_gro_receive (the net:napi_gro_receive_entry tracepoint prints these fields)",
+        len=skb.len,
+        data_len=skb.data_len,
+        truesize=skb.truesize,
+        nr_frags=skb.nr_frags,
+    )
+
+
+def _get_user_stats(length: int, total: int, log: StepLog, sendmsg: bool = False) -> None:
+    log.add(
+        SRC,
+        "tun_get_user",
+        "rx_packets += 1, rx_bytes += len (vnet header excluded); "
+        + ("sendmsg()" if sendmsg else "write()") + " returns the whole length written",
         rx_bytes=length,
         ret=total,
     )

@@ -1,0 +1,95 @@
+"""``vnetrx replay --path vhost-rx``'s input: the frames the host's tap transmits, a JSON array
+of objects ``{"len": L, "l4": "tcp4", "hdr": HEX, "tcp_options": N, "vlan": false}`` (``hdr``:
+the skb's offload state as a 10-byte virtio_net_hdr; ``l4``: its headers, which segmentation
+needs) or, from ``--len LIST``, bare lengths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vnetrx.errors import InputError
+from vnetrx.files import parse_json, read_bounded
+from vnetrx.packet import L4_CHOICES, Headers, headers_of
+from vnetrx.paths.vhost.rx import HostFrame, check_frame
+from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+MAX_FRAMES = 100_000
+MAX_TEXT = 16 << 20
+KEYS = ("len", "l4", "hdr", "tcp_options", "vlan")
+
+
+def read_host_frames(path: str) -> tuple[HostFrame, ...]:
+    """The frames of a JSON file (``-``: standard input), each checked."""
+    data = read_bounded(path, MAX_TEXT, "--from")
+    name = "standard input" if path == "-" else path
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise InputError(f"{name}: not UTF-8 text (a JSON array of frames)") from None
+    value = parse_json(text, name, "a JSON array of frames")
+    if not isinstance(value, list) or not value:
+        raise InputError(f"{name}: expected a non-empty JSON array of objects like "
+                         "{\"len\": 1514, \"l4\": \"tcp4\", \"hdr\": \"0101...\"}")
+    if len(value) > MAX_FRAMES:
+        raise InputError(f"{name}: more than {MAX_FRAMES} frames (valid: 1..{MAX_FRAMES})")
+    return tuple(_frame(item, f"{name}: frame {index}") for index, item in enumerate(value))
+
+
+def _frame(item: Any, where: str) -> HostFrame:
+    if isinstance(item, int) and not isinstance(item, bool):
+        item = {"len": item}
+    if not isinstance(item, dict):
+        raise InputError(f"{where}: expected an object like {{\"len\": 1514, \"l4\": \"tcp4\", "
+                         "\"hdr\": \"0101...\"}}")
+    unknown = sorted(set(item) - set(KEYS))
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (valid: "
+                         f"{', '.join(KEYS)})")
+    length = item.get("len")
+    if not isinstance(length, int) or isinstance(length, bool):
+        raise InputError(f"{where}: \"len\" must be a whole number (valid: 1..65535)")
+    l4 = item.get("l4")
+    options = item.get("tcp_options", 0)
+    if not isinstance(options, int) or isinstance(options, bool):
+        raise InputError(f"{where}: \"tcp_options\" must be a whole number (valid: 0..40, a "
+                         "multiple of 4)")
+    headers: Headers | None = None
+    if l4 is not None:
+        if l4 not in L4_CHOICES:
+            raise InputError(f"{where}: \"l4\" {l4!r} is not one of {', '.join(L4_CHOICES)}")
+        try:
+            headers = headers_of(str(l4), options)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if length < headers.end:
+            raise InputError(f"{where}: {length} bytes cannot hold the {headers.end}-byte "
+                             f"{l4} headers (valid: {headers.end}..65535)")
+    elif options:
+        raise InputError(f"{where}: \"tcp_options\" needs a TCP \"l4\" (tcp4, tcp6)")
+    vlan = item.get("vlan", False)
+    if not isinstance(vlan, bool):
+        raise InputError(f"{where}: \"vlan\" must be true or false")
+    hdr = None
+    raw = item.get("hdr")
+    if raw is not None:
+        if not isinstance(raw, str):
+            raise InputError(f"{where}: \"hdr\" must be a hex string")
+        try:
+            data = bytes.fromhex(raw.replace(" ", ""))
+        except ValueError:
+            raise InputError(f"{where}: \"hdr\" {raw!r} is not hex") from None
+        if len(data) > 10:
+            raise InputError(f"{where}: \"hdr\" has {len(data)} bytes; give the skb's state as "
+                             "the 10-byte virtio_net_hdr (valid: 0..10 bytes)")
+        hdr = VnetHdr.from_bytes(data)
+    frame = HostFrame(length, hdr, headers, vlan)
+    check_frame(frame, where)
+    return frame
+
+
+def length_frames(lengths: tuple[int, ...]) -> tuple[HostFrame, ...]:
+    """``--len LIST``: frames with no offload state (CHECKSUM_NONE, not GSO)."""
+    frames = tuple(HostFrame(n) for n in lengths)
+    for index, f in enumerate(frames):
+        check_frame(f, f"--len: frame {index}")
+    return frames
