@@ -192,7 +192,7 @@ def test_every_json_command_is_covered() -> None:
     covered = {name for name, _, _ in INVOCATIONS} | {
         "verify", "layout-check", "sweep-row", "replay-frame", "replay-row", "replay-gro-row",
         "vhost-rx-row", "sweep-gro-row", "verify-gro",  # in their own tests: test_sweep_gro,
-        "vhost-tx-row"}  # test_verify_gro, test_replay_vhost_tx
+        "vhost-tx-row", "lab-gro"}  # test_verify_gro, test_replay_vhost_tx, test_lab_gro*
     assert covered == set(names())
 
 

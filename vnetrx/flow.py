@@ -26,6 +26,7 @@ from vnetrx.paths.gro import (
     GroLimits,
     GroRun,
     GroState,
+    GroStep,
     Segment,
     gro_receive,
     read_frame,
@@ -34,6 +35,7 @@ from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay.state import FrameRecord, RingConfig
 
 MAX_SEGMENTS = 4096
@@ -256,7 +258,8 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
         else:  # one poll per write (timeout: the held skbs stay across them)
             poll += 1
         state.receive(Segment(w.frame, seg.skb, seg.head_frag, w.gro_input.tcp,
-                              seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated))
+                              seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated,
+                              w.gro_input.pull))
         in_poll += 1
         if napi == "threaded":
             if in_poll == NAPI_POLL_WEIGHT:
@@ -295,17 +298,19 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
     gro_input = read_frame(frame, len(frame), whole=True)
     return Segment(seg.frame, seg.skb, seg.head_frag, gro_input.tcp, seg.buffer_page,
-                   seg.buffer_offset, gro_input.udp_validated)
+                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
                read: Callable[[int], GroInput], gro: bool = True,
-               limits: GroLimits | None = None) -> Iterator[tuple[int, Delivered]]:
+               limits: GroLimits | None = None, steps: list[GroStep] | None = None,
+               ) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
     ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
-    the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size."""
+    the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
+    what GRO did with each input (its gro_result), poll by poll."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
     segments: list[Segment] = []
     current = 0
@@ -315,19 +320,58 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments, gro, limits)
+            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
-                                udp_validated=gro_input.udp_validated))
+                                udp_validated=gro_input.udp_validated, pull=gro_input.pull))
     if segments:
-        yield from _poll_gro(k, cfg, current, segments, gro, limits)
+        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
 
 
 def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment], gro: bool,
-              limits: GroLimits | None) -> Iterator[tuple[int, Delivered]]:
+              limits: GroLimits | None, steps: list[GroStep] | None = None,
+              ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
-    run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits, steps=False)
+    run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits,
+                      steps=steps is not None)
+    if steps is not None:
+        steps.extend(run.steps)
     return ((poll, d) for d in run.delivered)
+
+
+def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
+                  frames: Sequence[tuple[VnetHdr | None, bytes]], polls: Sequence[int],
+                  steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
+    """Big mode (no MRG_RXBUF): each frame (behind the virtio_net_hdr the device wrote) in a
+    page chain of its own (add_recvbuf_big: chains carry no history, so no ring is replayed),
+    received by the driver; the skbs of each NAPI poll (``polls``: how many frames each took,
+    e.g. what the guest's napi_poll tracepoint reported) go through GRO together, as
+    ``replay_gro`` does for a replayed ring: every skb the stack receives, with its poll."""
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+    if c.mode != "big":
+        raise InputError(f"big_polls_gro models big mode; this device is in {c.mode} mode "
+                         "(replay it: vnetrx replay --gro)")
+    if sum(polls) != len(frames) or any(p < 1 for p in polls):
+        raise InputError(f"the polls ({', '.join(map(str, polls))}) must be at least 1 frame "
+                         f"each and add up to the {len(frames)} frame(s)")
+    segments: list[Segment] = []
+    for i, (hdr, frame) in enumerate(frames):
+        trace = trace_virtio(k, setup._replace(hdr=hdr), len(frame))
+        if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
+            raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
+                             + (f" ({trace.reason})" if trace.reason else ""))
+        gro_input = read_frame(frame, len(frame), whole=True)
+        head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
+        segments.append(Segment(i, trace.skb, head_frag, gro_input.tcp, "", 0,
+                                gro_input.udp_validated, gro_input.pull))
+    first = 0
+    for poll, size in enumerate(polls):
+        run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT,
+                          steps=steps is not None)
+        first += size
+        if steps is not None:
+            steps.extend(run.steps)
+        yield from ((poll + 1, d) for d in run.delivered)

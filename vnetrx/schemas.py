@@ -852,6 +852,45 @@ GRO_DIFF = _obj(
     }
 )
 
+# an skb that left GRO in a lab guest, observed or predicted (vnetrx.lab.gro.FIELDS)
+_LAB_GRO_SKB = _obj({
+    **dict.fromkeys(("len", "data_len", "headlen", "truesize", "nr_frags", "frag_list",
+                     "gso_size", "gso_segs", "gso_type", "ip_summed"), _NAT),
+    "frames": _arr(_NAT),
+    "poll": _nullable(_NAT),
+})
+LAB_GRO = _obj(
+    {
+        "schema": {"const": "vnetrx.lab-gro/1"},
+        "kernel": _STR,
+        "release": _STR,
+        "mode": {"enum": ["mergeable", "mergeable-gso", "small", "big-gso"]},
+        "polls": _arr(_NAT),
+        "match": _BOOL,
+        "notes": _arr(_STR),
+        "verdicts_differ": _arr(_obj({"input": _NAT, "observed": _nullable(_STR),
+                                      "predicted": _nullable(_STR)})),
+        "bursts": _arr(_obj({
+            "name": _STR,
+            "first": _NAT,
+            "count": _NAT,
+            "polls": _arr(_NAT),
+            "match": _BOOL,
+            "skbs": _arr(_obj({
+                "index": _NAT,
+                "match": _BOOL,
+                "differ": _arr({"enum": ["len", "data_len", "headlen", "truesize", "nr_frags",
+                                         "frag_list", "gso_size", "gso_segs", "gso_type",
+                                         "ip_summed", "frames"]}),
+                "observed": _nullable(_LAB_GRO_SKB),
+                "predicted": _nullable(_LAB_GRO_SKB),
+            })),
+        })),
+        "boot_s": {"type": "number", "minimum": 0},
+        "total_s": {"type": "number", "minimum": 0},
+    },
+    optional=("boot_s", "total_s"),
+)
 # each --jsonl line of vnetrx replay --gro (codec.delivered_row)
 REPLAY_GRO_ROW = _obj(
     {
@@ -1094,6 +1133,7 @@ _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {
     "replay-summary": ("vnetrx.replay-summary/1", REPLAY_SUMMARY),
     "sweep-summary": ("vnetrx.sweep-summary/1", SWEEP_SUMMARY),
     "lab": ("vnetrx.lab/1", LAB),
+    "lab-gro": ("vnetrx.lab-gro/1", LAB_GRO),  # lab virtio --gro --json
     "lab-vhost": ("vnetrx.lab-vhost-run/1", LAB_VHOST),
     "xdp-check": ("vnetrx.xdp-check/1", XDP_CHECK),
     "vhost-rx": ("vnetrx.vhost-rx/1", VHOST_RX),  # trace --path vhost-rx --json

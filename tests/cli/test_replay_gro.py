@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from vnetrx.cli import cli
+from vnetrx.live.gro_frames import tcp_segment
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
 from vnetrx.schemas import schema
 
@@ -83,6 +84,36 @@ def test_gro_needs_a_capture_and_a_row_output() -> None:
     assert result.exit_code == 2 and "give a capture" in result.stderr
     result = RUNNER.invoke(cli, ["replay", "--from", "x.pcap", "--gro", "--json"])
     assert result.exit_code == 2 and "not --json" in result.stderr
+
+
+def test_a_whole_frame_with_a_bad_tcp_checksum_is_not_merged(tmp_path: Path) -> None:
+    """JSON {"frame"} objects (whole frames) with no virtio-net header (CHECKSUM_NONE), so
+    tcp4_gro_receive's skb_gro_checksum_validate sums each segment; frame 3's wrong sum is
+    "goto flush": it goes to the stack alone, first, with only its 20-byte IP header pulled
+    (the mergeable copy's headlen 0: the TCP header stays in the frag), while the held skb
+    waits for frame 4, whose sequence number does not follow frame 2's (as 6.1.192 and
+    6.12.117 guests did: tests/data/gro/guest-linux-*.json, burst v4-bad-csum3)."""
+    frames = flow(8)
+    bad = bytearray(frames[3])
+    bad[14 + 20 + 16] ^= 0x55
+    frames[3] = bytes(bad)
+    path = objects(tmp_path / "flow.json", frames)
+    got = rows(["--from", str(path), "--mergeable", "--batch", "8", "--kernel", "6.12"])
+    assert [(r["frames"], r["headlen"], r["ip_summed"]) for r in got] == [
+        ([3], 20, 0), ([0, 1, 2], 52, 3), ([4, 5, 6, 7], 52, 3)]
+
+
+def test_a_udp_datagram_leaves_gro_with_its_ip_header_pulled(tmp_path: Path) -> None:
+    """inet_gro_receive pulls the IPv4 header before udp4_gro_receive flushes the datagram (no
+    UDP GRO socket): the GRO_NORMAL exit copies those 20 bytes out of the frag of a mergeable
+    copy (headlen 0 after eth_type_trans), as 6.1.192 and 6.12.117 guests did with a 1476-byte
+    datagram (tests/data/gro/guest-linux-*.mergeable.json, burst v4-udp5)."""
+    frame = tcp_segment(4, sport=40000, seq=0, ack=0, flags=0, window=0, options=b"",
+                        payload=bytes(1448), ipid=1, df=True, ttl=64, udp=True)
+    assert len(frame) == 1490
+    got = rows(["--from", str(capture(tmp_path / "udp.pcap", [frame])), "--mergeable",
+                "--kernel", "6.1"])
+    assert [(r["len"], r["headlen"], r["data_len"]) for r in got] == [(1476, 20, 1456)]
 
 
 # --- JSON objects {"frame": HEX, "hdr": HEX}: the frames' own bytes --------------------------

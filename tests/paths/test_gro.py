@@ -269,3 +269,51 @@ def test_an_skb_with_a_frag_list_is_flushed_and_goes_alone() -> None:
     r = run([copied(0), chained])
     assert r.steps[1].how is GroHow.HAS_FRAG_LIST and r.steps[1].result is GroResult.NORMAL
     assert r.delivered[0].flush is GroFlush.UNMERGEABLE
+
+
+# --- network_pull: what inet/ipv6_gro_receive pulled before a skb that is not merged as TCP ---
+
+
+def _udp4(**kw: object) -> bytes:
+    from vnetrx.live.gro_frames import tcp_segment
+
+    args: dict[str, object] = {"sport": 40000, "seq": 0, "ack": 0, "flags": 0, "window": 0,
+                               "options": b"", "payload": bytes(100), "ipid": 1, "df": True,
+                               "ttl": 64, "udp": True}
+    args.update(kw)
+    return tcp_segment(4, **args)  # type: ignore[arg-type]
+
+
+def test_network_pull_is_the_ip_header_inet_gro_receive_pulled() -> None:
+    """inet_gro_receive (net/ipv4/af_inet.c @ 6.1.166, 6.12.15): "goto out" before
+    skb_gro_pull(skb, sizeof(*iph)) for a protocol without gro_receive, a first byte other than
+    0x45, a fragment or a bad header checksum; ipv6_gro_receive pulls the 40-byte header first.
+    Checked on 6.1.192/6.12.117 guests (tests/data/gro/guest-*.json: v4-udp5, v6-udp5,
+    v4-ip-options4, v4-more-fragments4, v4-bad-ip-csum3)."""
+    from vnetrx.live.gro_frames import checksum
+    from vnetrx.paths.gro import network_pull
+
+    def pull(frame: bytes) -> int:
+        return network_pull(frame[:14], frame[14:], len(frame) - 14)
+
+    assert pull(_udp4()) == 20
+    assert pull(_udp4(ip_options=True)) == 0
+    assert pull(_udp4(more_fragments=True)) == 0
+    assert pull(_udp4(bad_ip=True)) == 0
+    icmp = bytearray(_udp4())
+    icmp[23] = 1  # no inet_offloads[IPPROTO_ICMP]
+    icmp[24:26] = b"\0\0"
+    icmp[24:26] = checksum(bytes(icmp[14:34])).to_bytes(2, "big")  # a right header checksum
+    assert pull(bytes(icmp)) == 0
+    icmp[23] = 17
+    icmp[24:26] = b"\0\0"
+    icmp[24:26] = checksum(bytes(icmp[14:34])).to_bytes(2, "big")
+    assert pull(bytes(icmp)) == 20  # the same header as UDP again
+    from vnetrx.live.gro_frames import tcp_segment
+
+    udp6 = tcp_segment(6, sport=40000, seq=0, ack=0, flags=0, window=0, options=b"",
+                       payload=bytes(100), ipid=0, df=False, ttl=64, udp=True)
+    assert pull(udp6) == 40
+    assert pull(udp6[:14 + 39]) == 0  # shorter than an IPv6 header
+    other = bytes(12) + b"\x88\xb5" + bytes(46)
+    assert pull(other) == 0

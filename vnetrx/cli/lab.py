@@ -109,7 +109,20 @@ def lab() -> None:
               help="With --xdp: attach the program after the device is up, so the frames meet "
               "the ring virtnet_open posted (no XDP headroom) and are copied into fresh pages "
               "(xdp_linearize_page): the first ring after an attach.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab/1).")
+@click.option("--gro", is_flag=True,
+              help="Check GRO instead: bursts of TCP flows (IPv4 and IPv6; counts around "
+              "MAX_SKB_FRAGS and 64 KiB, flush triggers, other frames in between), each put in "
+              "the rx ring with one used-ring update and one interrupt by vnetrx's vhost-user "
+              "backend; BPF in the guest records every skb that leaves GRO and the polls; each "
+              "is compared with `vnetrx replay --gro` of the same frames and observed polls "
+              "(big-gso: each frame's page chain, `vnetrx trace`'s, then GRO per observed "
+              "poll). --mode mergeable, mergeable-gso, small or big-gso (all on the vhost-user "
+              "backend).")
+@click.option("--save-input", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --gro: write the frames the backend wrote, as a JSON array of "
+              "{\"frame\": HEX, \"hdr\": HEX} for `vnetrx replay --from`.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object (vnetrx.lab/1; with --gro vnetrx.lab-gro/1).")
 def lab_virtio(
     image: Path | None,
     from_log: Path | None,
@@ -126,6 +139,8 @@ def lab_virtio(
     xdp: str | None,
     xdp_frags: bool,
     xdp_late: bool,
+    gro: bool,
+    save_input: Path | None,
     as_json: bool,
 ) -> None:
     """Send frames to a virtio-net guest and compare its skbs with vnetrx's predictions.
@@ -165,6 +180,7 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode mergeable-gso --offloads
       vnetrx lab virtio --image IMG --mode mergeable --xdp drop --len 60,1000,3508,3509
       vnetrx lab virtio --image IMG --mode mergeable --xdp pass --xdp-frags    # 6.12: 17 frags
+      vnetrx lab virtio --image IMG --gro --mode mergeable-gso --save-input boot.json
     """
     from vnetrx.files import MiB, read_bounded
     from vnetrx.lab import run as lab_run
@@ -173,6 +189,20 @@ def lab_virtio(
 
     if (image is None) == (from_log is None):
         raise click.UsageError("give exactly one of --image (boot a guest) and --from-log")
+    if save_input is not None and not gro:
+        raise click.UsageError("--save-input writes the frames of a --gro run: give --gro")
+    if gro:
+        given = [name for name, on in (("--from-log", from_log is not None),
+                                       ("--len", lengths is not None), ("--mtu", mtu is not None),
+                                       ("--offloads", offloads), ("--xdp-check", xdp_check),
+                                       ("--xdp", xdp is not None), ("--no-kprobe", no_kprobe))
+                 if on]
+        if given:
+            raise click.UsageError(f"--gro sends its own bursts and records with BPF: drop "
+                                   f"{', '.join(given)}")
+        assert image is not None
+        _lab_gro(image, mode, modules, kvm, timeout, serial_log, save_input, as_json)
+        return
     if from_log is not None:
         report = lab_run.recheck_log(
             read_bounded(str(from_log), 256 * MiB, "--from-log").decode(errors="replace"),
@@ -216,6 +246,55 @@ def lab_virtio(
         click.echo("vnetrx: interrupted", err=True)
         sys.exit(130)
     sys.exit(0 if result.report.match else 1)
+
+
+def _lab_gro(image: Path, mode: str, modules: Path | None, kvm: bool, timeout: int,
+             serial_log: Path | None, save_input: Path | None, as_json: bool) -> None:
+    """``lab virtio --gro``: one boot, every burst, every skb that left GRO compared."""
+    from vnetrx.errors import InputError
+    from vnetrx.lab import gro as lab_gro
+    from vnetrx.owner import interrupt_once
+    from vnetrx.stop import Deferred
+
+    if mode not in lab_gro.MODES:
+        raise InputError(f"--gro: mode {mode} is not checked (valid: "
+                         f"{', '.join(lab_gro.MODES)}): big mode without guest GSO needs "
+                         "host_mtu > 1500, which vnetrx's vhost-user backend does not offer")
+    held = Deferred()
+    try:
+        with interrupt_once(), stage_line() as on_stage:
+            result = lab_gro.run_gro(image, mode, modules=modules,
+                                     accel="kvm" if kvm else "tcg", timeout_s=float(timeout),
+                                     on_stage=on_stage)
+            held.__enter__()
+    except KeyboardInterrupt:
+        with Deferred():
+            _interrupted(as_json)
+    with held:
+        if serial_log is not None:
+            serial_log.write_text(result.serial)
+        if save_input is not None:
+            import json
+
+            save_input.write_text(json.dumps(lab_gro.input_objects(result.frames)) + "\n")
+        report = result.report
+        if as_json:
+            from vnetrx.render.json_out import dumps
+
+            sys.stdout.write(dumps({**lab_gro.report_to_dict(report),
+                                    "boot_s": round(result.boot_s, 2),
+                                    "total_s": round(result.total_s, 2)}))
+            sys.stdout.flush()
+        else:
+            from vnetrx.render.lab_gro_text import lab_gro_lines
+
+            for line in lab_gro_lines(report, result.boot_s, result.total_s,
+                                      None if save_input is None else str(save_input)):
+                click.echo(line)
+    if held.signal is not None:
+        click.echo("vnetrx: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0 if report.match and report.bursts else 1)
 
 
 def _interrupted(as_json: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -246,16 +246,21 @@ def build(
     xdp_probe: bytes | None = None,
     xdp_keep: str | None = None,
     xdp_late: bool = False,
+    extra: Sequence[cpio.Entry] = (),
+    script: Callable[[list[str]], str] | None = None,
 ) -> tuple[bytes, list[str]]:
     """The uncompressed newc archive and the module load order; ``xdp_probe``: the static
     program /init runs to try an XDP attach (vnetrx.lab.xdp_probe); ``xdp_keep``: its
-    ``keep ACTION FRAGS`` arguments (see ``init_script``)."""
+    ``keep ACTION FRAGS`` arguments (see ``init_script``). ``extra``: more cpio entries;
+    ``script``: /init from the module load order instead of ``init_script``'s."""
     entries, order = _base(busybox, tree, ROOT_MODULES)
     if xdp_probe is not None:
         entries.append(cpio.regular("bin/xdpprobe", xdp_probe, 0o755))
-    script = init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep,
-                         xdp_late)
-    entries.append(cpio.regular("init", script.encode(), 0o755))
+    entries += extra
+    text = (script(order) if script is not None else
+            init_script(order, mac, kprobe, timeout_s, xdp_probe is not None, xdp_keep,
+                        xdp_late))
+    entries.append(cpio.regular("init", text.encode(), 0o755))
     return cpio.archive(entries), order
 
 

@@ -76,6 +76,7 @@ class Boot:
     ready_timeout_s: float = 60.0
     finish_timeout_s: float = 60.0
     backend: str = "dgram"  # "dgram" | "vhost-user" (vnetrx's own, with guest offloads) | "none"
+    guest_gso: bool = True  # vhost-user: offer GUEST_TSO4/TSO6/ECN/UFO (else GUEST_CSUM only)
 
 
 def device_properties(boot: Boot) -> str:
@@ -178,6 +179,8 @@ class RunResult:
     backend_log: tuple[str, ...] = ()  # vhost-user: the requests QEMU sent, in order
     backend_dropped: tuple[int, ...] = ()  # vhost-user: lengths dropped (larger than a chain)
     backend_transmitted: tuple[int, ...] = ()  # vhost-user: bytes of each chain the guest sent
+    # vhost-user bursts: the virtio-net header written in front of each frame (None: dropped)
+    backend_written: tuple[bytes | None, ...] = ()
 
 
 def qemu_available() -> str | None:
@@ -232,14 +235,18 @@ def remove_stale() -> None:
     owners.remove_stale_locks(names_in_use())
 
 def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
-        hdrs: Sequence[bytes] | None = None) -> RunResult:
+        hdrs: Sequence[bytes] | None = None,
+        bursts: Sequence[Sequence[tuple[bytes, bytes]]] | None = None,
+        burst_gap_s: float = 1.0) -> RunResult:
     """Boot, wait for the guest to arm its trace, send ``frames`` (behind ``hdrs``, the
     virtio_net_hdr of each: vhost-user only) and the sentinel, and collect the serial output
-    until the guest powers off. Backend ``none``: no NIC and nothing sent (``frames`` must be
-    empty); the guest's own probe does the work."""
+    until the guest powers off. ``bursts`` (vhost-user only, instead of ``frames``): bursts of
+    ``(hdr, frame)``, each written with one used-ring update and one interrupt, ``burst_gap_s``
+    apart; the sentinel is a burst of its own after them. Backend ``none``: no NIC and nothing
+    sent (``frames`` must be empty); the guest's own probe does the work."""
     if boot.backend == "none" and frames:
         raise LabSetupError("a guest without a NIC is sent no frames")
-    if hdrs is not None and boot.backend != "vhost-user":
+    if (hdrs is not None or bursts is not None) and boot.backend != "vhost-user":
         raise LabSetupError("virtio-net headers need the vhost-user backend (a dgram "
                             "backend carries none)")
     qemu = qemu_available()
@@ -262,7 +269,8 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         guest_sock, host_sock = tmp / "guest.sock", tmp / "host.sock"
         if boot.backend == "vhost-user":
             # QEMU connects at start-up and waits for the backend: serve before it runs.
-            backend = vhost_user.VhostUserNet(guest_sock, mergeable=boot.mergeable)
+            backend = vhost_user.VhostUserNet(guest_sock, mergeable=boot.mergeable,
+                                              guest_gso=boot.guest_gso)
             backend.start()
         else:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -294,6 +302,9 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         boot_s = time.monotonic() - started
         if boot.backend == "none":
             pass  # nothing to send: the guest runs its own probe and powers off
+        elif backend is not None and bursts is not None:
+            backend.send_bursts([*(list(b) for b in bursts), [(b"", sentinel_frame())]],
+                                burst_gap_s)
         elif backend is not None:
             backend.send([*frames, sentinel_frame()],
                          None if hdrs is None else [*hdrs, b""])
@@ -327,6 +338,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
             backend_log=tuple(backend.log) if backend is not None else (),
             backend_dropped=tuple(backend.dropped) if backend is not None else (),
             backend_transmitted=tuple(backend.transmitted) if backend is not None else (),
+            backend_written=tuple(backend.written) if backend is not None else (),
         )
     except OSError as exc:
         raise GuestError(f"cannot run the guest: {exc}") from None

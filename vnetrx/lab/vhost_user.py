@@ -83,6 +83,7 @@ from vnetrx.lab.vhost_user_ring import (
     Vring,
     drain,
     receive,
+    receive_burst,
 )
 
 # --- the backend ------------------------------------------------------------------------------
@@ -95,9 +96,10 @@ class VhostUserNet:
     queues frames for the receive queue, ``close()`` stops the thread and closes everything.
     """
 
-    def __init__(self, path: Path, *, mergeable: bool, poll_ms: int = 20) -> None:
+    def __init__(self, path: Path, *, mergeable: bool, poll_ms: int = 20,
+                 guest_gso: bool = True) -> None:
         self.path = path
-        self.features = net_features(mergeable)
+        self.features = net_features(mergeable, guest_gso)
         self.acked = 0
         self.poll_ms = poll_ms
         self.log: list[str] = []  # requests as they came (seconds since start), and errors
@@ -110,6 +112,11 @@ class VhostUserNet:
         self.rings = [Vring(RX_QUEUE), Vring(TX_QUEUE)]
         # (the 10-byte virtio_net_hdr or b"" for all zero, the frame)
         self._frames: collections.deque[tuple[bytes, bytes]] = collections.deque()
+        # send_bursts: bursts still to write, each with one used-ring update and one interrupt
+        self._bursts: collections.deque[list[tuple[bytes, bytes]]] = collections.deque()
+        self._burst_gap_s = 0.0
+        self._next_burst = 0.0  # time.monotonic() before which no burst is written
+        self.written: list[bytes | None] = []  # send_bursts: the header written per frame
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -142,6 +149,17 @@ class VhostUserNet:
         with self._lock:
             self._frames.extend(zip(heads, frames, strict=True))
             if self._frames:
+                self._idle.clear()
+
+    def send_bursts(self, bursts: Iterable[list[tuple[bytes, bytes]]], gap_s: float) -> None:
+        """Queue bursts of ``(hdr, frame)``: each goes into the receive queue whole, with one
+        used-index update and one interrupt (``receive_burst``), ``gap_s`` seconds after the
+        one before (time for the guest's poll to end). ``written`` then has the virtio-net
+        header written in front of each frame (None: dropped)."""
+        with self._lock:
+            self._burst_gap_s = gap_s
+            self._bursts.extend(list(b) for b in bursts)
+            if self._bursts:
                 self._idle.clear()
 
     def wait_idle(self, timeout_s: float) -> bool:
@@ -202,6 +220,24 @@ class VhostUserNet:
             drain(self.mem, tx, self.transmitted)
         if not (rx.ready() and self.mem.regions):
             return
+        while True:
+            with self._lock:
+                burst = self._bursts[0] if self._bursts else None
+            if burst is None:
+                break
+            if time.monotonic() < self._next_burst:
+                return
+            written = receive_burst(self.mem, rx, burst, hdr_len=self.hdr_len,
+                                    mergeable=self.mergeable)
+            if written is None:
+                return
+            self.written.extend(written)
+            self.delivered += sum(h is not None for h in written)
+            self.dropped.extend(len(f) for (_, f), h in zip(burst, written, strict=True)
+                                if h is None)
+            self._next_burst = time.monotonic() + self._burst_gap_s
+            with self._lock:
+                self._bursts.popleft()
         while True:
             with self._lock:
                 if not self._frames:

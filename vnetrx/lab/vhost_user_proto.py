@@ -86,13 +86,14 @@ class VhostUserError(VnetrxError):
     """The vhost-user peer (QEMU) sent something this backend cannot follow."""
 
 
-def net_features(mergeable: bool) -> int:
-    """What the backend offers: VERSION_1, the guest receive offloads, MRG_RXBUF on request,
-    and VHOST_USER_F_PROTOCOL_FEATURES (see the module docstring)."""
+def net_features(mergeable: bool, guest_gso: bool = True) -> int:
+    """What the backend offers: VERSION_1, the guest receive offloads (``guest_gso`` False:
+    GUEST_CSUM alone, no TSO4/TSO6/ECN/UFO), MRG_RXBUF on request, and
+    VHOST_USER_F_PROTOCOL_FEATURES (see the module docstring)."""
     bits = (
         F_VERSION_1,
         F_PROTOCOL_FEATURES,
-        *GUEST_OFFLOADS,
+        *(GUEST_OFFLOADS if guest_gso else (F_GUEST_CSUM,)),
         *((F_MRG_RXBUF,) if mergeable else ()),
     )
     return sum(1 << bit for bit in bits)

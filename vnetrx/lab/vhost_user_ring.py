@@ -254,6 +254,55 @@ def receive(
     return Rx.DELIVERED, len(chains)
 
 
+def receive_burst(
+    mem: GuestMemory, ring: Vring, frames: Sequence[tuple[bytes, bytes]], *, hdr_len: int,
+    mergeable: bool,
+) -> list[bytes | None] | None:
+    """Put a burst of frames (each ``(hdr, frame)``: its 10-byte virtio_net_hdr, or b"" for all
+    zero, and the frame) into the receive queue with ONE used-index update and ONE
+    notification, so that the guest takes them in one NAPI poll (if its budget allows). Nothing
+    is written (None) while fewer chains are posted than the whole burst needs. Per frame: the
+    virtio-net header written in front of it (num_buffers included), or None when it was
+    dropped (non-mergeable, larger than the chain at the head: the chain stays posted)."""
+    pending = ring.pending(mem)
+    plan: list[list[tuple[int, list[Segment]]] | None] = []
+    ahead = 0
+    for _hdr, frame in frames:
+        total = hdr_len + len(frame)
+        chains: list[tuple[int, list[Segment]]] = []
+        room = 0
+        while room < total:
+            if ahead == pending:
+                return None
+            head = ring.head(mem, ahead)
+            segments = ring.chain(mem, head)
+            if not mergeable and capacity(segments) < total:
+                break
+            chains.append((head, segments))
+            room += capacity(segments)
+            ahead += 1
+            if not mergeable:
+                break
+        plan.append(chains if room >= total else None)
+    written: list[bytes | None] = []
+    for (hdr, frame), planned in zip(frames, plan, strict=True):
+        if planned is None:
+            written.append(None)
+            continue
+        header = net_header(hdr_len, len(planned), hdr)
+        data = memoryview(header + frame)
+        done = 0
+        for head, segments in planned:
+            put = write_chain(mem, segments, data[done:])
+            done += put
+            ring.add_used(mem, head, put)
+        written.append(header)
+    ring.last_avail = (ring.last_avail + ahead) & 0xFFFF
+    ring.publish(mem)
+    ring.notify()
+    return written
+
+
 def drain(mem: GuestMemory, ring: Vring, lengths: list[int] | None = None) -> int:
     """Take every posted chain (the transmit queue), mark it used with 0 bytes written;
     ``lengths`` collects the bytes of each (the virtio-net header included)."""

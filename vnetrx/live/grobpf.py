@@ -37,8 +37,12 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vnetrx.live.bpf import _bpf, _insn
+
+if TYPE_CHECKING:
+    from vnetrx.layouts.btf import Btf
 
 # bpf commands, map and program types
 BPF_MAP_CREATE = 0
@@ -141,7 +145,12 @@ def btf_offsets(path: str = "/sys/kernel/btf/vmlinux") -> SkbOffsets:
     """The offsets from the kernel's BTF (OSError when a member is missing)."""
     from vnetrx.layouts.btf import load_btf
 
-    btf = load_btf(path)
+    return offsets_of(load_btf(path), path)
+
+
+def offsets_of(btf: Btf, path: str) -> SkbOffsets:
+    """The offsets in a loaded BTF (``path`` names it in errors; OSError when a member is
+    missing), e.g. a guest kernel's .BTF section (vnetrx lab virtio --gro)."""
 
     def off(struct_name: str, member: str) -> int:
         found = btf.member(struct_name, member)
@@ -155,8 +164,14 @@ def btf_offsets(path: str = "/sys/kernel/btf/vmlinux") -> SkbOffsets:
             raise OSError(0, f"{path}: sk_buff.{member} is not a bitfield")
         return int(found.bit_offset)
 
-    frag_type = btf.struct("skb_frag")
-    frag_members = {m.name: m.offset for m in frag_type.members}
+    from vnetrx.errors import StructNotFound
+
+    try:
+        frag_type = btf.struct("skb_frag")
+        frag_members = {m.name: m.offset for m in frag_type.members}
+    except StructNotFound:  # up to 6.4 skb_frag_t is struct bio_vec (bv_page, bv_len, ...)
+        frag_type = btf.struct("bio_vec")
+        frag_members = {m.name.removeprefix("bv_"): m.offset for m in frag_type.members}
     frags = btf.member("skb_shared_info", "frags")
     assert frags is not None
     count = btf.array_length(frags.type_id) if frags.type_id is not None else None

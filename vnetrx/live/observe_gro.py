@@ -40,6 +40,7 @@ from vnetrx.paths.gro import (
     GroLimits,
     Segment,
     gro_receive,
+    network_pull,
     parse_tcp_headers,
 )
 from vnetrx.paths.virtio_net_hdr import gso_type_names
@@ -333,8 +334,11 @@ def segment(item: Input) -> Segment:
         after = bytes.fromhex(item.output.rec["packet"])
         network += after[len(network):min(len(after), item.output.rec["headlen"])]
     tcp = parse_tcp_headers(bytes.fromhex(rec["mac"]), network, skb.len)
-    udp = tcp is None and _udp_checksummed(bytes.fromhex(rec["mac"]), network)
-    return Segment(item.index, skb, bool(rec["head_frag"]), tcp, f"input {item.index}", 0, udp)
+    mac = bytes.fromhex(rec["mac"])
+    udp = tcp is None and _udp_checksummed(mac, network)
+    pull = network_pull(mac, network, skb.len) if tcp is None else 0
+    return Segment(item.index, skb, bool(rec["head_frag"]), tcp, f"input {item.index}", 0, udp,
+                   pull)
 
 
 def _udp_checksummed(mac: bytes, net: bytes) -> bool:

@@ -210,20 +210,47 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     return ones_complement_sum(frame[at:], ones_complement_sum(pseudo)) == 0xFFFF
 
 
+def network_pull(mac: bytes, net: bytes, length: int) -> int:
+    """What inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of the IP header) before a
+    skb that is not merged as TCP went on: GRO_NORMAL's ``pull:`` then copies that many bytes
+    into the linear area (gro_pull_from_frag0). IPv4: 20 when the header passes the checks
+    before the pull (no options, not a fragment, a right header checksum) and the protocol has
+    a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels are not modelled: 0); IPv6: 40 (the
+    header is pulled before the next header is looked at). 0 for anything else
+    [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166,
+    6.12.15; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves GRO with 20 linear
+    bytes (tests/data/gro/guest-*.json)]."""
+    if len(mac) < 14:
+        return 0
+    ethertype = struct.unpack_from("!H", mac, 12)[0]
+    have = min(len(net), length)
+    if ethertype == 0x0800 and have >= 20:
+        frag_off, proto = struct.unpack_from("!HxB", net, 6)
+        ok = (net[0] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
+              and ones_complement_sum(net[:20]) == 0xFFFF)
+        return 20 if ok else 0
+    if ethertype == 0x86DD and length >= 40:
+        return 40
+    return 0
+
+
 class GroInput(Value):
-    """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), and for
-    a UDP datagram whether udp4/6_gro_receive validates its checksum. A plain class (one per
-    frame of a replay)."""
+    """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), for
+    a UDP datagram whether udp4/6_gro_receive validates its checksum, and for a frame that is
+    not TCP the IP header bytes GRO pulls (network_pull). A plain class (one per frame of a
+    replay)."""
 
-    __slots__ = ("tcp", "udp_validated")
-    _names = ("tcp", "udp_validated")
+    __slots__ = ("pull", "tcp", "udp_validated")
+    _names = ("tcp", "udp_validated", "pull")
 
-    def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False) -> None:
+    def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False,
+                 pull: int = 0) -> None:
         self.tcp: Final = tcp
         self.udp_validated: Final = udp_validated
+        self.pull: Final = pull
 
     def _values(self) -> tuple[object, ...]:
-        return (self.tcp, self.udp_validated)
+        return (self.tcp, self.udp_validated, self.pull)
 
 
 def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
@@ -231,26 +258,32 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     the whole frame (``whole``: its TCP and UDP checksums are summed, as GRO sums them for a
     CHECKSUM_NONE skb) or a capture's bytes, maybe cut by the snaplen (checksums trusted; a
     TCP header the snaplen cut reads as not TCP)."""
-    if whole:
-        return GroInput(parse_tcp(data), udp_checksum_validated(data))
     if len(data) < 14:
         return GroInput(None)
+    pull = network_pull(data[:14], data[14:], length - 14)
+    if whole:
+        tcp = parse_tcp(data)
+        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull)
     try:
         tcp = _parse(data, length - 14, True)
     except InputError:  # the snaplen cut the TCP header
-        return GroInput(None)
-    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False))
+        return GroInput(None, False, pull)
+    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False),
+                    0 if tcp is not None else pull)
 
 
 class Segment(Value):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
     counts from the IP header) and its headers. A plain class (one per frame of a replay)."""
 
-    __slots__ = ("frame", "head_frag", "page", "page_offset", "skb", "tcp", "udp_validated")
-    _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated")
+    __slots__ = ("frame", "head_frag", "page", "page_offset", "pull", "skb", "tcp",
+                 "udp_validated")
+    _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated",
+              "pull")
 
     def __init__(self, frame: int, skb: Skb, head_frag: bool, tcp: TcpHeaders | None,
-                 page: str = "", page_offset: int = 0, udp_validated: bool = False) -> None:
+                 page: str = "", page_offset: int = 0, udp_validated: bool = False,
+                 pull: int = 0) -> None:
         self.frame: Final = frame  # the input frame's index
         self.skb: Final = skb
         # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
@@ -261,10 +294,11 @@ class Segment(Value):
         self.page_offset: Final = page_offset  # where skb->head lies in that page
         # a UDP datagram whose nonzero checksum udp_gro_receive verifies
         self.udp_validated: Final = udp_validated
+        self.pull: Final = pull  # not TCP: the IP header bytes GRO pulled (network_pull)
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame, self.skb, self.head_frag, self.tcp, self.page, self.page_offset,
-                self.udp_validated)
+                self.udp_validated, self.pull)
 
     @property
     def offset(self) -> int:
@@ -467,8 +501,9 @@ def _receive(state: GroState, seg: Segment) -> None:
     h = seg.tcp
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
-        # the held TCP skbs by (another protocol or flow: not the same flow)
-        skb = seg.skb
+        # the held TCP skbs by (another protocol or flow: not the same flow), with the IP
+        # header inet/ipv6_gro_receive pulled
+        skb = _pull_headers(state.k, seg, seg.pull)
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
         if state.record_steps:
@@ -478,8 +513,8 @@ def _receive(state: GroState, seg: Segment) -> None:
         return
     if not h.network_ok:
         # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
-        # flush set; no held skb is completed
-        _normal(state, seg, How.BAD_NETWORK)
+        # flush set, before the IP header is pulled; no held skb is completed
+        _normal(state, seg, How.BAD_NETWORK, pulled=0)
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
     # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
@@ -491,7 +526,9 @@ def _receive(state: GroState, seg: Segment) -> None:
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
         # (__skb_incr_checksum_unnecessary)
         if not h.tcp_csum_ok:
-            _normal(state, seg, How.BAD_CHECKSUM)
+            # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
+            # IP header was pulled (inet/ipv6_gro_receive)
+            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
             return
         ip_summed = CHECKSUM_UNNECESSARY
     payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
@@ -570,10 +607,12 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     return offset != (0 if p.fixed_id else len(p.frames))
 
 
-def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = None) -> None:
-    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers (and
-    with ``ip_summed`` when tcp_gro_receive validated its checksum)."""
-    skb = _pull_headers(state.k, seg)
+def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = None,
+            pulled: int | None = None) -> None:
+    """GRO_NORMAL: to the stack as it is, after dev_gro_receive's pull of the headers GRO
+    parsed (``pulled`` bytes from the IP header; None: the IP and TCP headers), and with
+    ``ip_summed`` when tcp_gro_receive validated its checksum."""
+    skb = _pull_headers(state.k, seg, pulled)
     if ip_summed is not None and ip_summed != skb.ip_summed:
         skb = skb._replace(ip_summed=ip_summed)
     if state.record_steps:
@@ -596,7 +635,7 @@ def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
                                    skb.truesize, skb.nr_frags, 0))
 
 
-def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
+def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> Skb:
     """dev_gro_receive's ``pull:``: grow = skb_gro_offset - skb_headlen; gro_pull_from_frag0
     copies ``grow`` header bytes from frags[0] to the tail (frags[0] shrinks, and goes when
     empty). Only an skb with no linear bytes has frag0 (skb_gro_reset_offset); one with some
@@ -604,20 +643,21 @@ def _pull_headers(k: KernelProfile, seg: Segment) -> Skb:
     (tcp_gro_pull_header, before any merge or flush decision): the same bytes out of the
     frags, into the head's tailroom (a head too small, pskb_expand_head, is not modelled)."""
     skb = seg.skb
-    grow = seg.offset - skb.headlen
+    offset = seg.offset if offset is None else offset
+    grow = offset - skb.headlen
     if grow <= 0:
         return skb
     if skb.headlen:
-        if skb.end - skb.tail < grow or skb.len < seg.offset or skb.frag_list:
+        if skb.end - skb.tail < grow or skb.len < offset or skb.frag_list:
             raise InputError(
-                f"GRO of an skb with {skb.headlen} linear bytes before {seg.offset} bytes of "
+                f"GRO of an skb with {skb.headlen} linear bytes before {offset} bytes of "
                 f"headers and {skb.end - skb.tail} bytes of tailroom is not modelled "
                 "(pskb_may_pull reallocating the head)"
             )
-        return pskb_may_pull(k, skb, seg.offset, owned=False) or skb
+        return pskb_may_pull(k, skb, offset, owned=False) or skb
     if skb.end - skb.tail < grow or not skb.frags or skb.frags[0].size < grow:
         raise InputError(
-            f"GRO of this skb is not modelled: frag0 does not hold the {seg.offset} bytes of "
+            f"GRO of this skb is not modelled: frag0 does not hold the {offset} bytes of "
             "headers, or the head has no room for them (skb_gro_header_slow's path)"
         )
     first = skb.frags[0]
