@@ -138,13 +138,16 @@ class _Reads:
     parsing (~1 us a frame of mixed lengths). ``buf[pos:end]``: read but not yet parsed;
     ``base``: the file offset of ``buf[0]``."""
 
-    __slots__ = ("base", "before_read", "buf", "end", "pos", "readinto", "view")
+    __slots__ = ("base", "before_read", "buf", "end", "pos", "read1", "readinto", "view")
 
     def __init__(self, stream: BinaryIO, before_read: Callable[[], None] | None = None) -> None:
         # readinto1 takes what a pipe holds now: a live `tcpdump -U -w -|` feed is replayed as
         # it arrives rather than in 1 MiB steps (and a signal ends it at the next frame). Every
         # binary stream has readinto; typing.BinaryIO does not declare it.
         self.readinto = getattr(stream, "readinto1", None) or stream.readinto  # type: ignore[attr-defined]
+        # a live feed's reads: BufferedReader.read1 returns the bytes it holds if it holds any,
+        # else makes one raw read of what the pipe holds now (at most the size asked)
+        self.read1: Callable[[int], bytes] | None = getattr(stream, "read1", None)
         self.buf = bytearray(CHUNK)
         self.view = memoryview(self.buf)
         self.pos = self.end = self.base = 0
@@ -167,10 +170,16 @@ class _Reads:
                 got = self.readinto(self.view[rest:])
             else:  # a live feed: show what is done, then take what the pipe holds now
                 self.before_read()
-                # BufferedReader.readinto1 into more than its own buffer size makes a raw read
-                # even when it holds bytes already (CPython's _buffered_readinto_generic): it
-                # would wait for the next packet with this one unread
-                got = self.readinto(self.view[rest:rest + LIVE_READ])
+                if self.read1 is not None:
+                    chunk = self.read1(len(self.buf) - rest)
+                    got = len(chunk)
+                    self.buf[rest:rest + got] = chunk
+                else:
+                    # BufferedReader.readinto1 into more than its own buffer size makes a raw
+                    # read even when it holds bytes already (CPython's
+                    # _buffered_readinto_generic): it would wait for the next packet with
+                    # this one unread
+                    got = self.readinto(self.view[rest:rest + LIVE_READ])
             if not got:
                 return False
             self.end = rest + got
