@@ -122,6 +122,7 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
 
 CHUNK = 1 << 20  # bytes read at a time
 LIVE_READ = 2048  # bytes read at a time from a live feed: less than a pipe's BufferedReader holds
+PIPE_READ = 65536  # at most this much at a time from a live feed's read1: a pipe's capacity
 # libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
 # capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
 # the same, which also bounds its read buffer
@@ -171,7 +172,9 @@ class _Reads:
             else:  # a live feed: show what is done, then take what the pipe holds now
                 self.before_read()
                 if self.read1 is not None:
-                    chunk = self.read1(len(self.buf) - rest)
+                    # at most a pipe's default capacity: read1 allocates what it is asked for
+                    # (1 MiB would be an mmap and its page faults at every read)
+                    chunk = self.read1(min(len(self.buf) - rest, PIPE_READ))
                     got = len(chunk)
                     self.buf[rest:rest + got] = chunk
                 else:
