@@ -266,3 +266,20 @@ def test_tap_replay_refuses_what_does_not_apply(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr
     result = RUNNER.invoke(cli, ["replay", "--from", str(split)])
     assert result.exit_code == 2 and "applies to --path tap --gro --napi frags" in result.stderr
+
+
+def test_gro_flush_timeout_is_the_napi_mode_said_the_kernels_way(tmp_path: Path) -> None:
+    # /sys/class/net/DEV/gro_flush_timeout: 0 (the default) flushes at every write's poll;
+    # more keeps the held skbs (the writes assumed within one jiffy)
+    path = capture(tmp_path / "flow.pcap", flow(20))
+    base = ["--from", str(path), "--path", "tap", "--kernel", "6.18"]
+    assert rows([*base, "--gro-flush-timeout", "20000"]) == rows([*base, "--napi", "timeout"])
+    assert rows([*base, "--gro-flush-timeout", "0"]) == rows([*base, "--napi", "write"])
+    for args, message in ((["--gro-flush-timeout", "5", "--napi", "write"],
+                           "--gro-flush-timeout 5 is --napi timeout, not --napi write"),
+                          (["--gro-flush-timeout", "-1"], "-1")):
+        result = RUNNER.invoke(cli, ["replay", *base, "--gro", *args])
+        assert result.exit_code == 2 and message in result.stderr, result.output
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro",
+                                 "--gro-flush-timeout", "5"])
+    assert result.exit_code == 2 and "does not apply to --path virtio" in result.stderr

@@ -13,7 +13,8 @@ NAPI_MODES = ("write", "timeout", "threaded", "frags")
 
 
 def gro_options(f: Any) -> Any:
-    """--napi, --gro-max-size, --gro-ipv4-max-size (applied bottom-up)."""
+    """--napi, --gro-flush-timeout, --gro-max-size, --gro-ipv4-max-size (applied
+    bottom-up)."""
     for option in reversed((
         click.option(
             "--napi",
@@ -25,6 +26,16 @@ def gro_options(f: Any) -> Any:
             "> 0 (writes within a jiffy merge); threaded: threaded NAPI with the writer pinned "
             "to the kthread's CPU; frags: IFF_NAPI_FRAGS (tun_napi_alloc_frags' skb, one iovec "
             "a write; nothing merges).",
+        ),
+        click.option(
+            "--gro-flush-timeout",
+            type=Count(0, (1 << 63) - 1, "ns"),
+            default=None,
+            metavar="NS",
+            help="With --gro --path tap: the tap's /sys/class/net/DEV/gro_flush_timeout (the "
+            "kernel's default 0). 0 is --napi write; more is --napi timeout: the writes are "
+            "assumed to come within one jiffy (the model does not read timestamps), so every "
+            "held skb waits for the timer.",
         ),
         click.option(
             "--gro-max-size",
@@ -43,3 +54,16 @@ def gro_options(f: Any) -> Any:
     )):
         f = option(f)
     return f
+
+
+def resolve_napi(ctx: click.Context, o: dict[str, Any]) -> str:
+    """--napi, with --gro-flush-timeout NS said the kernel's way (0: write, more: timeout)."""
+    timeout = o.get("gro_flush_timeout")
+    if timeout is None:
+        return str(o["napi"])
+    mode = "timeout" if timeout else "write"
+    given = ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT
+    if given and o["napi"] != mode:
+        raise click.UsageError(f"--gro-flush-timeout {timeout} is --napi {mode}, not --napi "
+                               f"{o['napi']}: give one of them")
+    return mode

@@ -12,7 +12,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options, xdp_program_options
-from vnetrx.cli.gro_options import gro_options
+from vnetrx.cli.gro_options import gro_options, resolve_napi
 from vnetrx.cli.options import (
     BuildChoice,
     Count,
@@ -458,7 +458,7 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
 
 _VIRTIO_ONLY = ("mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "batch", "polls", "xdp",
                 "xdp_frags", "show", "detail")
-_TAP_ONLY = ("napi", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
+_TAP_ONLY = ("napi", "gro_flush_timeout", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
 _GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size")
 
 
@@ -482,6 +482,7 @@ def _check_path_options(o: dict[str, Any]) -> None:
     if wrong:
         raise click.UsageError(f"{', '.join(wrong)} {'needs' if len(wrong) == 1 else 'need'} "
                                "--gro")
+    o["napi"] = resolve_napi(ctx, o)
 
 
 def _live_input() -> bool:

@@ -116,7 +116,8 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
             click.echo("vnetrx: interrupted (the output covers the lengths before it)", err=True)
             sys.exit(130)
         return
-    if trace_cli._given(ctx, ("segments", "napi", "gro_max_size", "gro_ipv4_max_size")):
+    if trace_cli._given(ctx, ("segments", "napi", "gro_flush_timeout", "gro_max_size",
+                                  "gro_ipv4_max_size")):
         raise click.UsageError("--segments, --napi and the GRO limits describe a flow: add --gro")
     with StopOnSignal() as stop:
         _run(profiles, lengths, weights, path, opts, stop, (jsonl, as_csv, as_json),
@@ -197,9 +198,12 @@ def _gro(ctx: click.Context, profiles: list[Any], lengths: Any, path: str,
     if path not in ("virtio", "tap"):
         raise click.UsageError(f"--gro: a flow through GRO is modelled for --path virtio and "
                                f"tap, not {path}")
-    if path == "virtio" and trace_cli._given(ctx, ("napi",)):
-        raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
-                               "after its interrupt)")
+    if path == "virtio" and trace_cli._given(ctx, ("napi", "gro_flush_timeout")):
+        raise click.UsageError("--napi and --gro-flush-timeout apply to --path tap (a "
+                               "virtio-net device is polled after its interrupt)")
+    from vnetrx.cli.gro_options import resolve_napi
+
+    opts["napi"] = resolve_napi(ctx, opts)
     writer = csv.writer(sys.stdout, lineterminator="\n") if as_csv else None
     table: list[Any] = []
     for profile in profiles:

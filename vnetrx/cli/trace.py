@@ -11,7 +11,7 @@ from vnetrx.cli import cli
 from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
 from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
-from vnetrx.cli.gro_options import gro_options
+from vnetrx.cli.gro_options import gro_options, resolve_napi
 from vnetrx.cli.options import (
     EXIT_CHECK,
     BuildChoice,
@@ -240,7 +240,8 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
     if opts["gro"]:
         _gro(ctx, path, frame_len, opts)
         return
-    stray = _given(ctx, ("segments", "napi", "gro_max_size", "gro_ipv4_max_size"))
+    stray = _given(ctx, ("segments", "napi", "gro_flush_timeout", "gro_max_size",
+                     "gro_ipv4_max_size"))
     if stray:
         raise click.UsageError(f"{', '.join(stray)} goes with --gro (a TCP flow through GRO)")
     result = _run(ctx, path, frame_len, opts)
@@ -286,9 +287,11 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
     if path == "vhost-tx":
         raise click.UsageError("--gro does not apply to --path vhost-tx (a tap with --iff-napi "
                                "hands its skbs to GRO; the flow is not modelled)")
-    if path == "virtio" and ctx.get_parameter_source("napi") is not click.core.ParameterSource.DEFAULT:
-        raise click.UsageError("--napi applies to --path tap (a virtio-net device is polled "
-                               "after its interrupt)")
+    if path == "virtio" and _given(ctx, ("napi", "gro_flush_timeout")):
+        raise click.UsageError(f"{', '.join(_given(ctx, ('napi', 'gro_flush_timeout')))} "
+                               "applies to --path tap (a virtio-net device is polled after its "
+                               "interrupt)")
+    opts["napi"] = resolve_napi(ctx, opts)
     choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
     profile = load_profile(opts["kernel"], opts["config"], choice)
     return flow_for(profile, path, frame_len, opts)
