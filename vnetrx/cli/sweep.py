@@ -198,8 +198,10 @@ def _gro(ctx: click.Context, profiles: list[Any], lengths: Any, path: str,
     if path not in ("virtio", "tap"):
         raise click.UsageError(f"--gro: a flow through GRO is modelled for --path virtio and "
                                f"tap, not {path}")
-    if path == "virtio" and trace_cli._given(ctx, ("napi", "gro_flush_timeout")):
-        raise click.UsageError("--napi and --gro-flush-timeout apply to --path tap (a "
+    tap_only = trace_cli._given(ctx, ("napi", "gro_flush_timeout"))
+    if path == "virtio" and tap_only:
+        raise click.UsageError(f"{' and '.join(tap_only)} "
+                               f"{'applies' if len(tap_only) == 1 else 'apply'} to --path tap (a "
                                "virtio-net device is polled after its interrupt)")
     from vnetrx.cli.gro_options import resolve_napi
 
