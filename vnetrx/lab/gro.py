@@ -29,7 +29,7 @@ from typing import Any
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.lab.initramfs import LabSetupError
+from vnetrx.lab.initramfs import LabSetupError, guest_prelude
 from vnetrx.live import gro_frames
 from vnetrx.live.grobpf import SkbOffsets
 
@@ -235,31 +235,7 @@ def init_script(modules: list[str], mac: str, record_size: int, progs: Sequence[
     pairs = " ".join(f"{tp} /gro/{i}.bin" for i, tp in enumerate(progs))
     return f"""#!/bin/sh
 # vnetrx lab guest (--gro): record the skbs around GRO with BPF, wait for the host's bursts.
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-echo 1 > /proc/sys/kernel/printk
-say() {{ echo "VNETRX $*"; }}
-finish() {{ say end; poweroff -f; sleep 5; echo o > /proc/sysrq-trigger; }}
-say release $(uname -r)
-say version $(uname -v)
-for m in {" ".join(modules)}; do
-  insmod /lib/modules/$m.ko || say error insmod $m
-done
-dev=
-i=0
-while [ -z "$dev" ] && [ $i -lt 100 ]; do
-  for d in /sys/class/net/*; do
-    [ "$(cat $d/address 2>/dev/null)" = "{mac}" ] && dev=${{d##*/}}
-  done
-  [ -n "$dev" ] || sleep 0.1
-  i=$((i+1))
-done
-[ -n "$dev" ] || {{ say error no network device with MAC {mac}; finish; }}
-say dev $dev
-[ "$dev" = "{PROBE_DEVICE}" ] || {{ say error the probe watches {PROBE_DEVICE}, not $dev; finish; }}
+{guest_prelude(modules, mac)}[ "$dev" = "{PROBE_DEVICE}" ] || {{ say error the probe watches {PROBE_DEVICE}, not $dev; finish; }}
 say driver $(basename $(readlink /sys/class/net/$dev/device/driver))
 say features $(cat /sys/class/net/$dev/device/features)
 say mtu $(cat /sys/class/net/$dev/mtu)

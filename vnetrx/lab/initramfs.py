@@ -152,27 +152,12 @@ class Kprobe:
         )
 
 
-def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60,
-                xdp_probe: bool = False, xdp_keep: str | None = None,
-                xdp_late: bool = False) -> str:
-    """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe);
-    ``xdp_keep``: the probe's ``keep ACTION FRAGS`` arguments, to attach a program that stays
-    for the frames (the sentinel passes), and print the driver's ethtool counters after them.
-    The attach comes before the link is up, so every buffer is posted with the XDP geometry;
-    ``xdp_late``: after it, so the ring posted at virtnet_open (no XDP headroom) stays."""
-    attach = "" if xdp_keep is None else f" {xdp_keep} 0x{SENTINEL_ETHERTYPE:04x}"
-    probe = ("say xdp-cpus $(cat /sys/devices/system/cpu/online)\n"
-             f"say xdp-attach $(/bin/xdpprobe $dev{attach})\n"
-             "say xdp-dmesg $(dmesg | grep -i xdp | tr '\\n' '|')\n"
-             if xdp_probe or xdp_keep is not None else "")
-    stats = ("say xdp-stats $(/bin/xdpprobe $dev stats | tr '\\n' ' ')\n"
-             if xdp_keep is not None else "")
-    early, late = ("", probe) if xdp_late else (probe, "")
-    kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
-    sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
-    return f"""#!/bin/sh
-# vnetrx lab guest: load virtio-net, trace napi_gro_receive, wait for the host's frames.
-/bin/busybox --install -s /bin
+def guest_prelude(modules: Sequence[str], mac: str) -> str:
+    """What every lab guest's /init does first (busybox sh): mount proc, sys and dev, define
+    ``say`` (a VNETRX line on the console) and ``finish`` (power off), report the kernel,
+    insmod ``modules`` (in order, from /lib/modules) and find the network device with ``mac``
+    as ``$dev`` (finishing when there is none)."""
+    return f"""/bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -196,7 +181,30 @@ while [ -z "$dev" ] && [ $i -lt 100 ]; do
 done
 [ -n "$dev" ] || {{ say error no network device with MAC {mac}; finish; }}
 say dev $dev
-say driver $(basename $(readlink /sys/class/net/$dev/device/driver))
+"""
+
+
+def init_script(modules: list[str], mac: str, kprobe: Kprobe | None, timeout_s: int = 60,
+                xdp_probe: bool = False, xdp_keep: str | None = None,
+                xdp_late: bool = False) -> str:
+    """The guest's /init (busybox sh). ``xdp_probe``: try an XDP attach first (bin/xdpprobe);
+    ``xdp_keep``: the probe's ``keep ACTION FRAGS`` arguments, to attach a program that stays
+    for the frames (the sentinel passes), and print the driver's ethtool counters after them.
+    The attach comes before the link is up, so every buffer is posted with the XDP geometry;
+    ``xdp_late``: after it, so the ring posted at virtnet_open (no XDP headroom) stays."""
+    attach = "" if xdp_keep is None else f" {xdp_keep} 0x{SENTINEL_ETHERTYPE:04x}"
+    probe = ("say xdp-cpus $(cat /sys/devices/system/cpu/online)\n"
+             f"say xdp-attach $(/bin/xdpprobe $dev{attach})\n"
+             "say xdp-dmesg $(dmesg | grep -i xdp | tr '\\n' '|')\n"
+             if xdp_probe or xdp_keep is not None else "")
+    stats = ("say xdp-stats $(/bin/xdpprobe $dev stats | tr '\\n' ' ')\n"
+             if xdp_keep is not None else "")
+    early, late = ("", probe) if xdp_late else (probe, "")
+    kprobe_def = shlex.quote(kprobe.definition()) if kprobe else "''"
+    sentinel = f"protocol=0x{SENTINEL_ETHERTYPE:04x}"
+    return f"""#!/bin/sh
+# vnetrx lab guest: load virtio-net, trace napi_gro_receive, wait for the host's frames.
+{guest_prelude(modules, mac)}say driver $(basename $(readlink /sys/class/net/$dev/device/driver))
 say features $(cat /sys/class/net/$dev/device/features)
 say mtu $(cat /sys/class/net/$dev/mtu)
 echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 2>/dev/null
