@@ -57,14 +57,23 @@ def image(request: pytest.FixtureRequest) -> Path:
     return path
 
 
+_ROADS_CHECKED = ("tx-1000", "tx-3636", "tx-3637", "tx-sndbuf-1000", "tx-xdp-3381")
+
+
 def test_vhost_net_in_the_guest(image: Path, made_dirs: list[Path], tmp_path: Path,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the probe's build cache
-    run = run_vhost(image)
-    doc = run.document
+    # the road is read from kprobe events in the guest's trace buffer; a boot that lost one
+    # (seen once in a few dozen boots: a path of None) is booted again, never guessed
+    for _ in range(2):
+        run = run_vhost(image)
+        doc = run.document
+        tx = {(r["case"], r["index"]): r for r in doc["tx"]}
+        if all(r["path"] is not None for (case, _i), r in tx.items()
+               if case in _ROADS_CHECKED):
+            break
     assert doc["complete"] and doc["errors"] == [] and doc["vhost_net_loaded"]
     assert doc["kvm"] is False
-    tx = {(r["case"], r["index"]): r for r in doc["tx"]}
     batched = tx[("tx-1000", 0)]
     assert (batched["path"], batched["buflen"], batched["skb"]["truesize"]) == (
         "batch", 1472, 1728)
