@@ -20,6 +20,14 @@ KEYS = ("len", "l4", "hdr", "tcp_options", "vlan")
 
 def read_host_frames(path: str) -> tuple[HostFrame, ...]:
     """The frames of a JSON file (``-``: standard input), each checked."""
+    name, value = _json_frames(path, "objects like {\"len\": 1514, \"l4\": \"tcp4\", "
+                               "\"hdr\": \"0101...\"}")
+    return tuple(_frame(item, f"{name}: frame {index}") for index, item in enumerate(value))
+
+
+def _json_frames(path: str, like: str) -> tuple[str, list[Any]]:
+    """The file's name as errors give it, and its JSON array of frames (1..MAX_FRAMES of
+    them); ``like``: what the array holds, for the error."""
     data = read_bounded(path, MAX_TEXT, "--from")
     name = "standard input" if path == "-" else path
     try:
@@ -28,11 +36,10 @@ def read_host_frames(path: str) -> tuple[HostFrame, ...]:
         raise InputError(f"{name}: not UTF-8 text (a JSON array of frames)") from None
     value = parse_json(text, name, "a JSON array of frames")
     if not isinstance(value, list) or not value:
-        raise InputError(f"{name}: expected a non-empty JSON array of objects like "
-                         "{\"len\": 1514, \"l4\": \"tcp4\", \"hdr\": \"0101...\"}")
+        raise InputError(f"{name}: expected a non-empty JSON array of {like}")
     if len(value) > MAX_FRAMES:
         raise InputError(f"{name}: more than {MAX_FRAMES} frames (valid: 1..{MAX_FRAMES})")
-    return tuple(_frame(item, f"{name}: frame {index}") for index, item in enumerate(value))
+    return name, value
 
 
 def _frame(item: Any, where: str) -> HostFrame:
@@ -99,17 +106,8 @@ def read_guest_frames(path: str) -> tuple[tuple[int, bytes | None], ...]:
     """``replay --path vhost-tx``'s frames: a JSON array of lengths or of objects ``{"len": L,
     "hdr": HEX}`` (the virtio_net_hdr the guest put before the frame: 10 bytes, or 12 with
     num_buffers, which vhost's TX does not read); each frame's length and header bytes."""
-    data = read_bounded(path, MAX_TEXT, "--from")
-    name = "standard input" if path == "-" else path
-    try:
-        value = parse_json(data.decode(), name, "a JSON array of frames")
-    except UnicodeDecodeError:
-        raise InputError(f"{name}: not UTF-8 text (a JSON array of frames)") from None
-    if not isinstance(value, list) or not value:
-        raise InputError(f"{name}: expected a non-empty JSON array of lengths or objects like "
-                         "{\"len\": 1514, \"hdr\": \"0101...\"}")
-    if len(value) > MAX_FRAMES:
-        raise InputError(f"{name}: more than {MAX_FRAMES} frames (valid: 1..{MAX_FRAMES})")
+    name, value = _json_frames(path, "lengths or objects like {\"len\": 1514, \"hdr\": "
+                               "\"0101...\"}")
     out: list[tuple[int, bytes | None]] = []
     for index, item in enumerate(value):
         where = f"{name}: frame {index}"
