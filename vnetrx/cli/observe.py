@@ -14,7 +14,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options
-from vnetrx.cli.options import Count
+from vnetrx.cli.options import Count, FilePath
 from vnetrx.errors import Interrupted, VnetrxError
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--from-trace",
     "trace_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="Read a saved trace instead, its format detected: tracefs trace/trace_pipe text, "
     "`perf script` or `perf data convert --to-json` of net:napi_gro_receive_entry / "
@@ -103,7 +103,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--save-recording",
     "save_to",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="With --gro: also write what was recorded (skb fields and header bytes, no payload "
     "past 80 bytes) to this file, for --from-recording.",
@@ -111,7 +111,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--from-recording",
     "recording_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="Check a recording saved by --gro --save-recording instead of a live device "
     "(implies --gro).",

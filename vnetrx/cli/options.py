@@ -21,6 +21,19 @@ from vnetrx.kernel.registry import lookup, newest, supported_names
 from vnetrx.records import NamedTuple
 
 
+class FilePath(click.Path):
+    """click.Path that refuses a NUL byte in one line (click's own check would stat the name and
+    raise ValueError: a traceback)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            shown = value.replace("\x00", "\\x00")[:60]
+            self.fail(f"'{shown}' holds a NUL byte, which no path can (valid: a file name)",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class Count(click.ParamType):  # type: ignore[type-arg]
     """A whole number of bytes (or items) in [low, high]."""
 
