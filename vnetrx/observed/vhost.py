@@ -155,6 +155,9 @@ def parse_vhost_log(text: str) -> VhostLog:
     return VhostLog(status, errors, kprobes, cases, dmesg, finished and trace_done)
 
 
+_WHOLE = re.compile(r"-?[0-9]+")  # a number as the probe prints it (ASCII digits)
+
+
 def _number(pattern: re.Pattern[str], text: str) -> int | None:
     match = pattern.search(text)
     return None if match is None else int(match.group(1))
@@ -162,19 +165,24 @@ def _number(pattern: re.Pattern[str], text: str) -> int | None:
 
 def _probe_line(key: str, value: str, current: CaseLog | None,
                 cases: dict[str, CaseLog]) -> CaseLog | None:
+    """One of the probe's own lines. A line whose numbers do not read (the kernel's console
+    output can cut into it) is left out, as a line of no known key is: what it would have
+    said is then missing from the comparison, which says so."""
     parts = value.split()
     if key == "vhost-case" and len(parts) == 2:
         return cases.setdefault(parts[1], CaseLog(parts[0], parts[1]))
     if current is None:
         return None
-    if key == "vhost-sent" and len(parts) == 2:
-        current.sent.append(int(parts[1]))
-    elif key == "vhost-used" and len(parts) >= 3:
+    numbers = [int(p) for p in parts if _WHOLE.fullmatch(p)]
+    if key == "vhost-sent" and len(parts) == 2 and len(numbers) == 2:
+        current.sent.append(numbers[1])
+    elif key == "vhost-used" and len(parts) >= 3 and _WHOLE.fullmatch(parts[1]) \
+            and _WHOLE.fullmatch(parts[2]):
         current.used.append((int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
     elif key == "vhost-stats":
         for pair in parts:
             name, _, number = pair.partition("=")
-            if number.lstrip("-").isdigit():
+            if _WHOLE.fullmatch(number):
                 current.stats[name] = int(number)
     elif key == "vhost-calls" and len(parts) == 1 and parts[0].isdigit():
         current.signals = int(parts[0])
@@ -182,6 +190,7 @@ def _probe_line(key: str, value: str, current: CaseLog | None,
         current.xdp = value
     elif key == "vhost-kmsg":
         current.kmsg.append(value)
-    elif key == "vhost-done" and len(parts) == 3:
+    elif key == "vhost-done" and len(parts) == 3 and _WHOLE.fullmatch(parts[1]) \
+            and _WHOLE.fullmatch(parts[2]):
         current.done = (int(parts[1]), int(parts[2]))
     return current
