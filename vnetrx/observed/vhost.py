@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from vnetrx.observed.console import TraceWindow, console_lines
 from vnetrx.observed.rx_event import RxEvent, parse_rx_event
 
-_STATUS = re.compile(r"VNETRX (?P<key>[\w-]+)(?: (?P<value>.*?))?\s*$")
 _STAMP = re.compile(r"\s\d+\.\d+: (?P<event>\w+): (?P<rest>.*)$")
 _MARK = re.compile(r"vnetrx-case (?P<kind>tx|rx) (?P<name>\S+)")
 _RET = re.compile(r"\bret=(-?\d+)")
@@ -80,24 +80,18 @@ class VhostLog:
 
 def parse_vhost_log(text: str) -> VhostLog:
     status: dict[str, str] = {}
-    errors: list[str] = []
     kprobes: dict[str, bool] = {}
     cases: dict[str, CaseLog] = {}
     dmesg: list[str] = []
     current: CaseLog | None = None
     traced: CaseLog | None = None
     call: TunCall | None = None
-    in_trace = finished = trace_done = False
-    for line in text.replace("\r", "").split("\n"):
-        match = _STATUS.search(line)
-        if match is not None:
-            key, value = match.group("key"), match.group("value") or ""
-            if key == "error":
-                errors.append(value)
-            elif key == "trace-begin":
-                in_trace = True
-            elif key == "trace-end":
-                in_trace, trace_done = False, True
+    window = TraceWindow()
+    finished = False
+    for key, value, line in console_lines(text):
+        if key is not None:
+            if window.take(key, value):
+                pass
             elif key == "kprobe":
                 name, _, state = value.partition(" ")
                 kprobes[name] = state.startswith("on")
@@ -110,7 +104,7 @@ def parse_vhost_log(text: str) -> VhostLog:
             elif key not in ("dmesg-begin", "dmesg-end"):
                 status[key] = value
             continue
-        if not in_trace:
+        if not window.open:
             continue
         event = _STAMP.search(line)
         if event is None:
@@ -152,7 +146,7 @@ def parse_vhost_log(text: str) -> VhostLog:
             where = _LOCATION.search(rest)
             reason = _REASON.search(rest)
             call.freed.append(" ".join(m.group(1) for m in (where, reason) if m is not None))
-    return VhostLog(status, errors, kprobes, cases, dmesg, finished and trace_done)
+    return VhostLog(status, window.errors, kprobes, cases, dmesg, finished and window.ended)
 
 
 _WHOLE = re.compile(r"-?[0-9]+")  # a number as the probe prints it (ASCII digits)
