@@ -245,3 +245,30 @@ def test_running_with_config_given_overrides_the_machines(tmp_path: Path) -> Non
         "skbuff_small_head computed from it, not the slab's" in k.source
     # 6.18 (max() form): max(L1_CACHE_ALIGN(128 + 144) = 320, 144 + 128 + 64 = 336) -> 384 + 320
     assert small_head_cache_size(k) == 704
+
+
+@pytest.mark.parametrize(("release", "small_head"), [
+    # MAX_HEADER 80: MAX_TCP_HEADER form ALIGN(208, 64) + 320 = 576 up to 6.12.99; from 6.12.100
+    # max(256, 80 + 128 + 64 = 272) -> 320 + 320 = 640
+    ("6.12.99+deb12-cloud-amd64", 576),
+    ("6.12.100+deb12-cloud-amd64", 640),
+    # MAX_HEADER 176: 320 + 320 = 640, then max(320, 368) -> 384 + 320 = 704
+    ("6.12.99+deb12-amd64", 640),
+    ("6.12.100+deb12-amd64", 704),
+])
+def test_small_head_boundary_per_preset(release: str, small_head: int) -> None:
+    assert small_head_cache_size(lookup(release)) == small_head
+
+
+@pytest.mark.parametrize(("release", "preset"), [
+    ("4.14.165-133.209.amzn2.x86_64", "amzn2"),  # the series its config was read on
+    ("4.19.100-1.amzn2.x86_64", "debian"),  # the next series: not read
+    ("6.6.104.2-1.azl3", "azurelinux"),
+    ("6.5.1.1-1.azl3", "debian"),
+    ("6.1.100+", "cos"),
+    ("6.2.1+", "debian"),
+    ("4.18.0-553.el8_10.aarch64", "rhel8-aarch64"),  # RHEL 8 only
+    ("5.14.0-503.el9_5.aarch64", "rhel"),  # RHEL 9 aarch64: 4 KiB pages, the x86_64 values
+])
+def test_a_series_preset_stops_at_its_series(release: str, preset: str) -> None:
+    assert default_config(release) == preset

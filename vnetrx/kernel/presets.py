@@ -101,7 +101,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         # @6b73f7c4eb80 (6.12.0-144.el10); aarch64 9/10 the same with 4 KiB pages
         # (CentOS_9_Stream_aarch64, CentOS_10_Stream_aarch64): WLAN=y, MAC80211_MESH not set,
         # AX25 not set, HYPERV_NET=m, tunnels =m
-        "rhel", "RHEL/CentOS Stream x86_64",
+        "rhel", "RHEL/CentOS Stream 8-10 x86_64, 9-10 aarch64",
         (("WLAN", "y"), ("HYPERV_NET", "m"), *_TUNNELS_M),
         "RHEL 8.10 and 9.5 (Google Cloud images), CentOS Stream 9 and 10 configs "
         f"({_KHC}gcp_projects_rhel-cloud_*, CentOS_*_Stream_*)", None),
