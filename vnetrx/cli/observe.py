@@ -281,7 +281,7 @@ def _gro(dev: str | None, count: int, timeout: int, kernel: str | None, as_json:
 
         if kernel is None and not recorded_on:
             raise click.UsageError(f"{recording_file} names no kernel: give --kernel")
-        profile = load_profile(kernel or recorded_on, "debian")
+        profile = load_profile(kernel or recorded_on, None)
         count = len(recording.records)
     else:
         assert dev is not None
@@ -367,7 +367,7 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
         from vnetrx.kernel.registry import lookup
 
         return lookup(setup.version)
-    return load_profile(kernel or "running", "debian")
+    return load_profile(kernel or "running", None)
 
 
 def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace: TraceFile,
