@@ -20,12 +20,23 @@ _READS = frozenset({
     "uniform_buffers",
 })
 _VHOST_ONLY = ("buf_len", "no_tap_offload", "uniform_buffers")
+_VHOST_TX_ONLY = ("zcopy", "zcopy_offset")
 
 
 def vhost_replay_options(f: Any) -> Any:
     """--path, and the options only --path vhost-rx reads."""
     f = uniform_buffers_option(f)
     f = no_tap_offload_option(f)
+    f = click.option(
+        "--zcopy-offset", type=click.IntRange(0, 65535), default=0, show_default=True,
+        help="vhost-tx with --zcopy: where each chain (one descriptor: the vnet header, then "
+        "the frame) starts in its page; the pinned frags follow from it.")(f)
+    f = click.option(
+        "--zcopy", is_flag=True,
+        help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 (handle_tx_zerocopy): no "
+        "batching, one sendmsg per chain; chains of at least VHOST_GOODCOPY_LEN (256) bytes "
+        "have their pages pinned as frags, and each chain is used and signalled alone once "
+        "its skb is freed.")(f)
     return click.option(
         "--path", "path", type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
         default="virtio",
@@ -53,6 +64,13 @@ def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> 
         replay_vhost_tx(ctx, lengths, from_file, o)
         return True
     if o["path"] != "vhost-rx":
+        given = _given(ctx, _VHOST_TX_ONLY)
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --path "
+                "vhost-tx only", ctx)
+        for name in _VHOST_TX_ONLY:
+            o.pop(name, None)
         if _given(ctx, ("buf_len",)):
             raise click.UsageError(
                 "--buf-len does not apply to replay: each refill sizes its buffers from the "

@@ -45,7 +45,7 @@ _TAP_ONLY = (
     "frag_source",
     *VHOST_RX_ONLY,
 )
-_VHOST_ONLY = ("zcopy", "iff_napi")
+_VHOST_ONLY = ("zcopy", "zcopy_offset", "iff_napi")
 # what a vhost-tx trace does not take: the guest's receive device, a write's fd, the XDP
 # program's helper calls (only its verdict is modelled on vhost's buffer)
 _NOT_VHOST_TX = (*_VIRTIO_ONLY, "blocking", "no_vnet_hdr", "tun", "frag_source",
@@ -166,8 +166,14 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     "stream of writes, against one 4 KiB page per packet (the 2017 design question).",
 )
 @click.option("--zcopy", is_flag=True,
-              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 (handle_tx_zerocopy; "
-              "only frames below VHOST_GOODCOPY_LEN are modelled).")
+              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 "
+              "(handle_tx_zerocopy): a chain of at least VHOST_GOODCOPY_LEN (256) bytes, the "
+              "vnet header included, has its first hdr_len (or 128) frame bytes copied and "
+              "the rest of the guest's pages pinned as frags (zerocopy_sg_from_iter); shorter "
+              "ones are copied by tun_get_user.")
+@click.option("--zcopy-offset", type=Count(0, 65535, "bytes"), default=0, show_default=True,
+              help="vhost-tx with --zcopy: where the guest's buffer (one descriptor: the vnet "
+              "header, then the frame) starts in its page; the pinned frags follow from it.")
 @click.option("--iff-napi", is_flag=True,
               help="vhost-tx: the tap has IFF_NAPI, so its skbs go through GRO (QEMU does not "
               "set it).")
@@ -429,7 +435,8 @@ def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
     from vnetrx.paths.vhost import VhostTxSetup
 
     return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
-                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
+                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"],
+                        zcopy_offset=o.get("zcopy_offset") or 0)
 
 
 def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
