@@ -182,3 +182,68 @@ def test_bad_input_is_one_line(args: list[str], message: str, tmp_path: Path) ->
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vnetrx: error: "), result.stderr
     assert message in lines[0]
+
+
+# --- trace --path vhost-rx --gro: a flow of the traced frame's shape ---------------------
+
+
+@pytest.mark.parametrize("name", [n for n in FILES if not n.endswith(".big-gso.json")])
+def test_trace_flow_is_the_guests_first_burst(name: str) -> None:
+    """Each boot's first burst (8 TCPv4 segments of 1448 bytes with timestamps, DATA_VALID)
+    landed in the freshly filled ring, as a trace's flow does: the guest's one skb is the
+    trace's."""
+    doc = DOCS[name]
+    assert doc["bursts"][0] == {"name": "v4-seg8", "spec": {"segments": 8, "vnet": "data_valid",
+                                                            "payload": 1448}}
+    first = [r for r in doc["delivered"] if r["frames"][0] < 8]
+    result = CliRunner().invoke(cli, [
+        "trace", "--path", "vhost-rx", "--len", "1514", "--l4", "tcp4", "--tcp-options", "12",
+        "--csum", "valid", *MODE_ARGS[doc["mode"]], "--gro", "--segments", "8", "--kernel",
+        doc["kernel"], "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    got = [(d["frames"], d["skb"]["len"], d["skb"]["data_len"], d["skb"]["truesize"],
+            d["skb"]["nr_frags"], d["skb"]["gso_segs"]) for d in run["delivered"]]
+    assert got == [(r["frames"], r["len"], r["data_len"], r["truesize"], r["nr_frags"],
+                    r["gso_segs"]) for r in first]
+    assert run["input"]["via"] == "vhost-rx" and run["input"]["polls"] == "8"
+
+
+@pytest.mark.parametrize(("segments", "polls"), [(64, "64"), (65, "64,1"), (66, "64,1,1")])
+def test_trace_flow_polls_as_vhost_signals(segments: int, polls: str) -> None:
+    result = CliRunner().invoke(cli, [
+        "trace", "--path", "vhost-rx", "--len", "1514", "--l4", "tcp4", "--mergeable", "--gro",
+        "--segments", str(segments), "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    assert run["input"]["polls"] == polls
+    assert sum(len(d["frames"]) for d in run["delivered"]) == segments
+    jsonschema = pytest.importorskip("jsonschema")
+    from vnetrx.schemas import GRO
+
+    jsonschema.validate(run, GRO)
+    text = CliRunner().invoke(cli, [
+        "trace", "--path", "vhost-rx", "--len", "1514", "--l4", "tcp4", "--mergeable", "--gro",
+        "--segments", str(segments)])
+    assert text.exit_code == 0 and "done_idx > 64" in text.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--len", "1514", "--l4", "tcp4", "--segments", "8"], "--segments goes with --gro"),
+        (["--len", "1514", "--gro"], "--gro needs a TCP frame"),
+        (["--len", "1514", "--l4", "udp4", "--gro"], "--gro needs a TCP frame"),
+        (["--len", "1514", "--l4", "tcp4", "--gro", "--uniform-buffers", "--buf-len", "2048"],
+         "a driver of its own"),
+        (["--len", "3000", "--l4", "tcp4", "--gso", "tcpv4:1448", "--gro", "--mergeable",
+          "--no-tap-offload"], "segments these GSO skbs before the tap"),
+        (["--len", "1514", "--l4", "tcp4", "--gro", "--segments", "0"], "valid: 1..4096"),
+    ],
+)
+def test_trace_gro_bad_input_is_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["trace", "--path", "vhost-rx", *args])
+    assert result.exit_code in (1, 2), result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vnetrx: error: "), result.stderr
+    assert message in lines[0]

@@ -121,7 +121,9 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="virtio: send a TCP flow of --segments frames of this shape (--l4 tcp4|tcp6 or a TCP "
     "--frame) into the next posted buffers, then through GRO: what each segment became "
     "(held, its frags moved, its head stolen as a frag, chained on frag_list, flushed) and the "
-    "skbs the stack receives (schema vnetrx.gro/1 with --json).",
+    "skbs the stack receives (schema vnetrx.gro/1 with --json). vhost-rx: the flow queued on "
+    "the host's tap, through handle_rx into the guest's ring and its GRO, polled as vhost "
+    "signals (done_idx > 64, the empty ring).",
 )
 @click.option(
     "--segments",
@@ -129,7 +131,7 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     default=2,
     show_default=True,
     help="With --gro: the flow's segments (virtio: polls of up to 64, the NAPI budget; tap: "
-    "one write each).",
+    "one write each; vhost-rx: one burst on the tap).",
 )
 @gro_options
 @frame_options
