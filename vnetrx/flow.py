@@ -386,8 +386,9 @@ VHOST_RX_NOTES = (
 )
 VHOST_POLLS_NOTE = (
     "the guest polls what each vhost_net_signal_used made visible (done_idx > 64, the weight, "
-    "the empty ring), up to 64 packets a poll, before vhost signals again (a guest faster than "
-    "the host; --polls gives the grouping a real guest's napi:napi_poll reported)")
+    "the empty ring: real 6.1 and 6.12 vhost-net signalled 100 queued frames twice), up to 64 "
+    "packets a poll, before vhost signals again (assumed: a guest faster than the host; "
+    "--polls gives the grouping a real guest's napi:napi_poll reported)")
 
 
 def vhost_rx_gro(k: KernelProfile, rows: Iterable[tuple[object, Packet, GuestRx | None]],

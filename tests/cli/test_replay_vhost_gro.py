@@ -247,3 +247,21 @@ def test_trace_gro_bad_input_is_one_line(args: list[str], message: str) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("vnetrx: error: "), result.stderr
     assert message in lines[0]
+
+
+@pytest.mark.parametrize("release", ["6.1.0-57-amd64", "6.12.117+deb12-amd64"])
+def test_the_default_polls_rest_on_real_vhost_nets_signals(release: str) -> None:
+    """What the default poll grouping stands on: real vhost-net (lab vhost, tests/data/vhost)
+    signalled frames queued on the tap before the guest's buffers came once for 64 frames and
+    twice for 100 (done_idx > 64 after the 65th, then the empty ring); vhost-rx's handle_rx
+    ends its poll batches at the same places."""
+    doc = json.loads((DATA / "vhost" / f"linux-{release}.json").read_text())
+    k = lookup(doc["kernel"]["version"])
+    c = vhost_rx_config(k, VhostRxSetup(mode="mergeable", buf_len=1536))
+    for case, count in (("rx-mrg-1536-queued-64", 64), ("rx-mrg-1536-queued-100", 100)):
+        record = next(r for r in doc["rx"] if r["case"] == case)
+        xmits, skbs = host_skbs(c, [HostFrame(60 + i) for i in range(count)])
+        signalled = [p.seq for _x, p, _g in vhost_rx_stream(k, c, xmits, skbs, guest=False)
+                     if p.signal is not None]
+        assert len(signalled) == record["signals"]
+        assert signalled == ([63] if count == 64 else [64, 99])
