@@ -126,7 +126,8 @@ def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
 # ``vhost``'s keys (model.VhostTx), in the order JSON prints them; ``limits`` and ``buffer``
 # hold the rest
 _VHOST_KEYS = (("path", "str"), ("reason", "str"), ("sock_hlen", "nat"), ("len", "nat"),
-               ("sk_sndbuf", "nat"), ("zerocopy", "bool"), ("iff_napi", "bool"),
+               ("sk_sndbuf", "nat"), ("zerocopy", "bool"), ("zcopy_used", "bool"),
+               ("iff_napi", "bool"),
                ("page_frag", "str"), ("stalled", "bool"), ("delivery", "str?"))
 _VHOST_LIMITS = ("batch", "weight", "pkt_weight")
 _VHOST_BUFFER = VhostBuffer._fields

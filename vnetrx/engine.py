@@ -90,6 +90,7 @@ def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame_len: int) -> Tra
         ("hdr", None if s.hdr is None else s.hdr.hex()),
         ("xdp", s.xdp),
         ("zcopy", s.zcopy),
+        ("zcopy_offset", s.zcopy_offset),
         ("iff_napi", s.napi),
     )
     return _finish(k, inputs, log, result)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from vnetrx.engine import trace_tap, trace_virtio
-from vnetrx.errors import InputError
+from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
@@ -34,7 +34,9 @@ from vnetrx.paths.gro import (
 from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
+    from vnetrx.packet import Headers
     from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.vhost.rx import GuestRx, Packet, VhostRxConfig
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay.state import FrameRecord, RingConfig
 
@@ -375,3 +377,129 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
         if steps is not None:
             steps.extend(run.steps)
         yield from ((poll + 1, d) for d in run.delivered)
+
+
+VHOST_RX_NOTES = (
+    "the guest's GRO: skb->hash is 0 (vhost-net offers no HASH_REPORT): every flow is in GRO "
+    "bucket 0; HZ < 1000 (Debian's 250): a poll that uses its whole budget (64) flushes "
+    "everything",
+)
+VHOST_POLLS_NOTE = (
+    "the guest polls what each vhost_net_signal_used made visible (done_idx > 64, the weight, "
+    "the empty ring: real 6.1 and 6.12 vhost-net signalled 100 queued frames twice), up to 64 "
+    "packets a poll, before vhost signals again (assumed: a guest faster than the host; "
+    "--polls gives the grouping a real guest's napi:napi_poll reported)")
+
+
+def vhost_rx_gro(k: KernelProfile, rows: Iterable[tuple[object, Packet, GuestRx | None]],
+                 read: Callable[[int], GroInput], polls: Sequence[int] = (),
+                 gro: bool = True, limits: GroLimits | None = None,
+                 ) -> Iterator[tuple[int, Delivered]]:
+    """``replay --path vhost-rx --gro``: the packets handle_rx put in the guest's ring
+    (``rows``: vhost_rx_stream's), received by the guest's virtio-net driver (their
+    ``GuestRx``) and then its GRO, NAPI poll by NAPI poll (budget 64): by default the guest
+    polls each batch a vhost_net_signal_used made visible (``VHOST_POLLS_NOTE``); ``polls``:
+    how many of the packets vhost used (discards left out) each poll took, in order. Every skb
+    the stack receives, with its poll (from 1), in delivery order. ``read(frame)``: what GRO
+    reads of the input frame's headers."""
+    state = GroState(k, limits, gro, record_steps=False)
+    poll = 1
+    in_poll = 0
+    given = iter(polls)
+    size = next(given, 0) if polls else NAPI_POLL_WEIGHT
+    used = 0
+    for _x, p, g in rows:
+        if p.discard is not None:  # no used-ring entry: nothing for the guest to poll
+            if not polls and p.signal is not None and in_poll:  # the heads before it
+                state.flush_all(GroFlush.POLL_END)
+                yield from ((poll, d) for d in state.take())
+                poll, in_poll = poll + 1, 0
+            continue
+        if polls and size == 0:
+            raise InputError(f"the polls ({', '.join(map(str, polls))}) cover fewer than the "
+                             f"packets vhost put in the guest's ring (more than {used})")
+        used += 1
+        skb = g.delivery.skb if g is not None else None
+        if g is not None and skb is not None:
+            head_frag = g.plan.outcome == "build_skb" or g.config.napi_head.frag
+            gro_input = read(p.skb.frame)
+            state.receive(Segment(p.skb.frame, skb, head_frag, gro_input.tcp,
+                                  udp_validated=gro_input.udp_validated, pull=gro_input.pull))
+        in_poll += 1
+        ends = in_poll == size if polls else (in_poll == NAPI_POLL_WEIGHT
+                                             or p.signal is not None)
+        if ends:
+            state.flush_all(GroFlush.BUDGET if in_poll >= NAPI_POLL_WEIGHT
+                            else GroFlush.POLL_END)
+            yield from ((poll, d) for d in state.take())
+            poll, in_poll = poll + 1, 0
+            if polls:
+                size = next(given, 0)
+    if polls and (in_poll or size or next(given, None) is not None):
+        raise InputError(f"the polls ({', '.join(map(str, polls))}) add up to {sum(polls)}; "
+                         f"vhost put {used} packet(s) in the guest's ring")
+    if in_poll:  # the default grouping ends with a signal: nothing is left here
+        state.flush_all(GroFlush.POLL_END)
+        yield from ((poll, d) for d in state.take())
+
+
+def vhost_rx_flow(k: KernelProfile, c: VhostRxConfig, frames: Sequence[bytes],
+                  state: VnetHdr | None, headers: Headers | None = None,
+                  limits: GroLimits | None = None) -> FlowRun:
+    """``trace --path vhost-rx --gro``: ``frames`` (a TCP flow of the traced frame's shape,
+    each with the skb state ``state``) queued on the host's tap as one burst, through
+    handle_rx into the guest's ring (``c``), the guest's receive path and its GRO, polled as
+    vhost signals (``VHOST_POLLS_NOTE``)."""
+    from vnetrx.paths.vhost.rx import NOTES, HostFrame, host_skbs, vhost_rx_stream
+
+    check_segments(len(frames))
+    limits = limits or GroLimits()
+    xmits, skbs = host_skbs(c, [HostFrame(len(f), state, headers) for f in frames])
+    if any(x.segmented is not None for x in xmits):
+        raise UnsupportedError(
+            "the host stack segments these GSO skbs before the tap: the segments' own headers, "
+            "which GRO reads, are not modelled", hint="keep the tap's offloads (drop "
+            "--no-tap-offload), or trace one segment's shape")
+    segments: list[FlowSegment] = []
+    polls: list[list[Segment]] = []
+    poll: list[Segment] = []
+    path = ""
+    for _x, p, g in vhost_rx_stream(k, c, xmits, skbs):
+        i = p.skb.frame
+        skb = None if g is None else g.delivery.skb
+        if g is None or skb is None:
+            why = ("discarded by handle_rx (overrun)" if p.discard is not None else
+                   "not received by a Linux guest" if g is None else
+                   f"dropped by the guest ({g.delivery.reason})")
+            raise InputError(f"segment {i} does not reach GRO: {why}")
+        path = f"virtio-{g.config.mode}"
+        head_frag = g.plan.outcome == "build_skb" or g.config.napi_head.frag
+        first = p.buffers[0] if p.buffers else None
+        seg = FlowSegment(i, g.plan.outcome, skb, head_frag,
+                          "" if first is None else g.config.alloc.label(first.frag_index),
+                          0 if first is None else first.offset)
+        segments.append(seg)
+        poll.append(_segment(seg, frames[i]))
+        if len(poll) == NAPI_POLL_WEIGHT or p.signal is not None:
+            polls.append(poll)
+            poll = []
+    if poll:
+        polls.append(poll)
+    run = gro_receive(k, [[q] for q in polls], limits=limits)
+    s = c.setup
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("via", "vhost-rx"),
+        ("frame_len", len(frames[0])),
+        ("segments", len(frames)),
+        ("mode", s.mode),
+        ("hdr_len", s.hdr_len),
+        ("buf_len", c.buf_len),
+        ("mtu", s.mtu),
+        ("hdr", None if state is None else state.to_bytes(10).hex()),
+        ("tap_offload", s.tap_offload),
+        ("polls", ",".join(str(len(q)) for q in polls)),
+        ("gro_max_size", limits.gro_max_size),
+        ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
+    )
+    return FlowRun(GRO_SCHEMA, k, path, inputs, tuple(segments), run,
+                   (*NOTES, *VHOST_RX_NOTES, VHOST_POLLS_NOTE))

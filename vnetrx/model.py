@@ -410,6 +410,7 @@ class VhostTx(NamedTuple):
     len: int  # iov_iter_count: sock_hlen + the frame
     sk_sndbuf: int  # the tap socket's sk_sndbuf (INT_MAX unless TUNSETSNDBUF)
     zerocopy: bool  # experimental_zcopytx: handle_tx_zerocopy instead of handle_tx_copy
+    zcopy_used: bool  # this frame's pages were pinned (zerocopy_sg_from_iter), not copied
     iff_napi: bool  # the tap has IFF_NAPI: its skbs go through GRO
     page_frag: str  # the allocator: "vhost_net_page_frag_refill" | "page_frag_alloc_align"
     stalled: bool  # vhost_net_build_xdp failed (not -ENOSPC): the queue stops at this frame

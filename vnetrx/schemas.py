@@ -136,6 +136,7 @@ VHOST_TX = _obj({
     "len": _NAT,
     "sk_sndbuf": _NAT,
     "zerocopy": _BOOL,
+    "zcopy_used": _BOOL,
     "iff_napi": _BOOL,
     "page_frag": {"enum": ["vhost_net_page_frag_refill", "page_frag_alloc_align"]},
     "stalled": _BOOL,
@@ -1045,7 +1046,12 @@ LAB_VHOST_TX = _obj({
     "skb": _nullable(_obj(dict.fromkeys(("len", "data_len", "truesize", "nr_frags", "ip_summed",
                                          "gso_size", "gso_type", "protocol"), _NAT))),
     "freed": _arr(_STR), "stats": _COUNTS, "traced": _BOOL, "signals": _nullable(_NAT),
-})
+    # a boot with experimental_zcopytx=1 (lab vhost --zcopy): the chain's page offset, whether
+    # zerocopy_sg_from_iter pinned the guest's pages, the ubuf completions (1 success, 0 the
+    # frags were copied) and the used ring's descriptor ids in the order vhost added them
+    "offset": _NAT, "zerocopy": _nullable(_BOOL), "completions": _arr(_NAT),
+    "used_order": _arr(_NAT),
+}, optional=("offset", "zerocopy", "completions", "used_order"))
 LAB_VHOST_RX = _obj({
     "case": _STR, "what": _STR, "features": {"enum": ["mrg", "v1", "legacy"]},
     "mode": {"enum": ["mergeable", "neither"]}, "hdr_size": _NAT, "buf_len": _NAT,
@@ -1072,12 +1078,14 @@ LAB_VHOST_COMPARISON = _obj({
 LAB_VHOST_KERNEL = _obj({
     "schema": {"const": "vnetrx.lab-vhost/1"},
     "kernel": _obj({"release": _STR, "version": _STR}),
+    # lab vhost --zcopy: vhost_net's module parameter, and the guest's THP setting
+    "experimental_zcopytx": {"const": 1}, "thp": _STR,
     "kvm": _BOOL, "vhost_net_loaded": _BOOL, "vhost_net_dev": _STR, "features_offered": _STR,
     "kprobes": {"type": "object", "additionalProperties": _BOOL}, "errors": _arr(_STR),
     "complete": _BOOL, "tx": _arr(LAB_VHOST_TX), "rx": _arr(LAB_VHOST_RX),
     "boot_s": _nullable(_NUM), "total_s": _nullable(_NUM),
     "comparison": _nullable(LAB_VHOST_COMPARISON),
-})
+}, optional=("experimental_zcopytx", "thp"))
 LAB_VHOST = _obj({
     "schema": {"const": "vnetrx.lab-vhost-run/1"},
     "predictions": _BOOL,
@@ -1099,6 +1107,7 @@ VHOST_TX_ROW = _obj(
         "offset": _nullable(_NAT),
         "update": _nullable(_NAT),
         "stalled": {"type": "boolean"},
+        "zcopy_used": {"type": "boolean"},
         "outcome": _STR,
         "drop": _nullable(_STR),
         "skb": _nullable(_obj({"len": _NAT, "data_len": _NAT, "truesize": _NAT,

@@ -120,7 +120,9 @@ def test_one_line_errors(runner: CliRunner, args: list[str], message: str) -> No
 
 @pytest.mark.parametrize(("content", "message"), [
     ('[{"len": 100, "colour": 1}]', "unknown key(s) colour (valid: len, l4, hdr, tcp_options, "
-     "vlan)"),
+     "vlan, frame)"),
+    ('[{"len": 100, "frame": "5254"}]', "\"len\" 100 is not the frame's 2 bytes"),
+    ('[{"frame": "52x4"}]', "\"frame\" is not hex"),
     ('[{"len": 100, "l4": "sctp"}]', "\"l4\" 'sctp' is not one of"),
     ('[{"len": 100, "hdr": "00000000000000000000000000"}]', "(valid: 0..10 bytes)"),
     ('[{"len": 30, "l4": "tcp4"}]', "(valid: 54..65535)"),

@@ -370,10 +370,17 @@ def _print_run(result: Any, serial_log: Path | None, as_json: bool) -> None:
 @click.option("--kvm", is_flag=True, help="Use KVM instead of TCG (only where /dev/kvm works).")
 @click.option("--timeout", type=Count(10, 3600, "seconds"), default=120, show_default=True,
               help="Seconds to wait for each guest to get ready, and again to finish.")
+@click.option("--zcopy", is_flag=True,
+              help="Load the guest's vhost_net with experimental_zcopytx=1 and run the "
+              "zerocopy TX cases instead (chains of 255/256/257 bytes around "
+              "VHOST_GOODCOPY_LEN, longer frames pinned as frags from two page offsets, "
+              "NEEDS_CSUM and GSO headers, bursts): the road, whether zerocopy_sg_from_iter "
+              "ran, the skb, the ubuf completions and the used ring's order. Saved as "
+              "linux-<release>.zcopy.json/.log.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (vnetrx.lab-vhost-run/1).")
 def lab_vhost(series: str, images: tuple[Path, ...], modules: Path | None,
               logs: tuple[Path, ...], save_dir: Path | None, no_predict: bool, kvm: bool,
-              timeout: int, as_json: bool) -> None:
+              timeout: int, zcopy: bool, as_json: bool) -> None:
     """Drive each guest kernel's own /dev/vhost-net and record what it builds.
 
     \b
@@ -426,7 +433,8 @@ def lab_vhost(series: str, images: tuple[Path, ...], modules: Path | None,
                 for image in chosen:
                     result = vhost_run.run_vhost(image, modules=modules,
                                                  accel="kvm" if kvm else "tcg",
-                                                 timeout_s=float(timeout), on_stage=on_stage)
+                                                 timeout_s=float(timeout), on_stage=on_stage,
+                                                 zcopy=zcopy)
                     runs.append((result.document, result.serial, result.boot_s,
                                  result.total_s))
         except KeyboardInterrupt:
@@ -469,7 +477,8 @@ def _save(save_dir: Path, document: dict[str, Any], serial: str | None) -> None:
     from vnetrx.render.json_out import dumps
 
     save_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"linux-{document['kernel']['release']}"
+    stem = f"linux-{document['kernel']['release']}" + (
+        ".zcopy" if document.get("experimental_zcopytx") else "")
     (save_dir / f"{stem}.json").write_text(dumps(document))
     if serial is not None:
         (save_dir / f"{stem}.log").write_text(serial)

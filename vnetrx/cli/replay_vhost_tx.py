@@ -15,7 +15,7 @@ from vnetrx.cli.options import BuildChoice, load_profile
 # replay's options a vhost-tx replay reads; every other one given is refused
 _READS = frozenset({
     "path", "sndbuf", "xdp", "vnet_hdr_sz", "kernel", "config", "arch", "page_size",
-    "cache_line", "max_skb_frags", "as_jsonl", "summary",
+    "cache_line", "max_skb_frags", "as_jsonl", "summary", "zcopy", "zcopy_offset",
 })
 
 
@@ -43,7 +43,8 @@ def replay_vhost_tx(ctx: click.Context, lengths: str | None, from_file: str | No
               else read_guest_frames(str(from_file)))
     choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
     profile = load_profile(o["kernel"], o["config"], choice)
-    setup = VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], vnet_hdr_sz=o["vnet_hdr_sz"])
+    setup = VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], vnet_hdr_sz=o["vnet_hdr_sz"],
+                         zcopy=o["zcopy"], zcopy_offset=o["zcopy_offset"])
     rows = handle_tx_stream(profile, setup, frames)
     totals = TxTotals()
     out = sys.stdout

@@ -45,7 +45,7 @@ _TAP_ONLY = (
     "frag_source",
     *VHOST_RX_ONLY,
 )
-_VHOST_ONLY = ("zcopy", "iff_napi")
+_VHOST_ONLY = ("zcopy", "zcopy_offset", "iff_napi")
 # what a vhost-tx trace does not take: the guest's receive device, a write's fd, the XDP
 # program's helper calls (only its verdict is modelled on vhost's buffer)
 _NOT_VHOST_TX = (*_VIRTIO_ONLY, "blocking", "no_vnet_hdr", "tun", "frag_source",
@@ -121,7 +121,9 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     help="virtio: send a TCP flow of --segments frames of this shape (--l4 tcp4|tcp6 or a TCP "
     "--frame) into the next posted buffers, then through GRO: what each segment became "
     "(held, its frags moved, its head stolen as a frag, chained on frag_list, flushed) and the "
-    "skbs the stack receives (schema vnetrx.gro/1 with --json).",
+    "skbs the stack receives (schema vnetrx.gro/1 with --json). vhost-rx: the flow queued on "
+    "the host's tap, through handle_rx into the guest's ring and its GRO, polled as vhost "
+    "signals (done_idx > 64, the empty ring).",
 )
 @click.option(
     "--segments",
@@ -129,7 +131,7 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     default=2,
     show_default=True,
     help="With --gro: the flow's segments (virtio: polls of up to 64, the NAPI budget; tap: "
-    "one write each).",
+    "one write each; vhost-rx: one burst on the tap).",
 )
 @gro_options
 @frame_options
@@ -166,8 +168,14 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     "stream of writes, against one 4 KiB page per packet (the 2017 design question).",
 )
 @click.option("--zcopy", is_flag=True,
-              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 (handle_tx_zerocopy; "
-              "only frames below VHOST_GOODCOPY_LEN are modelled).")
+              help="vhost-tx: vhost_net loaded with experimental_zcopytx=1 "
+              "(handle_tx_zerocopy): a chain of at least VHOST_GOODCOPY_LEN (256) bytes, the "
+              "vnet header included, has its first hdr_len (or 128) frame bytes copied and "
+              "the rest of the guest's pages pinned as frags (zerocopy_sg_from_iter); shorter "
+              "ones are copied by tun_get_user.")
+@click.option("--zcopy-offset", type=Count(0, 65535, "bytes"), default=0, show_default=True,
+              help="vhost-tx with --zcopy: where the guest's buffer (one descriptor: the vnet "
+              "header, then the frame) starts in its page; the pinned frags follow from it.")
 @click.option("--iff-napi", is_flag=True,
               help="vhost-tx: the tap has IFF_NAPI, so its skbs go through GRO (QEMU does not "
               "set it).")
@@ -429,7 +437,8 @@ def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
     from vnetrx.paths.vhost import VhostTxSetup
 
     return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
-                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
+                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"],
+                        zcopy_offset=o.get("zcopy_offset") or 0)
 
 
 def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:

@@ -19,7 +19,9 @@ _READS = frozenset({
     "path", "frame_len", "l4", "tcp_options", "frame_file", "hdr", "csum", "gso", "mergeable",
     "guest_gso", "mtu", "hdr_len", "buf_len", "ewma", "kernel", "config", "arch", "page_size",
     "cache_line", "max_skb_frags", "as_json", *VHOST_RX_ONLY,
+    "gro", "segments", "gro_max_size", "gro_ipv4_max_size",
 })
+_GRO_ONLY = ("segments", "gro_max_size", "gro_ipv4_max_size")
 
 
 def no_tap_offload_option(f: Any) -> Any:
@@ -83,6 +85,9 @@ def trace_vhost_rx(ctx: click.Context, frame_len: int | None, opts: dict[str, An
         raise InputError(f"--hdr has {len(opts['hdr'])} bytes: give the host skb's state as the "
                          "10-byte virtio_net_hdr (num_buffers is vhost's to write) (valid: 0..10 "
                          "bytes)")
+    if not opts["gro"] and _given(ctx, _GRO_ONLY):
+        raise click.UsageError(f"{', '.join(_given(ctx, _GRO_ONLY))} goes with --gro (a TCP "
+                               "flow through GRO)", ctx)
     choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
     profile = load_profile(opts["kernel"], opts["config"], choice)
     frame = frame_input(frame_len, opts)
@@ -95,6 +100,9 @@ def trace_vhost_rx(ctx: click.Context, frame_len: int | None, opts: dict[str, An
         tap_offload=not opts["no_tap_offload"],
         uniform=opts["uniform_buffers"],
     )
+    if opts["gro"]:
+        _gro(profile, setup, frame, opts)
+        return
     host = HostFrame(frame.frame_len, frame.hdr, frame.headers, opts["vlan"])
     result = vhost_rx(profile, setup, [host])
     log = StepLog(profile)
@@ -121,3 +129,38 @@ def trace_vhost_rx(ctx: click.Context, frame_len: int | None, opts: dict[str, An
     title = (f"vnetrx trace --path vhost-rx: a {frame.frame_len}-byte frame from the host's tap "
              f"into a guest with {setup.mode} buffers, Linux {profile.name}")
     click.echo("\n".join(text_lines(result, log.steps, notes, title)))
+
+
+def _gro(profile: Any, setup: Any, frame: Any, opts: dict[str, Any]) -> None:
+    """``--gro``: a TCP flow of the traced frame's shape queued on the host's tap, through
+    handle_rx, the guest's receive path and its GRO (vnetrx.flow.vhost_rx_flow)."""
+    from vnetrx.flow import vhost_rx_flow
+    from vnetrx.packet import tcp_flow_frames
+    from vnetrx.paths.gro import gro_limits
+    from vnetrx.paths.vhost.rx import vhost_rx_config
+
+    if frame.frame is None or frame.headers is None or not frame.headers.tcp:
+        raise InputError("--gro needs a TCP frame (--l4 tcp4|tcp6, or --frame with one): GRO "
+                         "merges TCP segments")
+    if opts["vlan"]:
+        raise InputError("--gro with --vlan is not modelled (GRO of VLAN-tagged frames)")
+    c = vhost_rx_config(profile, setup)
+    if not c.linux_guest:
+        raise click.UsageError("--gro runs the guest's Linux receive path: not with "
+                               "--uniform-buffers without --mergeable (a driver of its own)")
+    from vnetrx.flow import check_segments
+
+    check_segments(opts["segments"])
+    frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
+    limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
+    run = vhost_rx_flow(profile, c, frames, frame.hdr, frame.headers, limits)
+    if opts["as_json"]:
+        from vnetrx.codec import flow_to_dict
+        from vnetrx.render.json_out import dumps
+
+        sys.stdout.write(dumps(flow_to_dict(run)))
+        return
+    from vnetrx.render.gro_text import flow_renderable
+    from vnetrx.render.text import stdout_console
+
+    stdout_console().print(flow_renderable(run))

@@ -319,14 +319,39 @@ VHOST_KPROBES = (
     "p:vnetrx/build_skb build_skb data=%di:x64 size=%si:u32",
 )
 
+# a boot with vhost_net's experimental_zcopytx=1 also records which sendmsg pinned the guest's
+# pages (zerocopy_sg_from_iter, net/core/datagram.c, exported) and the ubuf completion vhost
+# gets when the skb is freed: vhost_zerocopy_callback(skb, ubuf, success) up to 6.9, renamed
+# vhost_zerocopy_complete with struct ubuf_info_ops (6.10); one of the two arms
+VHOST_ZCOPY_KPROBES = (
+    *VHOST_KPROBES,
+    "p:vnetrx/zerocopy_sg zerocopy_sg_from_iter",
+    "p:vnetrx/zc_callback vhost_zerocopy_callback success=%dx:u8",
+    "p:vnetrx/zc_complete vhost_zerocopy_complete success=%dx:u8",
+)
+VHOST_ZCOPY_ARGS = {"vhost_net": "experimental_zcopytx=1"}
 
-def vhost_init_script(modules: list[str], kprobes: tuple[str, ...] = VHOST_KPROBES) -> str:
+
+def vhost_init_script(modules: list[str], kprobes: tuple[str, ...] = VHOST_KPROBES,
+                      module_args: dict[str, str] | None = None) -> str:
     """The /init of ``lab vhost``: load tun and vhost_net, trace netif_receive_skb_entry on the
     probe's tap and the kprobes, run bin/vhostprobe on /vhost-cases, dump the trace and the
     kernel's vhost/tun messages (vhost's pr_debug lines switched on with dynamic debug)."""
     probes = "\n".join(
         f"arm {shlex.quote(definition)} {definition.split()[0].split('/')[1]}"
         for definition in kprobes)
+    load = f"""for m in {" ".join(modules)}; do
+  insmod /lib/modules/$m.ko || say error insmod $m
+done"""
+    if module_args:
+        load = "\n".join(
+            f"insmod /lib/modules/{m}.ko {module_args.get(m, '')}".rstrip()
+            + f" || say error insmod {m}" for m in modules)
+        load += "".join(
+            f"\nsay param {m} {arg.split('=')[0]} "
+            f"$(cat /sys/module/{m}/parameters/{arg.split('=')[0]} 2>/dev/null)"
+            for m, arg in sorted(module_args.items()))
+        load += "\nsay thp $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
     return f"""#!/bin/sh
 # vnetrx lab vhost: drive /dev/vhost-net with a tap of the guest's own.
 /bin/busybox --install -s /bin
@@ -343,9 +368,7 @@ say version $(uname -v)
 echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 2>/dev/null
 echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null
 say kvm $([ -e /dev/kvm ] && echo yes || echo no)
-for m in {" ".join(modules)}; do
-  insmod /lib/modules/$m.ko || say error insmod $m
-done
+{load}
 say modules $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')
 say vhost-net-dev $(cat /sys/class/misc/vhost-net/dev 2>/dev/null) $([ -c /dev/vhost-net ] && echo node || echo no-node)
 echo 'module vhost_net +p' > /sys/kernel/debug/dynamic_debug/control 2>/dev/null
@@ -381,7 +404,7 @@ finish
 
 
 def build_vhost(busybox: Path, tree: ModuleTree, probe: bytes, cases: str,
-                xdp_probe: bytes | None = None) -> tuple[bytes, list[str]]:
+                xdp_probe: bytes | None = None, zcopy: bool = False) -> tuple[bytes, list[str]]:
     """The initramfs of ``lab vhost``: busybox, tun + vhost_net and their dependencies, the
     static probe (bin/vhostprobe) and its case file (/vhost-cases); ``xdp_probe``: the XDP
     probe (bin/xdpprobe) the cases with a program on the tap run."""
@@ -391,6 +414,7 @@ def build_vhost(busybox: Path, tree: ModuleTree, probe: bytes, cases: str,
     entries += [
         cpio.regular("bin/vhostprobe", probe, 0o755),
         cpio.regular("vhost-cases", cases.encode()),
-        cpio.regular("init", vhost_init_script(order).encode(), 0o755),
+        cpio.regular("init", (vhost_init_script(order, VHOST_ZCOPY_KPROBES, VHOST_ZCOPY_ARGS)
+                              if zcopy else vhost_init_script(order)).encode(), 0o755),
     ]
     return cpio.archive(entries), order

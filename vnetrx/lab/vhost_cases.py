@@ -58,6 +58,7 @@ class TxCase:
     sndbuf: int | None = None  # None: the tap's default, INT_MAX
     what: str = ""
     xdp: bool = False  # an XDP_PASS program on the tap (vhost adds XDP_PACKET_HEADROOM)
+    offset: int = 0  # where each chain starts in its page of the probe's memory
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,34 @@ def rx_cases() -> tuple[RxCase, ...]:
     )
 
 
+ZCOPY_LENGTHS = (60, 243, 244, 245, 1000, 1514, 3636, 4000, 9000, 65000)
+ZCOPY_OFFSET = 3900  # a chain that starts 196 bytes before its page ends
+
+
+def zcopy_tx_cases() -> tuple[TxCase, ...]:
+    """The cases of a boot whose vhost_net was loaded with experimental_zcopytx=1: chains of
+    VHOST_GOODCOPY_LEN (256) - 1, 256 and 257 bytes with the 12-byte header (frames of 243, 244
+    and 245 bytes), longer ones pinned as frags from their page offset 140 (header 12 + the
+    128 bytes tun_get_user copies) or from 3900 + 140, a NEEDS_CSUM and a GSO header (their
+    hdr_len is what tun_get_user copies), a finite sndbuf (zerocopy does not care) and bursts
+    mixing copied and pinned frames (the used ring's order)."""
+    cases = [TxCase(f"zc-{n}", (Frame(n),), None, "raw frame, zerocopy module")
+             for n in ZCOPY_LENGTHS]
+    cases += [TxCase(f"zc-off{ZCOPY_OFFSET}-{n}", (Frame(n),), None,
+                     f"raw frame at page offset {ZCOPY_OFFSET}", offset=ZCOPY_OFFSET)
+              for n in (244, 1000, 9000)]
+    cases += [
+        TxCase("zc-csum-1000", (_csum(1000),), None, "TCPv4 NEEDS_CSUM: hdr_len 52 copied"),
+        TxCase("zc-gso-3000", (_gso(3000, "tcp4", "tcpv4:1448"),), None,
+               "TCPv4 GSO 1448: hdr_len 54 copied"),
+        TxCase("zc-sndbuf-1000", (Frame(1000),), FINITE_SNDBUF, "raw frame, finite sndbuf"),
+        TxCase("zc-burst-1000x3", (Frame(1000),) * 3, None, "three pinned chains, one kick"),
+        TxCase("zc-burst-100-1000-100", (Frame(100), Frame(1000), Frame(100)), None,
+               "copied, pinned, copied: one kick"),
+    ]
+    return tuple(cases)
+
+
 def uses_xdp(txs: tuple[TxCase, ...]) -> bool:
     return any(tx.xdp for tx in txs)
 
@@ -170,7 +199,8 @@ def case_file(txs: tuple[TxCase, ...], rxs: tuple[RxCase, ...]) -> str:
     """The probe's input (see data/vhostprobe.c)."""
     lines: list[str] = []
     for tx in txs:
-        lines.append(f"tx {tx.name} {tx.sndbuf or 0} - {'pass' if tx.xdp else '-'}")
+        lines.append(f"tx {tx.name} {tx.sndbuf or 0} - {'pass' if tx.xdp else '-'}"
+                     + (f" {tx.offset}" if tx.offset else ""))
         lines += [f"f {f.hdr_hex(12)} {f.data(i).hex() or '-'}" for i, f in enumerate(tx.frames)]
         lines.append("end")
     for rx in rxs:

@@ -74,6 +74,9 @@ def compare_tx(record: Mapping[str, Any], predicted: Mapping[str, Any]) -> tuple
     road = (predicted.get("vhost") or {}).get("path")
     if record["path"] is not None:
         checks.append(Check("path", road, record["path"]))
+    if record.get("zerocopy") is not None:  # lab vhost --zcopy: were the pages pinned
+        checks.append(Check("zcopy_used", (predicted.get("vhost") or {}).get("zcopy_used"),
+                            record["zerocopy"]))
     outcome = str(predicted.get("outcome", ""))
     observed_refused = _refused(record["outcome"])
     if observed_refused or outcome in REFUSED:

@@ -47,6 +47,10 @@ def tx_argv(record: Mapping[str, Any], kernel: str) -> list[str]:
         argv += ["--sndbuf", str(record["sndbuf"])]
     if record.get("xdp"):
         argv += ["--xdp", str(record["xdp"])]
+    if "zerocopy" in record:  # a boot with experimental_zcopytx=1 (lab vhost --zcopy)
+        argv.append("--zcopy")
+        if record.get("offset"):
+            argv += ["--zcopy-offset", str(record["offset"])]
     return [*argv, "--json"]
 
 

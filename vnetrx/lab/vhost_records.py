@@ -27,9 +27,11 @@ SKB_FIELDS = ("len", "data_len", "truesize", "nr_frags", "ip_summed", "gso_size"
 
 def document(log: VhostLog, txs: tuple[TxCase, ...], rxs: tuple[RxCase, ...]) -> dict[str, Any]:
     """The whole run: the guest, then one record per TX frame and one per RX case."""
+    zcopy = {"experimental_zcopytx": 1, "thp": log.status.get("thp", "")} if log.zcopy else {}
     return {
         "schema": SCHEMA,
         "kernel": {"release": log.release, "version": guest_version(log.status, log.release)},
+        **zcopy,
         "kvm": log.status.get("kvm") == "yes",
         "vhost_net_loaded": log.vhost_net_loaded,
         "vhost_net_dev": log.status.get("vhost-net-dev", ""),
@@ -37,7 +39,8 @@ def document(log: VhostLog, txs: tuple[TxCase, ...], rxs: tuple[RxCase, ...]) ->
         "kprobes": dict(sorted(log.kprobes.items())),
         "errors": list(log.errors),
         "complete": log.complete,
-        "tx": [record for case in txs for record in tx_records(case, log.cases.get(case.name))],
+        "tx": [record for case in txs
+               for record in tx_records(case, log.cases.get(case.name), log.zcopy)],
         "rx": [rx_record(case, log.cases.get(case.name)) for case in rxs],
     }
 
@@ -54,7 +57,11 @@ def _assign(case: TxCase, calls: list[TunCall]) -> list[TunCall | None]:
     return out if len(out) == len(case.frames) else [None] * len(case.frames)
 
 
-def tx_records(case: TxCase, seen: CaseLog | None) -> list[dict[str, Any]]:
+def tx_records(case: TxCase, seen: CaseLog | None, zcopy: bool = False
+               ) -> list[dict[str, Any]]:
+    """One record per frame of the case; ``zcopy`` (vhost_net's experimental_zcopytx=1): each
+    also says whether its sendmsg pinned the guest's pages, the ubuf completions it got, and
+    the order of the used ring (the descriptor ids as vhost added them)."""
     calls = seen.calls if seen is not None else []
     used_ids = {elem[0] for elem in seen.used} if seen is not None else set()
     owners = _assign(case, calls)
@@ -104,6 +111,13 @@ def tx_records(case: TxCase, seen: CaseLog | None) -> list[dict[str, Any]]:
             "traced": seen is not None and seen.traced,
             "signals": seen.signals if seen is not None else None,
         })
+        if zcopy:
+            records[-1].update({
+                "offset": case.offset,
+                "zerocopy": None if call is None else call.zerocopy,
+                "completions": [] if call is None else list(call.completions),
+                "used_order": [elem[0] for elem in seen.used] if seen is not None else [],
+            })
     return records
 
 

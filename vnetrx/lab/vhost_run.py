@@ -15,7 +15,15 @@ from typing import Any
 from vnetrx.lab import initramfs, qemu
 from vnetrx.lab.initramfs import LabSetupError
 from vnetrx.lab.run import cache_dir, find_busybox, find_modules, image_release
-from vnetrx.lab.vhost_cases import RxCase, TxCase, case_file, rx_cases, tx_cases, uses_xdp
+from vnetrx.lab.vhost_cases import (
+    RxCase,
+    TxCase,
+    case_file,
+    rx_cases,
+    tx_cases,
+    uses_xdp,
+    zcopy_tx_cases,
+)
 from vnetrx.lab.vhost_records import document
 from vnetrx.lab.xdp_probe import build_static
 from vnetrx.observed.vhost import parse_vhost_log
@@ -57,12 +65,13 @@ class VhostRun:
 
 def run_vhost(image: Path, *, modules: Path | None = None, accel: str = "tcg",
               timeout_s: float = 120.0, on_stage: Callable[[str], None] | None = None,
-              txs: tuple[TxCase, ...] | None = None, rxs: tuple[RxCase, ...] | None = None
-              ) -> VhostRun:
-    """Boot ``image`` once and run every case in its guest."""
+              txs: tuple[TxCase, ...] | None = None, rxs: tuple[RxCase, ...] | None = None,
+              zcopy: bool = False) -> VhostRun:
+    """Boot ``image`` once and run every case in its guest; ``zcopy``: vhost_net loaded with
+    experimental_zcopytx=1 and the zerocopy TX cases (no RX case) instead."""
     stage = on_stage or (lambda _text: None)
-    txs = tx_cases() if txs is None else txs
-    rxs = rx_cases() if rxs is None else rxs
+    txs = (zcopy_tx_cases() if zcopy else tx_cases()) if txs is None else txs
+    rxs = (() if zcopy else rx_cases()) if rxs is None else rxs
     if not image.is_file():
         raise LabSetupError(f"kernel image {image} not found")
     release = image_release(image)
@@ -76,11 +85,11 @@ def run_vhost(image: Path, *, modules: Path | None = None, accel: str = "tcg",
 
         xdp = build_xdp_probe()
     archive, _order = initramfs.build_vhost(find_busybox(), tree, probe, case_file(txs, rxs),
-                                            xdp)
+                                            xdp, zcopy)
     boot = qemu.Boot(image, mergeable=False, mtu=None, accel=accel, ready_timeout_s=timeout_s,
                      finish_timeout_s=timeout_s, backend="none")
     stage(f"booting Linux {release} under QEMU ({accel}): {len(txs)} TX and {len(rxs)} RX "
-          "cases on its own /dev/vhost-net")
+          "cases on its own /dev/vhost-net" + (" (experimental_zcopytx=1)" if zcopy else ""))
     started = time.monotonic()
     result = qemu.run(boot, archive, [])
     log = parse_vhost_log(result.serial)
@@ -99,4 +108,6 @@ def recheck(text: str) -> dict[str, Any]:
 
         raise InputError("the log has no complete vhost run (no 'VNETRX vhost-finished' and "
                          "'trace-end' lines)")
+    if log.zcopy:
+        return document(log, zcopy_tx_cases(), ())
     return document(log, tx_cases(), rx_cases())

@@ -24,6 +24,7 @@ _PROBE_KEYS = frozenset({"vhost-case", "vhost-sent", "vhost-used", "vhost-stats"
                          "vhost-done", "vhost-xdp", "vhost-calls"})
 _LOCATION = re.compile(r"\blocation=(\S+)")
 _REASON = re.compile(r"\breason: (\S+)")
+_SUCCESS = re.compile(r"\bsuccess=(\d+)")
 
 
 @dataclass
@@ -38,6 +39,10 @@ class TunCall:
     buffers: list[int] = field(default_factory=list)  # build_skb's data argument (an address)
     skbs: list[RxEvent] = field(default_factory=list)  # netif_receive_skb_entry on the tap
     freed: list[str] = field(default_factory=list)  # kfree_skb: "location reason"
+    # experimental_zcopytx: zerocopy_sg_from_iter ran (the guest's pages pinned as frags), and
+    # each ubuf completion vhost got when the skb was freed (1: success, 0: the frags copied)
+    zerocopy: bool = False
+    completions: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -72,6 +77,11 @@ class VhostLog:
     @property
     def release(self) -> str:
         return self.status.get("release", "")
+
+    @property
+    def zcopy(self) -> bool:
+        """vhost_net was loaded with experimental_zcopytx=1 (/init's "param" line)."""
+        return self.status.get("param", "").split()[-1:] == ["1"]
 
     @property
     def vhost_net_loaded(self) -> bool:
@@ -138,6 +148,12 @@ def parse_vhost_log(text: str) -> VhostLog:
             data = _DATA.search(rest)
             if data is not None:
                 call.buffers.append(int(data.group(1), 16))
+        elif name == "zerocopy_sg":
+            call.zerocopy = True
+        elif name in ("zc_callback", "zc_complete"):
+            success = _number(_SUCCESS, rest)
+            if success is not None:
+                call.completions.append(success)
         elif name == "netif_receive_skb_entry":
             skb = parse_rx_event(line)
             if skb is not None:

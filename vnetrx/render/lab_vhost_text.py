@@ -61,7 +61,10 @@ def vhost_renderable(document: Mapping[str, Any], comparison: Comparison | None,
     parts: list[RenderableType] = [
         Text(f"vnetrx lab vhost: Linux {kernel['release']} ({kernel['version']}), "
              f"/dev/vhost-net {document['vhost_net_dev'] or 'missing'}, "
-             f"KVM {'yes' if document['kvm'] else 'no'}{timing}", style="bold"),
+             f"KVM {'yes' if document['kvm'] else 'no'}"
+             + (", vhost_net experimental_zcopytx=1"
+                if document.get("experimental_zcopytx") else "")
+             + timing, style="bold"),
         Text("kprobes: " + " ".join(f"{k}{'' if on else ' (off)'}"
                                     for k, on in document["kprobes"].items()), style="dim"),
     ]
@@ -76,7 +79,8 @@ def vhost_renderable(document: Mapping[str, Any], comparison: Comparison | None,
         tx.add_column("predicted")
     for r in document["tx"]:
         row: list[Any] = [r["case"], str(r["index"]), str(r["len"]), _hdr_words(r["hdr"]),
-                          str(r["sndbuf"] or "INT_MAX"), r["path"] or "-",
+                          str(r["sndbuf"] or "INT_MAX"),
+                          (r["path"] or "-") + (" (zerocopy)" if r.get("zerocopy") else ""),
                           "" if r["buflen"] is None else str(r["buflen"]),
                           "" if r["ret"] is None else str(r["ret"]), r["outcome"], *_skb(r)]
         if comparison is not None:
@@ -104,7 +108,8 @@ def vhost_renderable(document: Mapping[str, Any], comparison: Comparison | None,
                            if first else "")
             rx.add_row(*row)
             first = False
-    parts.append(rx)
+    if document["rx"]:
+        parts.append(rx)
     if comparison is None:
         parts.append(Text("predictions: not available (observed only)", style="yellow"))
     else:

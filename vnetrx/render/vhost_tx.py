@@ -28,6 +28,8 @@ def tx_row_to_dict(r: TxRow) -> dict[str, Any]:
         "offset": r.offset,
         "update": r.update,
         "stalled": r.stalled,
+        # experimental_zcopytx: the guest's pages pinned as the skb's frags, not copied
+        "zcopy_used": p.tap is not None and p.tap.zerocopy is not None and p.tap.zerocopy.used,
         "outcome": p.outcome,
         "drop": None if p.reason is None else str(p.reason),
         "skb": None if skb is None else {"len": skb.len, "data_len": skb.data_len,

@@ -1,7 +1,8 @@
 """``vnetrx replay --path vhost-rx``'s input: the frames the host's tap transmits, a JSON array
 of objects ``{"len": L, "l4": "tcp4", "hdr": HEX, "tcp_options": N, "vlan": false}`` (``hdr``:
 the skb's offload state as a 10-byte virtio_net_hdr; ``l4``: its headers, which segmentation
-needs) or, from ``--len LIST``, bare lengths."""
+needs) or ``{"frame": HEX, "hdr": HEX}`` (the Ethernet frame's own bytes, which the guest's GRO
+reads: ``--gro``), or, from ``--len LIST``, bare lengths."""
 
 from __future__ import annotations
 
@@ -15,14 +16,21 @@ from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 MAX_FRAMES = 100_000
 MAX_TEXT = 16 << 20
-KEYS = ("len", "l4", "hdr", "tcp_options", "vlan")
+KEYS = ("len", "l4", "hdr", "tcp_options", "vlan", "frame")
 
 
 def read_host_frames(path: str) -> tuple[HostFrame, ...]:
     """The frames of a JSON file (``-``: standard input), each checked."""
+    return read_host_frame_bytes(path)[0]
+
+
+def read_host_frame_bytes(path: str) -> tuple[tuple[HostFrame, ...], tuple[bytes | None, ...]]:
+    """The frames of a JSON file, each checked, and each one's bytes (None: a frame given by
+    its length only)."""
     name, value = _json_frames(path, "objects like {\"len\": 1514, \"l4\": \"tcp4\", "
-                               "\"hdr\": \"0101...\"}")
-    return tuple(_frame(item, f"{name}: frame {index}") for index, item in enumerate(value))
+                               "\"hdr\": \"0101...\"} or {\"frame\": HEX, \"hdr\": HEX}")
+    pairs = [_frame(item, f"{name}: frame {index}") for index, item in enumerate(value)]
+    return tuple(f for f, _ in pairs), tuple(b for _, b in pairs)
 
 
 def _json_frames(path: str, like: str) -> tuple[str, list[Any]]:
@@ -42,7 +50,7 @@ def _json_frames(path: str, like: str) -> tuple[str, list[Any]]:
     return name, value
 
 
-def _frame(item: Any, where: str) -> HostFrame:
+def _frame(item: Any, where: str) -> tuple[HostFrame, bytes | None]:
     if isinstance(item, int) and not isinstance(item, bool):
         item = {"len": item}
     if not isinstance(item, dict):
@@ -52,6 +60,19 @@ def _frame(item: Any, where: str) -> HostFrame:
     if unknown:
         raise InputError(f"{where}: unknown key(s) {', '.join(unknown)} (valid: "
                          f"{', '.join(KEYS)})")
+    frame_bytes: bytes | None = None
+    if "frame" in item:
+        raw_frame = item["frame"]
+        if not isinstance(raw_frame, str):
+            raise InputError(f"{where}: \"frame\" must be a hex string (the Ethernet frame)")
+        try:
+            frame_bytes = bytes.fromhex(raw_frame.replace(" ", ""))
+        except ValueError:
+            raise InputError(f"{where}: \"frame\" is not hex") from None
+        if "len" in item and item["len"] != len(frame_bytes):
+            raise InputError(f"{where}: \"len\" {item['len']} is not the frame's "
+                             f"{len(frame_bytes)} bytes (give one of them)")
+        item = {**item, "len": len(frame_bytes)}
     length = item.get("len")
     if not isinstance(length, int) or isinstance(length, bool):
         raise InputError(f"{where}: \"len\" must be a whole number (valid: 1..65535)")
@@ -91,7 +112,7 @@ def _frame(item: Any, where: str) -> HostFrame:
         hdr = VnetHdr.from_bytes(data)
     frame = HostFrame(length, hdr, headers, vlan)
     check_frame(frame, where)
-    return frame
+    return frame, frame_bytes
 
 
 def length_frames(lengths: tuple[int, ...]) -> tuple[HostFrame, ...]:

@@ -10,13 +10,15 @@
  * instance (a refused header can leave the tx queue stuck on its descriptor).
  *
  * CASEFILE, one case after another (hex without separators; "-" for an empty field):
- *   tx NAME SNDBUF OFFLOAD XDP      SNDBUF 0: the tap's default (INT_MAX: vhost batches);
- *   f HDRHEX FRAMEHEX               else TUNSETSNDBUF. OFFLOAD: TUNSETOFFLOAD flags in hex,
- *   ...                             or - for none. XDP: "pass" attaches an XDP_PASS program
- *   end                             to the tap first (bin/xdpprobe, vnetrx's XDP probe), or
+ *   tx NAME SNDBUF OFFLOAD XDP [OFFSET]
+ *   f HDRHEX FRAMEHEX               SNDBUF 0: the tap's default (INT_MAX: vhost batches);
+ *   ...                             else TUNSETSNDBUF. OFFLOAD: TUNSETOFFLOAD flags in hex,
+ *   end                             or - for none. XDP: "pass" attaches an XDP_PASS program
+ *                                   to the tap first (bin/xdpprobe, vnetrx's XDP probe), or
  *                                   -. Each f is one descriptor chain (the 12-byte header
- *                                   then the frame, one descriptor); all the case's chains
- *                                   go on the tx ring before one kick.
+ *                                   then the frame, one descriptor, starting OFFSET bytes
+ *                                   into a page of its own: 0 when not given); all the case's
+ *                                   chains go on the tx ring before one kick.
  *   rx NAME FEATURES BUFLEN NBUFS OFFLOAD WHEN
  *   f HDRHEX FRAMEHEX               FEATURES: mrg (MRG_RXBUF + VERSION_1), v1 (VERSION_1),
  *   end                             legacy (neither: 10-byte header). NBUFS write-only
@@ -362,7 +364,8 @@ static void attach_xdp(void) {
 	printf("VNETRX vhost-xdp %s", answer);
 }
 
-static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp) {
+static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp,
+		    long offset) {
 	struct frame frames[MAX_FRAMES];
 	int count;
 	printf("VNETRX vhost-case tx %s\n", name);
@@ -371,12 +374,13 @@ static void tx_case(FILE *f, const char *name, int sndbuf, long offload, int xdp
 	if (setup(&in, F_MRG | F_V1, 12, sndbuf, offload) == 0) {
 		struct vq *q = &in.q[1];
 		if (xdp) attach_xdp();
-		unsigned char *buf = mem + BUFS_OFF;
+		unsigned char *page = mem + BUFS_OFF;
 		for (int i = 0; i < count; i++) {
+			unsigned char *buf = page + offset;
 			memcpy(buf, frames[i].hdr, (size_t)frames[i].hdr_len);
 			memcpy(buf + frames[i].hdr_len, frames[i].data, (size_t)frames[i].len);
 			post(q, (uint16_t)i, buf, (uint32_t)(frames[i].hdr_len + frames[i].len), 0);
-			buf += (frames[i].hdr_len + frames[i].len + 4095) & ~4095L;
+			page += (offset + frames[i].hdr_len + frames[i].len + 4095) & ~4095L;
 		}
 		publish(q);
 		char text[160];
@@ -466,9 +470,12 @@ int main(int argc, char **argv) {
 	if (argc != 2) { fprintf(stderr, "usage: vhostprobe CASEFILE\n"); return 2; }
 	FILE *f = fopen(argv[1], "r");
 	if (!f) { fail("open case file"); return 1; }
-	mem = mmap(NULL, MEMSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-		   -1, 0);
+	mem = mmap(NULL, MEMSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) { fail("mmap"); return 1; }
+	/* order-0 pages only: zerocopy TX pins them as frags, and pages of one transparent huge
+	 * page would be merged into one frag (__zerocopy_sg_from_iter's compound_head test) */
+	if (madvise(mem, MEMSZ, MADV_NOHUGEPAGE) < 0) fail("madvise");
+	memset(mem, 0, MEMSZ);
 	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
 	if (kmsg >= 0) lseek(kmsg, 0, SEEK_END);
 	char *line = NULL;
@@ -480,7 +487,8 @@ int main(int argc, char **argv) {
 		int n = sscanf(line, "%7s %63s %31s %31s %31s %31s %31s", kind, name, a, b, c, d, e);
 		if (n >= 4 && strcmp(kind, "tx") == 0) {
 			long off = strcmp(b, "-") == 0 ? -1 : strtol(b, NULL, 16);
-			tx_case(f, name, atoi(a), off, n >= 5 && strcmp(c, "pass") == 0);
+			tx_case(f, name, atoi(a), off, n >= 5 && strcmp(c, "pass") == 0,
+				n >= 6 ? strtol(d, NULL, 10) : 0);
 		} else if (n >= 6 && strcmp(kind, "rx") == 0) {
 			long off = strcmp(d, "-") == 0 ? -1 : strtol(d, NULL, 16);
 			rx_case(f, name, a, atoi(b), atoi(c), off, n >= 7 && strcmp(e, "late") == 0);

@@ -129,8 +129,16 @@ def alloc_maps(a: Alloc) -> tuple[Buffer, ...]:
 # --- narration -----------------------------------------------------------------------------
 
 
-def narrate_alloc(k: KernelProfile, a: Alloc, log: StepLog) -> None:
-    """The copy path's steps, from tun_get_user's linear choice to the filled skb."""
+def narrate_alloc(k: KernelProfile, a: Alloc, log: StepLog, zerocopy: bool = False) -> None:
+    """The copy path's steps, from tun_get_user's linear choice to the filled skb;
+    ``zerocopy``: the head of a zerocopy write (its linear choice is narrated before, its
+    frags after)."""
+    if not zerocopy:
+        _narrate_linear(a, log)
+    _narrate_head(k, a, log, zerocopy)
+
+
+def _narrate_linear(a: Alloc, log: StepLog) -> None:
     log.add(
         SRC,
         "tun_get_user",
@@ -141,6 +149,9 @@ def narrate_alloc(k: KernelProfile, a: Alloc, log: StepLog) -> None:
         hdr_len=a.hdr_len,
         linear=a.get_user_linear,
     )
+
+
+def _narrate_head(k: KernelProfile, a: Alloc, log: StepLog, zerocopy: bool) -> None:
     log.add(
         SRC,
         "tun_alloc_skb",
@@ -185,7 +196,8 @@ def narrate_alloc(k: KernelProfile, a: Alloc, log: StepLog) -> None:
         "alloc_skb_with_frags",
         "truesize = head allocation + SKB_DATA_ALIGN(sizeof(sk_buff)) + every frag page; "
         "skb_set_owner_w() charges it to the tap socket; skb_reserve(prepad), skb_put(linear), "
-        "skb_copy_datagram_from_iter() copies the frame",
+        + ("zerocopy_sg_from_iter() fills it" if zerocopy else
+           "skb_copy_datagram_from_iter() copies the frame"),
         truesize=a.skb.truesize,
         headlen=a.skb.headlen,
         data_len=a.skb.data_len,

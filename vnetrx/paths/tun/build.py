@@ -59,6 +59,7 @@ class CantBuild(Reason):
     TUN = "tun"  # only TAP devices build
     SNDBUF = "sndbuf"  # TUNSETSNDBUF made sk_sndbuf finite
     BLOCKING = "blocking"  # noblock is false
+    ZEROCOPY = "zerocopy"  # vhost-net's zerocopy sendmsg: the guest's pages become frags
     TOO_BIG = "too_big"  # the buffer would not fit one page
 
 
@@ -76,9 +77,10 @@ class CanBuild(Value):
         return (self.failed, self.size)
 
 
-def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
-    """tun_can_build_skb (tun.c @4.14.5 … @7.3.4): every condition must hold; zerocopy and
-    IFF_NAPI_FRAGS are never set on a write(2)."""
+def tun_can_build_skb(c: TapConfig, length: int, zerocopy: bool = False) -> CanBuild:
+    """tun_can_build_skb (tun.c @4.14.5 … @7.3.4): every condition must hold, in this order;
+    zerocopy (only vhost-net's sendmsg with a ubuf) and IFF_NAPI_FRAGS are never set on a
+    write(2)."""
     if not c.build_path:
         return CanBuild(CantBuild.NO_BUILD_PATH, 0)
     s = c.setup
@@ -86,6 +88,7 @@ def tun_can_build_skb(c: TapConfig, length: int) -> CanBuild:
     failed = (CantBuild.TUN if s.tun else
               CantBuild.SNDBUF if s.sndbuf != INT_MAX else
               CantBuild.BLOCKING if s.blocking else
+              CantBuild.ZEROCOPY if zerocopy else
               CantBuild.TOO_BIG if need > c.page_size else None)
     return CanBuild(failed, need)
 
@@ -194,6 +197,7 @@ def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) ->
         CantBuild.TUN: "a TUN device (only TAP builds)",
         CantBuild.SNDBUF: f"sk_sndbuf {s.sndbuf} is not INT_MAX",
         CantBuild.BLOCKING: "a blocking writer (noblock is false)",
+        CantBuild.ZEROCOPY: "zerocopy (the guest's pages are pinned, not copied)",
         CantBuild.TOO_BIG: (
             f"SKB_DATA_ALIGN(len + TUN_RX_PAD{' + XDP_PACKET_HEADROOM' if c.build_extra else ''})"
             f" + shinfo = {can.size} > PAGE_SIZE {c.page_size} (frames up to "
@@ -210,7 +214,7 @@ def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) ->
         tap=not s.tun,
         sk_sndbuf=s.sndbuf,
         noblock=not s.blocking,
-        zerocopy=False,
+        zerocopy=can.failed is CantBuild.ZEROCOPY,
         len=length,
         TUN_RX_PAD=c.rx_pad,
         XDP_PACKET_HEADROOM=c.build_extra,

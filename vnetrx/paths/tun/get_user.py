@@ -56,6 +56,7 @@ from vnetrx.paths.tun.vnet_hdr import (
     vnet_hdr_to_skb,
 )
 from vnetrx.paths.tun.xdp import Generic, GenericWhy
+from vnetrx.paths.tun.zerocopy import ZeroCopy, tun_get_user_zerocopy, zerocopy_sg_from_iter
 from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, hdr_rules, narrate_checks
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.values import Value
@@ -157,16 +158,16 @@ class TapPlan(Value):
     ``tap_plan`` makes it without a log; ``narrate`` reads it; sweeps read it directly."""
 
     __slots__ = ("alloc", "built", "can_build", "cost", "errno", "frame_len", "front",
-                 "generic", "offload", "outcome", "pulled", "run", "skb", "total")
+                 "generic", "offload", "outcome", "pulled", "run", "skb", "total", "zerocopy")
     _names = ("frame_len", "total", "front", "outcome", "errno", "skb", "cost", "run",
-              "can_build", "built", "alloc", "offload", "pulled", "generic")
+              "can_build", "built", "alloc", "offload", "pulled", "generic", "zerocopy")
 
     def __init__(self, frame_len: int, total: int, front: Front, outcome: str,
                  errno: str | None = None, skb: Skb | None = None, cost: Cost | None = None,
                  run: XdpRun | None = None, can_build: CanBuild | None = None,
                  built: Built | None = None, alloc: Alloc | None = None,
                  offload: HdrResult | None = None, pulled: Skb | None = None,
-                 generic: Generic | None = None) -> None:
+                 generic: Generic | None = None, zerocopy: ZeroCopy | None = None) -> None:
         self.frame_len: Final = frame_len  # the frame bytes after the vnet header
         self.total: Final = total  # bytes written: vnet_hdr_sz + the frame
         self.front: Final = front  # the checks before any skb exists
@@ -182,11 +183,13 @@ class TapPlan(Value):
         self.offload: Final = offload  # virtio_net_hdr_to_skb's
         self.pulled: Final = pulled  # after the device type's switch (TAP: eth_type_trans)
         self.generic: Final = generic  # do_xdp_generic's run on the skb
+        # a sendmsg with vhost-net's ubuf (msg_control): tun_get_user's zerocopy decision
+        self.zerocopy: Final = zerocopy
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame_len, self.total, self.front, self.outcome, self.errno, self.skb,
                 self.cost, self.run, self.can_build, self.built, self.alloc, self.offload,
-                self.pulled, self.generic)
+                self.pulled, self.generic, self.zerocopy)
 
     @property
     def buffers(self) -> int:
@@ -197,20 +200,39 @@ class TapPlan(Value):
         return 1 if self.alloc is None else 1 + len(self.alloc.chunks)
 
 
-def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
+def tap_plan(c: TapConfig, frame_len: int, words: bool = True,
+             ubuf_offset: int | None = None) -> TapPlan:
     """tun_get_user on one write of ``frame_len`` frame bytes: the front checks, the path
     choice, the skb, the vnet header's offloads, a generic program, the delivery. ``words``
-    False: the header checks are decided without their words (sweeps)."""
+    False: the header checks are decided without their words (sweeps). ``ubuf_offset``: a
+    sendmsg whose msg_control carries vhost-net's ubuf_info (zerocopy TX), its one-iovec chain
+    starting that many bytes into its page; None: no ubuf (a write, or msg_control NULL)."""
     s = c.setup
     assert s.vnet_hdr_sz is not None
     total = s.vnet_hdr_sz + frame_len
     front = front_checks(c.front, frame_len, words)
     if front.refused:  # before any skb exists: no counter moves
         return TapPlan(frame_len, total, front, "error", "EINVAL")
-    can = tun_can_build_skb(c, frame_len)
+    zc = None
+    if ubuf_offset is not None:
+        zc = tun_get_user_zerocopy(c.profile, c.good_linear, s.vnet_hdr_sz, frame_len,
+                                   front.hdr_len, ubuf_offset)
+        if zc.used and s.xdp is not None:
+            raise UnsupportedError(
+                "a zerocopy skb (the guest's pages as frags) through the tap's XDP program "
+                "(do_xdp_generic) is not modelled", hint="drop --xdp or --zcopy")
+    can = tun_can_build_skb(c, frame_len, zc is not None and zc.used)
     built = alloc = None
     run: XdpRun | None = None
-    if can.failed is None:
+    if zc is not None and zc.used:
+        # tun_alloc_skb(tfile, align, copylen, linear = copylen): a head, no paged part
+        alloc = tun_alloc_skb(c, zc.copylen, zc.copylen)
+        assert alloc.skb is not None
+        made: Skb | None = zerocopy_sg_from_iter(alloc.skb, zc)
+        owned, why = True, GenericWhy.ALLOC
+        cost = Cost(allocations=2, bytes_copied=zc.copylen, frags=len(zc.frags))
+        outcome = "alloc_skb"
+    elif can.failed is None:
         built = tun_build_skb(c, frame_len, c.hdr.gso_type != 0)
         made, owned, why = built.skb, c.owner, GenericWhy.GSO_BUILD
         cost = Cost(allocations=1, bytes_copied=frame_len, frags=0)
@@ -231,6 +253,7 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
                     frags=len(alloc.chunks))
         outcome = "alloc_skb"
     # virtio_net_hdr_to_skb runs on every write (a zeroed header without IFF_VNET_HDR)
+    assert made is not None
     offload = vnet_hdr_to_skb(c, made, owned, words)
     if offload.skb is None:  # rx_frame_errors++, -EINVAL
         return TapPlan(frame_len, total, front, "error", "EINVAL", run=run, can_build=can,
@@ -255,7 +278,7 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True) -> TapPlan:
         if run.copied:  # generic XDP's new linear head
             cost = Cost(cost.allocations + 1, cost.bytes_copied + run.copied, skb.nr_frags)
     return TapPlan(frame_len, total, front, outcome, None, skb, cost, run, can, built, alloc,
-                   offload, pulled, g)
+                   offload, pulled, g, zc)
 
 
 def receive(c: TapConfig, frame_len: int, log: StepLog) -> Received:
@@ -292,7 +315,7 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False,
     tap has IFF_NAPI (its skbs go to GRO)."""
     k, s = c.profile, c.setup
     if sendmsg:
-        _tun_sendmsg(s, p.total, log)
+        _tun_sendmsg(s, p.total, log, p.zerocopy is not None)
     else:
         _tun_chr_write_iter(s, p.total, log)
     if s.vnet_hdr:
@@ -302,7 +325,10 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False,
         return
     if not s.tun:
         _get_user_align(p.frame_len, p.front.hdr_len, c.align, log)
-    _get_user_good_linear(k, c.good_linear, log, sendmsg)
+    _get_user_good_linear(k, c.good_linear, log, sendmsg, p.zerocopy is not None)
+    zc = p.zerocopy
+    if zc is not None:
+        _narrate_zerocopy_choice(k, zc, log)
     assert p.can_build is not None
     narrate_can_build(c, p.frame_len, p.can_build, log)
     if p.built is not None:
@@ -311,9 +337,11 @@ def narrate(c: TapConfig, p: TapPlan, log: StepLog, sendmsg: bool = False,
             return
     else:
         assert p.alloc is not None
-        narrate_alloc(k, p.alloc, log)
+        narrate_alloc(k, p.alloc, log, zc is not None and zc.used)
         if p.alloc.skb is None:
             return
+        if zc is not None and zc.used:
+            _narrate_zerocopy_sg(k, zc, log)
     assert p.offload is not None
     if s.vnet_hdr:
         narrate_checks(p.offload.checks, log)
@@ -357,14 +385,17 @@ def _tun_chr_write_iter(s: TapSetup, total: int, log: StepLog) -> None:
     )
 
 
-def _tun_sendmsg(s: TapSetup, total: int, log: StepLog) -> None:
+def _tun_sendmsg(s: TapSetup, total: int, log: StepLog, ubuf: bool = False) -> None:
     """tun_sendmsg without a TUN_MSG_PTR control: tun_get_user on the message's iovec, noblock
-    from MSG_DONTWAIT (drivers/net/tun.c:tun_sendmsg @ 6.12.117, 6.18.9)."""
+    from MSG_DONTWAIT (drivers/net/tun.c:tun_sendmsg @ 6.12.117, 6.18.9); ``ubuf``: the control
+    is vhost's zerocopy ubuf_info."""
     log.add(
         SRC,
         "tun_sendmsg",
         f"sendmsg() of {total} bytes from vhost-net: no TUN_MSG_PTR control, so "
-        "tun_get_user(msg_control NULL, noblock = MSG_DONTWAIT, more = MSG_MORE)",
+        + ("tun_get_user(msg_control = the ubuf_info, " if ubuf else
+           "tun_get_user(msg_control NULL, ")
+        + "noblock = MSG_DONTWAIT, more = MSG_MORE)",
         total=total,
         noblock=True,
         vnet_hdr_sz=s.vnet_hdr_sz,
@@ -385,9 +416,46 @@ def _get_user_align(frame_len: int, hdr_len: int, align: int, log: StepLog) -> N
     )
 
 
+def _narrate_zerocopy_choice(k: KernelProfile, z: ZeroCopy, log: StepLog) -> None:
+    log.add(SRC, "tun_get_user",
+            "msg_control carries vhost-net's ubuf_info: copylen = hdr_len ? hdr_len : "
+            f"GOODCOPY_LEN (128), at most good_linear: {z.copylen}; the rest, {z.pinned} "
+            f"byte(s) from page offset {z.start}, spans iov_iter_npages = {z.npages} page(s) "
+            + (f"≤ MAX_SKB_FRAGS {k.build.max_skb_frags}: zerocopy" if z.used else
+               f"> MAX_SKB_FRAGS {k.build.max_skb_frags}: no zerocopy, the write is copied "
+               "and the ubuf's callback runs at once with success false (vhost_net_tx_err: "
+               "later frames are copied until tx_packets / 64 catches up)"),
+            chain_offset=z.offset, copylen=z.copylen, pinned=z.pinned, start=z.start,
+            npages=z.npages, MAX_SKB_FRAGS=k.build.max_skb_frags, zerocopy=z.used)
+
+
+def _narrate_zerocopy_sg(k: KernelProfile, z: ZeroCopy, log: StepLog) -> None:
+    page = k.build.page_size
+    log.add("net/core/datagram.c", "zerocopy_sg_from_iter",
+            f"copies min(headlen, count) = {z.copylen} byte(s) into the head, then "
+            f"__zerocopy_sg_from_iter pins the guest's {z.npages} page(s) with one "
+            f"iov_iter_get_pages call: {len(z.frags)} frag(s) ("
+            + ", ".join(f"{f.size} at {f.offset}" for f in z.frags)
+            + f"), skb->truesize += PAGE_ALIGN(copied + start) = {z.truesize} (order-0 pages: "
+            "no two are one compound page, so none merge)",
+            copied=z.pinned, start=z.start, truesize_added=z.truesize, nr_frags=len(z.frags),
+            PAGE_SIZE=page)
+    log.add(SRC, "tun_get_user",
+            "skb_zcopy_init(skb, msg_control): the ubuf_info rides with the skb "
+            "(SKBFL_ZEROCOPY_FRAG); vhost learns the guest's buffer is free only when the skb "
+            "is freed (its callback: vhost_zerocopy_callback on 6.1, vhost_zerocopy_complete "
+            "on 6.12, success false when a receiver had to copy the frags, "
+            "skb_orphan_frags_rx)")
+
+
 def _get_user_good_linear(k: KernelProfile, linear_max: int, log: StepLog,
-                          sendmsg: bool = False) -> None:
+                          sendmsg: bool = False, ubuf: bool = False) -> None:
     """tun_get_user: good_linear = SKB_MAX_HEAD(align); no zerocopy without a ubuf."""
+    if ubuf:
+        log.add(SRC, "tun_get_user", "good_linear = SKB_MAX_HEAD(align): the largest linear "
+                "part a one-page head can hold", good_linear=linear_max,
+                PAGE_SIZE=k.build.page_size, shinfo_size=shinfo_size(k))
+        return
     log.add(
         SRC,
         "tun_get_user",

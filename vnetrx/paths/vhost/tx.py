@@ -71,6 +71,9 @@ class VhostTxSetup(NamedTuple):
     hdr: bytes | None = None  # the vnet header the guest put before the frame; None → zeros
     vnet_hdr_sz: int | None = None  # sock_hlen (= the tap's vnet_hdr_sz); None → 12
     napi: bool = False  # the tap has IFF_NAPI (QEMU does not set it)
+    # zerocopy: where the guest's descriptor (vnet header, then the frame: one buffer) starts
+    # in its page
+    zcopy_offset: int = 0
 
 
 class Road(Reason):
@@ -152,7 +155,13 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
     sndbuf = INT_MAX if setup.sndbuf is None else setup.sndbuf
     tap = tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True,
                                  vnet_hdr_sz=size, xdp=setup.xdp, hdr=setup.hdr))
-    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.setup.hdr, size, setup.napi)
+    if not 0 <= setup.zcopy_offset < k.build.page_size:
+        raise InputError(f"zerocopy chain offset {setup.zcopy_offset} out of range (valid: "
+                         f"0..{k.build.page_size - 1}, a byte in the guest's page)")
+    if setup.zcopy_offset and not setup.zcopy:
+        raise InputError("a chain offset is what zerocopy pins from: give --zcopy too")
+    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.setup.hdr, size, setup.napi,
+                     setup.zcopy_offset)
     rx_pad = vhost_net_rx_pad(k)
     headroom = k.value(XDP_PACKET_HEADROOM) if setup.xdp is not None else 0
     pad = data_align(tap, rx_pad + headroom + size)
@@ -264,14 +273,12 @@ def vhost_tx_plan(c: VhostTxConfig, frame_len: int, words: bool = True) -> Vhost
     s = c.setup
     if s.zcopy:
         # handle_tx_zerocopy: zcopy_used = len >= VHOST_GOODCOPY_LEN && !vhost_exceeds_maxpend
-        # && vhost_net_tx_select_zcopy; a shorter frame is sent with msg_control NULL
-        if c.sock_hlen + frame_len >= c.goodcopy:
-            raise UnsupportedError(
-                f"zerocopy TX of {c.sock_hlen + frame_len} bytes (>= VHOST_GOODCOPY_LEN "
-                f"{c.goodcopy}) is not modelled: tun_get_user pins the guest's pages as frags "
-                "(zerocopy_sg_from_iter), whose offsets vnetrx does not know",
-                hint=f"frames of up to {c.goodcopy - 1 - c.sock_hlen} bytes, or drop --zcopy")
-        return _fallback(c, frame_len, Why.ZEROCOPY, None, words)
+        # && vhost_net_tx_select_zcopy (no completion pending, no earlier failure: assumed);
+        # a shorter chain is sent with msg_control NULL
+        ubuf = s.zcopy_offset if zcopy_used(c, frame_len) else None
+        p = tap_plan(c.tap, frame_len, words, ubuf)
+        return VhostTxPlan(frame_len, Road.TUN_GET_USER, Why.ZEROCOPY, None, p.outcome,
+                           errno=p.errno, run=p.run, skb=p.skb, tap=p)
     if s.sndbuf != INT_MAX:  # sock_can_batch = sk_sndbuf == INT_MAX
         return _fallback(c, frame_len, Why.SNDBUF, None, words)
     b = vhost_net_build_xdp(c, frame_len)
@@ -280,6 +287,12 @@ def vhost_tx_plan(c: VhostTxConfig, frame_len: int, words: bool = True) -> Vhost
     if b.einval:
         return VhostTxPlan(frame_len, Road.BATCH, Why.EINVAL, b, "error", Drop.HDR_LEN, "EINVAL")
     return _tun_xdp_one(c, frame_len, b, words)
+
+
+def zcopy_used(c: VhostTxConfig, frame_len: int) -> bool:
+    """handle_tx_zerocopy's ``len >= VHOST_GOODCOPY_LEN``: len is the whole chain (the vnet
+    header included, iov_length of the descriptors)."""
+    return c.setup.zcopy and c.sock_hlen + frame_len >= c.goodcopy
 
 
 def _fallback(c: VhostTxConfig, frame_len: int, why: Why, b: BuildXdp | None,
@@ -350,6 +363,7 @@ def vhost_record(c: VhostTxConfig, p: VhostTxPlan) -> VhostTx:
     return VhostTx(
         path=str(p.road), reason=str(p.why), sock_hlen=c.sock_hlen,
         len=c.sock_hlen + p.frame_len, sk_sndbuf=s.sndbuf or INT_MAX, zerocopy=s.zcopy,
+        zcopy_used=p.tap is not None and p.tap.zerocopy is not None and p.tap.zerocopy.used,
         iff_napi=s.napi,
         page_frag="page_frag_alloc_align" if c.pf_cache else "vhost_net_page_frag_refill",
         stalled=p.why is Why.EINVAL,
@@ -425,7 +439,16 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
             + ("= 1 and the tap sets SOCK_ZEROCOPY: handle_tx_zerocopy" if s.zcopy
                else "= 0 (the default): handle_tx_copy"),
             experimental_zcopytx=int(s.zcopy), SOCK_ZEROCOPY=True)
-    if s.zcopy:
+    if s.zcopy and zcopy_used(c, p.frame_len):
+        log.add(SRC, "handle_tx_zerocopy",
+                f"zcopy_used = len {c.sock_hlen + p.frame_len} >= VHOST_GOODCOPY_LEN "
+                f"{c.goodcopy} && !vhost_exceeds_maxpend && vhost_net_tx_select_zcopy (no "
+                "earlier zerocopy failure: assumed): true. vq->heads[upend_idx] = {head, "
+                "VHOST_DMA_IN_PROGRESS_LEN}, its ubuf_info (desc = upend_idx, ctx = the "
+                "queue's ubufs) goes in msg_control, upend_idx advances; sendmsg(MSG_DONTWAIT) "
+                "→ tun_get_user (zerocopy never batches)",
+                len=c.sock_hlen + p.frame_len, VHOST_GOODCOPY_LEN=c.goodcopy, zcopy_used=True)
+    elif s.zcopy:
         log.add(SRC, "handle_tx_zerocopy",
                 f"zcopy_used = len {c.sock_hlen + p.frame_len} >= VHOST_GOODCOPY_LEN "
                 f"{c.goodcopy}: false, so msg_control = NULL and the frame is copied: "
@@ -449,6 +472,8 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
                     "goes alone: msg_control = NULL, sendmsg(sock, &msg, len) with MSG_DONTWAIT",
                     err="ENOSPC", len=c.sock_hlen + p.frame_len)
         narrate_get_user(c.tap, p.tap, log, sendmsg=True, napi=s.napi)
+        if s.zcopy:
+            _narrate_zcopy_used(p, log)
         if p.tap.outcome == "error":
             # dc9c9e72ff3b "vhost_net: avoid tx queue stuck when sendmsg fails" (net-next,
             # January 2021: 5.12): only -EAGAIN/-ENOMEM/-ENOBUFS put the descriptor back
@@ -531,6 +556,30 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
                 len=skb.len, data_len=skb.data_len, truesize=skb.truesize,
                 nr_frags=skb.nr_frags, gso_size=skb.gso_size, gso_type=skb.gso_type)
     _narrate_weights(c, log)
+
+
+def _narrate_zcopy_used(p: VhostTxPlan, log: StepLog) -> None:
+    """When the guest's descriptor goes on the used ring under handle_tx_zerocopy."""
+    z = p.tap.zerocopy if p.tap is not None else None
+    if z is None:
+        log.add(SRC, "handle_tx_zerocopy",
+                "a copied frame: vhost_add_used_and_signal(vq, head, 0) at once (used length "
+                "0, one signal per frame), possibly ahead of zerocopy frames still in flight")
+    elif not z.used:
+        log.add(SRC, "vhost_zerocopy_signal_used",
+                "the ubuf's callback already ran with success false (VHOST_DMA_FAILED_LEN): "
+                "the head is added to the used ring in upend order, and vhost_net_tx_err "
+                "counts the failure (tx_zcopy_err: zerocopy pauses until tx_packets / 64 "
+                "catches up)")
+    else:
+        log.add(SRC, "vhost_zerocopy_signal_used",
+                "the descriptor stays out of the used ring until the skb is freed: the ubuf's "
+                "callback marks heads[desc].len VHOST_DMA_DONE_LEN (or FAILED_LEN when a "
+                "receiver copied the frags, skb_orphan_frags_rx), and vhost_zerocopy_signal_used "
+                "(after this sendmsg and at the top of the next loop) adds the heads from "
+                "done_idx up to the first still in flight, in order, used length 0, and "
+                "signals; an skb freed inside sendmsg (netif_receive_skb consumed or dropped "
+                "it) is used and signalled at once, one signal per frame")
 
 
 def _narrate_build_xdp(c: VhostTxConfig, b: BuildXdp, frame_len: int, log: StepLog) -> None:

@@ -14,12 +14,22 @@ checked against both in real guests, tests/data/vhost):
   (vhost_net_page_frag_refill, up to 6.8), page_frag_alloc_align's from the top down (6.9 ...
   6.12), then from 0 up again (page_frag_zero_offset, 6.13);
 * a header vhost_net_build_xdp refuses (-EINVAL) stalls the queue: the chain is put back and
-  nothing after it is sent.
+  nothing after it is sent;
+* with vhost_net's experimental_zcopytx=1 (handle_tx_zerocopy): no batch at all, one sendmsg
+  per chain; a copied chain (shorter than VHOST_GOODCOPY_LEN) is added to the used ring and
+  signalled at once (vhost_add_used_and_signal), a pinned one when its skb is freed and the
+  ubuf's callback has run (vhost_zerocopy_signal_used: in upend order, from done_idx up to the
+  first still in flight). The tap's skbs are freed inside the sendmsg here (netif_receive_skb
+  consumes or drops them at once; assumed, and what the lab guests did): every chain is then
+  its own used-ring update and signal, in the order queued (checked on 6.1.192 and 6.12.117,
+  tests/data/vhost/*.zcopy.*).
 
 Pure: each frame's decisions are ``tx.vhost_tx_plan``'s; this module orders and places them.
 Not modelled (the replay's notes say so): a page frag page reused in place once every buffer
 carved from it is freed (the offsets are the same, the page may be the same one), the order-0
-fallback under memory pressure, busy polling, zerocopy.
+fallback under memory pressure, busy polling, zerocopy skbs held after the sendmsg (their
+chains then wait, and copied chains behind them overtake them in the used ring;
+vhost_exceeds_maxpend stops zerocopy at min(VHOST_MAX_PEND 128, ring size / 4) in flight).
 """
 
 from __future__ import annotations
@@ -163,6 +173,17 @@ class HandleTx:
         c = self.config(hdr if hdr is not None else self.setup.hdr)
         plan = vhost_tx_plan(c, frame_len, words=False)
         out: list[TxRow] = []
+        if self.setup.zcopy:  # handle_tx_zerocopy: each chain sent, then used, alone
+            self.total += c.sock_hlen + frame_len
+            out.append(TxRow(index, frame_len, plan, self.run, self.calls, None, None, None,
+                             self.updates))
+            self.calls += 1
+            self.updates += 1
+            self.sent += 1
+            if self.sent >= self.pkt_weight or self.total >= self.weight:
+                self.run += 1
+                self.sent = self.total = 0
+            return out
         if len(self.done) == self.batch_max:  # "if (nvq->done_idx == VHOST_NET_BATCH)"
             out += self.flush()
         self.total += c.sock_hlen + frame_len
