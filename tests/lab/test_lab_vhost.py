@@ -35,7 +35,11 @@ from vnetrx.observed.vhost import parse_vhost_log
 from vnetrx.paths.virtio_net_hdr import NEEDS_CSUM, VnetHdr
 
 VHOST = DATA / "vhost"
-RELEASES = {"6.1.0-57-amd64": "6.1.192", "6.12.117+deb12-amd64": "6.12.117"}
+RELEASES = {"6.1.0-47-amd64": "6.1.170", "6.1.0-50-amd64": "6.1.176", "6.1.0-51-amd64": "6.1.177",
+            "6.1.0-53-amd64": "6.1.187", "6.1.0-57-amd64": "6.1.192",
+            "6.12.100+deb12-amd64": "6.12.100", "6.12.107+deb12-amd64": "6.12.107",
+            "6.12.111+deb12-amd64": "6.12.111", "6.12.113+deb12-amd64": "6.12.113",
+            "6.12.117+deb12-amd64": "6.12.117"}
 
 
 def _doc(release: str) -> dict[str, Any]:
@@ -493,10 +497,13 @@ def test_lab_vhost_without_a_cached_kernel(runner: CliRunner, tmp_path: Path,
         "--series 6.12`)")
 
 
-@pytest.mark.parametrize("release", ["6.1.0-47-amd64", "6.1.0-57-amd64",
-                                     "6.12.100+deb12-amd64", "6.12.117+deb12-amd64"])
+@pytest.mark.parametrize("release", ["6.1.0-47-amd64", "6.1.0-50-amd64", "6.1.0-51-amd64",
+                                     "6.1.0-53-amd64", "6.1.0-57-amd64", "6.12.100+deb12-amd64",
+                                     "6.12.107+deb12-amd64", "6.12.111+deb12-amd64",
+                                     "6.12.113+deb12-amd64", "6.12.117+deb12-amd64"])
 def test_every_prediction_matches_the_real_kernel(runner: CliRunner, release: str) -> None:
-    """The real guests' runs (tests/data/vhost: 6.1.170, 6.1.192, 6.12.100, 6.12.117) against
+    """The real guests' runs (tests/data/vhost: ten point releases, 6.1.170, 6.1.176,
+    6.1.177, 6.1.187, 6.1.192, 6.12.100, 6.12.107, 6.12.111, 6.12.113, 6.12.117) against
     trace --path vhost-tx and replay --path vhost-rx: every TX frame's road and skb, every RX
     packet's used lengths, header and discards (issue 27's check; 150 comparisons a kernel).
     6.1.170 and 6.12.100 pinned two stable windows: tun_build_skb_xdp_headroom_limit (6.1.46)

@@ -18,8 +18,13 @@ from vnetrx.paths.vhost import VhostTxSetup
 from vnetrx.paths.vhost.tx_stream import PageFrag, handle_tx_stream
 
 DATA = Path(__file__).parents[2] / "data" / "vhost"
-RUNS = {"6.1.170": "linux-6.1.0-47-amd64.json", "6.1.192": "linux-6.1.0-57-amd64.json",
+RUNS = {"6.1.170": "linux-6.1.0-47-amd64.json", "6.1.176": "linux-6.1.0-50-amd64.json",
+        "6.1.177": "linux-6.1.0-51-amd64.json", "6.1.187": "linux-6.1.0-53-amd64.json",
+        "6.1.192": "linux-6.1.0-57-amd64.json",
         "6.12.100": "linux-6.12.100+deb12-amd64.json",
+        "6.12.107": "linux-6.12.107+deb12-amd64.json",
+        "6.12.111": "linux-6.12.111+deb12-amd64.json",
+        "6.12.113": "linux-6.12.113+deb12-amd64.json",
         "6.12.117": "linux-6.12.117+deb12-amd64.json"}
 
 
