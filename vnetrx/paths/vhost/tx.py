@@ -448,6 +448,16 @@ def narrate(c: VhostTxConfig, p: VhostTxPlan, log: StepLog) -> None:
                 "queue's ubufs) goes in msg_control, upend_idx advances; sendmsg(MSG_DONTWAIT) "
                 "→ tun_get_user (zerocopy never batches)",
                 len=c.sock_hlen + p.frame_len, VHOST_GOODCOPY_LEN=c.goodcopy, zcopy_used=True)
+        # the model pins one descriptor's pages (what lab vhost --zcopy's probe sends); a Linux
+        # guest's virtio-net (xmit_skb) gives the linear part (the header pushed in front when
+        # it can, else a descriptor of its own) and each page frag as separate sg entries,
+        # pinned iovec by iovec (one PAGE_ALIGN each): not modelled
+        log.note("zerocopy: the chain is taken as ONE descriptor holding the vnet header and "
+                 f"the frame (starting at offset {s.zcopy_offset} of its page, --zcopy-offset); "
+                 "a Linux guest's virtio-net gives the linear part (the header in front of it "
+                 "or in a descriptor of its own) and each page frag as separate descriptors, "
+                 "whose pages are pinned iovec by iovec: frags and truesize then differ (not "
+                 "modelled)")
     elif s.zcopy:
         log.add(SRC, "handle_tx_zerocopy",
                 f"zcopy_used = len {c.sock_hlen + p.frame_len} >= VHOST_GOODCOPY_LEN "
