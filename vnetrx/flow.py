@@ -259,7 +259,7 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
             poll += 1
         state.receive(Segment(w.frame, seg.skb, seg.head_frag, w.gro_input.tcp,
                               seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated,
-                              w.gro_input.pull))
+                              w.gro_input.pull, w.gro_input.needs, w.gro_input.hbh_at))
         in_poll += 1
         if napi == "threaded":
             if in_poll == NAPI_POLL_WEIGHT:
@@ -298,7 +298,8 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
     gro_input = read_frame(frame, len(frame), whole=True)
     return Segment(seg.frame, seg.skb, seg.head_frag, gro_input.tcp, seg.buffer_page,
-                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull)
+                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull, gro_input.needs,
+                   gro_input.hbh_at)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
@@ -326,7 +327,8 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
-                                udp_validated=gro_input.udp_validated, pull=gro_input.pull))
+                                udp_validated=gro_input.udp_validated, pull=gro_input.pull,
+                                needs=gro_input.needs, hbh_at=gro_input.hbh_at))
     if segments:
         yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
 
@@ -366,7 +368,8 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
         gro_input = read_frame(frame, len(frame), whole=True)
         head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(i, trace.skb, head_frag, gro_input.tcp, "", 0,
-                                gro_input.udp_validated, gro_input.pull))
+                                gro_input.udp_validated, gro_input.pull, gro_input.needs,
+                                gro_input.hbh_at))
     first = 0
     for poll, size in enumerate(polls):
         run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT,

@@ -82,6 +82,8 @@ class GroHow(Label):
     NOT_TCP = "not_tcp"  # not TCP over IPv4/IPv6: nothing merges it, it passes the flows by
     NO_PAYLOAD = "no_payload"  # a TCP segment without payload (a pure ACK): never merged
     HAS_FRAG_LIST = "has_frag_list"  # the skb already has a frag_list: flushed, alone
+    NOT_PARSED = "not_parsed"  # a VLAN tag without vlan_gro_receive (CONFIG_VLAN_8021Q not
+    # set), or an IPv6 hop-by-hop header the kernel's extension header walk does not take
 
 
 class GroFlush(Label):

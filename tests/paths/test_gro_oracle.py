@@ -1,5 +1,5 @@
 """vnetrx's GRO (vnetrx/paths/gro.py, vnetrx/flow.tap_flow) against what the running 6.18.44
-kernel did with 116 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
+kernel did with 136 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
 recorded by tools/gro_oracle.py with vnetrx.live.gro; tests/live/test_gro_oracle.py re-checks a
 few live). Each burst's writes are rebuilt byte for byte from its description (the data file
 keeps their SHA-256) and every skb that left GRO must match: len, data_len, headlen, truesize,
@@ -25,10 +25,12 @@ from vnetrx.paths.gro import gro_limits, read_frame
 from vnetrx.paths.tun import TapSetup
 
 DATA = json.loads((Path(__file__).parents[1] / "data" / "gro" / "linux-6.18.44.json").read_text())
-# The machine that recorded it: 6.18.44 with MAX_HEADER 32 and a 576-byte skbuff_small_head
-# object (/sys/kernel/slab/skbuff_small_head/object_size), as `--kernel running` reads them
+# The machine that recorded it: 6.18.44 with MAX_HEADER 32, a 576-byte skbuff_small_head
+# object (/sys/kernel/slab/skbuff_small_head/object_size) and CONFIG_VLAN_8021Q not set (no
+# vlan_gro_receive), as `--kernel running` reads them
 KERNEL = profile_for(parse_release("6.18.44"), lookup("6.18.44").build._replace(
-    config="running", max_header=32, small_head_observed=576), source="tests/data/gro")
+    config="running", max_header=32, small_head_observed=576, vlan_8021q=False),
+    source="tests/data/gro")
 FIELDS = ("len", "data_len", "headlen", "truesize", "nr_frags", "gso_size", "gso_segs",
           "gso_type", "ip_summed", "csum_start", "csum_offset")
 VERDICTS = {"merged": "MERGED", "merged_free": "MERGED_FREE", "held": "HELD",

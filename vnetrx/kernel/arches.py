@@ -13,6 +13,11 @@ MAX_HEADER_BY_CONFIG: dict[str, int] = {
     "debian-cloud": 80,  # Debian cloud-amd64: no WLAN (32), tunnels=m (+48)
     "minimal": 32,  # no WLAN/HYPERV/tunnels (this machine's 6.18.44 config)
 }
+# CONFIG_VLAN_8021Q y or m: net/8021q/Makefile builds vlan_core.o in (obj-$(subst m,y,...)),
+# and its fs_initcall vlan_offload_init registers vlan_gro_receive for ETH_P_8021Q and
+# ETH_P_8021AD. Debian amd64 and cloud-amd64 6.1.0-57 and 6.12.x configs: =m; this machine's
+# 6.18.44 (/proc/config.gz): not set.
+VLAN_8021Q_BY_CONFIG: dict[str, bool] = {"debian": True, "debian-cloud": True, "minimal": False}
 
 
 ARCHES: dict[str, dict[str, int]] = {

@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
-from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
+from vnetrx.kernel.arches import (
+    ARCHES,
+    DEFAULT_ARCH,
+    MAX_HEADER_BY_CONFIG,
+    PAGE_SIZES,
+    VLAN_8021Q_BY_CONFIG,
+)
 from vnetrx.records import NamedTuple
 
 __all__ = [
@@ -16,6 +22,7 @@ __all__ = [
     "BuildConfig",
     "build_config",
     "max_header_from_kconfig",
+    "vlan_8021q_from_kconfig",
 ]
 
 
@@ -41,6 +48,8 @@ class BuildConfig(NamedTuple):
     # skbuff_small_head object size when it was read off a running kernel (/sys/kernel/slab);
     # None: computed from max_header by the version's SKB_SMALL_HEAD_CACHE_SIZE formula.
     small_head_observed: int | None = None
+    # CONFIG_VLAN_8021Q y or m: vlan_gro_receive is registered (VLAN_8021Q_BY_CONFIG)
+    vlan_8021q: bool = True
 
 
 def build_config(
@@ -61,7 +70,13 @@ def build_config(
         page_pool_frag_align=defaults["page_pool_frag_align"],
         config=config,
         max_header=MAX_HEADER_BY_CONFIG[config],
+        vlan_8021q=VLAN_8021Q_BY_CONFIG[config],
     )
+
+
+def vlan_8021q_from_kconfig(config: str) -> bool:
+    """CONFIG_VLAN_8021Q=y or =m: vlan_core.o (vlan_gro_receive) is built in."""
+    return re.search(r"^CONFIG_VLAN_8021Q=[ym]", config, re.M) is not None
 
 
 def max_header_from_kconfig(config: str) -> int:

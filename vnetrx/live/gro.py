@@ -156,27 +156,51 @@ class GroTap:
 # --- analysis (pure) -------------------------------------------------------------------------
 
 
-def _flow_key(packet_hex: str) -> str:
-    """Addresses and ports from the bytes at the network header (IPv4 or IPv6 + TCP)."""
+def _network(packet_hex: str, mac_hex: str = "") -> bytes:
+    """The bytes at the network header: past a VLAN tag at skb->data when the Ethernet
+    header's type is a VLAN TPID (the tap has no hardware tag stripping: the tag is in the
+    frame)."""
     raw = bytes.fromhex(packet_hex)
+    mac = bytes.fromhex(mac_hex)
+    if len(mac) >= 14 and int.from_bytes(mac[12:14], "big") in (0x8100, 0x88A8):
+        return raw[4:]
+    return raw
+
+
+def _transport(raw: bytes) -> tuple[int, int]:
+    """The protocol and offset of the transport header in the packet ``raw`` (IPv4, or IPv6
+    past the extension headers GRO walks); (-1, 0) when it is neither."""
+    if raw[:1] and raw[0] >> 4 == 4 and len(raw) >= 20:
+        return raw[9], (raw[0] & 0xF) * 4
+    if raw[:1] and raw[0] >> 4 == 6 and len(raw) >= 40:
+        proto, at = raw[6], 40
+        while proto in (0, 43, 60) and at + 8 <= len(raw):
+            proto, at = raw[at], at + (raw[at + 1] + 1) * 8
+        return proto, at
+    return -1, 0
+
+
+def _flow_key(packet_hex: str, mac_hex: str = "") -> str:
+    """Addresses, IPv6 extension headers and ports from the bytes at the network header (IPv4
+    or IPv6 + TCP), and a VLAN tag."""
+    full = bytes.fromhex(packet_hex)
+    raw = _network(packet_hex, mac_hex)
+    tag = full[:len(full) - len(raw)]
+    _, at = _transport(raw)
     if raw[:1] and raw[0] >> 4 == 4:
-        ihl = (raw[0] & 0xF) * 4
-        return (raw[12:20] + raw[ihl:ihl + 4]).hex()
-    return (raw[8:40] + raw[40:44]).hex()
+        return (tag + raw[12:20] + raw[at:at + 4]).hex()
+    return (tag + raw[8:at + 4]).hex()
 
 
-def _seq(packet_hex: str) -> int | None:
+def _seq(packet_hex: str, mac_hex: str = "") -> int | None:
     """The TCP sequence number at the network header (None: not IPv4/IPv6 + TCP)."""
-    raw = bytes.fromhex(packet_hex)
+    raw = _network(packet_hex, mac_hex)
     if len(raw) < 40:
         return None
-    if raw[0] >> 4 == 4 and raw[9] == 6:
-        at = (raw[0] & 0xF) * 4 + 4
-    elif raw[0] >> 4 == 6 and raw[6] == 6:
-        at = 44
-    else:
+    proto, at = _transport(raw)
+    if proto != 6:
         return None
-    return int.from_bytes(raw[at:at + 4], "big") if len(raw) >= at + 4 else None
+    return int.from_bytes(raw[at + 4:at + 8], "big") if len(raw) >= at + 8 else None
 
 
 def _skb_row(rec: dict[str, Any]) -> dict[str, Any]:
@@ -239,8 +263,9 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
         if kind in ("entry", "frags_entry"):
             index = len(inputs)
             current = {"write": written[index] if index < len(written) else None,
-                       "event": kind, "skb_addr": rec["skb"], "flow": _flow_key(rec["packet"]),
-                       "seq": _seq(rec["packet"]), "verdict": None, **_skb_row(rec)}
+                       "event": kind, "skb_addr": rec["skb"],
+                       "flow": _flow_key(rec["packet"], rec.get("mac", "")),
+                       "seq": _seq(rec["packet"], rec.get("mac", "")), "verdict": None, **_skb_row(rec)}
             inputs.append(current)
             delivered_now = []
             _check_order(current, writes)
@@ -269,7 +294,7 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
             row["frames"] = owner["frames"] if owner else None  # the same list: see above
             row["frag_list"] = {"count": 0, "bytes": 0, "members": []}
             row["_merged"] = owner["merged"] if owner else []
-            row["seq"] = _seq(rec["packet"])
+            row["seq"] = _seq(rec["packet"], rec.get("mac", ""))
             outputs.append(row)
         elif kind == "member" and outputs:
             member = _skb_row(rec)

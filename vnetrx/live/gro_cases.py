@@ -99,6 +99,41 @@ def cases() -> list[dict[str, Any]]:
                for flows in (2, 8, 9))
     out.extend(_case(f"ipv6-seg{n}", {"family": 6, "segments": n}) for n in (8, 44, 45, 46))
     out.append(_case("ipv6-psh3", {"family": 6, "segments": 8, "psh": [3]}))
+    # 802.1Q tags (a tap strips none: the tag reaches GRO in the frame): vlan_gro_receive, or
+    # no handler at all where CONFIG_VLAN_8021Q is not set
+    out.append(_case("vlan-seg8", {"segments": 8, "vlan": 100}))
+    out.append(_case("vlan-tci-change4", {"segments": 8, "vlan": 100, "vlan_change": [4]}))
+    out.append(_case("vlan-untagged4", {"segments": 8, "vlan": 100, "untagged": [4]}))
+    out.append(_case("vlan-untagged-all-but4", {"segments": 8, "vlan": 100,
+                                                "untagged": [0, 1, 2, 3, 5, 6, 7]}))
+    out.append(_case("ipv6-vlan-seg8", {"family": 6, "segments": 8, "vlan": 100}))
+    out.append(_case("vlan-udp4", {"segments": 8, "vlan": 100, "udp": [4]}))
+    # IPv6 extension headers: the walk (ipv6_gro_pull_exthdrs), their bytes compared, a
+    # fragment header stops it; the 64 KiB boundary moved by 8 header bytes; BIG TCP
+    for name, chain in (("hbh", [["hbh", 8]]), ("dest", [["dest", 8]]),
+                        ("routing", [["routing", 24]]), ("hbh-dest", [["hbh", 8], ["dest", 16]])):
+        out.append(_case(f"ipv6-{name}-seg8", {"family": 6, "segments": 8, "exthdrs": chain}))
+    out.append(_case("ipv6-dest-change4", {"family": 6, "segments": 8, "exthdrs": [["dest", 8]],
+                                           "exthdr_change": [4]}))
+    out.append(_case("ipv6-hbh-change4", {"family": 6, "segments": 8, "exthdrs": [["hbh", 8]],
+                                          "exthdr_change": [4]}))
+    out.append(_case("ipv6-fragment4", {"family": 6, "segments": 8, "fragment": [4]}))
+    out.append(_case("ipv6-dest-fragment4", {"family": 6, "segments": 8,
+                                             "exthdrs": [["dest", 8]], "fragment": [4]}))
+    out.append(_case("ipv6-hbh-psh3", {"family": 6, "segments": 8, "exthdrs": [["hbh", 8]],
+                                       "psh": [3]}))
+    # 7 x 9351: 72 + 7 x 9351 = 65529 fits 64 KiB, 80 + 7 x 9351 = 65537 does not
+    out.append(_case("ipv6-payload9351", {"family": 6, "segments": 8, "payload": 9351},
+                     mtu=9500))
+    out.append(_case("ipv6-dest-payload9351", {"family": 6, "segments": 8, "payload": 9351,
+                                               "exthdrs": [["dest", 8]]}, mtu=9500))
+    out.append(_case("ipv6-dest-big-tcp", {"family": 6, "segments": 100,
+                                           "exthdrs": [["dest", 8]]}, gro_max_size=185000))
+    out.append(_case("ipv6-hbh-seg8-blocking", {"family": 6, "segments": 8,
+                                                "exthdrs": [["hbh", 8]]}, blocking=True))
+    out.append(_case("ipv6-hbh-napi-frags", {"family": 6, "segments": 8,
+                                             "exthdrs": [["hbh", 8]], "split": [66]},
+                     napi_frags=True))
     # virtio_net_hdr: DATA_VALID, NEEDS_CSUM, none; a GSO frame (DODGY) in the middle
     for vnet in ("none", "data_valid", "needs_csum"):
         out.append(_case(f"vnet-{vnet}", {"segments": 8, "vnet": vnet}, vnet_hdr=True))

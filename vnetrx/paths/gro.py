@@ -13,9 +13,15 @@ record per input (``GroStep``: the gro_result and why) and per skb the stack rec
 (``Delivered``: the skb as it leaves GRO, the frames it carries, why it was completed). It
 decides; nothing here writes words (``vnetrx.render.gro_text`` explains the records).
 
+A VLAN tag in the frame (a tap or virtio device strips none) goes through vlan_gro_receive
+(net/8021q/vlan_core.c) when the kernel has it (CONFIG_VLAN_8021Q y or m: BuildConfig.vlan_8021q),
+and IPv6 extension headers through ipv6_gro_receive's walk (ipv6_gro_pull_exthdrs: routing,
+destination options, hop-by-hop per version); a frame the kernel's GRO cannot parse that far goes
+on alone (GroHow.NOT_PARSED).
+
 Assumed (the callers' notes say so): skb->hash is 0 (virtio without HASH_REPORT, tun), so every
-flow is in GRO bucket 0; no VLAN tag, no tunnel; HZ below 1000 (Debian's 250): a poll that uses
-its whole budget flushes everything.
+flow is in GRO bucket 0; no hardware-accelerated VLAN tag (skb->vlan_all 0), no tunnel; HZ
+below 1000 (Debian's 250): a poll that uses its whole budget flushes everything.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from vnetrx.kernel.changes import (
     GRO_FIXEDID_BIT_30,
     GRO_FIXEDID_WITHOUT_DF,
     GRO_GSO_TCP_AGGREGATED,
+    GRO_IPV6_EXTHDR_GRO_PULL,
+    GRO_IPV6_HBH_OFFLOAD,
     GRO_MAX_SIZE_KNOB,
 )
 from vnetrx.kernel.profile import KernelProfile
@@ -68,24 +76,44 @@ class TcpHeaders(Value):
     """What GRO reads of a segment's Ethernet, IP and TCP headers. A plain class, not a record
     (one is made per frame a replay gives GRO: a native class when compiled, see values.py)."""
 
-    __slots__ = ("ack", "addresses", "df", "dport", "flag_word", "ip_id", "ipv6", "mac",
-                 "network_len", "network_ok", "options", "seq", "sport", "tcp_csum_ok",
-                 "tcp_len", "tos", "tot_len_ok", "ttl")
+    __slots__ = (
+        "ack",
+        "addresses",
+        "df",
+        "dport",
+        "flag_word",
+        "ip_id",
+        "ipv6",
+        "mac",
+        "network_len",
+        "network_ok",
+        "nhoff",
+        "options",
+        "seq",
+        "sport",
+        "tcp_csum_ok",
+        "tcp_len",
+        "tos",
+        "tot_len_ok",
+        "ttl",
+    )
     _names = ("mac", "ipv6", "addresses", "network_ok", "tot_len_ok", "network_len", "ttl",
               "tos", "df", "ip_id", "sport", "dport", "seq", "ack", "flag_word", "options",
-              "tcp_len", "tcp_csum_ok")
+              "tcp_len", "tcp_csum_ok", "nhoff")
 
     def __init__(self, mac: bytes, ipv6: bool, addresses: bytes, network_ok: bool,
                  tot_len_ok: bool, network_len: int, ttl: int, tos: int, df: bool, ip_id: int,
                  sport: int, dport: int, seq: int, ack: int, flag_word: int, options: bytes,
-                 tcp_len: int, tcp_csum_ok: bool) -> None:
+                 tcp_len: int, tcp_csum_ok: bool, nhoff: int = 0) -> None:
         self.mac: Final = mac  # the Ethernet header: compare_ether_header
         self.ipv6: Final = ipv6
         # what must match for the same flow: v4 saddr, daddr, protocol; v6 the addresses, next
-        # header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
+        # header, the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF) and the extension
+        # headers' bytes; and a VLAN tag's TCI and protocol (vlan_gro_receive)
         self.addresses: Final = addresses
         self.network_ok: Final = network_ok  # IPv4: no options, not a fragment, checksum right
         self.tot_len_ok: Final = tot_len_ok  # the IP length is the packet's (no padding)
+        # skb->data to the TCP header: a VLAN tag, the IP header, IPv6 extension headers
         self.network_len: Final = network_len
         self.ttl: Final = ttl  # TTL / hop limit
         self.tos: Final = tos  # TOS / traffic class
@@ -99,12 +127,27 @@ class TcpHeaders(Value):
         self.options: Final = options
         self.tcp_len: Final = tcp_len
         self.tcp_csum_ok: Final = tcp_csum_ok  # the TCP checksum verifies (read for NONE)
+        self.nhoff: Final = nhoff  # skb->data to the IP header (4: a VLAN tag)
 
     def _values(self) -> tuple[object, ...]:
         return (self.mac, self.ipv6, self.addresses, self.network_ok, self.tot_len_ok,
                 self.network_len, self.ttl, self.tos, self.df, self.ip_id, self.sport,
                 self.dport, self.seq, self.ack, self.flag_word, self.options, self.tcp_len,
-                self.tcp_csum_ok)
+                self.tcp_csum_ok, self.nhoff)
+
+
+# skb->protocol values vlan_gro_receive is registered for (net/8021q/vlan_core.c:
+# vlan_packet_offloads: ETH_P_8021Q, ETH_P_8021AD)
+VLAN_TPIDS: Final = (0x8100, 0x88A8)
+VLAN_HLEN: Final = 4
+# what a frame needs of the kernel's GRO before its IP header is parsed (GroInput.needs)
+NEEDS_VLAN: Final = 1  # a VLAN tag: vlan_gro_receive (CONFIG_VLAN_8021Q y or m)
+NEEDS_HBH: Final = 2  # an IPv6 hop-by-hop header the extension header walk must take
+# the IPv6 extension headers with an inet6_offloads entry flagged INET6_PROTO_GSO_EXTHDR
+# (net/ipv6/exthdrs_offload.c): routing, destination options, and hop-by-hop (hbh_offload,
+# f2e3fc2158e6; before dff0b0161ad5 ipv6_gso_pull_exthdrs took NEXTHDR_HOP without asking)
+NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST = 0, 43, 60
+_EXTHDRS: Final = (NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST)
 
 
 def parse_tcp(frame: bytes) -> TcpHeaders | None:
@@ -118,10 +161,11 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
                       tcp_csum_ok: bool = True) -> TcpHeaders | None:
     """The headers of an skb recorded at napi_gro_receive (after eth_type_trans): ``mac`` the
     Ethernet header at skb->head + mac_header, ``network`` the first bytes at skb->data (the
-    IP header on), ``length`` skb->len. Without the payload the TCP checksum cannot be summed:
-    ``tcp_csum_ok`` says what tcp4/6_gro_receive's skb_gro_checksum_validate would find (it is
-    read only for CHECKSUM_NONE; DATA_VALID and NEEDS_CSUM skbs are trusted). None when it is
-    not IPv4/IPv6 + TCP; InputError when the TCP header lies past the bytes given."""
+    IP header on, or the VLAN tag before it), ``length`` skb->len. Without the payload the TCP
+    checksum cannot be summed: ``tcp_csum_ok`` says what tcp4/6_gro_receive's
+    skb_gro_checksum_validate would find (it is read only for CHECKSUM_NONE; DATA_VALID and
+    NEEDS_CSUM skbs are trusted). None when it is not IPv4/IPv6 + TCP; InputError when the TCP
+    header lies past the bytes given."""
     if len(mac) < 14:
         raise InputError(f"a recorded MAC header of {len(mac)} bytes (GRO compares 14)")
     return _parse(mac[:14] + network, length, tcp_csum_ok)
@@ -130,60 +174,102 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
 _IPV4_HEADER = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
 
 
-def _ipv4_header_sum(frame: bytes) -> int:
-    """The one's complement sum of the 20-byte IPv4 header at frame[14:] (0xFFFF: its
+def _ipv4_header_sum(frame: bytes, at: int) -> int:
+    """The one's complement sum of the 20-byte IPv4 header at frame[at:] (0xFFFF: its
     checksum is right): ip_fast_csum, for the header inet_gro_receive checks."""
-    total: int = sum(_IPV4_HEADER.unpack_from(frame, 14))
+    total: int = sum(_IPV4_HEADER.unpack_from(frame, at))
     total = (total & 0xFFFF) + (total >> 16)
     return (total & 0xFFFF) + (total >> 16)
 
 
-def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
-    """The headers of ``frame`` (the Ethernet header, then the packet from the IP header on,
-    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
-    summed), else at least its headers. Read in place: a frame is not copied."""
-    have = min(len(frame) - 14, length)
+def _network_at(frame: bytes, have: int) -> tuple[int, int]:
+    """The EtherType GRO dispatches on past a VLAN tag (vlan_gro_receive reads
+    h_vlan_encapsulated_proto) and where the IP header starts in ``frame``."""
     ethertype = (frame[12] << 8) | frame[13]
-    if ethertype == 0x0800 and have >= 20:
-        ihl = (frame[14] & 0x0F) * 4
-        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, 14)
-        if proto != 6 or length < ihl + 20:
+    if ethertype in VLAN_TPIDS and have >= VLAN_HLEN:
+        return (frame[16] << 8) | frame[17], 14 + VLAN_HLEN
+    return ethertype, 14
+
+
+def _ipv6_walk(frame: bytes, nh: int, end: int) -> tuple[int, int, int, bool]:
+    """ipv6_gro_pull_exthdrs from the IPv6 header at frame[nh:] (the packet ends at ``end``):
+    the next header it stops at, where that starts, where the first hop-by-hop header starts
+    (0: none), and whether the bytes given ended inside the headers (a capture's snaplen). A
+    header past the packet (skb_gro_header fails) ends the walk."""
+    proto, at, hbh = frame[nh + 6], nh + 40, 0
+    while proto in _EXTHDRS and at + 8 <= end:
+        if at + 8 > len(frame):
+            return proto, at, hbh, True
+        size = (frame[at + 1] + 1) * 8  # ipv6_optlen
+        if at + size > end:
+            break
+        if at + size > len(frame):
+            return proto, at, hbh, True
+        if proto == NEXTHDR_HOP and not hbh:
+            hbh = at
+        proto, at = frame[at], at + size
+    return proto, at, hbh, False
+
+
+def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
+    """The headers of ``frame`` (the Ethernet header, then the packet from skb->data on,
+    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
+    summed), else at least its headers. Read in place: a frame is not copied. A VLAN tag and
+    IPv6 extension headers are read as vlan_gro_receive and ipv6_gro_receive read them
+    (whether this kernel has them is GroState's question: GroInput.needs)."""
+    have = min(len(frame) - 14, length)
+    end = 14 + length  # where the packet ends in ``frame`` (maybe past the bytes given)
+    ethertype, nh = _network_at(frame, have)
+    nhoff = nh - 14  # skb->data to the IP header: the VLAN tag
+    vlan = frame[14:nh]  # compare_vlan_header: the TCI and the encapsulated protocol
+    if ethertype == 0x0800 and have >= nhoff + 20:
+        ihl = (frame[nh] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, nh)
+        if proto != 6 or length < nhoff + ihl + 20:
             return None
-        network_ok = (frame[14] == 0x45 and not frag_off & 0x3FFF
-                      and _ipv4_header_sum(frame) == 0xFFFF)
-        addresses = frame[26:34] + b"\x06"
-        tot_len_ok = tot_len == length
-        tos, df, ipv6 = frame[15], bool(frame[20] & 0x40), False
-    elif ethertype == 0x86DD and length >= 60:
-        if have < 60:
-            raise InputError(f"an IPv6 packet with {have} header bytes recorded (60 needed)")
-        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, 14)
-        if nexthdr != 6:
+        network_ok = (frame[nh] == 0x45 and not frag_off & 0x3FFF
+                      and _ipv4_header_sum(frame, nh) == 0xFFFF)
+        addresses = frame[nh + 12:nh + 20] + b"\x06" + vlan
+        tot_len_ok = tot_len == length - nhoff
+        tos, df, ipv6 = frame[nh + 1], bool(frame[nh + 6] & 0x40), False
+        t = nh + ihl  # the TCP header, in ``frame``
+    elif ethertype == 0x86DD and length >= nhoff + 60:
+        if have < nhoff + 60:
+            raise InputError(f"an IPv6 packet with {have - nhoff} header bytes recorded (60 "
+                             "needed)")
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, nh)
+        proto, t, _, cut = _ipv6_walk(frame, nh, end)
+        if cut:
+            raise InputError(f"IPv6 extension headers past the {have} bytes recorded")
+        if proto != 6:
             return None
-        ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
-        addresses = frame[22:54] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
-        tot_len_ok = payload_len == length - 40
+        ip_id, df, ipv6, network_ok = 0, False, True, True
+        # ipv6_gro_receive: the flow label, the addresses, the first next header, and every
+        # extension header byte (memcmp of nlen - 40) must match
+        addresses = (frame[nh + 8:nh + 40] + bytes([nexthdr])
+                     + struct.pack("!I", first & 0xF00FFFFF) + frame[nh + 40:t] + vlan)
+        tot_len_ok = payload_len == length - nhoff - 40
         tos = (first >> 20) & 0xFF
     else:
         return None
-    t = 14 + ihl  # the TCP header, in ``frame``
-    if have < ihl + 20:
+    if have < t - 14 + 20:
         raise InputError(f"a TCP header past the {have} bytes recorded")
     sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
     tcp_len = (flag_word >> 28) * 4
-    if tcp_len < 20 or length < ihl + tcp_len:
+    if tcp_len < 20 or end < t + tcp_len:
         return None
-    if have < ihl + tcp_len:
+    if have < t - 14 + tcp_len:
         raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
-                         f"{ihl + tcp_len})")
+                         f"{t - 14 + tcp_len})")
     if tcp_csum_ok is None:
-        pseudo = (frame[22:54] + struct.pack("!IxxxB", length - 40, 6) if ipv6
-                  else frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
+        segment = end - t
+        pseudo = (frame[nh + 8:nh + 40] + struct.pack("!IxxxB", segment, 6) if ipv6
+                  else frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 6, segment))
         pseudo_sum = ones_complement_sum(pseudo)
-        tcp_csum_ok = ones_complement_sum(frame[t:14 + length], pseudo_sum) == 0xFFFF
-    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+        tcp_csum_ok = ones_complement_sum(frame[t:end], pseudo_sum) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, t - 14, ttl, tos, df,
                       ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
-                      tcp_len, tcp_csum_ok)
+                      tcp_len, tcp_csum_ok, nhoff)
 
 
 def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
@@ -193,14 +279,17 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     capture's (maybe cut by its snaplen), and a nonzero checksum is trusted, not summed."""
     if len(frame) < 14:
         return False
-    ethertype = struct.unpack_from("!H", frame, 12)[0]
-    if ethertype == 0x0800 and len(frame) >= 34 and frame[23] == 17:
-        ihl = (frame[14] & 0x0F) * 4
-        pseudo = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - 14 - ihl)
-        at = 14 + ihl
-    elif ethertype == 0x86DD and len(frame) >= 62 and frame[20] == 17:
-        pseudo = frame[22:54] + struct.pack("!IxxxB", len(frame) - 54, 17)
-        at = 54
+    ethertype, nh = _network_at(frame, len(frame) - 14)
+    end = len(frame)
+    if ethertype == 0x0800 and len(frame) >= nh + 20 and frame[nh + 9] == 17:
+        ihl = (frame[nh] & 0x0F) * 4
+        pseudo = frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 17, end - nh - ihl)
+        at = nh + ihl
+    elif ethertype == 0x86DD and len(frame) >= nh + 40:
+        proto, at, _, _ = _ipv6_walk(frame, nh, end)
+        if proto != 17:
+            return False
+        pseudo = frame[nh + 8:nh + 40] + struct.pack("!IxxxB", end - at, 17)
     else:
         return False
     if len(frame) < at + 8 or frame[at + 6:at + 8] == b"\0\0":
@@ -211,46 +300,73 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
 
 
 def network_pull(mac: bytes, net: bytes, length: int) -> int:
-    """What inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of the IP header) before a
-    skb that is not merged as TCP went on: GRO_NORMAL's ``pull:`` then copies that many bytes
-    into the linear area (gro_pull_from_frag0). IPv4: 20 when the header passes the checks
-    before the pull (no options, not a fragment, a right header checksum) and the protocol has
-    a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels are not modelled: 0); IPv6: 40 (the
-    header is pulled before the next header is looked at). 0 for anything else
-    [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166,
-    6.12.15; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves GRO with 20 linear
-    bytes (tests/data/gro/guest-*.json)]."""
+    """What vlan_gro_receive and inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of
+    the tag and the IP header) before a skb that is not merged as TCP went on: GRO_NORMAL's
+    ``pull:`` then copies that many bytes into the linear area (gro_pull_from_frag0). IPv4: 20
+    when the header passes the checks before the pull (no options, not a fragment, a right
+    header checksum) and the protocol has a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels
+    are not modelled: 0); IPv6: 40 and the extension headers ipv6_gro_pull_exthdrs walked (the
+    header is pulled before the next header is looked at). A VLAN tag adds its 4 bytes when
+    the IP header is pulled (a kernel without vlan_gro_receive pulls nothing: GroState). 0 for
+    anything else [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive
+    @ 6.1.166, 6.12.15, 6.18.7; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves
+    GRO with 20 linear bytes (tests/data/gro/guest-*.json)]."""
     if len(mac) < 14:
         return 0
-    ethertype = struct.unpack_from("!H", mac, 12)[0]
+    frame = mac[:14] + net
     have = min(len(net), length)
-    if ethertype == 0x0800 and have >= 20:
-        frag_off, proto = struct.unpack_from("!HxB", net, 6)
-        ok = (net[0] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
-              and ones_complement_sum(net[:20]) == 0xFFFF)
-        return 20 if ok else 0
-    if ethertype == 0x86DD and length >= 40:
-        return 40
+    ethertype, nh = _network_at(frame, have)
+    nhoff = nh - 14
+    if ethertype == 0x0800 and have >= nhoff + 20:
+        frag_off, proto = struct.unpack_from("!HxB", frame, nh + 6)
+        ok = (frame[nh] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
+              and ones_complement_sum(frame[nh:nh + 20]) == 0xFFFF)
+        return nhoff + 20 if ok else 0
+    if ethertype == 0x86DD and length >= nhoff + 40:
+        if have < nhoff + 40:
+            return nhoff + 40
+        _, at, _, _ = _ipv6_walk(frame, nh, 14 + length)
+        return at - 14
     return 0
 
 
 class GroInput(Value):
     """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), for
     a UDP datagram whether udp4/6_gro_receive validates its checksum, and for a frame that is
-    not TCP the IP header bytes GRO pulls (network_pull). A plain class (one per frame of a
-    replay)."""
+    not TCP the header bytes GRO pulls (network_pull). ``needs``: what the kernel's GRO must
+    parse before all that holds (NEEDS_VLAN, NEEDS_HBH); ``hbh_at``: where the first IPv6
+    hop-by-hop header starts (from skb->data): what a walk that stops there pulled. A plain
+    class (one per frame of a replay)."""
 
-    __slots__ = ("pull", "tcp", "udp_validated")
-    _names = ("tcp", "udp_validated", "pull")
+    __slots__ = ("hbh_at", "needs", "pull", "tcp", "udp_validated")
+    _names = ("tcp", "udp_validated", "pull", "needs", "hbh_at")
 
     def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False,
-                 pull: int = 0) -> None:
+                 pull: int = 0, needs: int = 0, hbh_at: int = 0) -> None:
         self.tcp: Final = tcp
         self.udp_validated: Final = udp_validated
         self.pull: Final = pull
+        self.needs: Final = needs
+        self.hbh_at: Final = hbh_at
 
     def _values(self) -> tuple[object, ...]:
-        return (self.tcp, self.udp_validated, self.pull)
+        return (self.tcp, self.udp_validated, self.pull, self.needs, self.hbh_at)
+
+
+def frame_needs(data: bytes, length: int) -> tuple[int, int]:
+    """What a frame needs of the kernel's GRO (NEEDS_VLAN, NEEDS_HBH) and where its first
+    hop-by-hop header starts (from skb->data; 0: none)."""
+    if len(data) < 14:
+        return 0, 0
+    have = min(len(data) - 14, length - 14)
+    ethertype, nh = _network_at(data, have)
+    needs = NEEDS_VLAN if nh > 14 else 0
+    hbh = 0
+    if ethertype == 0x86DD and len(data) >= nh + 40:
+        _, _, hbh, _ = _ipv6_walk(data, nh, length)
+    if hbh:
+        needs |= NEEDS_HBH
+    return needs, hbh - 14 if hbh else 0
 
 
 def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
@@ -261,29 +377,31 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     if len(data) < 14:
         return GroInput(None)
     pull = network_pull(data[:14], data[14:], length - 14)
+    needs, hbh_at = frame_needs(data, length)
     if whole:
         tcp = parse_tcp(data)
-        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull)
+        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull,
+                        needs, hbh_at)
     try:
         tcp = _parse(data, length - 14, True)
     except InputError:  # the snaplen cut the TCP header
-        return GroInput(None, False, pull)
+        return GroInput(None, False, pull, needs, hbh_at)
     return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False),
-                    0 if tcp is not None else pull)
+                    0 if tcp is not None else pull, needs, hbh_at)
 
 
 class Segment(Value):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
     counts from the IP header) and its headers. A plain class (one per frame of a replay)."""
 
-    __slots__ = ("frame", "head_frag", "page", "page_offset", "pull", "skb", "tcp",
-                 "udp_validated")
+    __slots__ = ("frame", "hbh_at", "head_frag", "needs", "page", "page_offset", "pull", "skb",
+                 "tcp", "udp_validated")
     _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated",
-              "pull")
+              "pull", "needs", "hbh_at")
 
     def __init__(self, frame: int, skb: Skb, head_frag: bool, tcp: TcpHeaders | None,
                  page: str = "", page_offset: int = 0, udp_validated: bool = False,
-                 pull: int = 0) -> None:
+                 pull: int = 0, needs: int = 0, hbh_at: int = 0) -> None:
         self.frame: Final = frame  # the input frame's index
         self.skb: Final = skb
         # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
@@ -295,10 +413,12 @@ class Segment(Value):
         # a UDP datagram whose nonzero checksum udp_gro_receive verifies
         self.udp_validated: Final = udp_validated
         self.pull: Final = pull  # not TCP: the IP header bytes GRO pulled (network_pull)
+        self.needs: Final = needs  # GroInput.needs: a VLAN tag, an IPv6 hop-by-hop header
+        self.hbh_at: Final = hbh_at  # GroInput.hbh_at
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame, self.skb, self.head_frag, self.tcp, self.page, self.page_offset,
-                self.udp_validated, self.pull)
+                self.udp_validated, self.pull, self.needs, self.hbh_at)
 
     @property
     def offset(self) -> int:
@@ -437,6 +557,11 @@ class GroState:
         # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
         # them again from 6.1.7): not modelled
         self.dodgy_aggregated = k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH)
+        # vlan_gro_receive exists (CONFIG_VLAN_8021Q y or m)
+        self.vlan_gro = k.build.vlan_8021q
+        # ipv6_gro_receive walks a hop-by-hop header: always before dff0b0161ad5
+        # (ipv6_gso_pull_exthdrs takes NEXTHDR_HOP), after it only with hbh_offload
+        self.walks_hbh = not k.has(GRO_IPV6_EXTHDR_GRO_PULL) or k.has(GRO_IPV6_HBH_OFFLOAD)
 
     def receive(self, seg: Segment) -> None:
         """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
@@ -460,10 +585,16 @@ class GroState:
         return out
 
     def limit(self, h: TcpHeaders) -> int:
-        """skb_gro_receive's size limit: netif_get_gro_max_size (IPv6: gro_max_size, IPv4:
-        gro_ipv4_max_size); above GRO_LEGACY_MAX_SIZE only TCP, IPv6 with room in the headroom
-        for the jumbo hop-by-hop header (ours always have it)."""
-        return self.limits.gro_max_size if h.ipv6 else self.limits.gro_ipv4_max_size
+        """skb_gro_receive's size limit: netif_get_gro_max_size (6.3+: gro_max_size when
+        p->protocol is ETH_P_IPV6, else gro_ipv4_max_size: a VLAN-tagged IPv6 flow's
+        skb->protocol is the tag's, so it gets the IPv4 limit); above GRO_LEGACY_MAX_SIZE only
+        TCP, IPv6 with room in the headroom for the jumbo hop-by-hop header (ours always have
+        it). Before 6.3 the limit is gro_max_size, and past 64 KiB only an untagged IPv6
+        packet whose next header is TCP (``ipv6_hdr(p)->nexthdr``: no extension header) may
+        go [net/core/gro.c:skb_gro_receive @ 6.1.166, 6.12.15, 6.18.7]."""
+        if h.ipv6 and not h.nhoff and (self.k.has(GRO_BIG_TCP_IPV4) or h.network_len == 40):
+            return self.limits.gro_max_size
+        return self.limits.gro_ipv4_max_size
 
     def complete(self, p: _Held, flush: Flush) -> None:
         self.held.remove(p)
@@ -496,9 +627,40 @@ def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                   state.limits.gro_max_size)
 
 
+def _unparsed(state: GroState, seg: Segment) -> int | None:
+    """Where this kernel's GRO stops short of the IP or TCP header, as the bytes it pulled
+    before it (None: it parses the frame). A VLAN tag without vlan_gro_receive: no
+    packet_offload for skb->protocol, dev_gro_receive goes to ``normal`` with nothing pulled
+    [net/core/gro.c:dev_gro_receive @ 6.18.7]; a hop-by-hop header the walk does not take:
+    ipv6_gro_pull_exthdrs stops there (no inet6_offloads entry for NEXTHDR_HOP), no
+    gro_receive for it, ``goto out`` with flush, the bytes before it pulled
+    [net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166 as read]."""
+    if seg.needs & NEEDS_VLAN and not state.vlan_gro:
+        return 0
+    if seg.needs & NEEDS_HBH and not state.walks_hbh:
+        return seg.hbh_at
+    return None
+
+
 def _receive(state: GroState, seg: Segment) -> None:
     """One dev_gro_receive: find the flow's held skb, compare, merge or not, hold or not."""
     h = seg.tcp
+    if seg.needs:
+        pulled = _unparsed(state, seg)
+        if pulled is not None:
+            skb = _pull_headers(state.k, seg, pulled)
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_PARSED, 0, 0,
+                                           skb.len, skb.truesize, skb.nr_frags, 0))
+            state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+            return
+    if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
+            < seg.offset and not state.k.has(GRO_IPV6_EXTHDR_GRO_PULL)):
+        raise InputError(
+            f"GRO of an IPv6 skb with extension headers and {seg.skb.headlen} linear bytes on "
+            f"{state.k.name} is not modelled: before dff0b0161ad5 ipv6_gro_receive pulls them "
+            "into the linear area with __pskb_pull and invalidates frag0"
+        )
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
         # the held TCP skbs by (another protocol or flow: not the same flow), with the IP
@@ -739,7 +901,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
     tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points
-    if h.ipv6 and skb.len - h.network_len > 0xFFFF:
+    if h.ipv6 and skb.len - h.nhoff - 40 > 0xFFFF:
         # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
         # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
         skb = skb._replace(data=skb.data - 8, len=skb.len + 8)

@@ -35,6 +35,9 @@ HOW = {
     How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP GRO socket)",
     How.NO_PAYLOAD: "to the stack alone: a segment without payload (a pure ACK) never merges",
     How.HAS_FRAG_LIST: "to the stack alone: it already has a frag_list (dev_gro_receive)",
+    How.NOT_PARSED: "to the stack alone: a VLAN tag this kernel's GRO has no handler for "
+    "(CONFIG_VLAN_8021Q not set), or an IPv6 hop-by-hop header its extension header walk "
+    "does not take",
     How.GRO_OFF: "to the stack as it is: GRO is off on the device (netif_elide_gro)",
     How.BAD_NETWORK: "to the stack alone: IPv4 options, a fragment, or a wrong IP header "
     "checksum or length",
