@@ -20,6 +20,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
+    JIFFY_NS,
     NAPI_POLL_WEIGHT,
     Delivered,
     GroInput,
@@ -54,8 +55,7 @@ TAP_NAPI = {
     "merges",
     "timeout": "gro_flush_timeout > 0 (/sys/class/net/DEV/gro_flush_timeout): napi_complete_done "
     "keeps the skbs held in the current jiffy and arms the timer, so writes within one jiffy "
-    "(4 ms at HZ 250) merge and the timer's poll flushes them (assumed: the whole burst lands "
-    "within one jiffy)",
+    "(4 ms at HZ 250) merge and the timer's poll flushes them",
     "threaded": "threaded NAPI (/sys/class/net/DEV/threaded) with the writer and the napi kthread "
     "pinned to one CPU: the kthread polls the queued writes, up to 64 a poll",
     "frags": "IFF_NAPI_FRAGS: each writev builds NAPI's own skb (tun_napi_alloc_frags: the first "
@@ -197,7 +197,8 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
         ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
     )
     return FlowRun(GRO_SCHEMA, k, "tap", inputs, tuple(segments), run,
-                   (*TAP_NOTES, TAP_NAPI[napi]))
+                   (*TAP_NOTES, TAP_NAPI[napi],
+                    *((WITHIN_A_JIFFY_NOTE,) if napi == "timeout" else ())))
 
 
 def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,
@@ -227,21 +228,77 @@ class TapWrite(NamedTuple):
     hdr: bytes | None
     gro_input: GroInput
     split: tuple[int, ...] = ()
+    time: int | None = None  # when it was written (a capture record's time stamp), ns
+    jiffies: int | None = None  # the jiffies it was polled in, when recorded (else from time)
+
+
+class GroClock(NamedTuple):
+    """gro_flush_timeout with the writes' times: each write is polled when it is written, in
+    the jiffy ``(time - first write's time + phase_ns) // jiffy_ns`` (where the jiffy ticks
+    fall is not in a capture: ``phase_ns`` says where the first write falls in its jiffy)."""
+
+    timeout_ns: int
+    phase_ns: int = 0
+    jiffy_ns: int = JIFFY_NS
+
+
+TIMED_NOTE = (
+    "the writes are polled at their capture times: a poll completes the skbs held in an "
+    "earlier jiffy (HZ 250: 4 ms; the first write assumed at the start of its jiffy, where the "
+    "ticks fall is not in a capture), and the gro_flush_timeout timer, armed at every poll "
+    "that leaves an skb held, flushes everything when no write comes before it expires"
+)
+WITHIN_A_JIFFY_NOTE = (
+    "the writes are assumed to come within one jiffy (4 ms at HZ 250), so every held skb waits "
+    "for the gro_flush_timeout timer"
+)
+UNTIMED_NOTE = ("the writes have no times (JSON frames, or --gro-flush-timeout not given): "
+                + WITHIN_A_JIFFY_NOTE)
 
 
 def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite], napi: str,
                    gro: bool = True, limits: GroLimits | None = None,
-                   refused: list[str] | None = None) -> Iterator[tuple[int, Delivered]]:
+                   refused: list[str] | None = None,
+                   clock: GroClock | None = None,
+                   steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
     """``replay --path tap --gro``: each write through tun_get_user and the tap's NAPI, polled
     as ``napi`` says (TAP_NAPI), streamed: every skb the stack receives with its poll (the
     write that ended it; threaded: the kthread's poll), in delivery order. A write that does
-    not reach GRO is left out, and why goes to ``refused``."""
+    not reach GRO is left out, and why goes to ``refused``. ``clock`` (napi "timeout"): the
+    writes' times age the held skbs (napi_complete_done's flush_old, the hrtimer); without
+    it every write is taken to come within one jiffy. ``steps``: gets what GRO did with each
+    input (its gro_result)."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
-    state = GroState(k, limits, gro, record_steps=False)
+    state = GroState(k, limits, gro, record_steps=steps is not None)
     skbs: dict[tuple[int, bytes | None], FlowSegment | str] = {}  # a write's skb by its shape
     poll = in_poll = 0
+    timed = clock is not None and napi == "timeout"
+    stamped: bool | None = None  # whether the writes have times (the first one says)
+    first: int | None = None  # the first write's time
+    last: int | None = None
+    deadline: int | None = None  # when the gro_flush_timeout hrtimer fires
     for w in writes:
+        if timed and stamped is None:
+            stamped = w.time is not None
+        if timed and clock is not None and stamped:
+            if w.time is None:
+                raise InputError(f"frame {w.frame} has no time stamp (a pcapng Simple Packet "
+                                 "Block): the writes' times age the held skbs")
+            if last is not None and w.time < last:
+                raise InputError(f"frame {w.frame} is stamped {last - w.time} ns before the "
+                                 "frame ahead of it: the writes' times must not go back")
+            first = w.time if first is None else first
+            last = w.time
+            if deadline is not None and w.time >= deadline:
+                # napi_watchdog schedules the NAPI; its poll does no work: napi_complete_done(n,
+                # 0) flushes everything
+                state.flush_all(GroFlush.TIMER)
+                deadline = None
+                for d in state.take():
+                    yield poll, d
+            state.jiffies = (w.jiffies if w.jiffies is not None
+                             else (w.time - first + clock.phase_ns) // clock.jiffy_ns)
         if napi == "frags" or len(skbs) > 4096:
             seg = tap_write(k, setup, w.frame, w.hdr, w.frame_len, napi, w.split)
         else:  # tun_get_user's skb depends on the length and the header only
@@ -260,6 +317,9 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
         state.receive(Segment(w.frame, seg.skb, seg.head_frag, w.gro_input.tcp,
                               seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated,
                               w.gro_input.pull, w.gro_input.needs, w.gro_input.hbh_at))
+        if steps is not None:
+            steps.extend(state.steps)
+            state.steps.clear()
         in_poll += 1
         if napi == "threaded":
             if in_poll == NAPI_POLL_WEIGHT:
@@ -268,6 +328,11 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
         elif napi != "timeout":
             state.flush_all(GroFlush.POLL_END)
             in_poll = 0
+        elif timed and clock is not None and stamped and state.held:
+            # napi_complete_done(n, 1) with a held skb: timeout = gro_flush_timeout, so
+            # flush_old, and the hrtimer (re)armed for timeout ns
+            state.flush_old()
+            deadline = (w.time or 0) + clock.timeout_ns
         for d in state.take():
             yield poll, d
     state.flush_all(GroFlush.TIMER if napi == "timeout" else GroFlush.POLL_END)

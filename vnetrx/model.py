@@ -100,6 +100,7 @@ class GroFlush(Label):
     FLAGS = "flags"  # a merged segment with PSH or FIN ended it
     EVICTED = "evicted"  # a ninth flow was held (MAX_GRO_SKBS 8): the oldest completed
     TIMER = "timer"  # the gro_flush_timeout hrtimer's poll (napi_complete_done with no work)
+    OLD = "old"  # napi_complete_done with gro_flush_timeout: held since an earlier jiffy
     UNMERGEABLE = "unmergeable"  # a segment of the flow GRO never merges (a pure ACK, an skb
     # with a frag_list) arrived
 

@@ -20,10 +20,12 @@ from vnetrx.schemas import schema
 RUNNER = CliRunner(env={"COLUMNS": "140"})
 
 
-def capture(path: Path, frames: list[bytes]) -> Path:
-    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+def capture(path: Path, frames: list[bytes], times_ns: list[int] | None = None) -> Path:
+    """A pcap (nanosecond records) of ``frames``, frame i at ``times_ns[i]`` (default: i s)."""
+    out = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)
     for i, frame in enumerate(frames):
-        out += struct.pack("<IIII", i, 0, len(frame), len(frame)) + frame
+        t = i * 10**9 if times_ns is None else times_ns[i]
+        out += struct.pack("<IIII", t // 10**9, t % 10**9, len(frame), len(frame)) + frame
     path.write_bytes(out)
     return path
 
@@ -270,8 +272,8 @@ def test_tap_replay_refuses_what_does_not_apply(tmp_path: Path) -> None:
 
 def test_gro_flush_timeout_is_the_napi_mode_said_the_kernels_way(tmp_path: Path) -> None:
     # /sys/class/net/DEV/gro_flush_timeout: 0 (the default) flushes at every write's poll;
-    # more keeps the held skbs (the writes assumed within one jiffy)
-    path = capture(tmp_path / "flow.pcap", flow(20))
+    # more keeps the held skbs (the writes stamped within one jiffy)
+    path = capture(tmp_path / "flow.pcap", flow(20), [1000 * i for i in range(20)])
     base = ["--from", str(path), "--path", "tap", "--kernel", "6.18"]
     assert rows([*base, "--gro-flush-timeout", "20000"]) == rows([*base, "--napi", "timeout"])
     assert rows([*base, "--gro-flush-timeout", "0"]) == rows([*base, "--napi", "write"])
@@ -283,3 +285,65 @@ def test_gro_flush_timeout_is_the_napi_mode_said_the_kernels_way(tmp_path: Path)
     result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro",
                                  "--gro-flush-timeout", "5"])
     assert result.exit_code == 2 and "does not apply to --path virtio" in result.stderr
+
+
+# gro_flush_timeout with the capture's times: napi_complete_done (net/core/dev.c @ 6.18.7)
+# completes the skbs held in an earlier jiffy (__gro_flush_chain: age != jiffies) after the
+# poll's own dev_gro_receive, and re-arms the hrtimer for the timeout at every poll that
+# leaves one held; its poll (no work) flushes everything. HZ 250: a jiffy is 4 ms.
+JIFFY = 4_000_000
+
+
+def timed(tmp_path: Path, times: list[int], timeout: int = 20_000_000) -> list[tuple[
+        list[int], str]]:
+    path = capture(tmp_path / "timed.pcap", flow(len(times)), times)
+    return [(r["frames"], r["flush"]) for r in rows(  # type: ignore[misc]
+        ["--from", str(path), "--path", "tap", "--kernel", "6.18",
+         "--gro-flush-timeout", str(timeout)])]
+
+
+def test_a_write_in_the_next_jiffy_merges_then_completes_the_old_aggregate(
+        tmp_path: Path) -> None:
+    # writes 0-3 in jiffy 0; write 4 one jiffy on: merged into the held skb in its poll, whose
+    # napi_complete_done then completes it (held in jiffy 0); 5-7 start a new one
+    late = [0, 1000, 2000, 3000, JIFFY, JIFFY + 1000, JIFFY + 2000, JIFFY + 3000]
+    assert timed(tmp_path, late) == [([0, 1, 2, 3, 4], "old"), ([5, 6, 7], "timer")]
+    # write 4 one ns before the tick: still jiffy 0; write 5 at the tick takes it all out
+    same = [0, 1000, 2000, 3000, JIFFY - 1, JIFFY, JIFFY + 1000, JIFFY + 2000]
+    assert timed(tmp_path, same) == [([0, 1, 2, 3, 4, 5], "old"), ([6, 7], "timer")]
+    one = [0, 1000, 2000, 3000, JIFFY - 1, JIFFY - 1, JIFFY - 1, JIFFY - 1]
+    assert timed(tmp_path, one) == [([0, 1, 2, 3, 4, 5, 6, 7], "timer")]
+
+
+def test_the_timer_fires_timeout_ns_after_the_last_poll_that_left_a_held_skb(
+        tmp_path: Path) -> None:
+    timeout = 20_000_000
+    before = [0, 1000, 2000, 2000 + timeout - 1, 2000 + timeout, 2000 + timeout + 1]
+    # write 3 at 2000 + timeout - 1: before the timer (armed at write 2's poll, 2000 +
+    # timeout), five jiffies on: merged, then completed as old; writes 4-5 a new aggregate
+    assert timed(tmp_path, before, timeout) == [([0, 1, 2, 3], "old"), ([4, 5], "timer")]
+    at = [0, 1000, 2000, 2000 + timeout, 2000 + timeout + 1, 2000 + timeout + 2]
+    # write 3 at exactly 2000 + timeout: the timer's poll came first and flushed 0-2
+    assert timed(tmp_path, at, timeout) == [([0, 1, 2], "timer"), ([3, 4, 5], "timer")]
+
+
+def test_json_frames_have_no_times_and_are_taken_within_one_jiffy(tmp_path: Path) -> None:
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps([{"frame": f.hex()} for f in flow(8)]))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--path", "tap", "--kernel",
+                                 "6.18", "--gro", "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 0, result.output
+    assert "the writes have no times" in " ".join(result.stdout.split())
+    stamped = capture(tmp_path / "flow.pcap", flow(8), [0] * 8)
+    result = RUNNER.invoke(cli, ["replay", "--from", str(stamped), "--path", "tap", "--kernel",
+                                 "6.18", "--gro", "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 0 and "polled at their capture times" in " ".join(
+        result.stdout.split())
+
+
+def test_times_that_go_back_are_refused(tmp_path: Path) -> None:
+    path = capture(tmp_path / "back.pcap", flow(3), [5000, 4000, 6000])
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--path", "tap", "--gro",
+                                 "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 2, result.output
+    assert "frame 1 is stamped 1000 ns before the frame ahead of it" in result.stderr

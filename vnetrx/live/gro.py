@@ -22,7 +22,9 @@ skbs held in an earlier jiffy (``flush_old``) and arms a timer for the rest. So 
 writes made within one jiffy (HZ=250: 4 ms) form one GRO run, and the timer delivers what is
 still held ``gro_flush_timeout`` ns after the last poll. A burst crossing a jiffy tick is split
 by the kernel, not by the frames: :func:`split_reason` detects it from the jiffies each record
-carries, and :func:`run_case` writes the burst again (a fresh tap) instead of guessing.
+carries, and :func:`run_case` writes the burst again (a fresh tap) instead of guessing. A
+*timed* case (tap option ``timed``: a burst written with a pause) is split on purpose: each
+input's ktime and jiffies are recorded with it, and the model is given them (GroClock).
 """
 
 from __future__ import annotations
@@ -241,7 +243,7 @@ def split_reason(records: list[dict[str, Any]], timeout_ns: int) -> str | None:
 
 
 def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
-            results: list[Any]) -> dict[str, Any]:
+            results: list[Any], times: bool = False) -> dict[str, Any]:
     """The inputs (pre-GRO skb, verdict, which write), and the skbs that left GRO with the
     frames each carries, from the records in time order.
 
@@ -251,7 +253,8 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
     ports at its network header), as dev_gro_receive's flow match does for one device with
     every flow in hash bucket 0; a frag_list member is the MERGED input of its address,
     followed by the MERGED_FREE inputs up to the next member (they fill the last member's frags,
-    ``NAPI_GRO_CB(p)->last``)."""
+    ``NAPI_GRO_CB(p)->last``). ``times``: each input also says when it entered GRO (``ktime``,
+    CLOCK_MONOTONIC ns, and ``jiffies``)."""
     written = [i for i, r in enumerate(results) if isinstance(r, int)]
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -266,6 +269,8 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
                        "event": kind, "skb_addr": rec["skb"],
                        "flow": _flow_key(rec["packet"], rec.get("mac", "")),
                        "seq": _seq(rec["packet"], rec.get("mac", "")), "verdict": None, **_skb_row(rec)}
+            if times:
+                current["ktime"], current["jiffies"] = rec["ktime"], rec["jiffies"]
             inputs.append(current)
             delivered_now = []
             _check_order(current, writes)
@@ -329,14 +334,15 @@ def run_case(tap: GroTap, case: dict[str, Any], repeats: int = 3, max_tries: int
     agreed, and the retries with their reasons."""
     writes = gro_frames.build(case["burst"])
     timeout = tap_options(case)["gro_flush_timeout"]
+    timed = tap_options(case)["timed"]
     runs: list[dict[str, Any]] = []
     retries: list[str] = []
     for _ in range(repeats):
         for _attempt in range(max_tries):
             reply = tap.burst(case)
-            reason = _why_split(case, reply, timeout)
+            reason = None if timed else _why_split(case, reply, timeout)
             if reason is None:
-                runs.append(analyse(reply["records"], writes, reply["writes"]))
+                runs.append(analyse(reply["records"], writes, reply["writes"], times=timed))
                 break
             retries.append(reason)
             if on_retry is not None:
@@ -376,8 +382,10 @@ def _why_split(case: dict[str, Any], reply: dict[str, Any], timeout: int) -> str
 
 
 def _comparable(run: dict[str, Any]) -> str:
-    """What must repeat exactly (addresses never; everything else yes)."""
-    return json.dumps(run, sort_keys=True)
+    """What must repeat exactly (addresses and times never; everything else yes)."""
+    inputs = [{k: v for k, v in i.items() if k not in ("ktime", "jiffies")}
+              for i in run["inputs"]]
+    return json.dumps({**run, "inputs": inputs}, sort_keys=True)
 
 
 # --- the child ---------------------------------------------------------------------------------

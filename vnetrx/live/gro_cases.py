@@ -22,6 +22,9 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             "mtu": case.get("mtu"),
             # sleep this long after write "after" (tests: a burst split on purpose)
             "pause": case.get("pause"),
+            # the burst may span jiffies and the flush timer: each input's ktime and jiffies
+            # are recorded, and the model is given them (no retry for a split burst)
+            "timed": bool(case.get("timed", False)),
             "gro": bool(case.get("gro", True)),
             "gro_max_size": case.get("gro_max_size"),
             "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
@@ -164,6 +167,19 @@ def cases() -> list[dict[str, Any]]:
                for name, burst in pinned)
     out.append(_case("seg8-blocking-threaded-pinned", {"segments": 8}, gro_flush_timeout=0,
                      threaded="pinned", blocking=True))
+    # gro_flush_timeout across time: a write in a later jiffy (5 ms > 4 ms at HZ 250) makes
+    # napi_complete_done complete the skbs held before it (flush_old); a pause past the
+    # timeout lets the timer's poll flush everything first
+    out.append(_case("timed-pause5-after3", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 5}))
+    out.append(_case("timed-pause30-after3", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 30}))
+    out.append(_case("timed-pause30-after3-timeout50ms", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 30}, gro_flush_timeout=50_000_000))
+    out.append(_case("timed-pause5-after5-flows2", {"segments": 12, "flows": 2}, timed=True,
+                     pause={"after": 5, "ms": 5}))
+    out.append(_case("timed-pause5-after3-ipv6", {"family": 6, "segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 5}))
     return out
 
 

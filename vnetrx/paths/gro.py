@@ -62,6 +62,8 @@ from vnetrx.values import Value
 GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
 NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
 MAX_GRO_SKBS = 8  # held skbs per GRO hash bucket (net/core/gro.c)
+HZ = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
+JIFFY_NS = 1_000_000_000 // HZ  # one jiffy: 4 ms
 TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
 CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL = 0, 1, 3
 # tcp_flag_word(): the TCP header's fourth 32-bit word (doff, flags, window), as the kernel
@@ -504,10 +506,12 @@ class _Held:
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
     is completed (``skb()``)."""
 
-    __slots__ = ("base", "data_len", "fixed_id", "flag_word", "frags", "frames", "headers",
-                 "len", "members", "mss", "next_seq", "nr_frags", "truesize")
+    __slots__ = ("age", "base", "data_len", "fixed_id", "flag_word", "frags", "frames",
+                 "headers", "len", "members", "mss", "next_seq", "nr_frags", "truesize")
 
-    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb) -> None:
+    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
+                 age: int = 0) -> None:
+        self.age = age  # NAPI_GRO_CB(p)->age: the jiffies when it was held
         self.headers = headers
         self.base = skb  # p as GRO held it
         self.len = skb.len
@@ -552,6 +556,7 @@ class GroState:
         self.gro = gro
         self.record_steps = record_steps
         self.held: list[_Held] = []
+        self.jiffies = 0  # the jiffies now: a held skb's age (flush_old)
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
         # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
@@ -603,6 +608,17 @@ class GroState:
     def flush_all(self, flush: Flush) -> None:
         for p in list(self.held):  # napi_gro_flush: the oldest first
             self.complete(p, flush)
+
+    def flush_old(self) -> None:
+        """napi_complete_done with gro_flush_timeout and a held skb: gro_flush_normal(gro,
+        flush_old true) completes the held skbs, oldest first, up to the first one held in
+        this jiffy (``NAPI_GRO_CB(skb)->age == jiffies``: it and the younger ones stay)
+        [net/core/gro.c:__gro_flush_chain, net/core/dev.c:napi_complete_done @ 6.18.7;
+        net/core/dev.c:napi_gro_flush @ 5.15.215]."""
+        for p in list(self.held):
+            if p.age == self.jiffies:
+                return
+            self.complete(p, Flush.OLD)
 
 
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
@@ -790,7 +806,8 @@ def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
     skb = _pull_headers(state.k, seg)
-    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed))
+    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed),
+              state.jiffies)
     state.held.append(p)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,

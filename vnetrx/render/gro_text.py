@@ -54,6 +54,8 @@ FLUSH = {
     Flush.FLAGS: "a merged segment with PSH or FIN ended it (tcp_gro_receive)",
     Flush.EVICTED: "a ninth flow was held (MAX_GRO_SKBS 8): gro_flush_oldest",
     Flush.TIMER: "the gro_flush_timeout timer's poll flushed it",
+    Flush.OLD: "a poll in a later jiffy than the one it was held in (napi_complete_done with "
+    "gro_flush_timeout completes the skbs held in an earlier jiffy)",
     Flush.UNMERGEABLE: "a segment of its flow GRO never merges arrived (a pure ACK, or an skb "
     "with a frag_list)",
 }
