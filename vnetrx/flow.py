@@ -29,6 +29,7 @@ from vnetrx.paths.gro import (
     GroState,
     GroStep,
     Segment,
+    UdpGro,
     gro_receive,
     read_frame,
 )
@@ -160,9 +161,11 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
 
 def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
              napi: str, gro: bool = True, limits: GroLimits | None = None,
-             splits: Sequence[tuple[int, ...]] | None = None) -> FlowRun:
+             splits: Sequence[tuple[int, ...]] | None = None,
+             udp_gro: UdpGro | None = None) -> FlowRun:
     """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
-    with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI)."""
+    with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI);
+    ``udp_gro``: what lets UDP datagrams merge."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
     check_segments(len(writes))
@@ -184,7 +187,7 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     else:
         runs = [[[s]] for s in gro_segments]
         end = GroFlush.POLL_END
-    run = gro_receive(k, runs, end=end, gro=gro, limits=limits)
+    run = gro_receive(k, runs, end=end, gro=gro, limits=limits, udp_gro=udp_gro)
     inputs: tuple[tuple[str, Value], ...] = (
         ("frame_len", len(writes[0][1])),
         ("segments", len(writes)),
@@ -260,7 +263,8 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
                    gro: bool = True, limits: GroLimits | None = None,
                    refused: list[str] | None = None,
                    clock: GroClock | None = None,
-                   steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
+                   steps: list[GroStep] | None = None,
+                   udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
     """``replay --path tap --gro``: each write through tun_get_user and the tap's NAPI, polled
     as ``napi`` says (TAP_NAPI), streamed: every skb the stack receives with its poll (the
     write that ended it; threaded: the kthread's poll), in delivery order. A write that does
@@ -270,7 +274,7 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
     input (its gro_result)."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
-    state = GroState(k, limits, gro, record_steps=steps is not None)
+    state = GroState(k, limits, gro, record_steps=steps is not None, udp_gro=udp_gro)
     skbs: dict[tuple[int, bytes | None], FlowSegment | str] = {}  # a write's skb by its shape
     poll = in_poll = 0
     timed = clock is not None and napi == "timeout"
@@ -370,7 +374,7 @@ def _segment(seg: FlowSegment, frame: bytes) -> Segment:
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
                read: Callable[[int], GroInput], gro: bool = True,
                limits: GroLimits | None = None, steps: list[GroStep] | None = None,
-               ) -> Iterator[tuple[int, Delivered]]:
+               udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
@@ -386,7 +390,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
+            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
@@ -395,15 +399,16 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
                                 udp_validated=gro_input.udp_validated, pull=gro_input.pull,
                                 needs=gro_input.needs, hbh_at=gro_input.hbh_at))
     if segments:
-        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
+        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
 
 
 def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment], gro: bool,
               limits: GroLimits | None, steps: list[GroStep] | None = None,
+              udp_gro: UdpGro | None = None,
               ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
     run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits,
-                      steps=steps is not None)
+                      steps=steps is not None, udp_gro=udp_gro)
     if steps is not None:
         steps.extend(run.steps)
     return ((poll, d) for d in run.delivered)

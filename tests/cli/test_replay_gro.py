@@ -9,6 +9,7 @@ import json
 import struct
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
@@ -347,3 +348,58 @@ def test_times_that_go_back_are_refused(tmp_path: Path) -> None:
                                  "--gro-flush-timeout", "20000000"])
     assert result.exit_code == 2, result.output
     assert "frame 1 is stamped 1000 ns before the frame ahead of it" in result.stderr
+
+
+# UDP: udp_gro_receive merges only for a UDP_GRO socket on the destination port,
+# NETIF_F_GRO_UDP_FWD or NETIF_F_GRO_FRAGLIST (net/ipv4/udp_offload.c @ 6.18.7); on 6.18.44
+# 8 datagrams of 1448 bytes to a UDP_GRO socket left GRO as one skb of len 11612, gso_size
+# 1448, gso_segs 8, SKB_GSO_UDP_L4, CHECKSUM_PARTIAL (tests/data/gro: udp-seg8-gro-socket)
+def udp_flow(count: int, payload: int = 1448) -> list[bytes]:
+    """Datagrams 40000 -> 5001, IP IDs incrementing, DF."""
+    return [tcp_segment(4, sport=40000, seq=0, ack=0, flags=0, window=0, options=b"",
+                        payload=bytes(payload), ipid=0x100 + i, df=True, ttl=64, udp=True)
+            for i in range(count)]
+
+
+def udp_rows(tmp_path: Path, *args: str, count: int = 8) -> list[dict[str, object]]:
+    path = capture(tmp_path / "udp.pcap", udp_flow(count), [0] * count)
+    return rows(["--from", str(path), "--path", "tap", "--kernel", "6.18", "--napi", "timeout",
+                 *args])
+
+
+def test_udp_merges_only_for_a_udp_gro_socket_on_its_port(tmp_path: Path) -> None:
+    assert [r["frames"] for r in udp_rows(tmp_path)] == [[i] for i in range(8)]
+    assert [r["frames"] for r in udp_rows(tmp_path, "--udp-gro-socket", "5002")] == [
+        [i] for i in range(8)]
+    (row,) = udp_rows(tmp_path, "--udp-gro-socket", "5001")
+    assert (row["len"], row["gso_size"], row["gso_segs"], row["ip_summed"]) == (
+        11612, 1448, 8, 3)
+    assert row["gso_type"] == 1 << 17 and row["csum_offset"] == 6
+
+
+def test_udp_forwarding_and_gro_list(tmp_path: Path) -> None:
+    (fwd,) = udp_rows(tmp_path, "--udp-gro-forwarding")
+    assert fwd["gso_type"] == 1 << 17 and fwd["frag_list"]["count"] == 0
+    (flist,) = udp_rows(tmp_path, "--gro-list")
+    # skb_gro_receive_list: every later datagram chained whole; udp4_gro_complete:
+    # SKB_GSO_FRAGLIST | SKB_GSO_UDP_L4, __skb_incr_checksum_unnecessary
+    assert flist["gso_type"] == (1 << 18) | (1 << 17) and flist["frag_list"]["count"] == 7
+    assert flist["ip_summed"] == 1 and flist["len"] == 11612
+    # a UDP_GRO socket takes its datagrams out of the fraglist path
+    (both,) = udp_rows(tmp_path, "--gro-list", "--udp-gro-socket", "5001")
+    assert both["gso_type"] == 1 << 17
+
+
+@pytest.mark.parametrize(("count", "sizes"), [(64, [64]), (65, [64, 1])])
+def test_a_udp_aggregate_ends_at_64_segments(tmp_path: Path, count: int,
+                                             sizes: list[int]) -> None:
+    path = capture(tmp_path / "udp.pcap", udp_flow(count, 100), [0] * count)
+    got = rows(["--from", str(path), "--path", "tap", "--kernel", "6.18", "--napi", "timeout",
+                "--udp-gro-socket", "5001"])
+    assert [len(r["frames"]) for r in got] == sizes  # type: ignore[arg-type]
+
+
+def test_udp_gro_options_need_gro(tmp_path: Path) -> None:
+    path = capture(tmp_path / "udp.pcap", udp_flow(2))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--udp-gro-socket", "5001"])
+    assert result.exit_code == 2 and "--udp-gro-socket needs --gro" in result.stderr

@@ -1,5 +1,5 @@
 """vnetrx's GRO (vnetrx/paths/gro.py, vnetrx/flow.tap_flow) against what the running 6.18.44
-kernel did with 141 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
+kernel did with 152 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
 recorded by tools/gro_oracle.py with vnetrx.live.gro; tests/live/test_gro_oracle.py re-checks a
 few live). Each burst's writes are rebuilt byte for byte from its description (the data file
 keeps their SHA-256) and every skb that left GRO must match: len, data_len, headlen, truesize,
@@ -21,6 +21,7 @@ from vnetrx.flow import GroClock, TapWrite, replay_tap_gro, tap_flow
 from vnetrx.kernel.registry import lookup, profile_for
 from vnetrx.kernel.version import parse_release
 from vnetrx.live import gro_frames
+from vnetrx.live.verify_gro import udp_gro_of
 from vnetrx.paths.gro import GroStep, gro_limits, read_frame
 from vnetrx.paths.tun import TapSetup
 
@@ -59,7 +60,8 @@ def test_every_skb_leaving_gro_matches_the_kernel(case: dict[str, Any]) -> None:
                      vnet_hdr=bool(tap.get("vnet_hdr")))
     limits = gro_limits(KERNEL, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
     run = tap_flow(KERNEL, setup, [(w.hdr or None, w.frame) for w in writes], _napi(tap),
-                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes])
+                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes],
+                   udp_gro=udp_gro_of(tap))
     mine = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
             for d in run.gro.delivered]
     theirs = [{**{f: o[f] for f in FIELDS}, "frames": o["frames"]}
@@ -90,7 +92,8 @@ def test_the_streamed_tap_replay_delivers_what_the_kernel_did(case: dict[str, An
         KERNEL, setup,
         (TapWrite(i, len(w.frame), w.hdr or None, read_frame(w.frame, len(w.frame), True),
                   w.split) for i, w in enumerate(writes)),
-        _napi(tap), gro=tap.get("gro", True), limits=limits, refused=refused)
+        _napi(tap), gro=tap.get("gro", True), limits=limits, refused=refused,
+        udp_gro=udp_gro_of(tap))
     mine = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
             for _, d in delivered]
     theirs = [{**{f: o[f] for f in FIELDS}, "frames": o["frames"]}

@@ -37,7 +37,7 @@ from vnetrx.replay.frames import (
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
-    from vnetrx.paths.gro import Delivered, GroInput
+    from vnetrx.paths.gro import Delivered, GroInput, UdpGro
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -152,6 +152,19 @@ PROGRESS_FROM = 20_000
               "--jsonl), or the totals with --summary.")
 @gro_options
 @tap_options
+@click.option("--udp-gro-socket", "udp_gro_socket", type=Count(1, 65535, "port"), multiple=True,
+              metavar="PORT",
+              help="With --gro: a UDP socket with UDP_GRO (setsockopt SOL_UDP UDP_GRO) is bound "
+              "to the wildcard address on PORT (repeatable): udp4/6_gro_receive finds it and "
+              "merges the datagrams to that port (CHECKSUM_PARTIAL, SKB_GSO_UDP_L4, at most 64 "
+              "a skb). Without one a UDP datagram is never merged.")
+@click.option("--udp-gro-forwarding", is_flag=True,
+              help="With --gro: NETIF_F_GRO_UDP_FWD on the device (ethtool -K DEV "
+              "rx-udp-gro-forwarding on): datagrams no UDP_GRO socket takes are merged too.")
+@click.option("--gro-list", is_flag=True,
+              help="With --gro: NETIF_F_GRO_FRAGLIST on the device (ethtool -K DEV rx-gro-list "
+              "on): datagrams no UDP_GRO socket takes are chained whole on frag_list "
+              "(SKB_GSO_FRAGLIST; TCP fraglist GRO is not modelled).")
 @click.option("--no-gro", is_flag=True,
               help="With --gro: the device's GRO is off (ethtool -K DEV gro off: "
               "netif_elide_gro): every skb goes on unmerged.")
@@ -395,6 +408,13 @@ def _keeping_headers(headers: dict[int, GroInput], splits: dict[int, tuple[int, 
     return keep
 
 
+def _udp_gro(o: dict[str, Any]) -> UdpGro:
+    """--udp-gro-socket, --udp-gro-forwarding, --gro-list."""
+    from vnetrx.paths.gro import UdpGro
+
+    return UdpGro(tuple(o["udp_gro_socket"]), o["udp_gro_forwarding"], o["gro_list"])
+
+
 def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
          headers: dict[int, GroInput],
          o: dict[str, Any], source: str) -> int:
@@ -405,7 +425,7 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
     delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
-                           limits)
+                           limits, udp_gro=_udp_gro(o))
     return _print_gro(delivered, o, virtio_gro_heading(stream, source), stream.notes)
 
 
@@ -465,7 +485,7 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
     timeout = o["gro_flush_timeout"]
     clock = GroClock(timeout) if timed and timeout else None
     delivered = replay_tap_gro(profile, setup, writes(), o["napi"], not o["no_gro"], limits,
-                               refused, clock)
+                               refused, clock, udp_gro=_udp_gro(o))
     timing = (() if o["napi"] != "timeout" else (TIMED_NOTE,) if clock is not None
               else (UNTIMED_NOTE,))
     count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
@@ -480,7 +500,8 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
 _VIRTIO_ONLY = ("mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "batch", "polls", "xdp",
                 "xdp_frags", "show", "detail")
 _TAP_ONLY = ("napi", "gro_flush_timeout", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
-_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size")
+_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size", "udp_gro_socket",
+             "udp_gro_forwarding", "gro_list")
 
 
 def _check_path_options(o: dict[str, Any]) -> None:

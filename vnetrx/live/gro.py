@@ -510,7 +510,8 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
     writes = gro_frames.build(request["burst"])
     payloads = [w.iovecs() if opts["napi_frags"] and w.split else [w.hdr + w.frame]
                 for w in writes]
-    with _tap(ifname, opts) as fd:
+    with _tap(ifname, opts) as fd, _udp_gro_socket(opts.get("udp_gro_socket"),
+                                                   request["burst"].get("family", 4)):
         probe.drain()  # nothing from an earlier tap
         with _pinned(ifname, opts["threaded"] == "pinned"):
             results = []
@@ -524,6 +525,27 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
         raw = probe.drain()
     return {"records": [decode(r, probe.offsets) for r in raw], "writes": results,
             "tid": os.getpid(), "written_ns": written_ns}
+
+
+SOL_UDP, UDP_GRO = 17, 104  # include/uapi/linux/udp.h
+
+
+@contextlib.contextmanager
+def _udp_gro_socket(port: int | None, family: int) -> Iterator[None]:
+    """A UDP socket with UDP_GRO bound to the wildcard address on ``port`` in this (the
+    child's private) network namespace, for the burst: udp4/6_gro_receive finds it and merges.
+    Nothing is sent to it from anywhere: the frames only go into the tap's fd (and their
+    foreign destination MAC makes the stack drop them after GRO)."""
+    if port is None:
+        yield
+        return
+    sock = socket.socket(socket.AF_INET if family == 4 else socket.AF_INET6, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+        sock.bind(("0.0.0.0" if family == 4 else "::", int(port)))
+        yield
+    finally:
+        sock.close()
 
 
 def _write(fd: int, iov: list[bytes]) -> int | str:

@@ -25,6 +25,9 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             # the burst may span jiffies and the flush timer: each input's ktime and jiffies
             # are recorded, and the model is given them (no retry for a split burst)
             "timed": bool(case.get("timed", False)),
+            # a UDP socket with UDP_GRO bound to the wildcard address on this port in the
+            # tap's namespace (None: none)
+            "udp_gro_socket": case.get("udp_gro_socket"),
             "gro": bool(case.get("gro", True)),
             "gro_max_size": case.get("gro_max_size"),
             "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
@@ -167,6 +170,29 @@ def cases() -> list[dict[str, Any]]:
                for name, burst in pinned)
     out.append(_case("seg8-blocking-threaded-pinned", {"segments": 8}, gro_flush_timeout=0,
                      threaded="pinned", blocking=True))
+    # UDP: merged only for a UDP_GRO socket on the destination port (udp_gro_receive)
+    out.append(_case("udp-seg8-no-socket", {"segments": 8, "l4": "udp"}))
+    out.append(_case("udp-seg8-gro-socket", {"segments": 8, "l4": "udp"}, udp_gro_socket=5001))
+    out.append(_case("udp-seg8-other-port-socket", {"segments": 8, "l4": "udp"},
+                     udp_gro_socket=5002))
+    out.append(_case("udp-short-last-gro-socket", {"segments": 8, "l4": "udp",
+                                                   "payload": [1472] * 7 + [1000]},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-longer-second-gro-socket", {"segments": 8, "l4": "udp",
+                                                      "payload": [1000] + [1472] * 7},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg70-gro-socket", {"segments": 70, "l4": "udp", "payload": 500},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg50-gro-socket", {"segments": 50, "l4": "udp"},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-ttl4-gro-socket", {"segments": 8, "l4": "udp", "ttl_change": [4]},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-flows2-gro-socket", {"segments": 12, "l4": "udp", "flows": 2},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg8-gro-socket-blocking", {"segments": 8, "l4": "udp"},
+                     udp_gro_socket=5001, blocking=True))
+    out.append(_case("ipv6-udp-seg8-gro-socket", {"family": 6, "segments": 8, "l4": "udp"},
+                     udp_gro_socket=5001))
     # gro_flush_timeout across time: a write in a later jiffy (5 ms > 4 ms at HZ 250) makes
     # napi_complete_done complete the skbs held before it (flush_old); a pause past the
     # timeout lets the timer's poll flush everything first

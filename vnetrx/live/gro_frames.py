@@ -19,6 +19,7 @@ A burst description (every key optional)::
      "ip_options": [k, ...],      # IPv4 header with 4 bytes of options (NOP x 3, EOL)
      "more_fragments": [k, ...],  # IPv4 MF set (a first fragment)
      "udp": [k, ...],             # segment k is a UDP datagram (same addresses, ports)
+     "l4": "udp",                 # every segment a UDP datagram (a UDP flow: IDs increment)
      "other": [k, ...],           # segment k is a 60-byte non-IP frame (EtherType 0x88B5)
      "vlan": tci,                 # an 802.1Q tag (TPID 0x8100) with this TCI on every frame
      "vlan_change": [k, ...],     # TCI + 1 on segment k
@@ -61,7 +62,7 @@ KEYS = {"family", "segments", "payload", "flows", "psh", "fin", "urg", "cwr", "s
         "seq_gap", "timestamps", "tsval_change", "ipid", "df", "ttl", "ttl_change",
         "window_change", "ack_change", "bad_tcp_csum", "bad_ip_csum", "vnet", "gso", "split",
         "tos_change", "df_change", "flowlabel_change", "ip_options", "more_fragments", "udp",
-        "other", "vlan", "vlan_change", "untagged", "exthdrs", "exthdr_change", "fragment"}
+        "other", "vlan", "vlan_change", "untagged", "exthdrs", "exthdr_change", "fragment", "l4"}
 # IPv6 next header values (include/uapi/linux/in6.h)
 EXTHDR_TYPES = {"hbh": 0, "routing": 43, "dest": 60}
 NEXTHDR_FRAGMENT = 44
@@ -244,7 +245,8 @@ def build(spec: dict[str, Any]) -> list[Write]:
             partial=partial, tos=4 if k in _at(spec, "tos_change") else 0,
             flowlabel=1 if k in _at(spec, "flowlabel_change") else 0,
             ip_options=k in _at(spec, "ip_options"),
-            more_fragments=k in _at(spec, "more_fragments"), udp=k in _at(spec, "udp"),
+            more_fragments=k in _at(spec, "more_fragments"),
+            udp=k in _at(spec, "udp") or spec.get("l4") == "udp",
             vlan=_vlan(spec, k), exthdrs=tuple((kind, size) for kind, size in
                                                spec.get("exthdrs", ())),
             exthdr_change=k in _at(spec, "exthdr_change"), fragment=k in _at(spec, "fragment"))

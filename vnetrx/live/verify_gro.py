@@ -12,7 +12,7 @@ from vnetrx.flow import GroClock, TapWrite, replay_tap_gro, tap_flow
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live import gro_frames
 from vnetrx.live.gro_cases import napi_mode
-from vnetrx.paths.gro import GroStep, gro_limits, read_frame
+from vnetrx.paths.gro import GroStep, UdpGro, gro_limits, read_frame
 from vnetrx.paths.tun import TapSetup
 from vnetrx.records import NamedTuple
 
@@ -41,6 +41,12 @@ class GroCheck(NamedTuple):
         return self.difference is None
 
 
+def udp_gro_of(tap: dict[str, Any]) -> UdpGro:
+    """A case's UDP GRO setting: the port of its UDP_GRO socket, if any."""
+    port = tap.get("udp_gro_socket")
+    return UdpGro(sockets=(int(port),) if port is not None else ())
+
+
 def predict(k: KernelProfile, case: dict[str, Any], observed: dict[str, Any] | None = None
             ) -> tuple[list[dict[str, Any]], list[str]]:
     """The skbs the model delivers for ``case`` (its FIELDS and frames) and each input's
@@ -51,6 +57,7 @@ def predict(k: KernelProfile, case: dict[str, Any], observed: dict[str, Any] | N
     writes = gro_frames.build(case["burst"])
     setup = TapSetup(blocking=bool(tap.get("blocking")), vnet_hdr=bool(tap.get("vnet_hdr")))
     limits = gro_limits(k, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
+    udp_gro = udp_gro_of(tap)
     if tap.get("timed"):
         if observed is None:
             raise ValueError(f"case {case['name']} is timed: its observed times are needed")
@@ -61,12 +68,13 @@ def predict(k: KernelProfile, case: dict[str, Any], observed: dict[str, Any] | N
         steps: list[GroStep] = []
         delivered = list(replay_tap_gro(
             k, setup, timed, napi_mode(tap), gro=tap.get("gro", True), limits=limits,
-            clock=GroClock(int(tap["gro_flush_timeout"])), steps=steps))
+            clock=GroClock(int(tap["gro_flush_timeout"])), steps=steps, udp_gro=udp_gro))
         return ([{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
                  for _, d in delivered],
                 [_VERDICTS[str(step.result)] for step in sorted(steps, key=lambda s: s.frame)])
     run = tap_flow(k, setup, [(w.hdr or None, w.frame) for w in writes], napi_mode(tap),
-                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes])
+                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes],
+                   udp_gro=udp_gro)
     skbs = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
             for d in run.gro.delivered]
     verdicts = [_VERDICTS[str(step.result)]

@@ -54,6 +54,7 @@ from vnetrx.paths.virtio_net_hdr import (
     SKB_GSO_TCP_ECN,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
+    SKB_GSO_UDP_L4,
     gso_type_names,
 )
 from vnetrx.records import NamedTuple
@@ -98,15 +99,18 @@ class TcpHeaders(Value):
         "tos",
         "tot_len_ok",
         "ttl",
+        "udp_check",
+        "udp_len",
     )
     _names = ("mac", "ipv6", "addresses", "network_ok", "tot_len_ok", "network_len", "ttl",
               "tos", "df", "ip_id", "sport", "dport", "seq", "ack", "flag_word", "options",
-              "tcp_len", "tcp_csum_ok", "nhoff")
+              "tcp_len", "tcp_csum_ok", "nhoff", "udp_len", "udp_check")
 
     def __init__(self, mac: bytes, ipv6: bool, addresses: bytes, network_ok: bool,
                  tot_len_ok: bool, network_len: int, ttl: int, tos: int, df: bool, ip_id: int,
                  sport: int, dport: int, seq: int, ack: int, flag_word: int, options: bytes,
-                 tcp_len: int, tcp_csum_ok: bool, nhoff: int = 0) -> None:
+                 tcp_len: int, tcp_csum_ok: bool, nhoff: int = 0, udp_len: int = 0,
+                 udp_check: int = 0) -> None:
         self.mac: Final = mac  # the Ethernet header: compare_ether_header
         self.ipv6: Final = ipv6
         # what must match for the same flow: v4 saddr, daddr, protocol; v6 the addresses, next
@@ -130,12 +134,16 @@ class TcpHeaders(Value):
         self.tcp_len: Final = tcp_len
         self.tcp_csum_ok: Final = tcp_csum_ok  # the TCP checksum verifies (read for NONE)
         self.nhoff: Final = nhoff  # skb->data to the IP header (4: a VLAN tag)
+        # a UDP datagram (parse_udp): its length field (0: TCP) and checksum field;
+        # ``tcp_len`` is then 8 and ``tcp_csum_ok`` the UDP checksum's
+        self.udp_len: Final = udp_len
+        self.udp_check: Final = udp_check
 
     def _values(self) -> tuple[object, ...]:
         return (self.mac, self.ipv6, self.addresses, self.network_ok, self.tot_len_ok,
                 self.network_len, self.ttl, self.tos, self.df, self.ip_id, self.sport,
                 self.dport, self.seq, self.ack, self.flag_word, self.options, self.tcp_len,
-                self.tcp_csum_ok, self.nhoff)
+                self.tcp_csum_ok, self.nhoff, self.udp_len, self.udp_check)
 
 
 # skb->protocol values vlan_gro_receive is registered for (net/8021q/vlan_core.c:
@@ -213,12 +221,16 @@ def _ipv6_walk(frame: bytes, nh: int, end: int) -> tuple[int, int, int, bool]:
     return proto, at, hbh, False
 
 
-def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
+def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None,
+           udp: bool = False) -> TcpHeaders | None:
     """The headers of ``frame`` (the Ethernet header, then the packet from skb->data on,
     ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
     summed), else at least its headers. Read in place: a frame is not copied. A VLAN tag and
     IPv6 extension headers are read as vlan_gro_receive and ipv6_gro_receive read them
-    (whether this kernel has them is GroState's question: GroInput.needs)."""
+    (whether this kernel has them is GroState's question: GroInput.needs). ``udp``: a UDP
+    datagram's headers instead (TcpHeaders with ``udp_len`` set: what udp_gro_receive_segment
+    reads), None for anything else."""
+    want, l4_min = (17, 8) if udp else (6, 20)
     have = min(len(frame) - 14, length)
     end = 14 + length  # where the packet ends in ``frame`` (maybe past the bytes given)
     ethertype, nh = _network_at(frame, have)
@@ -227,23 +239,23 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
     if ethertype == 0x0800 and have >= nhoff + 20:
         ihl = (frame[nh] & 0x0F) * 4
         tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, nh)
-        if proto != 6 or length < nhoff + ihl + 20:
+        if proto != want or length < nhoff + ihl + l4_min:
             return None
         network_ok = (frame[nh] == 0x45 and not frag_off & 0x3FFF
                       and _ipv4_header_sum(frame, nh) == 0xFFFF)
-        addresses = frame[nh + 12:nh + 20] + b"\x06" + vlan
+        addresses = frame[nh + 12:nh + 20] + bytes([want]) + vlan
         tot_len_ok = tot_len == length - nhoff
         tos, df, ipv6 = frame[nh + 1], bool(frame[nh + 6] & 0x40), False
         t = nh + ihl  # the TCP header, in ``frame``
-    elif ethertype == 0x86DD and length >= nhoff + 60:
-        if have < nhoff + 60:
-            raise InputError(f"an IPv6 packet with {have - nhoff} header bytes recorded (60 "
-                             "needed)")
+    elif ethertype == 0x86DD and length >= nhoff + 40 + l4_min:
+        if have < nhoff + 40 + l4_min:
+            raise InputError(f"an IPv6 packet with {have - nhoff} header bytes recorded "
+                             f"({40 + l4_min} needed)")
         first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, nh)
         proto, t, _, cut = _ipv6_walk(frame, nh, end)
         if cut:
             raise InputError(f"IPv6 extension headers past the {have} bytes recorded")
-        if proto != 6:
+        if proto != want:
             return None
         ip_id, df, ipv6, network_ok = 0, False, True, True
         # ipv6_gro_receive: the flow label, the addresses, the first next header, and every
@@ -254,6 +266,9 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
         tos = (first >> 20) & 0xFF
     else:
         return None
+    if udp:
+        return _udp_headers(frame, t, end, have, nh, nhoff, ipv6, addresses, network_ok,
+                            tot_len_ok, ttl, tos, df, ip_id, tcp_csum_ok)
     if have < t - 14 + 20:
         raise InputError(f"a TCP header past the {have} bytes recorded")
     sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
@@ -272,6 +287,30 @@ def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | 
     return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, t - 14, ttl, tos, df,
                       ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
                       tcp_len, tcp_csum_ok, nhoff)
+
+
+def _udp_headers(frame: bytes, t: int, end: int, have: int, nh: int, nhoff: int, ipv6: bool,
+                 addresses: bytes, network_ok: bool, tot_len_ok: bool, ttl: int, tos: int,
+                 df: bool, ip_id: int, csum_ok: bool | None) -> TcpHeaders | None:
+    """A UDP datagram's headers at frame[t:] as udp_gro_receive_segment reads them: the ports,
+    the length field (``udp_len``) and the checksum field (``udp_check``)."""
+    if have < t - 14 + 8:
+        raise InputError(f"a UDP header past the {have} bytes recorded")
+    sport, dport, ulen, check = struct.unpack_from("!HHHH", frame, t)
+    if csum_ok is None:
+        pseudo = (frame[nh + 8:nh + 40] + struct.pack("!IxxxB", end - t, 17) if ipv6
+                  else frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 17, end - t))
+        csum_ok = check == 0 or ones_complement_sum(
+            frame[t:end], ones_complement_sum(pseudo)) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, t - 14, ttl, tos, df,
+                      ip_id, sport, dport, 0, 0, 0, b"", 8, csum_ok, nhoff, ulen, check)
+
+
+def parse_udp(frame: bytes) -> TcpHeaders | None:
+    """A whole Ethernet frame's UDP datagram headers (None: not UDP over IPv4/IPv6)."""
+    if len(frame) < 14:
+        return None
+    return _parse(frame, len(frame) - 14, None, udp=True)
 
 
 def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
@@ -382,14 +421,19 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     needs, hbh_at = frame_needs(data, length)
     if whole:
         tcp = parse_tcp(data)
-        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull,
-                        needs, hbh_at)
+        if tcp is None:  # a UDP datagram's headers: for a UDP GRO socket (GroState.udp_gro)
+            tcp = parse_udp(data)
+        return GroInput(tcp, udp_checksum_validated(data),
+                        pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
     try:
         tcp = _parse(data, length - 14, True)
+        if tcp is None:
+            tcp = _parse(data, length - 14, True, udp=True)
     except InputError:  # the snaplen cut the TCP header
         return GroInput(None, False, pull, needs, hbh_at)
-    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False),
-                    0 if tcp is not None else pull, needs, hbh_at)
+    return GroInput(tcp, (tcp is None or bool(tcp.udp_len))
+                    and udp_checksum_validated(data, summed=False),
+                    pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
 
 
 class Segment(Value):
@@ -493,6 +537,33 @@ def gro_limits(k: KernelProfile, gro_max_size: int | None = None,
     return GroLimits(v6, v4)
 
 
+class UdpGro(NamedTuple):
+    """What lets udp_gro_receive merge plain UDP datagrams (net/ipv4/udp_offload.c @ 5.15.215,
+    6.1.166, 6.12.15, 6.18.7): a socket with UDP_GRO (setsockopt SOL_UDP UDP_GRO) bound to the
+    wildcard address on the destination port (``sockets``: those ports; one such socket turns
+    udp_encap_needed_key on, so the lookup runs), NETIF_F_GRO_UDP_FWD (``ethtool -K DEV
+    rx-udp-gro-forwarding on``: datagrams no socket takes) or NETIF_F_GRO_FRAGLIST (``ethtool
+    -K DEV rx-gro-list on``: chained whole on frag_list unless a UDP_GRO socket takes them)."""
+
+    sockets: tuple[int, ...] = ()
+    fwd: bool = False
+    fraglist: bool = False
+
+    def mode(self, dport: int) -> str | None:
+        """How a datagram to ``dport`` is merged: "segment", "fraglist", or None (flushed)."""
+        sk = dport in self.sockets
+        if self.fraglist and not sk:  # is_flist = sk ? !GRO_ENABLED : 1
+            return "fraglist"
+        if sk or self.fwd:
+            return "segment"
+        return None
+
+
+UDP_GRO_CNT_MAX = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
+UDP_CHECK_OFFSET = 6  # offsetof(struct udphdr, check)
+SKB_GSO_FRAGLIST = 1 << 18
+
+
 class GroRun(NamedTuple):
     steps: tuple[GroStep, ...]
     delivered: tuple[Delivered, ...]
@@ -506,8 +577,9 @@ class _Held:
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
     is completed (``skb()``)."""
 
-    __slots__ = ("age", "base", "data_len", "fixed_id", "flag_word", "frags", "frames",
-                 "headers", "len", "members", "mss", "next_seq", "nr_frags", "truesize")
+    __slots__ = ("age", "base", "data_len", "fixed_id", "flag_word", "flist", "frags",
+                 "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
+                 "truesize")
 
     def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
                  age: int = 0) -> None:
@@ -525,6 +597,7 @@ class _Held:
         self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
+        self.flist = False  # a UDP aggregate chained by skb_gro_receive_list
 
     def last_frags(self) -> int:
         return len(self.members[-1].frags) if self.members else self.nr_frags
@@ -550,8 +623,9 @@ class GroState:
     streams takes them as they come). ``gro`` False: NETIF_F_GRO is off (netif_elide_gro)."""
 
     def __init__(self, k: KernelProfile, limits: GroLimits | None = None, gro: bool = True,
-                 record_steps: bool = True) -> None:
+                 record_steps: bool = True, udp_gro: UdpGro | None = None) -> None:
         self.k = k
+        self.udp_gro = udp_gro or UdpGro()
         self.limits = limits or GroLimits()
         self.gro = gro
         self.record_steps = record_steps
@@ -624,14 +698,14 @@ class GroState:
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                 budget: int = NAPI_POLL_WEIGHT, end: Flush = Flush.POLL_END,
                 gro: bool = True, limits: GroLimits | None = None,
-                steps: bool = True) -> GroRun:
+                steps: bool = True, udp_gro: UdpGro | None = None) -> GroRun:
     """dev_gro_receive for each segment. ``runs``: groups of polls GRO keeps its held skbs
     across (one run per poll, unless gro_flush_timeout keeps them); after a poll that used its
     whole ``budget`` everything is flushed, and at the end of each run everything left, with
     ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
     on as GRO_NORMAL, unchanged. ``steps`` False: no ``GroStep`` records (a replay prints the
     delivered skbs only)."""
-    state = GroState(k, limits, gro, steps)
+    state = GroState(k, limits, gro, steps, udp_gro)
     for run in runs:
         for poll in run:
             for seg in poll:
@@ -677,6 +751,12 @@ def _receive(state: GroState, seg: Segment) -> None:
             f"{state.k.name} is not modelled: before dff0b0161ad5 ipv6_gro_receive pulls them "
             "into the linear area with __pskb_pull and invalidates frag0"
         )
+    if h is not None and h.udp_len:
+        mode = state.udp_gro.mode(h.dport)
+        if mode is not None:
+            _receive_udp(state, seg, h, mode == "fraglist")
+            return
+        h = None  # udp_gro_receive: "no GRO, be sure flush the current packet"
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
         # the held TCP skbs by (another protocol or flow: not the same flow), with the IP
@@ -764,6 +844,87 @@ def _receive(state: GroState, seg: Segment) -> None:
         _hold(state, seg, h, payload, after, ip_summed)
 
 
+def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> None:
+    """udp4/6_gro_receive → udp_gro_receive → udp_gro_receive_segment for a datagram that
+    may merge (UdpGro.mode) [net/ipv4/udp_offload.c @ 6.18.7; the same steps @ 5.15.215,
+    6.1.166, 6.12.15]."""
+    skb = seg.skb
+    if not h.network_ok:  # inet_gro_receive, before the IP header is pulled
+        _normal(state, seg, How.BAD_NETWORK, pulled=0)
+        return
+    flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
+    ip_summed = skb.ip_summed
+    if not flush and ip_summed == CHECKSUM_NONE and h.udp_check:
+        # skb_gro_checksum_validate_zero_check: a bad sum flushes, a good one is UNNECESSARY
+        if not h.tcp_csum_ok:
+            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
+            return
+        ip_summed = CHECKSUM_UNNECESSARY
+    payload = skb.len - h.network_len - 8
+    if not h.udp_check or h.udp_len <= 8 or h.udp_len != payload + 8:
+        # "requires non zero csum", "padded or malicious packets": flushed before any p
+        _normal(state, seg, How.UDP_UNMERGEABLE, ip_summed, pulled=h.network_len)
+        return
+    p = next((q for q in state.held if q.same_flow(h)), None)
+    if p is not None:
+        refused: Flush | None = None
+        if flush or p.flist != flist:
+            refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE)
+        elif _network_mismatch(state.k, p, h):
+            refused = Flush.MISMATCH
+        elif h.udp_len > p.headers.udp_len:  # longer than the first: p completes
+            refused = Flush.LONGER
+        elif (p.len + skb.len >= GRO_MAX_SIZE if flist
+              else p.len + payload >= min(state.limit(h), GRO_MAX_SIZE)):
+            # skb_gro_receive_list: p->len + skb->len >= 65536; skb_gro_receive: the size
+            # limit, and past GRO_LEGACY_MAX_SIZE only TCP
+            refused = Flush.E2BIG
+        if refused is None:
+            before = p.truesize
+            how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, result, how, payload,
+                                           p.truesize - before, p.len, p.truesize,
+                                           p.last_frags(), len(p.members)))
+            if h.udp_len != p.headers.udp_len:  # a shorter one is merged and ends it
+                state.complete(p, Flush.SHORT)
+            elif len(p.frames) >= UDP_GRO_CNT_MAX:
+                state.complete(p, Flush.MAX_COUNT)
+            return
+        state.complete(p, refused)
+        if refused in (Flush.GSO, Flush.UNMERGEABLE):
+            _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST if skb.frag_list
+                    else How.BAD_NETWORK, ip_summed, pulled=h.network_len + 8)
+            return
+        after = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}.get(
+            refused, How.AFTER_MISMATCH)
+    else:
+        after = How.FIRST
+    if flush:
+        _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST if skb.frag_list
+                else How.BAD_NETWORK, ip_summed, pulled=h.network_len + 8)
+        return
+    _hold(state, seg, h, payload, after, ip_summed)
+    state.held[-1].flist = flist
+
+
+def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
+    """skb_gro_receive_list(p, skb): chained whole on frag_list after skb_pull(offset), its
+    truesize added (pskb_may_pull first: the headers must be linear)."""
+    skb = seg.skb
+    offset = skb.len - payload
+    if skb.len - skb.data_len < offset:
+        raise InputError("fraglist GRO of an skb whose headers are not all linear is not "
+                         "modelled (pskb_may_pull)")
+    held.frames.append(seg.frame)
+    held.members.append(FragListSkb(payload, skb.truesize, skb.frags))
+    held.len += payload
+    held.data_len += payload
+    held.truesize += skb.truesize
+    return How.FRAG_LIST
+
+
 def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     """tcp_gro_receive's flush terms for a segment of p's flow (and inet_gro_flush's)."""
     q = p.headers
@@ -773,6 +934,14 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     if (h.flag_word & TCP_FLAG_CWR or (h.flag_word ^ p.flag_word) & ~masked
             or h.ack != q.ack or h.options != q.options or h.seq != p.next_seq):
         return True
+    return _network_mismatch(k, p, h)
+
+
+def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+    """The IP layer's flush terms for a segment of p's flow (inet_gro_flush /
+    gro_receive_network_flush; before 6.10 NAPI_GRO_CB(p)->flush and flush_id, read the same
+    way by tcp_gro_receive and udp_gro_receive_segment)."""
+    q = p.headers
     if h.ttl != q.ttl or h.tos != q.tos or h.df != q.df:
         return True
     if h.ipv6:
@@ -908,6 +1077,8 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if count == 1:
         return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
     h = held.headers
+    if h.udp_len:
+        return _complete_udp(held, skb, flush, count)
     gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
     names = gso_type_names(gso_type)
     if held.fixed_id:
@@ -931,3 +1102,21 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
         csum_offset=TCP_CHECK_OFFSET,
     )
     return Delivered(skb, tuple(held.frames), flush, count)
+
+
+def _complete_udp(held: _Held, skb: Skb, flush: Flush, count: int) -> Delivered:
+    """udp4/6_gro_complete of an aggregate: fraglist: gso_type FRAGLIST | UDP_L4, gso_segs,
+    __skb_incr_checksum_unnecessary (NONE becomes UNNECESSARY); else udp_gro_complete →
+    udp_gro_complete_segment: CHECKSUM_PARTIAL at the UDP header (csum_offset 6), gso_segs,
+    gso_type UDP_L4 [net/ipv4/udp_offload.c, net/ipv6/udp_offload.c @ 6.18.7]."""
+    if held.flist:
+        gso_type = SKB_GSO_FRAGLIST | SKB_GSO_UDP_L4
+        return Delivered(skb._replace(gso_type=gso_type, gso_type_names=gso_type_names(gso_type),
+                                      gso_segs=count, ip_summed=CHECKSUM_UNNECESSARY),
+                         tuple(held.frames), flush, count)
+    return Delivered(skb._replace(gso_type=SKB_GSO_UDP_L4,
+                                  gso_type_names=gso_type_names(SKB_GSO_UDP_L4),
+                                  gso_segs=count, ip_summed=CHECKSUM_PARTIAL,
+                                  csum_start=skb.data + held.headers.network_len,
+                                  csum_offset=UDP_CHECK_OFFSET),
+                     tuple(held.frames), flush, count)
