@@ -182,6 +182,7 @@ def _usable(case: dict[str, Any]) -> bool:
     obs = case["observed"]
     return (not tap["napi_frags"] and tap["gro"] and tap["gro_max_size"] is None
             and not tap.get("timed") and tap.get("udp_gro_socket") is None
+            and not tap.get("udp_gro_forwarding") and not tap.get("gro_list")
             and tap["gro_ipv4_max_size"] is None and len(obs["inputs"]) < 64
             and all(isinstance(w, int) for w in obs["writes"])
             and all(s["frames"] is not None for s in obs["skbs"])

@@ -1,4 +1,4 @@
-"""vnetrx verify gro: the comparison (vnetrx/live/verify_gro.py) on the 152 cases recorded on
+"""vnetrx verify gro: the comparison (vnetrx/live/verify_gro.py) on the 157 cases recorded on
 6.18.44 (tests/data/gro; no root needed), a changed observation caught with its first
 difference, the JSON document against its schema; the command's refusals."""
 
@@ -38,7 +38,7 @@ def test_every_recorded_case_matches_and_the_report_validates() -> None:
     assert [c.name for c in checks if not c.match] == []
     doc = report(KERNEL, checks)
     Draft202012Validator(schema("verify-gro")).validate(doc)
-    assert doc["summary"] == {"cases": 152, "matched": 152}
+    assert doc["summary"] == {"cases": 157, "matched": 157}
 
 
 def test_a_changed_observation_is_a_difference() -> None:

@@ -1,5 +1,5 @@
 """vnetrx's GRO (vnetrx/paths/gro.py, vnetrx/flow.tap_flow) against what the running 6.18.44
-kernel did with 152 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
+kernel did with 157 bursts written into IFF_NAPI taps (tests/data/gro/linux-6.18.44.json,
 recorded by tools/gro_oracle.py with vnetrx.live.gro; tests/live/test_gro_oracle.py re-checks a
 few live). Each burst's writes are rebuilt byte for byte from its description (the data file
 keeps their SHA-256) and every skb that left GRO must match: len, data_len, headlen, truesize,

@@ -160,7 +160,8 @@ PROGRESS_FROM = 20_000
               "a skb). Without one a UDP datagram is never merged.")
 @click.option("--udp-gro-forwarding", is_flag=True,
               help="With --gro: NETIF_F_GRO_UDP_FWD on the device (ethtool -K DEV "
-              "rx-udp-gro-forwarding on): datagrams no UDP_GRO socket takes are merged too.")
+              "rx-udp-gro-forwarding on): datagrams to a port without a UDP_GRO socket are "
+              "merged too.")
 @click.option("--gro-list", is_flag=True,
               help="With --gro: NETIF_F_GRO_FRAGLIST on the device (ethtool -K DEV rx-gro-list "
               "on): datagrams no UDP_GRO socket takes are chained whole on frag_list "

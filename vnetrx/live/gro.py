@@ -468,6 +468,10 @@ def _tap(ifname: str, opts: dict[str, Any]) -> Iterator[int]:
             _ifreq_flags(ifname, sock, True)
         if not opts["gro"]:
             _set_gro(ifname, False)
+        for key, feature in (("udp_gro_forwarding", "rx-udp-gro-forwarding"),
+                             ("gro_list", "rx-gro-list")):
+            if opts.get(key):
+                _set_feature(ifname, feature)
         for attr, key in ((IFLA_GRO_MAX_SIZE, "gro_max_size"),
                           (IFLA_GRO_IPV4_MAX_SIZE, "gro_ipv4_max_size")):
             if opts.get(key) is not None:
@@ -490,6 +494,43 @@ def _set_link_u32(ifname: str, attr: int, value: int) -> None:
     (error,) = struct.unpack_from("<i", reply, 16)
     if error:
         raise OSError(-error, f"setting link attribute {attr} to {value}: {os.strerror(-error)}")
+
+
+# include/uapi/linux/ethtool.h
+ETHTOOL_GSTRINGS, ETHTOOL_GSSET_INFO, ETHTOOL_SFEATURES = 0x1B, 0x37, 0x3B
+ETH_SS_FEATURES = 4
+ETH_GSTRING_LEN = 32
+SIOCETHTOOL = 0x8946
+
+
+def _ethtool(ifname: str, request: bytearray) -> bytearray:
+    """SIOCETHTOOL with ``request`` as the command buffer (filled in by the kernel)."""
+    import array
+
+    buf = array.array("B", bytes(request))
+    address, _ = buf.buffer_info()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        fcntl.ioctl(sock, SIOCETHTOOL, struct.pack("16sP", ifname.encode(), address) + bytes(24))
+    return bytearray(buf.tobytes())
+
+
+def _set_feature(ifname: str, name: str) -> None:
+    """``ethtool -K IFNAME NAME on``: the feature's bit from the kernel's own ETH_SS_FEATURES
+    strings (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS), then ETHTOOL_SFEATURES."""
+    info = _ethtool(ifname, bytearray(struct.pack("IIQI", ETHTOOL_GSSET_INFO, 0,
+                                                  1 << ETH_SS_FEATURES, 0)))
+    (count,) = struct.unpack_from("I", info, 16)
+    strings = _ethtool(ifname, bytearray(struct.pack("III", ETHTOOL_GSTRINGS, ETH_SS_FEATURES,
+                                                     count) + bytes(count * ETH_GSTRING_LEN)))
+    names = [strings[12 + i * ETH_GSTRING_LEN:12 + (i + 1) * ETH_GSTRING_LEN].split(b"\0")[0]
+             .decode() for i in range(count)]
+    if name not in names:
+        raise OSError(0, f"no ethtool feature {name} on this kernel")
+    bit = names.index(name)
+    blocks = (count + 31) // 32
+    body = bytearray(struct.pack("II", ETHTOOL_SFEATURES, blocks) + bytes(8 * blocks))
+    struct.pack_into("II", body, 8 + 8 * (bit // 32), 1 << (bit % 32), 1 << (bit % 32))
+    _ethtool(ifname, body)
 
 
 def _set_gro(ifname: str, on: bool) -> None:

@@ -28,6 +28,9 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             # a UDP socket with UDP_GRO bound to the wildcard address on this port in the
             # tap's namespace (None: none)
             "udp_gro_socket": case.get("udp_gro_socket"),
+            # ethtool -K TAP rx-udp-gro-forwarding on / rx-gro-list on
+            "udp_gro_forwarding": bool(case.get("udp_gro_forwarding", False)),
+            "gro_list": bool(case.get("gro_list", False)),
             "gro": bool(case.get("gro", True)),
             "gro_max_size": case.get("gro_max_size"),
             "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
@@ -193,6 +196,14 @@ def cases() -> list[dict[str, Any]]:
                      udp_gro_socket=5001, blocking=True))
     out.append(_case("ipv6-udp-seg8-gro-socket", {"family": 6, "segments": 8, "l4": "udp"},
                      udp_gro_socket=5001))
+    out.append(_case("udp-seg8-forwarding", {"segments": 8, "l4": "udp"},
+                     udp_gro_forwarding=True))
+    out.append(_case("udp-seg8-gro-list", {"segments": 8, "l4": "udp"}, gro_list=True))
+    out.append(_case("udp-seg50-gro-list", {"segments": 50, "l4": "udp"}, gro_list=True))
+    out.append(_case("udp-seg8-gro-list-blocking", {"segments": 8, "l4": "udp"},
+                     gro_list=True, blocking=True))
+    out.append(_case("udp-seg8-gro-list-and-socket", {"segments": 8, "l4": "udp"},
+                     gro_list=True, udp_gro_socket=5001))
     # gro_flush_timeout across time: a write in a later jiffy (5 ms > 4 ms at HZ 250) makes
     # napi_complete_done complete the skbs held before it (flush_old); a pause past the
     # timeout lets the timer's poll flush everything first

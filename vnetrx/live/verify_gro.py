@@ -42,9 +42,11 @@ class GroCheck(NamedTuple):
 
 
 def udp_gro_of(tap: dict[str, Any]) -> UdpGro:
-    """A case's UDP GRO setting: the port of its UDP_GRO socket, if any."""
+    """A case's UDP GRO setting: the port of its UDP_GRO socket, if any, and the tap's
+    rx-udp-gro-forwarding and rx-gro-list."""
     port = tap.get("udp_gro_socket")
-    return UdpGro(sockets=(int(port),) if port is not None else ())
+    return UdpGro(sockets=(int(port),) if port is not None else (),
+                  fwd=bool(tap.get("udp_gro_forwarding")), fraglist=bool(tap.get("gro_list")))
 
 
 def predict(k: KernelProfile, case: dict[str, Any], observed: dict[str, Any] | None = None
