@@ -20,6 +20,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
+    JIFFY_NS,
     NAPI_POLL_WEIGHT,
     Delivered,
     GroInput,
@@ -28,6 +29,7 @@ from vnetrx.paths.gro import (
     GroState,
     GroStep,
     Segment,
+    UdpGro,
     gro_receive,
     read_frame,
 )
@@ -56,8 +58,7 @@ TAP_NAPI = {
     "merges",
     "timeout": "gro_flush_timeout > 0 (/sys/class/net/DEV/gro_flush_timeout): napi_complete_done "
     "keeps the skbs held in the current jiffy and arms the timer, so writes within one jiffy "
-    "(4 ms at HZ 250) merge and the timer's poll flushes them (assumed: the whole burst lands "
-    "within one jiffy)",
+    "(4 ms at HZ 250) merge and the timer's poll flushes them",
     "threaded": "threaded NAPI (/sys/class/net/DEV/threaded) with the writer and the napi kthread "
     "pinned to one CPU: the kthread polls the queued writes, up to 64 a poll",
     "frags": "IFF_NAPI_FRAGS: each writev builds NAPI's own skb (tun_napi_alloc_frags: the first "
@@ -162,9 +163,11 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
 
 def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
              napi: str, gro: bool = True, limits: GroLimits | None = None,
-             splits: Sequence[tuple[int, ...]] | None = None) -> FlowRun:
+             splits: Sequence[tuple[int, ...]] | None = None,
+             udp_gro: UdpGro | None = None) -> FlowRun:
     """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
-    with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI)."""
+    with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI);
+    ``udp_gro``: what lets UDP datagrams merge."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
     check_segments(len(writes))
@@ -186,7 +189,7 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     else:
         runs = [[[s]] for s in gro_segments]
         end = GroFlush.POLL_END
-    run = gro_receive(k, runs, end=end, gro=gro, limits=limits)
+    run = gro_receive(k, runs, end=end, gro=gro, limits=limits, udp_gro=udp_gro)
     inputs: tuple[tuple[str, Value], ...] = (
         ("frame_len", len(writes[0][1])),
         ("segments", len(writes)),
@@ -199,7 +202,8 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
         ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
     )
     return FlowRun(GRO_SCHEMA, k, "tap", inputs, tuple(segments), run,
-                   (*TAP_NOTES, TAP_NAPI[napi]))
+                   (*TAP_NOTES, TAP_NAPI[napi],
+                    *((WITHIN_A_JIFFY_NOTE,) if napi == "timeout" else ())))
 
 
 def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,
@@ -229,21 +233,78 @@ class TapWrite(NamedTuple):
     hdr: bytes | None
     gro_input: GroInput
     split: tuple[int, ...] = ()
+    time: int | None = None  # when it was written (a capture record's time stamp), ns
+    jiffies: int | None = None  # the jiffies it was polled in, when recorded (else from time)
+
+
+class GroClock(NamedTuple):
+    """gro_flush_timeout with the writes' times: each write is polled when it is written, in
+    the jiffy ``(time - first write's time + phase_ns) // jiffy_ns`` (where the jiffy ticks
+    fall is not in a capture: ``phase_ns`` says where the first write falls in its jiffy)."""
+
+    timeout_ns: int
+    phase_ns: int = 0
+    jiffy_ns: int = JIFFY_NS
+
+
+TIMED_NOTE = (
+    "the writes are polled at their capture times: a poll completes the skbs held in an "
+    "earlier jiffy (HZ 250: 4 ms; the first write assumed at the start of its jiffy, where the "
+    "ticks fall is not in a capture), and the gro_flush_timeout timer, armed at every poll "
+    "that leaves an skb held, flushes everything when no write comes before it expires"
+)
+WITHIN_A_JIFFY_NOTE = (
+    "the writes are assumed to come within one jiffy (4 ms at HZ 250), so every held skb waits "
+    "for the gro_flush_timeout timer"
+)
+UNTIMED_NOTE = ("the writes have no times (JSON frames, or --gro-flush-timeout not given): "
+                + WITHIN_A_JIFFY_NOTE)
 
 
 def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite], napi: str,
                    gro: bool = True, limits: GroLimits | None = None,
-                   refused: list[str] | None = None) -> Iterator[tuple[int, Delivered]]:
+                   refused: list[str] | None = None,
+                   clock: GroClock | None = None,
+                   steps: list[GroStep] | None = None,
+                   udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
     """``replay --path tap --gro``: each write through tun_get_user and the tap's NAPI, polled
     as ``napi`` says (TAP_NAPI), streamed: every skb the stack receives with its poll (the
     write that ended it; threaded: the kthread's poll), in delivery order. A write that does
-    not reach GRO is left out, and why goes to ``refused``."""
+    not reach GRO is left out, and why goes to ``refused``. ``clock`` (napi "timeout"): the
+    writes' times age the held skbs (napi_complete_done's flush_old, the hrtimer); without
+    it every write is taken to come within one jiffy. ``steps``: gets what GRO did with each
+    input (its gro_result)."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
-    state = GroState(k, limits, gro, record_steps=False)
+    state = GroState(k, limits, gro, record_steps=steps is not None, udp_gro=udp_gro)
     skbs: dict[tuple[int, bytes | None], FlowSegment | str] = {}  # a write's skb by its shape
     poll = in_poll = 0
+    timed = clock is not None and napi == "timeout"
+    stamped: bool | None = None  # whether the writes have times (the first one says)
+    first: int | None = None  # the first write's time
+    last: int | None = None
+    deadline: int | None = None  # when the gro_flush_timeout hrtimer fires
     for w in writes:
+        if timed and stamped is None:
+            stamped = w.time is not None
+        if timed and clock is not None and stamped:
+            if w.time is None:
+                raise InputError(f"frame {w.frame} has no time stamp (a pcapng Simple Packet "
+                                 "Block): the writes' times age the held skbs")
+            if last is not None and w.time < last:
+                raise InputError(f"frame {w.frame} is stamped {last - w.time} ns before the "
+                                 "frame ahead of it: the writes' times must not go back")
+            first = w.time if first is None else first
+            last = w.time
+            if deadline is not None and w.time >= deadline:
+                # napi_watchdog schedules the NAPI; its poll does no work: napi_complete_done(n,
+                # 0) flushes everything
+                state.flush_all(GroFlush.TIMER)
+                deadline = None
+                for d in state.take():
+                    yield poll, d
+            state.jiffies = (w.jiffies if w.jiffies is not None
+                             else (w.time - first + clock.phase_ns) // clock.jiffy_ns)
         if napi == "frags" or len(skbs) > 4096:
             seg = tap_write(k, setup, w.frame, w.hdr, w.frame_len, napi, w.split)
         else:  # tun_get_user's skb depends on the length and the header only
@@ -261,7 +322,10 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
             poll += 1
         state.receive(Segment(w.frame, seg.skb, seg.head_frag, w.gro_input.tcp,
                               seg.buffer_page, seg.buffer_offset, w.gro_input.udp_validated,
-                              w.gro_input.pull))
+                              w.gro_input.pull, w.gro_input.needs, w.gro_input.hbh_at))
+        if steps is not None:
+            steps.extend(state.steps)
+            state.steps.clear()
         in_poll += 1
         if napi == "threaded":
             if in_poll == NAPI_POLL_WEIGHT:
@@ -270,6 +334,11 @@ def replay_tap_gro(k: KernelProfile, setup: TapSetup, writes: Iterable[TapWrite]
         elif napi != "timeout":
             state.flush_all(GroFlush.POLL_END)
             in_poll = 0
+        elif timed and clock is not None and stamped and state.held:
+            # napi_complete_done(n, 1) with a held skb: timeout = gro_flush_timeout, so
+            # flush_old, and the hrtimer (re)armed for timeout ns
+            state.flush_old()
+            deadline = (w.time or 0) + clock.timeout_ns
         for d in state.take():
             yield poll, d
     state.flush_all(GroFlush.TIMER if napi == "timeout" else GroFlush.POLL_END)
@@ -300,13 +369,14 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
 def _segment(seg: FlowSegment, frame: bytes) -> Segment:
     gro_input = read_frame(frame, len(frame), whole=True)
     return Segment(seg.frame, seg.skb, seg.head_frag, gro_input.tcp, seg.buffer_page,
-                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull)
+                   seg.buffer_offset, gro_input.udp_validated, gro_input.pull, gro_input.needs,
+                   gro_input.hbh_at)
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
                read: Callable[[int], GroInput], gro: bool = True,
                limits: GroLimits | None = None, steps: list[GroStep] | None = None,
-               ) -> Iterator[tuple[int, Delivered]]:
+               udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
@@ -322,23 +392,25 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         if record.poll is None or skb is None:  # dropped by the device or the driver
             continue
         if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
+            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
             segments = []
         current = record.poll
         # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
         head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
-                                udp_validated=gro_input.udp_validated, pull=gro_input.pull))
+                                udp_validated=gro_input.udp_validated, pull=gro_input.pull,
+                                needs=gro_input.needs, hbh_at=gro_input.hbh_at))
     if segments:
-        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps)
+        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
 
 
 def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment], gro: bool,
               limits: GroLimits | None, steps: list[GroStep] | None = None,
+              udp_gro: UdpGro | None = None,
               ) -> Iterator[tuple[int, Delivered]]:
     """One NAPI poll's skbs through GRO, with the poll's number."""
     run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits,
-                      steps=steps is not None)
+                      steps=steps is not None, udp_gro=udp_gro)
     if steps is not None:
         steps.extend(run.steps)
     return ((poll, d) for d in run.delivered)
@@ -368,7 +440,8 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
         gro_input = read_frame(frame, len(frame), whole=True)
         head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
         segments.append(Segment(i, trace.skb, head_frag, gro_input.tcp, "", 0,
-                                gro_input.udp_validated, gro_input.pull))
+                                gro_input.udp_validated, gro_input.pull, gro_input.needs,
+                                gro_input.hbh_at))
     first = 0
     for poll, size in enumerate(polls):
         run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT,

@@ -82,6 +82,10 @@ class GroHow(Label):
     NOT_TCP = "not_tcp"  # not TCP over IPv4/IPv6: nothing merges it, it passes the flows by
     NO_PAYLOAD = "no_payload"  # a TCP segment without payload (a pure ACK): never merged
     HAS_FRAG_LIST = "has_frag_list"  # the skb already has a frag_list: flushed, alone
+    UDP_UNMERGEABLE = "udp_unmergeable"  # udp_gro_receive_segment: a zero UDP checksum, or
+    # a length field that is not the datagram's: flushed
+    NOT_PARSED = "not_parsed"  # a VLAN tag without vlan_gro_receive (CONFIG_VLAN_8021Q not
+    # set), or an IPv6 hop-by-hop header the kernel's extension header walk does not take
 
 
 class GroFlush(Label):
@@ -98,6 +102,8 @@ class GroFlush(Label):
     FLAGS = "flags"  # a merged segment with PSH or FIN ended it
     EVICTED = "evicted"  # a ninth flow was held (MAX_GRO_SKBS 8): the oldest completed
     TIMER = "timer"  # the gro_flush_timeout hrtimer's poll (napi_complete_done with no work)
+    OLD = "old"  # napi_complete_done with gro_flush_timeout: held since an earlier jiffy
+    MAX_COUNT = "max_count"  # a UDP aggregate of UDP_GRO_CNT_MAX (64) segments
     UNMERGEABLE = "unmergeable"  # a segment of the flow GRO never merges (a pure ACK, an skb
     # with a frag_list) arrived
 

@@ -9,6 +9,7 @@ import json
 import struct
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
@@ -20,10 +21,12 @@ from vnetrx.schemas import schema
 RUNNER = CliRunner(env={"COLUMNS": "140"})
 
 
-def capture(path: Path, frames: list[bytes]) -> Path:
-    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+def capture(path: Path, frames: list[bytes], times_ns: list[int] | None = None) -> Path:
+    """A pcap (nanosecond records) of ``frames``, frame i at ``times_ns[i]`` (default: i s)."""
+    out = struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)
     for i, frame in enumerate(frames):
-        out += struct.pack("<IIII", i, 0, len(frame), len(frame)) + frame
+        t = i * 10**9 if times_ns is None else times_ns[i]
+        out += struct.pack("<IIII", t // 10**9, t % 10**9, len(frame), len(frame)) + frame
     path.write_bytes(out)
     return path
 
@@ -270,8 +273,8 @@ def test_tap_replay_refuses_what_does_not_apply(tmp_path: Path) -> None:
 
 def test_gro_flush_timeout_is_the_napi_mode_said_the_kernels_way(tmp_path: Path) -> None:
     # /sys/class/net/DEV/gro_flush_timeout: 0 (the default) flushes at every write's poll;
-    # more keeps the held skbs (the writes assumed within one jiffy)
-    path = capture(tmp_path / "flow.pcap", flow(20))
+    # more keeps the held skbs (the writes stamped within one jiffy)
+    path = capture(tmp_path / "flow.pcap", flow(20), [1000 * i for i in range(20)])
     base = ["--from", str(path), "--path", "tap", "--kernel", "6.18"]
     assert rows([*base, "--gro-flush-timeout", "20000"]) == rows([*base, "--napi", "timeout"])
     assert rows([*base, "--gro-flush-timeout", "0"]) == rows([*base, "--napi", "write"])
@@ -283,3 +286,120 @@ def test_gro_flush_timeout_is_the_napi_mode_said_the_kernels_way(tmp_path: Path)
     result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--gro",
                                  "--gro-flush-timeout", "5"])
     assert result.exit_code == 2 and "does not apply to --path virtio" in result.stderr
+
+
+# gro_flush_timeout with the capture's times: napi_complete_done (net/core/dev.c @ 6.18.7)
+# completes the skbs held in an earlier jiffy (__gro_flush_chain: age != jiffies) after the
+# poll's own dev_gro_receive, and re-arms the hrtimer for the timeout at every poll that
+# leaves one held; its poll (no work) flushes everything. HZ 250: a jiffy is 4 ms.
+JIFFY = 4_000_000
+
+
+def timed(tmp_path: Path, times: list[int], timeout: int = 20_000_000) -> list[tuple[
+        list[int], str]]:
+    path = capture(tmp_path / "timed.pcap", flow(len(times)), times)
+    return [(r["frames"], r["flush"]) for r in rows(  # type: ignore[misc]
+        ["--from", str(path), "--path", "tap", "--kernel", "6.18",
+         "--gro-flush-timeout", str(timeout)])]
+
+
+def test_a_write_in_the_next_jiffy_merges_then_completes_the_old_aggregate(
+        tmp_path: Path) -> None:
+    # writes 0-3 in jiffy 0; write 4 one jiffy on: merged into the held skb in its poll, whose
+    # napi_complete_done then completes it (held in jiffy 0); 5-7 start a new one
+    late = [0, 1000, 2000, 3000, JIFFY, JIFFY + 1000, JIFFY + 2000, JIFFY + 3000]
+    assert timed(tmp_path, late) == [([0, 1, 2, 3, 4], "old"), ([5, 6, 7], "timer")]
+    # write 4 one ns before the tick: still jiffy 0; write 5 at the tick takes it all out
+    same = [0, 1000, 2000, 3000, JIFFY - 1, JIFFY, JIFFY + 1000, JIFFY + 2000]
+    assert timed(tmp_path, same) == [([0, 1, 2, 3, 4, 5], "old"), ([6, 7], "timer")]
+    one = [0, 1000, 2000, 3000, JIFFY - 1, JIFFY - 1, JIFFY - 1, JIFFY - 1]
+    assert timed(tmp_path, one) == [([0, 1, 2, 3, 4, 5, 6, 7], "timer")]
+
+
+def test_the_timer_fires_timeout_ns_after_the_last_poll_that_left_a_held_skb(
+        tmp_path: Path) -> None:
+    timeout = 20_000_000
+    before = [0, 1000, 2000, 2000 + timeout - 1, 2000 + timeout, 2000 + timeout + 1]
+    # write 3 at 2000 + timeout - 1: before the timer (armed at write 2's poll, 2000 +
+    # timeout), five jiffies on: merged, then completed as old; writes 4-5 a new aggregate
+    assert timed(tmp_path, before, timeout) == [([0, 1, 2, 3], "old"), ([4, 5], "timer")]
+    at = [0, 1000, 2000, 2000 + timeout, 2000 + timeout + 1, 2000 + timeout + 2]
+    # write 3 at exactly 2000 + timeout: the timer's poll came first and flushed 0-2
+    assert timed(tmp_path, at, timeout) == [([0, 1, 2], "timer"), ([3, 4, 5], "timer")]
+
+
+def test_json_frames_have_no_times_and_are_taken_within_one_jiffy(tmp_path: Path) -> None:
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps([{"frame": f.hex()} for f in flow(8)]))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--path", "tap", "--kernel",
+                                 "6.18", "--gro", "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 0, result.output
+    assert "the writes have no times" in " ".join(result.stdout.split())
+    stamped = capture(tmp_path / "flow.pcap", flow(8), [0] * 8)
+    result = RUNNER.invoke(cli, ["replay", "--from", str(stamped), "--path", "tap", "--kernel",
+                                 "6.18", "--gro", "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 0 and "polled at their capture times" in " ".join(
+        result.stdout.split())
+
+
+def test_times_that_go_back_are_refused(tmp_path: Path) -> None:
+    path = capture(tmp_path / "back.pcap", flow(3), [5000, 4000, 6000])
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--path", "tap", "--gro",
+                                 "--gro-flush-timeout", "20000000"])
+    assert result.exit_code == 2, result.output
+    assert "frame 1 is stamped 1000 ns before the frame ahead of it" in result.stderr
+
+
+# UDP: udp_gro_receive merges only for a UDP_GRO socket on the destination port,
+# NETIF_F_GRO_UDP_FWD or NETIF_F_GRO_FRAGLIST (net/ipv4/udp_offload.c @ 6.18.7); on 6.18.44
+# 8 datagrams of 1448 bytes to a UDP_GRO socket left GRO as one skb of len 11612, gso_size
+# 1448, gso_segs 8, SKB_GSO_UDP_L4, CHECKSUM_PARTIAL (tests/data/gro: udp-seg8-gro-socket)
+def udp_flow(count: int, payload: int = 1448) -> list[bytes]:
+    """Datagrams 40000 -> 5001, IP IDs incrementing, DF."""
+    return [tcp_segment(4, sport=40000, seq=0, ack=0, flags=0, window=0, options=b"",
+                        payload=bytes(payload), ipid=0x100 + i, df=True, ttl=64, udp=True)
+            for i in range(count)]
+
+
+def udp_rows(tmp_path: Path, *args: str, count: int = 8) -> list[dict[str, object]]:
+    path = capture(tmp_path / "udp.pcap", udp_flow(count), [0] * count)
+    return rows(["--from", str(path), "--path", "tap", "--kernel", "6.18", "--napi", "timeout",
+                 *args])
+
+
+def test_udp_merges_only_for_a_udp_gro_socket_on_its_port(tmp_path: Path) -> None:
+    assert [r["frames"] for r in udp_rows(tmp_path)] == [[i] for i in range(8)]
+    assert [r["frames"] for r in udp_rows(tmp_path, "--udp-gro-socket", "5002")] == [
+        [i] for i in range(8)]
+    (row,) = udp_rows(tmp_path, "--udp-gro-socket", "5001")
+    assert (row["len"], row["gso_size"], row["gso_segs"], row["ip_summed"]) == (
+        11612, 1448, 8, 3)
+    assert row["gso_type"] == 1 << 17 and row["csum_offset"] == 6
+
+
+def test_udp_forwarding_and_gro_list(tmp_path: Path) -> None:
+    (fwd,) = udp_rows(tmp_path, "--udp-gro-forwarding")
+    assert fwd["gso_type"] == 1 << 17 and fwd["frag_list"]["count"] == 0
+    (flist,) = udp_rows(tmp_path, "--gro-list")
+    # skb_gro_receive_list: every later datagram chained whole; udp4_gro_complete:
+    # SKB_GSO_FRAGLIST | SKB_GSO_UDP_L4, __skb_incr_checksum_unnecessary
+    assert flist["gso_type"] == (1 << 18) | (1 << 17) and flist["frag_list"]["count"] == 7
+    assert flist["ip_summed"] == 1 and flist["len"] == 11612
+    # a UDP_GRO socket takes its datagrams out of the fraglist path
+    (both,) = udp_rows(tmp_path, "--gro-list", "--udp-gro-socket", "5001")
+    assert both["gso_type"] == 1 << 17
+
+
+@pytest.mark.parametrize(("count", "sizes"), [(64, [64]), (65, [64, 1])])
+def test_a_udp_aggregate_ends_at_64_segments(tmp_path: Path, count: int,
+                                             sizes: list[int]) -> None:
+    path = capture(tmp_path / "udp.pcap", udp_flow(count, 100), [0] * count)
+    got = rows(["--from", str(path), "--path", "tap", "--kernel", "6.18", "--napi", "timeout",
+                "--udp-gro-socket", "5001"])
+    assert [len(r["frames"]) for r in got] == sizes  # type: ignore[arg-type]
+
+
+def test_udp_gro_options_need_gro(tmp_path: Path) -> None:
+    path = capture(tmp_path / "udp.pcap", udp_flow(2))
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--udp-gro-socket", "5001"])
+    assert result.exit_code == 2 and "--udp-gro-socket needs --gro" in result.stderr

@@ -119,7 +119,10 @@ def test_data_file_bursts_rebuild_byte_for_byte() -> None:
         digest = hashlib.sha256(b"".join(w.hdr + w.frame for w in writes)).hexdigest()
         assert digest == case["writes_sha256"], case["name"]
         assert (writes[0].hdr + writes[0].frame).hex() == case["frame0"], case["name"]
-        assert case["deterministic"] and case["repeats"] == 3, case["name"]
+        # a timed burst spans jiffies: where a tick falls may differ from one repeat to the
+        # next (its recorded times say where it fell in the run kept)
+        assert case["deterministic"] or case["tap"].get("timed"), case["name"]
+        assert case["repeats"] == 3, case["name"]
 
 
 def test_data_file_kernel_facts() -> None:

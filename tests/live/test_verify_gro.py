@@ -1,4 +1,4 @@
-"""vnetrx verify gro: the comparison (vnetrx/live/verify_gro.py) on the 116 cases recorded on
+"""vnetrx verify gro: the comparison (vnetrx/live/verify_gro.py) on the 157 cases recorded on
 6.18.44 (tests/data/gro; no root needed), a changed observation caught with its first
 difference, the JSON document against its schema; the command's refusals."""
 
@@ -23,7 +23,8 @@ from vnetrx.schemas import schema
 DATA = json.loads((Path(__file__).parents[1] / "data" / "gro" / "linux-6.18.44.json").read_text())
 # the machine that recorded it, as `--kernel running` read it (tests/paths/test_gro_oracle.py)
 KERNEL = profile_for(parse_release("6.18.44"), lookup("6.18.44").build._replace(
-    config="running", max_header=32, small_head_observed=576), source="tests/data/gro")
+    config="running", max_header=32, small_head_observed=576, vlan_8021q=False),
+    source="tests/data/gro")
 
 
 def case_and_result(saved: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -37,7 +38,7 @@ def test_every_recorded_case_matches_and_the_report_validates() -> None:
     assert [c.name for c in checks if not c.match] == []
     doc = report(KERNEL, checks)
     Draft202012Validator(schema("verify-gro")).validate(doc)
-    assert doc["summary"] == {"cases": 116, "matched": 116}
+    assert doc["summary"] == {"cases": 157, "matched": 157}
 
 
 def test_a_changed_observation_is_a_difference() -> None:

@@ -147,6 +147,53 @@ def test_frames_compare_by_value() -> None:
     from vnetrx.replay.capture import Frame
 
     frames = list(read_capture(io.BytesIO(pcap([(4, 60)])), "f"))
-    assert frames == [Frame(60, bytes(4))] and hash(frames[0]) == hash(Frame(60, bytes(4)))
-    assert frames[0] != Frame(60, bytes(3)) and frames[0] != Frame(61, bytes(4))
-    assert repr(frames[0]) == "Frame(length=60, data=b'\\x00\\x00\\x00\\x00')"
+    assert frames == [Frame(60, bytes(4), 0)] and hash(frames[0]) == hash(Frame(60, bytes(4), 0))
+    assert frames[0] != Frame(60, bytes(3), 0) and frames[0] != Frame(61, bytes(4), 0)
+    assert frames[0] != Frame(60, bytes(4), 1) and frames[0] != Frame(60, bytes(4))
+    assert repr(frames[0]) == "Frame(length=60, data=b'\\x00\\x00\\x00\\x00', time=0)"
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize(("nano", "fraction", "ns"), [(False, 999_999, 999_999_000),
+                                                      (True, 999_999_999, 999_999_999)])
+def test_pcap_record_times_in_ns(order: str, nano: bool, fraction: int, ns: int) -> None:
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    data = struct.pack(order + "IHHiIII", magic, 2, 4, 0, 0, 65535, 1)
+    data += struct.pack(order + "IIII", 1_700_000_000, fraction, 60, 60) + bytes(60)
+    (frame,) = read_capture(io.BytesIO(data), "f")
+    assert frame.time == 1_700_000_000 * 10**9 + ns
+
+
+def _idb(order: str, options: bytes) -> bytes:
+    return block(order, 1, struct.pack(order + "HHI", 1, 0, 0) + options)
+
+
+def _option(order: str, code: int, value: bytes) -> bytes:
+    return struct.pack(order + "HH", code, len(value)) + value + bytes(-len(value) % 4)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize(("options", "ticks", "ns"), [
+    (b"", 1_500_000, 1_500_000_000),  # default: microseconds
+    (b"\x09", 1_500_000_000, 1_500_000_000),  # if_tsresol 9: nanoseconds
+    (b"\x03", 1500, 1_500_000_000),  # milliseconds
+    (b"\x8a", 1024, 1_000_000_000),  # 2^-10 s
+    (b"\x8a", 1, 976_562),  # 2^-10 s, rounded down to the ns
+])
+def test_pcapng_times_follow_if_tsresol(order: str, options: bytes, ticks: int,
+                                        ns: int) -> None:
+    shb = block(order, 0x0A0D0D0A, struct.pack(order + "IHHq", 0x1A2B3C4D, 1, 0, -1))
+    opts = (_option(order, 9, options) if options else b"") + _option(order, 0, b"")
+    epb = block(order, 6, struct.pack(order + "IIIII", 0, ticks >> 32, ticks & 0xFFFFFFFF, 60,
+                                      60) + bytes(60))
+    spb = block(order, 3, struct.pack(order + "I", 60) + bytes(60))
+    frames = list(read_capture(io.BytesIO(shb + _idb(order, opts) + epb + spb), "f"))
+    assert [f.time for f in frames] == [ns, None]  # a Simple Packet Block has no time
+
+
+def test_pcapng_if_tsoffset_adds_seconds() -> None:
+    shb = block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    opts = _option("<", 14, struct.pack("<q", 100)) + _option("<", 0, b"")
+    epb = block("<", 6, struct.pack("<IIIII", 0, 0, 7, 60, 60) + bytes(60))
+    (frame,) = read_capture(io.BytesIO(shb + _idb("<", opts) + epb), "f")
+    assert frame.time == 100 * 10**9 + 7000

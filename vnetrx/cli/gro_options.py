@@ -33,9 +33,12 @@ def gro_options(f: Any) -> Any:
             default=None,
             metavar="NS",
             help="With --gro --path tap: the tap's /sys/class/net/DEV/gro_flush_timeout (the "
-            "kernel's default 0). 0 is --napi write; more is --napi timeout: the writes are "
-            "assumed to come within one jiffy (the model does not read timestamps), so every "
-            "held skb waits for the timer.",
+            "kernel's default 0). 0 is --napi write; more is --napi timeout, and a capture's "
+            "record times age the held skbs: a write in a later jiffy (HZ 250: 4 ms; the first "
+            "write taken at the start of its jiffy) completes the skbs held before it, and the "
+            "timer flushes everything NS after the last poll that left one held. JSON frames "
+            "have no times: they are assumed to come within one jiffy, so every held skb waits "
+            "for the timer (so is --napi timeout without NS).",
         ),
         click.option(
             "--gro-max-size",

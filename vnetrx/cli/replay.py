@@ -37,7 +37,7 @@ from vnetrx.replay.frames import (
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
-    from vnetrx.paths.gro import Delivered, GroInput
+    from vnetrx.paths.gro import Delivered, GroInput, UdpGro
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -152,6 +152,20 @@ PROGRESS_FROM = 20_000
               "--jsonl), or the totals with --summary.")
 @gro_options
 @tap_options
+@click.option("--udp-gro-socket", "udp_gro_socket", type=Count(1, 65535, "port"), multiple=True,
+              metavar="PORT",
+              help="With --gro: a UDP socket with UDP_GRO (setsockopt SOL_UDP UDP_GRO) is bound "
+              "to the wildcard address on PORT (repeatable): udp4/6_gro_receive finds it and "
+              "merges the datagrams to that port (CHECKSUM_PARTIAL, SKB_GSO_UDP_L4, at most 64 "
+              "a skb). Without one a UDP datagram is never merged.")
+@click.option("--udp-gro-forwarding", is_flag=True,
+              help="With --gro: NETIF_F_GRO_UDP_FWD on the device (ethtool -K DEV "
+              "rx-udp-gro-forwarding on): datagrams to a port without a UDP_GRO socket are "
+              "merged too.")
+@click.option("--gro-list", is_flag=True,
+              help="With --gro: NETIF_F_GRO_FRAGLIST on the device (ethtool -K DEV rx-gro-list "
+              "on): datagrams no UDP_GRO socket takes are chained whole on frag_list "
+              "(SKB_GSO_FRAGLIST; TCP fraglist GRO is not modelled).")
 @click.option("--no-gro", is_flag=True,
               help="With --gro: the device's GRO is off (ethtool -K DEV gro off: "
               "netif_elide_gro): every skb goes on unmerged.")
@@ -232,6 +246,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
     headers: dict[int, GroInput] = {}
     splits: dict[int, tuple[int, ...]] = {}
+    times: dict[int, int | None] = {}
     keep = None
     if o["gro"]:
         if lengths is not None:
@@ -241,7 +256,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags")
+        keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags",
+                                times if o["path"] == "tap" else None)
     live = (from_file == "-" and _live_input()) or o["line_buffered"]
     if o["line_buffered"]:
         with contextlib.suppress(AttributeError, ValueError):
@@ -268,7 +284,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["path"] == "tap":
         writes = stop.items(_nonempty(_progress(frames.items, known, quiet=False), source,
                                       frames))
-        return _after(frames, _tap_gro(profile, writes, headers, splits, o, source))
+        return _after(frames, _tap_gro(profile, writes, headers, splits, o, source, times,
+                                       timed=known is None))
     config = RingConfig(
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
@@ -373,20 +390,30 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
 
 
 def _keeping_headers(headers: dict[int, GroInput], splits: dict[int, tuple[int, ...]],
-                     napi_frags: bool) -> Keep:
-    """Keeps what GRO reads of each frame, and its writev boundaries when ``napi_frags`` (by
-    frame index, until GRO has taken them)."""
+                     napi_frags: bool, times: dict[int, int | None] | None = None) -> Keep:
+    """Keeps what GRO reads of each frame, its writev boundaries when ``napi_frags``, and its
+    capture time in ``times`` (by frame index, until GRO has taken them)."""
     from vnetrx.paths.gro import read_frame
 
-    def keep(index: int, length: int, data: bytes, whole: bool, split: tuple[int, ...]) -> None:
+    def keep(index: int, length: int, data: bytes, whole: bool, split: tuple[int, ...],
+             time: int | None) -> None:
         if split:
             if not napi_frags:
                 raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
                                  "--path tap --gro --napi frags")
             splits[index] = split
         headers[index] = read_frame(data, length, whole)
+        if times is not None:
+            times[index] = time
 
     return keep
+
+
+def _udp_gro(o: dict[str, Any]) -> UdpGro:
+    """--udp-gro-socket, --udp-gro-forwarding, --gro-list."""
+    from vnetrx.paths.gro import UdpGro
+
+    return UdpGro(tuple(o["udp_gro_socket"]), o["udp_gro_forwarding"], o["gro_list"])
 
 
 def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
@@ -399,7 +426,7 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
     delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
-                           limits)
+                           limits, udp_gro=_udp_gro(o))
     return _print_gro(delivered, o, virtio_gro_heading(stream, source), stream.notes)
 
 
@@ -423,9 +450,20 @@ def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], he
 
 
 def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, GroInput],
-             splits: dict[int, tuple[int, ...]], o: dict[str, Any], source: str) -> int:
-    """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO."""
-    from vnetrx.flow import TAP_NAPI, TAP_NOTES, TapWrite, replay_tap_gro
+             splits: dict[int, tuple[int, ...]], o: dict[str, Any], source: str,
+             times: dict[int, int | None], timed: bool) -> int:
+    """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO.
+    ``timed``: a capture, whose record times age the held skbs when --gro-flush-timeout NS
+    is given."""
+    from vnetrx.flow import (
+        TAP_NAPI,
+        TAP_NOTES,
+        TIMED_NOTE,
+        UNTIMED_NOTE,
+        GroClock,
+        TapWrite,
+        replay_tap_gro,
+    )
     from vnetrx.paths.gro import gro_limits
     from vnetrx.paths.tun import TapSetup
     from vnetrx.render.gro_text import tap_gro_heading
@@ -441,14 +479,18 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
                 raise InputError(f"frame {index} gives a virtio_net_hdr, but the tap has no "
                                  "IFF_VNET_HDR (--no-vnet-hdr)")
             yield TapWrite(index, length, hdr.to_bytes(size) if hdr is not None else None,
-                           headers.pop(index), splits.pop(index, ()))
+                           headers.pop(index), splits.pop(index, ()), times.pop(index, None))
 
     refused: list[str] = []
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
+    timeout = o["gro_flush_timeout"]
+    clock = GroClock(timeout) if timed and timeout else None
     delivered = replay_tap_gro(profile, setup, writes(), o["napi"], not o["no_gro"], limits,
-                               refused)
+                               refused, clock, udp_gro=_udp_gro(o))
+    timing = (() if o["napi"] != "timeout" else (TIMED_NOTE,) if clock is not None
+              else (UNTIMED_NOTE,))
     count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
-                       (*TAP_NOTES, TAP_NAPI[o["napi"]]))
+                       (*TAP_NOTES, TAP_NAPI[o["napi"]], *timing))
     if refused:
         sys.stdout.flush()
         sys.stderr.write(f"vnetrx: note: {len(refused)} write(s) did not reach GRO, e.g. "
@@ -459,7 +501,8 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
 _VIRTIO_ONLY = ("mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "batch", "polls", "xdp",
                 "xdp_frags", "show", "detail")
 _TAP_ONLY = ("napi", "gro_flush_timeout", "blocking", "sndbuf", "vnet_hdr_sz", "no_vnet_hdr")
-_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size")
+_GRO_ONLY = ("no_gro", "gro_max_size", "gro_ipv4_max_size", "udp_gro_socket",
+             "udp_gro_forwarding", "gro_list")
 
 
 def _check_path_options(o: dict[str, Any]) -> None:

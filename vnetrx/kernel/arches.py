@@ -23,6 +23,19 @@ MAX_HEADER_BY_CONFIG: dict[str, int] = {
     "cos": 176,  # Container-Optimized OS 109-121: HYPERV_NET=y (128), IPIP/IPV6_TUNNEL=m
     "minimal": 32,  # no WLAN/HYPERV/tunnels (this machine's 6.18.44 config)
 }
+# CONFIG_VLAN_8021Q y or m: net/8021q/Makefile builds vlan_core.o in (obj-$(subst m,y,...)),
+# and its fs_initcall vlan_offload_init registers vlan_gro_receive for ETH_P_8021Q and
+# ETH_P_8021AD. Debian amd64 and cloud-amd64 6.1.0-57 and 6.12.x configs: =m; this machine's
+# 6.18.44 (/proc/config.gz): not set.
+VLAN_8021Q_BY_CONFIG: dict[str, bool] = {
+    "debian": True, "debian-cloud": True, "minimal": False,
+    # CONFIG_VLAN_8021Q=m in a13xp0p0v/kernel-hardening-checker config_files/distros/ @0b9aebf:
+    # Ubuntu_20.04_LTS_Focal_x86_64, Ubuntu_25.04_Plucky_x86_64; rhel-8.0, CentOS_10_Stream_x86_64,
+    # Alma_Linux_10_x86_64; Fedora_42_Updates_x86_64, Fedora_Rawhide_x86_64; Azure_Linux_x86_64
+    "ubuntu": True, "rhel": True, "fedora": True, "azurelinux": True,
+    # not read for these presets' configs: assumed =m as in every distribution config read above
+    "ubuntu-azure": True, "rhel8-aarch64": True, "amzn2": True, "cbl-mariner": True, "cos": True,
+}
 
 
 ARCHES: dict[str, dict[str, int]] = {

@@ -6,7 +6,13 @@ import re
 from collections.abc import Mapping
 
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
-from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
+from vnetrx.kernel.arches import (
+    ARCHES,
+    DEFAULT_ARCH,
+    MAX_HEADER_BY_CONFIG,
+    PAGE_SIZES,
+    VLAN_8021Q_BY_CONFIG,
+)
 from vnetrx.records import NamedTuple
 
 __all__ = [
@@ -18,6 +24,7 @@ __all__ = [
     "build_config",
     "max_header_from_kconfig",
     "max_header_of",
+    "vlan_8021q_from_kconfig",
 ]
 
 
@@ -43,6 +50,8 @@ class BuildConfig(NamedTuple):
     # skbuff_small_head object size when it was read off a running kernel (/sys/kernel/slab);
     # None: computed from max_header by the version's SKB_SMALL_HEAD_CACHE_SIZE formula.
     small_head_observed: int | None = None
+    # CONFIG_VLAN_8021Q y or m: vlan_gro_receive is registered (VLAN_8021Q_BY_CONFIG)
+    vlan_8021q: bool = True
 
 
 def build_config(
@@ -63,7 +72,13 @@ def build_config(
         page_pool_frag_align=defaults["page_pool_frag_align"],
         config=config,
         max_header=MAX_HEADER_BY_CONFIG[config],
+        vlan_8021q=VLAN_8021Q_BY_CONFIG[config],
     )
+
+
+def vlan_8021q_from_kconfig(config: str) -> bool:
+    """CONFIG_VLAN_8021Q=y or =m: vlan_core.o (vlan_gro_receive) is built in."""
+    return re.search(r"^CONFIG_VLAN_8021Q=[ym]", config, re.M) is not None
 
 
 def max_header_from_kconfig(config: str) -> int:

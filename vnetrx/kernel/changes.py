@@ -733,6 +733,36 @@ GRO_BIG_TCP_IPV4 = Change(
     "§1.4): 6.3 inferred; observed on 6.18.44 (tests/data/gro: ipv4-big-tcp, gro-max-size32768)",
 )
 
+GRO_IPV6_EXTHDR_GRO_PULL = Change(
+    key="gro_ipv6_exthdr_gro_pull",
+    subject="net: gro: parse ipv6 ext headers without frag0 invalidation",
+    commit="dff0b0161ad5",
+    since=v("6.9"),
+    backports=(v("6.6.31"),),
+    summary="ipv6_gro_receive walks the extension headers with ipv6_gro_pull_exthdrs "
+    "(skb_gro_header, frag0 kept) and walks only headers whose inet6_offloads entry has "
+    "INET6_PROTO_GSO_EXTHDR; before, it pulled the headers into the linear area "
+    "(__pskb_pull, skb_gro_frag0_invalidate) and walked them with ipv6_gso_pull_exthdrs, "
+    "which takes a hop-by-hop header (NEXTHDR_HOP) without asking inet6_offloads",
+    note="net-next Jan 2024 (merged with f2e3fc2158e6, 4e321d590cec), so 6.9; in linux-6.6.y "
+    "from 6.6.31 (the unifreq 6.6 tree's 'up to 6.6.31' brings it) as the Stable-dep-of "
+    "5ef31ea5d053, without f2e3fc2158e6; 5.15.215 has the old code, and so has 6.1.135 (the "
+    "unifreq 6.1 tree with its OpenWrt patches reversed); 6.1.136+ were not read apart from "
+    "OpenWrt's patches: modelled without it",
+)
+GRO_IPV6_HBH_OFFLOAD = Change(
+    key="gro_ipv6_hbh_offload",
+    subject="net: gso: add HBH extension header offload support",
+    commit="f2e3fc2158e6",
+    since=v("6.9"),
+    summary="IPPROTO_HOPOPTS has an inet6_offloads entry with INET6_PROTO_GSO_EXTHDR "
+    "(net/ipv6/exthdrs_offload.c: hbh_offload), so ipv6_gro_pull_exthdrs walks a hop-by-hop "
+    "header like routing and destination options; without it (a kernel with dff0b0161ad5 "
+    "alone, 6.6.31+) a hop-by-hop header stops the walk and the packet is not merged",
+    note="absent in 5.15.215, 6.1.166 (with OpenWrt patches) and every 6.6.y of the unifreq "
+    "tree up to 6.6.150; present in 6.12.15 and 6.18.7",
+)
+
 VHOST_NET_TX_BATCH = Change(
     key="vhost_net_tx_batch",
     subject="vhost_net: batch submitting XDP buffers to underlayer sockets",
@@ -863,6 +893,8 @@ CHANGES: tuple[Change, ...] = (
     GRO_MAX_SIZE_KNOB,
     GRO_BIG_TCP_IPV6,
     GRO_BIG_TCP_IPV4,
+    GRO_IPV6_EXTHDR_GRO_PULL,
+    GRO_IPV6_HBH_OFFLOAD,
     VHOST_NET_TX_BATCH,
     VHOST_NET_PF_CACHE,
     PAGE_FRAG_ZERO_OFFSET,

@@ -22,7 +22,9 @@ skbs held in an earlier jiffy (``flush_old``) and arms a timer for the rest. So 
 writes made within one jiffy (HZ=250: 4 ms) form one GRO run, and the timer delivers what is
 still held ``gro_flush_timeout`` ns after the last poll. A burst crossing a jiffy tick is split
 by the kernel, not by the frames: :func:`split_reason` detects it from the jiffies each record
-carries, and :func:`run_case` writes the burst again (a fresh tap) instead of guessing.
+carries, and :func:`run_case` writes the burst again (a fresh tap) instead of guessing. A
+*timed* case (tap option ``timed``: a burst written with a pause) is split on purpose: each
+input's ktime and jiffies are recorded with it, and the model is given them (GroClock).
 """
 
 from __future__ import annotations
@@ -156,27 +158,51 @@ class GroTap:
 # --- analysis (pure) -------------------------------------------------------------------------
 
 
-def _flow_key(packet_hex: str) -> str:
-    """Addresses and ports from the bytes at the network header (IPv4 or IPv6 + TCP)."""
+def _network(packet_hex: str, mac_hex: str = "") -> bytes:
+    """The bytes at the network header: past a VLAN tag at skb->data when the Ethernet
+    header's type is a VLAN TPID (the tap has no hardware tag stripping: the tag is in the
+    frame)."""
     raw = bytes.fromhex(packet_hex)
+    mac = bytes.fromhex(mac_hex)
+    if len(mac) >= 14 and int.from_bytes(mac[12:14], "big") in (0x8100, 0x88A8):
+        return raw[4:]
+    return raw
+
+
+def _transport(raw: bytes) -> tuple[int, int]:
+    """The protocol and offset of the transport header in the packet ``raw`` (IPv4, or IPv6
+    past the extension headers GRO walks); (-1, 0) when it is neither."""
+    if raw[:1] and raw[0] >> 4 == 4 and len(raw) >= 20:
+        return raw[9], (raw[0] & 0xF) * 4
+    if raw[:1] and raw[0] >> 4 == 6 and len(raw) >= 40:
+        proto, at = raw[6], 40
+        while proto in (0, 43, 60) and at + 8 <= len(raw):
+            proto, at = raw[at], at + (raw[at + 1] + 1) * 8
+        return proto, at
+    return -1, 0
+
+
+def _flow_key(packet_hex: str, mac_hex: str = "") -> str:
+    """Addresses, IPv6 extension headers and ports from the bytes at the network header (IPv4
+    or IPv6 + TCP), and a VLAN tag."""
+    full = bytes.fromhex(packet_hex)
+    raw = _network(packet_hex, mac_hex)
+    tag = full[:len(full) - len(raw)]
+    _, at = _transport(raw)
     if raw[:1] and raw[0] >> 4 == 4:
-        ihl = (raw[0] & 0xF) * 4
-        return (raw[12:20] + raw[ihl:ihl + 4]).hex()
-    return (raw[8:40] + raw[40:44]).hex()
+        return (tag + raw[12:20] + raw[at:at + 4]).hex()
+    return (tag + raw[8:at + 4]).hex()
 
 
-def _seq(packet_hex: str) -> int | None:
+def _seq(packet_hex: str, mac_hex: str = "") -> int | None:
     """The TCP sequence number at the network header (None: not IPv4/IPv6 + TCP)."""
-    raw = bytes.fromhex(packet_hex)
+    raw = _network(packet_hex, mac_hex)
     if len(raw) < 40:
         return None
-    if raw[0] >> 4 == 4 and raw[9] == 6:
-        at = (raw[0] & 0xF) * 4 + 4
-    elif raw[0] >> 4 == 6 and raw[6] == 6:
-        at = 44
-    else:
+    proto, at = _transport(raw)
+    if proto != 6:
         return None
-    return int.from_bytes(raw[at:at + 4], "big") if len(raw) >= at + 4 else None
+    return int.from_bytes(raw[at + 4:at + 8], "big") if len(raw) >= at + 8 else None
 
 
 def _skb_row(rec: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +243,7 @@ def split_reason(records: list[dict[str, Any]], timeout_ns: int) -> str | None:
 
 
 def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
-            results: list[Any]) -> dict[str, Any]:
+            results: list[Any], times: bool = False) -> dict[str, Any]:
     """The inputs (pre-GRO skb, verdict, which write), and the skbs that left GRO with the
     frames each carries, from the records in time order.
 
@@ -227,7 +253,8 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
     ports at its network header), as dev_gro_receive's flow match does for one device with
     every flow in hash bucket 0; a frag_list member is the MERGED input of its address,
     followed by the MERGED_FREE inputs up to the next member (they fill the last member's frags,
-    ``NAPI_GRO_CB(p)->last``)."""
+    ``NAPI_GRO_CB(p)->last``). ``times``: each input also says when it entered GRO (``ktime``,
+    CLOCK_MONOTONIC ns, and ``jiffies``)."""
     written = [i for i, r in enumerate(results) if isinstance(r, int)]
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -239,8 +266,11 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
         if kind in ("entry", "frags_entry"):
             index = len(inputs)
             current = {"write": written[index] if index < len(written) else None,
-                       "event": kind, "skb_addr": rec["skb"], "flow": _flow_key(rec["packet"]),
-                       "seq": _seq(rec["packet"]), "verdict": None, **_skb_row(rec)}
+                       "event": kind, "skb_addr": rec["skb"],
+                       "flow": _flow_key(rec["packet"], rec.get("mac", "")),
+                       "seq": _seq(rec["packet"], rec.get("mac", "")), "verdict": None, **_skb_row(rec)}
+            if times:
+                current["ktime"], current["jiffies"] = rec["ktime"], rec["jiffies"]
             inputs.append(current)
             delivered_now = []
             _check_order(current, writes)
@@ -269,7 +299,7 @@ def analyse(records: list[dict[str, Any]], writes: list[gro_frames.Write],
             row["frames"] = owner["frames"] if owner else None  # the same list: see above
             row["frag_list"] = {"count": 0, "bytes": 0, "members": []}
             row["_merged"] = owner["merged"] if owner else []
-            row["seq"] = _seq(rec["packet"])
+            row["seq"] = _seq(rec["packet"], rec.get("mac", ""))
             outputs.append(row)
         elif kind == "member" and outputs:
             member = _skb_row(rec)
@@ -304,14 +334,15 @@ def run_case(tap: GroTap, case: dict[str, Any], repeats: int = 3, max_tries: int
     agreed, and the retries with their reasons."""
     writes = gro_frames.build(case["burst"])
     timeout = tap_options(case)["gro_flush_timeout"]
+    timed = tap_options(case)["timed"]
     runs: list[dict[str, Any]] = []
     retries: list[str] = []
     for _ in range(repeats):
         for _attempt in range(max_tries):
             reply = tap.burst(case)
-            reason = _why_split(case, reply, timeout)
+            reason = None if timed else _why_split(case, reply, timeout)
             if reason is None:
-                runs.append(analyse(reply["records"], writes, reply["writes"]))
+                runs.append(analyse(reply["records"], writes, reply["writes"], times=timed))
                 break
             retries.append(reason)
             if on_retry is not None:
@@ -351,8 +382,10 @@ def _why_split(case: dict[str, Any], reply: dict[str, Any], timeout: int) -> str
 
 
 def _comparable(run: dict[str, Any]) -> str:
-    """What must repeat exactly (addresses never; everything else yes)."""
-    return json.dumps(run, sort_keys=True)
+    """What must repeat exactly (addresses and times never; everything else yes)."""
+    inputs = [{k: v for k, v in i.items() if k not in ("ktime", "jiffies")}
+              for i in run["inputs"]]
+    return json.dumps({**run, "inputs": inputs}, sort_keys=True)
 
 
 # --- the child ---------------------------------------------------------------------------------
@@ -435,6 +468,10 @@ def _tap(ifname: str, opts: dict[str, Any]) -> Iterator[int]:
             _ifreq_flags(ifname, sock, True)
         if not opts["gro"]:
             _set_gro(ifname, False)
+        for key, feature in (("udp_gro_forwarding", "rx-udp-gro-forwarding"),
+                             ("gro_list", "rx-gro-list")):
+            if opts.get(key):
+                _set_feature(ifname, feature)
         for attr, key in ((IFLA_GRO_MAX_SIZE, "gro_max_size"),
                           (IFLA_GRO_IPV4_MAX_SIZE, "gro_ipv4_max_size")):
             if opts.get(key) is not None:
@@ -459,6 +496,43 @@ def _set_link_u32(ifname: str, attr: int, value: int) -> None:
         raise OSError(-error, f"setting link attribute {attr} to {value}: {os.strerror(-error)}")
 
 
+# include/uapi/linux/ethtool.h
+ETHTOOL_GSTRINGS, ETHTOOL_GSSET_INFO, ETHTOOL_SFEATURES = 0x1B, 0x37, 0x3B
+ETH_SS_FEATURES = 4
+ETH_GSTRING_LEN = 32
+SIOCETHTOOL = 0x8946
+
+
+def _ethtool(ifname: str, request: bytearray) -> bytearray:
+    """SIOCETHTOOL with ``request`` as the command buffer (filled in by the kernel)."""
+    import array
+
+    buf = array.array("B", bytes(request))
+    address, _ = buf.buffer_info()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        fcntl.ioctl(sock, SIOCETHTOOL, struct.pack("16sP", ifname.encode(), address) + bytes(24))
+    return bytearray(buf.tobytes())
+
+
+def _set_feature(ifname: str, name: str) -> None:
+    """``ethtool -K IFNAME NAME on``: the feature's bit from the kernel's own ETH_SS_FEATURES
+    strings (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS), then ETHTOOL_SFEATURES."""
+    info = _ethtool(ifname, bytearray(struct.pack("IIQI", ETHTOOL_GSSET_INFO, 0,
+                                                  1 << ETH_SS_FEATURES, 0)))
+    (count,) = struct.unpack_from("I", info, 16)
+    strings = _ethtool(ifname, bytearray(struct.pack("III", ETHTOOL_GSTRINGS, ETH_SS_FEATURES,
+                                                     count) + bytes(count * ETH_GSTRING_LEN)))
+    names = [strings[12 + i * ETH_GSTRING_LEN:12 + (i + 1) * ETH_GSTRING_LEN].split(b"\0")[0]
+             .decode() for i in range(count)]
+    if name not in names:
+        raise OSError(0, f"no ethtool feature {name} on this kernel")
+    bit = names.index(name)
+    blocks = (count + 31) // 32
+    body = bytearray(struct.pack("II", ETHTOOL_SFEATURES, blocks) + bytes(8 * blocks))
+    struct.pack_into("II", body, 8 + 8 * (bit // 32), 1 << (bit % 32), 1 << (bit % 32))
+    _ethtool(ifname, body)
+
+
 def _set_gro(ifname: str, on: bool) -> None:
     """ETHTOOL_SGRO (the legacy flag ioctl) on the tap."""
     ethtool_sgro = 0x0000002C
@@ -477,7 +551,8 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
     writes = gro_frames.build(request["burst"])
     payloads = [w.iovecs() if opts["napi_frags"] and w.split else [w.hdr + w.frame]
                 for w in writes]
-    with _tap(ifname, opts) as fd:
+    with _tap(ifname, opts) as fd, _udp_gro_socket(opts.get("udp_gro_socket"),
+                                                   request["burst"].get("family", 4)):
         probe.drain()  # nothing from an earlier tap
         with _pinned(ifname, opts["threaded"] == "pinned"):
             results = []
@@ -491,6 +566,27 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
         raw = probe.drain()
     return {"records": [decode(r, probe.offsets) for r in raw], "writes": results,
             "tid": os.getpid(), "written_ns": written_ns}
+
+
+SOL_UDP, UDP_GRO = 17, 104  # include/uapi/linux/udp.h
+
+
+@contextlib.contextmanager
+def _udp_gro_socket(port: int | None, family: int) -> Iterator[None]:
+    """A UDP socket with UDP_GRO bound to the wildcard address on ``port`` in this (the
+    child's private) network namespace, for the burst: udp4/6_gro_receive finds it and merges.
+    Nothing is sent to it from anywhere: the frames only go into the tap's fd (and their
+    foreign destination MAC makes the stack drop them after GRO)."""
+    if port is None:
+        yield
+        return
+    sock = socket.socket(socket.AF_INET if family == 4 else socket.AF_INET6, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+        sock.bind(("0.0.0.0" if family == 4 else "::", int(port)))
+        yield
+    finally:
+        sock.close()
 
 
 def _write(fd: int, iov: list[bytes]) -> int | str:

@@ -22,6 +22,15 @@ def tap_options(case: dict[str, Any]) -> dict[str, Any]:
             "mtu": case.get("mtu"),
             # sleep this long after write "after" (tests: a burst split on purpose)
             "pause": case.get("pause"),
+            # the burst may span jiffies and the flush timer: each input's ktime and jiffies
+            # are recorded, and the model is given them (no retry for a split burst)
+            "timed": bool(case.get("timed", False)),
+            # a UDP socket with UDP_GRO bound to the wildcard address on this port in the
+            # tap's namespace (None: none)
+            "udp_gro_socket": case.get("udp_gro_socket"),
+            # ethtool -K TAP rx-udp-gro-forwarding on / rx-gro-list on
+            "udp_gro_forwarding": bool(case.get("udp_gro_forwarding", False)),
+            "gro_list": bool(case.get("gro_list", False)),
             "gro": bool(case.get("gro", True)),
             "gro_max_size": case.get("gro_max_size"),
             "gro_ipv4_max_size": case.get("gro_ipv4_max_size")}
@@ -99,6 +108,41 @@ def cases() -> list[dict[str, Any]]:
                for flows in (2, 8, 9))
     out.extend(_case(f"ipv6-seg{n}", {"family": 6, "segments": n}) for n in (8, 44, 45, 46))
     out.append(_case("ipv6-psh3", {"family": 6, "segments": 8, "psh": [3]}))
+    # 802.1Q tags (a tap strips none: the tag reaches GRO in the frame): vlan_gro_receive, or
+    # no handler at all where CONFIG_VLAN_8021Q is not set
+    out.append(_case("vlan-seg8", {"segments": 8, "vlan": 100}))
+    out.append(_case("vlan-tci-change4", {"segments": 8, "vlan": 100, "vlan_change": [4]}))
+    out.append(_case("vlan-untagged4", {"segments": 8, "vlan": 100, "untagged": [4]}))
+    out.append(_case("vlan-untagged-all-but4", {"segments": 8, "vlan": 100,
+                                                "untagged": [0, 1, 2, 3, 5, 6, 7]}))
+    out.append(_case("ipv6-vlan-seg8", {"family": 6, "segments": 8, "vlan": 100}))
+    out.append(_case("vlan-udp4", {"segments": 8, "vlan": 100, "udp": [4]}))
+    # IPv6 extension headers: the walk (ipv6_gro_pull_exthdrs), their bytes compared, a
+    # fragment header stops it; the 64 KiB boundary moved by 8 header bytes; BIG TCP
+    for name, chain in (("hbh", [["hbh", 8]]), ("dest", [["dest", 8]]),
+                        ("routing", [["routing", 24]]), ("hbh-dest", [["hbh", 8], ["dest", 16]])):
+        out.append(_case(f"ipv6-{name}-seg8", {"family": 6, "segments": 8, "exthdrs": chain}))
+    out.append(_case("ipv6-dest-change4", {"family": 6, "segments": 8, "exthdrs": [["dest", 8]],
+                                           "exthdr_change": [4]}))
+    out.append(_case("ipv6-hbh-change4", {"family": 6, "segments": 8, "exthdrs": [["hbh", 8]],
+                                          "exthdr_change": [4]}))
+    out.append(_case("ipv6-fragment4", {"family": 6, "segments": 8, "fragment": [4]}))
+    out.append(_case("ipv6-dest-fragment4", {"family": 6, "segments": 8,
+                                             "exthdrs": [["dest", 8]], "fragment": [4]}))
+    out.append(_case("ipv6-hbh-psh3", {"family": 6, "segments": 8, "exthdrs": [["hbh", 8]],
+                                       "psh": [3]}))
+    # 7 x 9351: 72 + 7 x 9351 = 65529 fits 64 KiB, 80 + 7 x 9351 = 65537 does not
+    out.append(_case("ipv6-payload9351", {"family": 6, "segments": 8, "payload": 9351},
+                     mtu=9500))
+    out.append(_case("ipv6-dest-payload9351", {"family": 6, "segments": 8, "payload": 9351,
+                                               "exthdrs": [["dest", 8]]}, mtu=9500))
+    out.append(_case("ipv6-dest-big-tcp", {"family": 6, "segments": 100,
+                                           "exthdrs": [["dest", 8]]}, gro_max_size=185000))
+    out.append(_case("ipv6-hbh-seg8-blocking", {"family": 6, "segments": 8,
+                                                "exthdrs": [["hbh", 8]]}, blocking=True))
+    out.append(_case("ipv6-hbh-napi-frags", {"family": 6, "segments": 8,
+                                             "exthdrs": [["hbh", 8]], "split": [66]},
+                     napi_frags=True))
     # virtio_net_hdr: DATA_VALID, NEEDS_CSUM, none; a GSO frame (DODGY) in the middle
     for vnet in ("none", "data_valid", "needs_csum"):
         out.append(_case(f"vnet-{vnet}", {"segments": 8, "vnet": vnet}, vnet_hdr=True))
@@ -129,6 +173,50 @@ def cases() -> list[dict[str, Any]]:
                for name, burst in pinned)
     out.append(_case("seg8-blocking-threaded-pinned", {"segments": 8}, gro_flush_timeout=0,
                      threaded="pinned", blocking=True))
+    # UDP: merged only for a UDP_GRO socket on the destination port (udp_gro_receive)
+    out.append(_case("udp-seg8-no-socket", {"segments": 8, "l4": "udp"}))
+    out.append(_case("udp-seg8-gro-socket", {"segments": 8, "l4": "udp"}, udp_gro_socket=5001))
+    out.append(_case("udp-seg8-other-port-socket", {"segments": 8, "l4": "udp"},
+                     udp_gro_socket=5002))
+    out.append(_case("udp-short-last-gro-socket", {"segments": 8, "l4": "udp",
+                                                   "payload": [1472] * 7 + [1000]},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-longer-second-gro-socket", {"segments": 8, "l4": "udp",
+                                                      "payload": [1000] + [1472] * 7},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg70-gro-socket", {"segments": 70, "l4": "udp", "payload": 500},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg50-gro-socket", {"segments": 50, "l4": "udp"},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-ttl4-gro-socket", {"segments": 8, "l4": "udp", "ttl_change": [4]},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-flows2-gro-socket", {"segments": 12, "l4": "udp", "flows": 2},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg8-gro-socket-blocking", {"segments": 8, "l4": "udp"},
+                     udp_gro_socket=5001, blocking=True))
+    out.append(_case("ipv6-udp-seg8-gro-socket", {"family": 6, "segments": 8, "l4": "udp"},
+                     udp_gro_socket=5001))
+    out.append(_case("udp-seg8-forwarding", {"segments": 8, "l4": "udp"},
+                     udp_gro_forwarding=True))
+    out.append(_case("udp-seg8-gro-list", {"segments": 8, "l4": "udp"}, gro_list=True))
+    out.append(_case("udp-seg50-gro-list", {"segments": 50, "l4": "udp"}, gro_list=True))
+    out.append(_case("udp-seg8-gro-list-blocking", {"segments": 8, "l4": "udp"},
+                     gro_list=True, blocking=True))
+    out.append(_case("udp-seg8-gro-list-and-socket", {"segments": 8, "l4": "udp"},
+                     gro_list=True, udp_gro_socket=5001))
+    # gro_flush_timeout across time: a write in a later jiffy (5 ms > 4 ms at HZ 250) makes
+    # napi_complete_done complete the skbs held before it (flush_old); a pause past the
+    # timeout lets the timer's poll flush everything first
+    out.append(_case("timed-pause5-after3", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 5}))
+    out.append(_case("timed-pause30-after3", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 30}))
+    out.append(_case("timed-pause30-after3-timeout50ms", {"segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 30}, gro_flush_timeout=50_000_000))
+    out.append(_case("timed-pause5-after5-flows2", {"segments": 12, "flows": 2}, timed=True,
+                     pause={"after": 5, "ms": 5}))
+    out.append(_case("timed-pause5-after3-ipv6", {"family": 6, "segments": 8}, timed=True,
+                     pause={"after": 3, "ms": 5}))
     return out
 
 

@@ -19,7 +19,15 @@ A burst description (every key optional)::
      "ip_options": [k, ...],      # IPv4 header with 4 bytes of options (NOP x 3, EOL)
      "more_fragments": [k, ...],  # IPv4 MF set (a first fragment)
      "udp": [k, ...],             # segment k is a UDP datagram (same addresses, ports)
+     "l4": "udp",                 # every segment a UDP datagram (a UDP flow: IDs increment)
      "other": [k, ...],           # segment k is a 60-byte non-IP frame (EtherType 0x88B5)
+     "vlan": tci,                 # an 802.1Q tag (TPID 0x8100) with this TCI on every frame
+     "vlan_change": [k, ...],     # TCI + 1 on segment k
+     "untagged": [k, ...],        # segment k without the tag
+     "exthdrs": [["hbh" | "dest" | "routing", size], ...],  # IPv6 extension headers, in
+                                  # order (size a multiple of 8: PadN options / type 253)
+     "exthdr_change": [k, ...],   # the first extension header's last byte + 1 on segment k
+     "fragment": [k, ...],        # an IPv6 fragment header (offset 0, M set) on segment k
      "vnet": null | "data_valid" | "needs_csum" | "none",   # a 10-byte virtio_net_hdr
      "gso": {"at": k, "segments": n},    # segment k is one GSO frame of n x payload (vnet hdr)
      "split": [o1, o2, ...]}              # writev boundaries (IFF_NAPI_FRAGS)
@@ -54,7 +62,10 @@ KEYS = {"family", "segments", "payload", "flows", "psh", "fin", "urg", "cwr", "s
         "seq_gap", "timestamps", "tsval_change", "ipid", "df", "ttl", "ttl_change",
         "window_change", "ack_change", "bad_tcp_csum", "bad_ip_csum", "vnet", "gso", "split",
         "tos_change", "df_change", "flowlabel_change", "ip_options", "more_fragments", "udp",
-        "other"}
+        "other", "vlan", "vlan_change", "untagged", "exthdrs", "exthdr_change", "fragment", "l4"}
+# IPv6 next header values (include/uapi/linux/in6.h)
+EXTHDR_TYPES = {"hbh": 0, "routing": 43, "dest": 60}
+NEXTHDR_FRAGMENT = 44
 
 
 @dataclass(frozen=True)
@@ -100,10 +111,13 @@ def tcp_segment(family: int, *, sport: int, seq: int, ack: int, flags: int, wind
                 options: bytes, payload: bytes, ipid: int, df: bool, ttl: int,
                 bad_tcp: bool = False, bad_ip: bool = False, partial: bool = False,
                 tos: int = 0, flowlabel: int = 0, ip_options: bool = False,
-                more_fragments: bool = False, udp: bool = False) -> bytes:
+                more_fragments: bool = False, udp: bool = False, vlan: int | None = None,
+                exthdrs: tuple[tuple[str, int], ...] = (), exthdr_change: bool = False,
+                fragment: bool = False) -> bytes:
     """An Ethernet frame with one TCP segment (``udp``: a UDP datagram with the payload);
     ``partial``: the TCP checksum field holds the pseudo-header sum only (what a sender with
-    NEEDS_CSUM leaves)."""
+    NEEDS_CSUM leaves); ``vlan``: an 802.1Q tag with this TCI; ``exthdrs`` (IPv6): extension
+    headers before it, ``fragment`` a fragment header after them."""
     proto = 17 if udp else 6
     if udp:
         l4 = struct.pack("!HHHH", sport, DPORT, 8 + len(payload), 0) + payload
@@ -131,10 +145,30 @@ def tcp_segment(family: int, *, sport: int, seq: int, ack: int, flags: int, wind
         ip = ip[:10] + struct.pack("!H", ip_csum) + ip[12:]
         ethertype = 0x0800
     else:
-        ip = struct.pack("!IHBB16s16s", 6 << 28 | tos << 20 | flowlabel, len(l4), proto, ttl,
-                         SADDR6, DADDR6)
+        chain = [(EXTHDR_TYPES[kind], size) for kind, size in exthdrs]
+        if fragment:
+            chain.append((NEXTHDR_FRAGMENT, 8))
+        ext = b""
+        for i, (kind, size) in enumerate(chain):
+            nexthdr = chain[i + 1][0] if i + 1 < len(chain) else proto
+            if kind == NEXTHDR_FRAGMENT:  # offset 0, M set: a first fragment
+                body = struct.pack("!BBHI", nexthdr, 0, 1, 0x1234)
+            elif kind == 43:  # a routing header of type 253 (RFC 4727), segments left 0
+                body = struct.pack("!BBBB", nexthdr, size // 8 - 1, 253, 0).ljust(size, b"\0")
+            else:  # hop-by-hop / destination options: one PadN option filling it
+                body = struct.pack("!BBBB", nexthdr, size // 8 - 1, 1, size - 4).ljust(size,
+                                                                                       b"\0")
+            if i == 0 and exthdr_change:
+                body = body[:-1] + bytes([(body[-1] + 1) & 0xFF])
+            ext += body
+        first = chain[0][0] if chain else proto
+        ip = struct.pack("!IHBB16s16s", 6 << 28 | tos << 20 | flowlabel, len(ext) + len(l4),
+                         first, ttl, SADDR6, DADDR6) + ext
         ethertype = 0x86DD
-    return DST_MAC + SRC_MAC + struct.pack("!H", ethertype) + ip + l4
+    l2 = struct.pack("!H", ethertype)
+    if vlan is not None:
+        l2 = struct.pack("!HHH", 0x8100, vlan, ethertype)
+    return DST_MAC + SRC_MAC + l2 + ip + l4
 
 
 def vnet_header(flags: int = 0, gso_type: int = 0, hdr_len: int = 0, gso_size: int = 0,
@@ -150,6 +184,13 @@ def _at(spec: dict[str, Any], key: str) -> set[int]:
 def _payload(length: int, seq: int) -> bytes:
     """Deterministic payload bytes (a function of the sequence number)."""
     return bytes((seq + i) & 0xFF for i in range(length))
+
+
+def _vlan(spec: dict[str, Any], k: int) -> int | None:
+    """Segment k's TCI (None: untagged)."""
+    if spec.get("vlan") is None or k in _at(spec, "untagged"):
+        return None
+    return int(spec["vlan"]) + (1 if k in _at(spec, "vlan_change") else 0)
 
 
 def build(spec: dict[str, Any]) -> list[Write]:
@@ -204,8 +245,15 @@ def build(spec: dict[str, Any]) -> list[Write]:
             partial=partial, tos=4 if k in _at(spec, "tos_change") else 0,
             flowlabel=1 if k in _at(spec, "flowlabel_change") else 0,
             ip_options=k in _at(spec, "ip_options"),
-            more_fragments=k in _at(spec, "more_fragments"), udp=k in _at(spec, "udp"))
-        l3 = 20 if family == 4 else 40
+            more_fragments=k in _at(spec, "more_fragments"),
+            udp=k in _at(spec, "udp") or spec.get("l4") == "udp",
+            vlan=_vlan(spec, k), exthdrs=tuple((kind, size) for kind, size in
+                                               spec.get("exthdrs", ())),
+            exthdr_change=k in _at(spec, "exthdr_change"), fragment=k in _at(spec, "fragment"))
+        # the bytes from the Ethernet header's end to the TCP header (IP options not counted)
+        l3 = ((20 if family == 4 else 40) + (4 if _vlan(spec, k) is not None else 0)
+              + sum(size for _, size in spec.get("exthdrs", ()))
+              + (8 if k in _at(spec, "fragment") else 0))
         hdr = b""
         if vnet is not None or gso:
             flag = {"data_valid": VIRTIO_NET_HDR_F_DATA_VALID,

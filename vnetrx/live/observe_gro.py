@@ -39,6 +39,7 @@ from vnetrx.model import Frag, Skb
 from vnetrx.paths.gro import (
     GroLimits,
     Segment,
+    frame_needs,
     gro_receive,
     network_pull,
     parse_tcp_headers,
@@ -337,8 +338,9 @@ def segment(item: Input) -> Segment:
     mac = bytes.fromhex(rec["mac"])
     udp = tcp is None and _udp_checksummed(mac, network)
     pull = network_pull(mac, network, skb.len) if tcp is None else 0
+    needs, hbh_at = frame_needs(mac[:14] + network, 14 + skb.len)
     return Segment(item.index, skb, bool(rec["head_frag"]), tcp, f"input {item.index}", 0, udp,
-                   pull)
+                   pull, needs, hbh_at)
 
 
 def _udp_checksummed(mac: bytes, net: bytes) -> bool:

@@ -3,7 +3,8 @@
 
 Reads (each optional except the release): ``uname -r``; ``/proc/version`` (Debian prints the real
 point release there); the page size; the L1 line size from sysfs; skbuff_small_head's object size
-from /sys/kernel/slab; CONFIG_MAX_SKB_FRAGS from /proc/config.gz or /boot/config-<release>.
+from /sys/kernel/slab; CONFIG_MAX_SKB_FRAGS and
+CONFIG_VLAN_8021Q from /proc/config.gz or /boot/config-<release>.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import re
 from pathlib import Path
 
 from vnetrx.errors import VnetrxError
-from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig, max_header_from_kconfig
+from vnetrx.kernel.build import (
+    MAX_HEADER_BY_CONFIG,
+    BuildConfig,
+    max_header_from_kconfig,
+    vlan_8021q_from_kconfig,
+)
 from vnetrx.kernel.presets import preset_for
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import profile_for
@@ -91,6 +97,9 @@ def running_profile(root: str = "", config: str | None = None) -> KernelProfile:
         max_header = max_header_from_kconfig(kconfig)
         build = build._replace(max_header=max_header)
         read.append(f"MAX_HEADER {max_header} ({config_path})")
+        vlan = vlan_8021q_from_kconfig(kconfig)
+        build = build._replace(vlan_8021q=vlan)
+        read.append(f"CONFIG_VLAN_8021Q {'y or m' if vlan else 'not set'} ({config_path})")
         frags = re.search(r"^CONFIG_MAX_SKB_FRAGS=(\d+)", kconfig, re.M)
         if frags:
             build = build._replace(max_skb_frags=int(frags.group(1)))

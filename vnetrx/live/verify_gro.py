@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from vnetrx.flow import tap_flow
+from vnetrx.flow import GroClock, TapWrite, replay_tap_gro, tap_flow
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live import gro_frames
 from vnetrx.live.gro_cases import napi_mode
-from vnetrx.paths.gro import gro_limits
+from vnetrx.paths.gro import GroStep, UdpGro, gro_limits, read_frame
 from vnetrx.paths.tun import TapSetup
 from vnetrx.records import NamedTuple
 
@@ -41,15 +41,42 @@ class GroCheck(NamedTuple):
         return self.difference is None
 
 
-def predict(k: KernelProfile, case: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def udp_gro_of(tap: dict[str, Any]) -> UdpGro:
+    """A case's UDP GRO setting: the port of its UDP_GRO socket, if any, and the tap's
+    rx-udp-gro-forwarding and rx-gro-list."""
+    port = tap.get("udp_gro_socket")
+    return UdpGro(sockets=(int(port),) if port is not None else (),
+                  fwd=bool(tap.get("udp_gro_forwarding")), fraglist=bool(tap.get("gro_list")))
+
+
+def predict(k: KernelProfile, case: dict[str, Any], observed: dict[str, Any] | None = None
+            ) -> tuple[list[dict[str, Any]], list[str]]:
     """The skbs the model delivers for ``case`` (its FIELDS and frames) and each input's
-    gro_result."""
+    gro_result. A timed case (its burst spans jiffies or the flush timer) needs the
+    ``observed`` inputs' times: the writes are polled when and in the jiffy they entered GRO
+    (replay_tap_gro with a GroClock)."""
     tap = case["tap"]
     writes = gro_frames.build(case["burst"])
     setup = TapSetup(blocking=bool(tap.get("blocking")), vnet_hdr=bool(tap.get("vnet_hdr")))
     limits = gro_limits(k, tap.get("gro_max_size"), tap.get("gro_ipv4_max_size"))
+    udp_gro = udp_gro_of(tap)
+    if tap.get("timed"):
+        if observed is None:
+            raise ValueError(f"case {case['name']} is timed: its observed times are needed")
+        when = {i["write"]: (i["ktime"], i["jiffies"]) for i in observed["inputs"]}
+        timed = [TapWrite(i, len(w.frame), w.hdr or None, read_frame(w.frame, len(w.frame), True),
+                          w.split, *when.get(i, (None, None)))
+                 for i, w in enumerate(writes) if i in when]
+        steps: list[GroStep] = []
+        delivered = list(replay_tap_gro(
+            k, setup, timed, napi_mode(tap), gro=tap.get("gro", True), limits=limits,
+            clock=GroClock(int(tap["gro_flush_timeout"])), steps=steps, udp_gro=udp_gro))
+        return ([{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
+                 for _, d in delivered],
+                [_VERDICTS[str(step.result)] for step in sorted(steps, key=lambda s: s.frame)])
     run = tap_flow(k, setup, [(w.hdr or None, w.frame) for w in writes], napi_mode(tap),
-                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes])
+                   gro=tap.get("gro", True), limits=limits, splits=[w.split for w in writes],
+                   udp_gro=udp_gro)
     skbs = [{**{f: getattr(d.skb, f) or 0 for f in FIELDS}, "frames": list(d.frames)}
             for d in run.gro.delivered]
     verdicts = [_VERDICTS[str(step.result)]
@@ -63,7 +90,7 @@ def compare(k: KernelProfile, case: dict[str, Any], result: dict[str, Any]) -> G
     kernel_skbs = [{**{f: o[f] or 0 for f in FIELDS}, "frames": o["frames"]}
                    for o in observed["skbs"]]
     kernel_verdicts = [str(i["verdict"]) for i in observed["inputs"]]
-    model_skbs, model_verdicts = predict(k, case)
+    model_skbs, model_verdicts = predict(k, case, observed)
     return GroCheck(case["name"], tuple(kernel_skbs), tuple(model_skbs), tuple(kernel_verdicts),
                     tuple(model_verdicts),
                     _difference(kernel_skbs, model_skbs, kernel_verdicts, model_verdicts),

@@ -13,9 +13,15 @@ record per input (``GroStep``: the gro_result and why) and per skb the stack rec
 (``Delivered``: the skb as it leaves GRO, the frames it carries, why it was completed). It
 decides; nothing here writes words (``vnetrx.render.gro_text`` explains the records).
 
+A VLAN tag in the frame (a tap or virtio device strips none) goes through vlan_gro_receive
+(net/8021q/vlan_core.c) when the kernel has it (CONFIG_VLAN_8021Q y or m: BuildConfig.vlan_8021q),
+and IPv6 extension headers through ipv6_gro_receive's walk (ipv6_gro_pull_exthdrs: routing,
+destination options, hop-by-hop per version); a frame the kernel's GRO cannot parse that far goes
+on alone (GroHow.NOT_PARSED).
+
 Assumed (the callers' notes say so): skb->hash is 0 (virtio without HASH_REPORT, tun), so every
-flow is in GRO bucket 0; no VLAN tag, no tunnel; HZ below 1000 (Debian's 250): a poll that uses
-its whole budget flushes everything.
+flow is in GRO bucket 0; no hardware-accelerated VLAN tag (skb->vlan_all 0), no tunnel; HZ
+below 1000 (Debian's 250): a poll that uses its whole budget flushes everything.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from vnetrx.kernel.changes import (
     GRO_FIXEDID_BIT_30,
     GRO_FIXEDID_WITHOUT_DF,
     GRO_GSO_TCP_AGGREGATED,
+    GRO_IPV6_EXTHDR_GRO_PULL,
+    GRO_IPV6_HBH_OFFLOAD,
     GRO_MAX_SIZE_KNOB,
 )
 from vnetrx.kernel.profile import KernelProfile
@@ -46,6 +54,7 @@ from vnetrx.paths.virtio_net_hdr import (
     SKB_GSO_TCP_ECN,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
+    SKB_GSO_UDP_L4,
     gso_type_names,
 )
 from vnetrx.records import NamedTuple
@@ -54,6 +63,8 @@ from vnetrx.values import Value
 GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
 NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
 MAX_GRO_SKBS = 8  # held skbs per GRO hash bucket (net/core/gro.c)
+HZ = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
+JIFFY_NS = 1_000_000_000 // HZ  # one jiffy: 4 ms
 TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
 CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL = 0, 1, 3
 # tcp_flag_word(): the TCP header's fourth 32-bit word (doff, flags, window), as the kernel
@@ -68,24 +79,47 @@ class TcpHeaders(Value):
     """What GRO reads of a segment's Ethernet, IP and TCP headers. A plain class, not a record
     (one is made per frame a replay gives GRO: a native class when compiled, see values.py)."""
 
-    __slots__ = ("ack", "addresses", "df", "dport", "flag_word", "ip_id", "ipv6", "mac",
-                 "network_len", "network_ok", "options", "seq", "sport", "tcp_csum_ok",
-                 "tcp_len", "tos", "tot_len_ok", "ttl")
+    __slots__ = (
+        "ack",
+        "addresses",
+        "df",
+        "dport",
+        "flag_word",
+        "ip_id",
+        "ipv6",
+        "mac",
+        "network_len",
+        "network_ok",
+        "nhoff",
+        "options",
+        "seq",
+        "sport",
+        "tcp_csum_ok",
+        "tcp_len",
+        "tos",
+        "tot_len_ok",
+        "ttl",
+        "udp_check",
+        "udp_len",
+    )
     _names = ("mac", "ipv6", "addresses", "network_ok", "tot_len_ok", "network_len", "ttl",
               "tos", "df", "ip_id", "sport", "dport", "seq", "ack", "flag_word", "options",
-              "tcp_len", "tcp_csum_ok")
+              "tcp_len", "tcp_csum_ok", "nhoff", "udp_len", "udp_check")
 
     def __init__(self, mac: bytes, ipv6: bool, addresses: bytes, network_ok: bool,
                  tot_len_ok: bool, network_len: int, ttl: int, tos: int, df: bool, ip_id: int,
                  sport: int, dport: int, seq: int, ack: int, flag_word: int, options: bytes,
-                 tcp_len: int, tcp_csum_ok: bool) -> None:
+                 tcp_len: int, tcp_csum_ok: bool, nhoff: int = 0, udp_len: int = 0,
+                 udp_check: int = 0) -> None:
         self.mac: Final = mac  # the Ethernet header: compare_ether_header
         self.ipv6: Final = ipv6
         # what must match for the same flow: v4 saddr, daddr, protocol; v6 the addresses, next
-        # header and the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF)
+        # header, the flow label (ipv6_gro_receive: first_word & 0xF00FFFFF) and the extension
+        # headers' bytes; and a VLAN tag's TCI and protocol (vlan_gro_receive)
         self.addresses: Final = addresses
         self.network_ok: Final = network_ok  # IPv4: no options, not a fragment, checksum right
         self.tot_len_ok: Final = tot_len_ok  # the IP length is the packet's (no padding)
+        # skb->data to the TCP header: a VLAN tag, the IP header, IPv6 extension headers
         self.network_len: Final = network_len
         self.ttl: Final = ttl  # TTL / hop limit
         self.tos: Final = tos  # TOS / traffic class
@@ -99,12 +133,31 @@ class TcpHeaders(Value):
         self.options: Final = options
         self.tcp_len: Final = tcp_len
         self.tcp_csum_ok: Final = tcp_csum_ok  # the TCP checksum verifies (read for NONE)
+        self.nhoff: Final = nhoff  # skb->data to the IP header (4: a VLAN tag)
+        # a UDP datagram (parse_udp): its length field (0: TCP) and checksum field;
+        # ``tcp_len`` is then 8 and ``tcp_csum_ok`` the UDP checksum's
+        self.udp_len: Final = udp_len
+        self.udp_check: Final = udp_check
 
     def _values(self) -> tuple[object, ...]:
         return (self.mac, self.ipv6, self.addresses, self.network_ok, self.tot_len_ok,
                 self.network_len, self.ttl, self.tos, self.df, self.ip_id, self.sport,
                 self.dport, self.seq, self.ack, self.flag_word, self.options, self.tcp_len,
-                self.tcp_csum_ok)
+                self.tcp_csum_ok, self.nhoff, self.udp_len, self.udp_check)
+
+
+# skb->protocol values vlan_gro_receive is registered for (net/8021q/vlan_core.c:
+# vlan_packet_offloads: ETH_P_8021Q, ETH_P_8021AD)
+VLAN_TPIDS: Final = (0x8100, 0x88A8)
+VLAN_HLEN: Final = 4
+# what a frame needs of the kernel's GRO before its IP header is parsed (GroInput.needs)
+NEEDS_VLAN: Final = 1  # a VLAN tag: vlan_gro_receive (CONFIG_VLAN_8021Q y or m)
+NEEDS_HBH: Final = 2  # an IPv6 hop-by-hop header the extension header walk must take
+# the IPv6 extension headers with an inet6_offloads entry flagged INET6_PROTO_GSO_EXTHDR
+# (net/ipv6/exthdrs_offload.c): routing, destination options, and hop-by-hop (hbh_offload,
+# f2e3fc2158e6; before dff0b0161ad5 ipv6_gso_pull_exthdrs took NEXTHDR_HOP without asking)
+NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST = 0, 43, 60
+_EXTHDRS: Final = (NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST)
 
 
 def parse_tcp(frame: bytes) -> TcpHeaders | None:
@@ -118,10 +171,11 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
                       tcp_csum_ok: bool = True) -> TcpHeaders | None:
     """The headers of an skb recorded at napi_gro_receive (after eth_type_trans): ``mac`` the
     Ethernet header at skb->head + mac_header, ``network`` the first bytes at skb->data (the
-    IP header on), ``length`` skb->len. Without the payload the TCP checksum cannot be summed:
-    ``tcp_csum_ok`` says what tcp4/6_gro_receive's skb_gro_checksum_validate would find (it is
-    read only for CHECKSUM_NONE; DATA_VALID and NEEDS_CSUM skbs are trusted). None when it is
-    not IPv4/IPv6 + TCP; InputError when the TCP header lies past the bytes given."""
+    IP header on, or the VLAN tag before it), ``length`` skb->len. Without the payload the TCP
+    checksum cannot be summed: ``tcp_csum_ok`` says what tcp4/6_gro_receive's
+    skb_gro_checksum_validate would find (it is read only for CHECKSUM_NONE; DATA_VALID and
+    NEEDS_CSUM skbs are trusted). None when it is not IPv4/IPv6 + TCP; InputError when the TCP
+    header lies past the bytes given."""
     if len(mac) < 14:
         raise InputError(f"a recorded MAC header of {len(mac)} bytes (GRO compares 14)")
     return _parse(mac[:14] + network, length, tcp_csum_ok)
@@ -130,60 +184,133 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
 _IPV4_HEADER = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
 
 
-def _ipv4_header_sum(frame: bytes) -> int:
-    """The one's complement sum of the 20-byte IPv4 header at frame[14:] (0xFFFF: its
+def _ipv4_header_sum(frame: bytes, at: int) -> int:
+    """The one's complement sum of the 20-byte IPv4 header at frame[at:] (0xFFFF: its
     checksum is right): ip_fast_csum, for the header inet_gro_receive checks."""
-    total: int = sum(_IPV4_HEADER.unpack_from(frame, 14))
+    total: int = sum(_IPV4_HEADER.unpack_from(frame, at))
     total = (total & 0xFFFF) + (total >> 16)
     return (total & 0xFFFF) + (total >> 16)
 
 
-def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None) -> TcpHeaders | None:
-    """The headers of ``frame`` (the Ethernet header, then the packet from the IP header on,
-    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
-    summed), else at least its headers. Read in place: a frame is not copied."""
-    have = min(len(frame) - 14, length)
+def _network_at(frame: bytes, have: int) -> tuple[int, int]:
+    """The EtherType GRO dispatches on past a VLAN tag (vlan_gro_receive reads
+    h_vlan_encapsulated_proto) and where the IP header starts in ``frame``."""
     ethertype = (frame[12] << 8) | frame[13]
-    if ethertype == 0x0800 and have >= 20:
-        ihl = (frame[14] & 0x0F) * 4
-        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, 14)
-        if proto != 6 or length < ihl + 20:
+    if ethertype in VLAN_TPIDS and have >= VLAN_HLEN:
+        return (frame[16] << 8) | frame[17], 14 + VLAN_HLEN
+    return ethertype, 14
+
+
+def _ipv6_walk(frame: bytes, nh: int, end: int) -> tuple[int, int, int, bool]:
+    """ipv6_gro_pull_exthdrs from the IPv6 header at frame[nh:] (the packet ends at ``end``):
+    the next header it stops at, where that starts, where the first hop-by-hop header starts
+    (0: none), and whether the bytes given ended inside the headers (a capture's snaplen). A
+    header past the packet (skb_gro_header fails) ends the walk."""
+    proto, at, hbh = frame[nh + 6], nh + 40, 0
+    while proto in _EXTHDRS and at + 8 <= end:
+        if at + 8 > len(frame):
+            return proto, at, hbh, True
+        size = (frame[at + 1] + 1) * 8  # ipv6_optlen
+        if at + size > end:
+            break
+        if at + size > len(frame):
+            return proto, at, hbh, True
+        if proto == NEXTHDR_HOP and not hbh:
+            hbh = at
+        proto, at = frame[at], at + size
+    return proto, at, hbh, False
+
+
+def _parse(frame: bytes, length: int, tcp_csum_ok: bool | None,
+           udp: bool = False) -> TcpHeaders | None:
+    """The headers of ``frame`` (the Ethernet header, then the packet from skb->data on,
+    ``length`` bytes of it): the whole packet when ``tcp_csum_ok`` is None (the checksum is
+    summed), else at least its headers. Read in place: a frame is not copied. A VLAN tag and
+    IPv6 extension headers are read as vlan_gro_receive and ipv6_gro_receive read them
+    (whether this kernel has them is GroState's question: GroInput.needs). ``udp``: a UDP
+    datagram's headers instead (TcpHeaders with ``udp_len`` set: what udp_gro_receive_segment
+    reads), None for anything else."""
+    want, l4_min = (17, 8) if udp else (6, 20)
+    have = min(len(frame) - 14, length)
+    end = 14 + length  # where the packet ends in ``frame`` (maybe past the bytes given)
+    ethertype, nh = _network_at(frame, have)
+    nhoff = nh - 14  # skb->data to the IP header: the VLAN tag
+    vlan = frame[14:nh]  # compare_vlan_header: the TCI and the encapsulated protocol
+    if ethertype == 0x0800 and have >= nhoff + 20:
+        ihl = (frame[nh] & 0x0F) * 4
+        tot_len, ip_id, frag_off, ttl, proto = struct.unpack_from("!2xHHHBB", frame, nh)
+        if proto != want or length < nhoff + ihl + l4_min:
             return None
-        network_ok = (frame[14] == 0x45 and not frag_off & 0x3FFF
-                      and _ipv4_header_sum(frame) == 0xFFFF)
-        addresses = frame[26:34] + b"\x06"
-        tot_len_ok = tot_len == length
-        tos, df, ipv6 = frame[15], bool(frame[20] & 0x40), False
-    elif ethertype == 0x86DD and length >= 60:
-        if have < 60:
-            raise InputError(f"an IPv6 packet with {have} header bytes recorded (60 needed)")
-        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, 14)
-        if nexthdr != 6:
+        network_ok = (frame[nh] == 0x45 and not frag_off & 0x3FFF
+                      and _ipv4_header_sum(frame, nh) == 0xFFFF)
+        addresses = frame[nh + 12:nh + 20] + bytes([want]) + vlan
+        tot_len_ok = tot_len == length - nhoff
+        tos, df, ipv6 = frame[nh + 1], bool(frame[nh + 6] & 0x40), False
+        t = nh + ihl  # the TCP header, in ``frame``
+    elif ethertype == 0x86DD and length >= nhoff + 40 + l4_min:
+        if have < nhoff + 40 + l4_min:
+            raise InputError(f"an IPv6 packet with {have - nhoff} header bytes recorded "
+                             f"({40 + l4_min} needed)")
+        first, payload_len, nexthdr, ttl = struct.unpack_from("!IHBB", frame, nh)
+        proto, t, _, cut = _ipv6_walk(frame, nh, end)
+        if cut:
+            raise InputError(f"IPv6 extension headers past the {have} bytes recorded")
+        if proto != want:
             return None
-        ihl, ip_id, df, ipv6, network_ok = 40, 0, False, True, True
-        addresses = frame[22:54] + bytes([nexthdr]) + struct.pack("!I", first & 0xF00FFFFF)
-        tot_len_ok = payload_len == length - 40
+        ip_id, df, ipv6, network_ok = 0, False, True, True
+        # ipv6_gro_receive: the flow label, the addresses, the first next header, and every
+        # extension header byte (memcmp of nlen - 40) must match
+        addresses = (frame[nh + 8:nh + 40] + bytes([nexthdr])
+                     + struct.pack("!I", first & 0xF00FFFFF) + frame[nh + 40:t] + vlan)
+        tot_len_ok = payload_len == length - nhoff - 40
         tos = (first >> 20) & 0xFF
     else:
         return None
-    t = 14 + ihl  # the TCP header, in ``frame``
-    if have < ihl + 20:
+    if udp:
+        return _udp_headers(frame, t, end, have, nh, nhoff, ipv6, addresses, network_ok,
+                            tot_len_ok, ttl, tos, df, ip_id, tcp_csum_ok)
+    if have < t - 14 + 20:
         raise InputError(f"a TCP header past the {have} bytes recorded")
     sport, dport, seq, ack, flag_word = struct.unpack_from("!HHIII", frame, t)
     tcp_len = (flag_word >> 28) * 4
-    if tcp_len < 20 or length < ihl + tcp_len:
+    if tcp_len < 20 or end < t + tcp_len:
         return None
-    if have < ihl + tcp_len:
+    if have < t - 14 + tcp_len:
         raise InputError(f"TCP options past the {have} bytes recorded (the headers end at "
-                         f"{ihl + tcp_len})")
+                         f"{t - 14 + tcp_len})")
     if tcp_csum_ok is None:
-        pseudo = (frame[22:54] + struct.pack("!IxxxB", length - 40, 6) if ipv6
-                  else frame[26:34] + struct.pack("!BBH", 0, 6, length - ihl))
+        segment = end - t
+        pseudo = (frame[nh + 8:nh + 40] + struct.pack("!IxxxB", segment, 6) if ipv6
+                  else frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 6, segment))
         pseudo_sum = ones_complement_sum(pseudo)
-        tcp_csum_ok = ones_complement_sum(frame[t:14 + length], pseudo_sum) == 0xFFFF
-    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, ihl, ttl, tos, df,
+        tcp_csum_ok = ones_complement_sum(frame[t:end], pseudo_sum) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, t - 14, ttl, tos, df,
                       ip_id, sport, dport, seq, ack, flag_word, frame[t + 20:t + tcp_len],
-                      tcp_len, tcp_csum_ok)
+                      tcp_len, tcp_csum_ok, nhoff)
+
+
+def _udp_headers(frame: bytes, t: int, end: int, have: int, nh: int, nhoff: int, ipv6: bool,
+                 addresses: bytes, network_ok: bool, tot_len_ok: bool, ttl: int, tos: int,
+                 df: bool, ip_id: int, csum_ok: bool | None) -> TcpHeaders | None:
+    """A UDP datagram's headers at frame[t:] as udp_gro_receive_segment reads them: the ports,
+    the length field (``udp_len``) and the checksum field (``udp_check``)."""
+    if have < t - 14 + 8:
+        raise InputError(f"a UDP header past the {have} bytes recorded")
+    sport, dport, ulen, check = struct.unpack_from("!HHHH", frame, t)
+    if csum_ok is None:
+        pseudo = (frame[nh + 8:nh + 40] + struct.pack("!IxxxB", end - t, 17) if ipv6
+                  else frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 17, end - t))
+        csum_ok = check == 0 or ones_complement_sum(
+            frame[t:end], ones_complement_sum(pseudo)) == 0xFFFF
+    return TcpHeaders(frame[:14], ipv6, addresses, network_ok, tot_len_ok, t - 14, ttl, tos, df,
+                      ip_id, sport, dport, 0, 0, 0, b"", 8, csum_ok, nhoff, ulen, check)
+
+
+def parse_udp(frame: bytes) -> TcpHeaders | None:
+    """A whole Ethernet frame's UDP datagram headers (None: not UDP over IPv4/IPv6)."""
+    if len(frame) < 14:
+        return None
+    return _parse(frame, len(frame) - 14, None, udp=True)
 
 
 def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
@@ -193,14 +320,17 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
     capture's (maybe cut by its snaplen), and a nonzero checksum is trusted, not summed."""
     if len(frame) < 14:
         return False
-    ethertype = struct.unpack_from("!H", frame, 12)[0]
-    if ethertype == 0x0800 and len(frame) >= 34 and frame[23] == 17:
-        ihl = (frame[14] & 0x0F) * 4
-        pseudo = frame[26:34] + struct.pack("!BBH", 0, 17, len(frame) - 14 - ihl)
-        at = 14 + ihl
-    elif ethertype == 0x86DD and len(frame) >= 62 and frame[20] == 17:
-        pseudo = frame[22:54] + struct.pack("!IxxxB", len(frame) - 54, 17)
-        at = 54
+    ethertype, nh = _network_at(frame, len(frame) - 14)
+    end = len(frame)
+    if ethertype == 0x0800 and len(frame) >= nh + 20 and frame[nh + 9] == 17:
+        ihl = (frame[nh] & 0x0F) * 4
+        pseudo = frame[nh + 12:nh + 20] + struct.pack("!BBH", 0, 17, end - nh - ihl)
+        at = nh + ihl
+    elif ethertype == 0x86DD and len(frame) >= nh + 40:
+        proto, at, _, _ = _ipv6_walk(frame, nh, end)
+        if proto != 17:
+            return False
+        pseudo = frame[nh + 8:nh + 40] + struct.pack("!IxxxB", end - at, 17)
     else:
         return False
     if len(frame) < at + 8 or frame[at + 6:at + 8] == b"\0\0":
@@ -211,46 +341,73 @@ def udp_checksum_validated(frame: bytes, summed: bool = True) -> bool:
 
 
 def network_pull(mac: bytes, net: bytes, length: int) -> int:
-    """What inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of the IP header) before a
-    skb that is not merged as TCP went on: GRO_NORMAL's ``pull:`` then copies that many bytes
-    into the linear area (gro_pull_from_frag0). IPv4: 20 when the header passes the checks
-    before the pull (no options, not a fragment, a right header checksum) and the protocol has
-    a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels are not modelled: 0); IPv6: 40 (the
-    header is pulled before the next header is looked at). 0 for anything else
-    [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166,
-    6.12.15; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves GRO with 20 linear
-    bytes (tests/data/gro/guest-*.json)]."""
+    """What vlan_gro_receive and inet_gro_receive / ipv6_gro_receive pulled (skb_gro_pull of
+    the tag and the IP header) before a skb that is not merged as TCP went on: GRO_NORMAL's
+    ``pull:`` then copies that many bytes into the linear area (gro_pull_from_frag0). IPv4: 20
+    when the header passes the checks before the pull (no options, not a fragment, a right
+    header checksum) and the protocol has a GRO handler (TCP, UDP; GRE, IPIP and SIT tunnels
+    are not modelled: 0); IPv6: 40 and the extension headers ipv6_gro_pull_exthdrs walked (the
+    header is pulled before the next header is looked at). A VLAN tag adds its 4 bytes when
+    the IP header is pulled (a kernel without vlan_gro_receive pulls nothing: GroState). 0 for
+    anything else [net/ipv4/af_inet.c:inet_gro_receive, net/ipv6/ip6_offload.c:ipv6_gro_receive
+    @ 6.1.166, 6.12.15, 6.18.7; checked on 6.1.192 and 6.12.117 guests: a UDP datagram leaves
+    GRO with 20 linear bytes (tests/data/gro/guest-*.json)]."""
     if len(mac) < 14:
         return 0
-    ethertype = struct.unpack_from("!H", mac, 12)[0]
+    frame = mac[:14] + net
     have = min(len(net), length)
-    if ethertype == 0x0800 and have >= 20:
-        frag_off, proto = struct.unpack_from("!HxB", net, 6)
-        ok = (net[0] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
-              and ones_complement_sum(net[:20]) == 0xFFFF)
-        return 20 if ok else 0
-    if ethertype == 0x86DD and length >= 40:
-        return 40
+    ethertype, nh = _network_at(frame, have)
+    nhoff = nh - 14
+    if ethertype == 0x0800 and have >= nhoff + 20:
+        frag_off, proto = struct.unpack_from("!HxB", frame, nh + 6)
+        ok = (frame[nh] == 0x45 and not frag_off & 0x3FFF and proto in (6, 17)
+              and ones_complement_sum(frame[nh:nh + 20]) == 0xFFFF)
+        return nhoff + 20 if ok else 0
+    if ethertype == 0x86DD and length >= nhoff + 40:
+        if have < nhoff + 40:
+            return nhoff + 40
+        _, at, _, _ = _ipv6_walk(frame, nh, 14 + length)
+        return at - 14
     return 0
 
 
 class GroInput(Value):
     """What GRO reads of one frame: its TCP/IP headers (None: not TCP over IPv4/IPv6), for
     a UDP datagram whether udp4/6_gro_receive validates its checksum, and for a frame that is
-    not TCP the IP header bytes GRO pulls (network_pull). A plain class (one per frame of a
-    replay)."""
+    not TCP the header bytes GRO pulls (network_pull). ``needs``: what the kernel's GRO must
+    parse before all that holds (NEEDS_VLAN, NEEDS_HBH); ``hbh_at``: where the first IPv6
+    hop-by-hop header starts (from skb->data): what a walk that stops there pulled. A plain
+    class (one per frame of a replay)."""
 
-    __slots__ = ("pull", "tcp", "udp_validated")
-    _names = ("tcp", "udp_validated", "pull")
+    __slots__ = ("hbh_at", "needs", "pull", "tcp", "udp_validated")
+    _names = ("tcp", "udp_validated", "pull", "needs", "hbh_at")
 
     def __init__(self, tcp: TcpHeaders | None, udp_validated: bool = False,
-                 pull: int = 0) -> None:
+                 pull: int = 0, needs: int = 0, hbh_at: int = 0) -> None:
         self.tcp: Final = tcp
         self.udp_validated: Final = udp_validated
         self.pull: Final = pull
+        self.needs: Final = needs
+        self.hbh_at: Final = hbh_at
 
     def _values(self) -> tuple[object, ...]:
-        return (self.tcp, self.udp_validated, self.pull)
+        return (self.tcp, self.udp_validated, self.pull, self.needs, self.hbh_at)
+
+
+def frame_needs(data: bytes, length: int) -> tuple[int, int]:
+    """What a frame needs of the kernel's GRO (NEEDS_VLAN, NEEDS_HBH) and where its first
+    hop-by-hop header starts (from skb->data; 0: none)."""
+    if len(data) < 14:
+        return 0, 0
+    have = min(len(data) - 14, length - 14)
+    ethertype, nh = _network_at(data, have)
+    needs = NEEDS_VLAN if nh > 14 else 0
+    hbh = 0
+    if ethertype == 0x86DD and len(data) >= nh + 40:
+        _, _, hbh, _ = _ipv6_walk(data, nh, length)
+    if hbh:
+        needs |= NEEDS_HBH
+    return needs, hbh - 14 if hbh else 0
 
 
 def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
@@ -261,29 +418,36 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     if len(data) < 14:
         return GroInput(None)
     pull = network_pull(data[:14], data[14:], length - 14)
+    needs, hbh_at = frame_needs(data, length)
     if whole:
         tcp = parse_tcp(data)
-        return GroInput(tcp, udp_checksum_validated(data), 0 if tcp is not None else pull)
+        if tcp is None:  # a UDP datagram's headers: for a UDP GRO socket (GroState.udp_gro)
+            tcp = parse_udp(data)
+        return GroInput(tcp, udp_checksum_validated(data),
+                        pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
     try:
         tcp = _parse(data, length - 14, True)
+        if tcp is None:
+            tcp = _parse(data, length - 14, True, udp=True)
     except InputError:  # the snaplen cut the TCP header
-        return GroInput(None, False, pull)
-    return GroInput(tcp, tcp is None and udp_checksum_validated(data, summed=False),
-                    0 if tcp is not None else pull)
+        return GroInput(None, False, pull, needs, hbh_at)
+    return GroInput(tcp, (tcp is None or bool(tcp.udp_len))
+                    and udp_checksum_validated(data, summed=False),
+                    pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
 
 
 class Segment(Value):
     """One skb napi_gro_receive() gets: the driver's skb (after eth_type_trans, so ``len``
     counts from the IP header) and its headers. A plain class (one per frame of a replay)."""
 
-    __slots__ = ("frame", "head_frag", "page", "page_offset", "pull", "skb", "tcp",
-                 "udp_validated")
+    __slots__ = ("frame", "hbh_at", "head_frag", "needs", "page", "page_offset", "pull", "skb",
+                 "tcp", "udp_validated")
     _names = ("frame", "skb", "head_frag", "tcp", "page", "page_offset", "udp_validated",
-              "pull")
+              "pull", "needs", "hbh_at")
 
     def __init__(self, frame: int, skb: Skb, head_frag: bool, tcp: TcpHeaders | None,
                  page: str = "", page_offset: int = 0, udp_validated: bool = False,
-                 pull: int = 0) -> None:
+                 pull: int = 0, needs: int = 0, hbh_at: int = 0) -> None:
         self.frame: Final = frame  # the input frame's index
         self.skb: Final = skb
         # skb->head_frag: the head is a page fragment (build_skb, napi page_frag)
@@ -295,10 +459,12 @@ class Segment(Value):
         # a UDP datagram whose nonzero checksum udp_gro_receive verifies
         self.udp_validated: Final = udp_validated
         self.pull: Final = pull  # not TCP: the IP header bytes GRO pulled (network_pull)
+        self.needs: Final = needs  # GroInput.needs: a VLAN tag, an IPv6 hop-by-hop header
+        self.hbh_at: Final = hbh_at  # GroInput.hbh_at
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame, self.skb, self.head_frag, self.tcp, self.page, self.page_offset,
-                self.udp_validated, self.pull)
+                self.udp_validated, self.pull, self.needs, self.hbh_at)
 
     @property
     def offset(self) -> int:
@@ -371,6 +537,33 @@ def gro_limits(k: KernelProfile, gro_max_size: int | None = None,
     return GroLimits(v6, v4)
 
 
+class UdpGro(NamedTuple):
+    """What lets udp_gro_receive merge plain UDP datagrams (net/ipv4/udp_offload.c @ 5.15.215,
+    6.1.166, 6.12.15, 6.18.7): a socket with UDP_GRO (setsockopt SOL_UDP UDP_GRO) bound to the
+    wildcard address on the destination port (``sockets``: those ports; one such socket turns
+    udp_encap_needed_key on, so the lookup runs), NETIF_F_GRO_UDP_FWD (``ethtool -K DEV
+    rx-udp-gro-forwarding on``: datagrams no socket takes) or NETIF_F_GRO_FRAGLIST (``ethtool
+    -K DEV rx-gro-list on``: chained whole on frag_list unless a UDP_GRO socket takes them)."""
+
+    sockets: tuple[int, ...] = ()
+    fwd: bool = False
+    fraglist: bool = False
+
+    def mode(self, dport: int) -> str | None:
+        """How a datagram to ``dport`` is merged: "segment", "fraglist", or None (flushed)."""
+        sk = dport in self.sockets
+        if self.fraglist and not sk:  # is_flist = sk ? !GRO_ENABLED : 1
+            return "fraglist"
+        if sk or self.fwd:
+            return "segment"
+        return None
+
+
+UDP_GRO_CNT_MAX = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
+UDP_CHECK_OFFSET = 6  # offsetof(struct udphdr, check)
+SKB_GSO_FRAGLIST = 1 << 18
+
+
 class GroRun(NamedTuple):
     steps: tuple[GroStep, ...]
     delivered: tuple[Delivered, ...]
@@ -384,10 +577,13 @@ class _Held:
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
     is completed (``skb()``)."""
 
-    __slots__ = ("base", "data_len", "fixed_id", "flag_word", "frags", "frames", "headers",
-                 "len", "members", "mss", "next_seq", "nr_frags", "truesize")
+    __slots__ = ("age", "base", "data_len", "fixed_id", "flag_word", "flist", "frags",
+                 "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
+                 "truesize")
 
-    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb) -> None:
+    def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
+                 age: int = 0) -> None:
+        self.age = age  # NAPI_GRO_CB(p)->age: the jiffies when it was held
         self.headers = headers
         self.base = skb  # p as GRO held it
         self.len = skb.len
@@ -401,6 +597,7 @@ class _Held:
         self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
+        self.flist = False  # a UDP aggregate chained by skb_gro_receive_list
 
     def last_frags(self) -> int:
         return len(self.members[-1].frags) if self.members else self.nr_frags
@@ -426,17 +623,24 @@ class GroState:
     streams takes them as they come). ``gro`` False: NETIF_F_GRO is off (netif_elide_gro)."""
 
     def __init__(self, k: KernelProfile, limits: GroLimits | None = None, gro: bool = True,
-                 record_steps: bool = True) -> None:
+                 record_steps: bool = True, udp_gro: UdpGro | None = None) -> None:
         self.k = k
+        self.udp_gro = udp_gro or UdpGro()
         self.limits = limits or GroLimits()
         self.gro = gro
         self.record_steps = record_steps
         self.held: list[_Held] = []
+        self.jiffies = 0  # the jiffies now: a held skb's age (flush_old)
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
         # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
         # them again from 6.1.7): not modelled
         self.dodgy_aggregated = k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH)
+        # vlan_gro_receive exists (CONFIG_VLAN_8021Q y or m)
+        self.vlan_gro = k.build.vlan_8021q
+        # ipv6_gro_receive walks a hop-by-hop header: always before dff0b0161ad5
+        # (ipv6_gso_pull_exthdrs takes NEXTHDR_HOP), after it only with hbh_offload
+        self.walks_hbh = not k.has(GRO_IPV6_EXTHDR_GRO_PULL) or k.has(GRO_IPV6_HBH_OFFLOAD)
 
     def receive(self, seg: Segment) -> None:
         """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
@@ -460,10 +664,16 @@ class GroState:
         return out
 
     def limit(self, h: TcpHeaders) -> int:
-        """skb_gro_receive's size limit: netif_get_gro_max_size (IPv6: gro_max_size, IPv4:
-        gro_ipv4_max_size); above GRO_LEGACY_MAX_SIZE only TCP, IPv6 with room in the headroom
-        for the jumbo hop-by-hop header (ours always have it)."""
-        return self.limits.gro_max_size if h.ipv6 else self.limits.gro_ipv4_max_size
+        """skb_gro_receive's size limit: netif_get_gro_max_size (6.3+: gro_max_size when
+        p->protocol is ETH_P_IPV6, else gro_ipv4_max_size: a VLAN-tagged IPv6 flow's
+        skb->protocol is the tag's, so it gets the IPv4 limit); above GRO_LEGACY_MAX_SIZE only
+        TCP, IPv6 with room in the headroom for the jumbo hop-by-hop header (ours always have
+        it). Before 6.3 the limit is gro_max_size, and past 64 KiB only an untagged IPv6
+        packet whose next header is TCP (``ipv6_hdr(p)->nexthdr``: no extension header) may
+        go [net/core/gro.c:skb_gro_receive @ 6.1.166, 6.12.15, 6.18.7]."""
+        if h.ipv6 and not h.nhoff and (self.k.has(GRO_BIG_TCP_IPV4) or h.network_len == 40):
+            return self.limits.gro_max_size
+        return self.limits.gro_ipv4_max_size
 
     def complete(self, p: _Held, flush: Flush) -> None:
         self.held.remove(p)
@@ -473,18 +683,29 @@ class GroState:
         for p in list(self.held):  # napi_gro_flush: the oldest first
             self.complete(p, flush)
 
+    def flush_old(self) -> None:
+        """napi_complete_done with gro_flush_timeout and a held skb: gro_flush_normal(gro,
+        flush_old true) completes the held skbs, oldest first, up to the first one held in
+        this jiffy (``NAPI_GRO_CB(skb)->age == jiffies``: it and the younger ones stay)
+        [net/core/gro.c:__gro_flush_chain, net/core/dev.c:napi_complete_done @ 6.18.7;
+        net/core/dev.c:napi_gro_flush @ 5.15.215]."""
+        for p in list(self.held):
+            if p.age == self.jiffies:
+                return
+            self.complete(p, Flush.OLD)
+
 
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                 budget: int = NAPI_POLL_WEIGHT, end: Flush = Flush.POLL_END,
                 gro: bool = True, limits: GroLimits | None = None,
-                steps: bool = True) -> GroRun:
+                steps: bool = True, udp_gro: UdpGro | None = None) -> GroRun:
     """dev_gro_receive for each segment. ``runs``: groups of polls GRO keeps its held skbs
     across (one run per poll, unless gro_flush_timeout keeps them); after a poll that used its
     whole ``budget`` everything is flushed, and at the end of each run everything left, with
     ``end`` as the reason. ``gro`` False: NETIF_F_GRO is off (netif_elide_gro): every skb goes
     on as GRO_NORMAL, unchanged. ``steps`` False: no ``GroStep`` records (a replay prints the
     delivered skbs only)."""
-    state = GroState(k, limits, gro, steps)
+    state = GroState(k, limits, gro, steps, udp_gro)
     for run in runs:
         for poll in run:
             for seg in poll:
@@ -496,9 +717,46 @@ def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
                   state.limits.gro_max_size)
 
 
+def _unparsed(state: GroState, seg: Segment) -> int | None:
+    """Where this kernel's GRO stops short of the IP or TCP header, as the bytes it pulled
+    before it (None: it parses the frame). A VLAN tag without vlan_gro_receive: no
+    packet_offload for skb->protocol, dev_gro_receive goes to ``normal`` with nothing pulled
+    [net/core/gro.c:dev_gro_receive @ 6.18.7]; a hop-by-hop header the walk does not take:
+    ipv6_gro_pull_exthdrs stops there (no inet6_offloads entry for NEXTHDR_HOP), no
+    gro_receive for it, ``goto out`` with flush, the bytes before it pulled
+    [net/ipv6/ip6_offload.c:ipv6_gro_receive @ 6.1.166 as read]."""
+    if seg.needs & NEEDS_VLAN and not state.vlan_gro:
+        return 0
+    if seg.needs & NEEDS_HBH and not state.walks_hbh:
+        return seg.hbh_at
+    return None
+
+
 def _receive(state: GroState, seg: Segment) -> None:
     """One dev_gro_receive: find the flow's held skb, compare, merge or not, hold or not."""
     h = seg.tcp
+    if seg.needs:
+        pulled = _unparsed(state, seg)
+        if pulled is not None:
+            skb = _pull_headers(state.k, seg, pulled)
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_PARSED, 0, 0,
+                                           skb.len, skb.truesize, skb.nr_frags, 0))
+            state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+            return
+    if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
+            < seg.offset and not state.k.has(GRO_IPV6_EXTHDR_GRO_PULL)):
+        raise InputError(
+            f"GRO of an IPv6 skb with extension headers and {seg.skb.headlen} linear bytes on "
+            f"{state.k.name} is not modelled: before dff0b0161ad5 ipv6_gro_receive pulls them "
+            "into the linear area with __pskb_pull and invalidates frag0"
+        )
+    if h is not None and h.udp_len:
+        mode = state.udp_gro.mode(h.dport)
+        if mode is not None:
+            _receive_udp(state, seg, h, mode == "fraglist")
+            return
+        h = None  # udp_gro_receive: "no GRO, be sure flush the current packet"
     if h is None:
         # not TCP: no protocol merges it (UDP without a UDP GRO socket is flushed); it passes
         # the held TCP skbs by (another protocol or flow: not the same flow), with the IP
@@ -586,6 +844,87 @@ def _receive(state: GroState, seg: Segment) -> None:
         _hold(state, seg, h, payload, after, ip_summed)
 
 
+def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> None:
+    """udp4/6_gro_receive → udp_gro_receive → udp_gro_receive_segment for a datagram that
+    may merge (UdpGro.mode) [net/ipv4/udp_offload.c @ 6.18.7; the same steps @ 5.15.215,
+    6.1.166, 6.12.15]."""
+    skb = seg.skb
+    if not h.network_ok:  # inet_gro_receive, before the IP header is pulled
+        _normal(state, seg, How.BAD_NETWORK, pulled=0)
+        return
+    flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
+    ip_summed = skb.ip_summed
+    if not flush and ip_summed == CHECKSUM_NONE and h.udp_check:
+        # skb_gro_checksum_validate_zero_check: a bad sum flushes, a good one is UNNECESSARY
+        if not h.tcp_csum_ok:
+            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
+            return
+        ip_summed = CHECKSUM_UNNECESSARY
+    payload = skb.len - h.network_len - 8
+    if not h.udp_check or h.udp_len <= 8 or h.udp_len != payload + 8:
+        # "requires non zero csum", "padded or malicious packets": flushed before any p
+        _normal(state, seg, How.UDP_UNMERGEABLE, ip_summed, pulled=h.network_len)
+        return
+    p = next((q for q in state.held if q.same_flow(h)), None)
+    if p is not None:
+        refused: Flush | None = None
+        if flush or p.flist != flist:
+            refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE)
+        elif _network_mismatch(state.k, p, h):
+            refused = Flush.MISMATCH
+        elif h.udp_len > p.headers.udp_len:  # longer than the first: p completes
+            refused = Flush.LONGER
+        elif (p.len + skb.len >= GRO_MAX_SIZE if flist
+              else p.len + payload >= min(state.limit(h), GRO_MAX_SIZE)):
+            # skb_gro_receive_list: p->len + skb->len >= 65536; skb_gro_receive: the size
+            # limit, and past GRO_LEGACY_MAX_SIZE only TCP
+            refused = Flush.E2BIG
+        if refused is None:
+            before = p.truesize
+            how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
+            if state.record_steps:
+                state.steps.append(GroStep(seg.frame, result, how, payload,
+                                           p.truesize - before, p.len, p.truesize,
+                                           p.last_frags(), len(p.members)))
+            if h.udp_len != p.headers.udp_len:  # a shorter one is merged and ends it
+                state.complete(p, Flush.SHORT)
+            elif len(p.frames) >= UDP_GRO_CNT_MAX:
+                state.complete(p, Flush.MAX_COUNT)
+            return
+        state.complete(p, refused)
+        if refused in (Flush.GSO, Flush.UNMERGEABLE):
+            _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST if skb.frag_list
+                    else How.BAD_NETWORK, ip_summed, pulled=h.network_len + 8)
+            return
+        after = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}.get(
+            refused, How.AFTER_MISMATCH)
+    else:
+        after = How.FIRST
+    if flush:
+        _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST if skb.frag_list
+                else How.BAD_NETWORK, ip_summed, pulled=h.network_len + 8)
+        return
+    _hold(state, seg, h, payload, after, ip_summed)
+    state.held[-1].flist = flist
+
+
+def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
+    """skb_gro_receive_list(p, skb): chained whole on frag_list after skb_pull(offset), its
+    truesize added (pskb_may_pull first: the headers must be linear)."""
+    skb = seg.skb
+    offset = skb.len - payload
+    if skb.len - skb.data_len < offset:
+        raise InputError("fraglist GRO of an skb whose headers are not all linear is not "
+                         "modelled (pskb_may_pull)")
+    held.frames.append(seg.frame)
+    held.members.append(FragListSkb(payload, skb.truesize, skb.frags))
+    held.len += payload
+    held.data_len += payload
+    held.truesize += skb.truesize
+    return How.FRAG_LIST
+
+
 def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     """tcp_gro_receive's flush terms for a segment of p's flow (and inet_gro_flush's)."""
     q = p.headers
@@ -595,6 +934,14 @@ def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     if (h.flag_word & TCP_FLAG_CWR or (h.flag_word ^ p.flag_word) & ~masked
             or h.ack != q.ack or h.options != q.options or h.seq != p.next_seq):
         return True
+    return _network_mismatch(k, p, h)
+
+
+def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+    """The IP layer's flush terms for a segment of p's flow (inet_gro_flush /
+    gro_receive_network_flush; before 6.10 NAPI_GRO_CB(p)->flush and flush_id, read the same
+    way by tcp_gro_receive and udp_gro_receive_segment)."""
+    q = p.headers
     if h.ttl != q.ttl or h.tos != q.tos or h.df != q.df:
         return True
     if h.ipv6:
@@ -628,7 +975,8 @@ def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
     skb = _pull_headers(state.k, seg)
-    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed))
+    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed),
+              state.jiffies)
     state.held.append(p)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
@@ -729,6 +1077,8 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if count == 1:
         return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
     h = held.headers
+    if h.udp_len:
+        return _complete_udp(held, skb, flush, count)
     gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
     names = gso_type_names(gso_type)
     if held.fixed_id:
@@ -739,7 +1089,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
     tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points
-    if h.ipv6 and skb.len - h.network_len > 0xFFFF:
+    if h.ipv6 and skb.len - h.nhoff - 40 > 0xFFFF:
         # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
         # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
         skb = skb._replace(data=skb.data - 8, len=skb.len + 8)
@@ -752,3 +1102,21 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
         csum_offset=TCP_CHECK_OFFSET,
     )
     return Delivered(skb, tuple(held.frames), flush, count)
+
+
+def _complete_udp(held: _Held, skb: Skb, flush: Flush, count: int) -> Delivered:
+    """udp4/6_gro_complete of an aggregate: fraglist: gso_type FRAGLIST | UDP_L4, gso_segs,
+    __skb_incr_checksum_unnecessary (NONE becomes UNNECESSARY); else udp_gro_complete →
+    udp_gro_complete_segment: CHECKSUM_PARTIAL at the UDP header (csum_offset 6), gso_segs,
+    gso_type UDP_L4 [net/ipv4/udp_offload.c, net/ipv6/udp_offload.c @ 6.18.7]."""
+    if held.flist:
+        gso_type = SKB_GSO_FRAGLIST | SKB_GSO_UDP_L4
+        return Delivered(skb._replace(gso_type=gso_type, gso_type_names=gso_type_names(gso_type),
+                                      gso_segs=count, ip_summed=CHECKSUM_UNNECESSARY),
+                         tuple(held.frames), flush, count)
+    return Delivered(skb._replace(gso_type=SKB_GSO_UDP_L4,
+                                  gso_type_names=gso_type_names(SKB_GSO_UDP_L4),
+                                  gso_segs=count, ip_summed=CHECKSUM_PARTIAL,
+                                  csum_start=skb.data + held.headers.network_len,
+                                  csum_offset=UDP_CHECK_OFFSET),
+                     tuple(held.frames), flush, count)

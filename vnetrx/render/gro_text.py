@@ -32,9 +32,15 @@ HOW = {
     How.GSO: "to the stack alone: a GSO skb (SKB_GSO_DODGY) is never merged",
     How.FLAGS: "to the stack alone: URG, PSH, RST, SYN or FIN and nothing it could join",
     How.BAD_CHECKSUM: "to the stack alone: CHECKSUM_NONE and its TCP checksum is wrong",
-    How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP GRO socket)",
+    How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP_GRO socket, "
+    "rx-udp-gro-forwarding or rx-gro-list)",
     How.NO_PAYLOAD: "to the stack alone: a segment without payload (a pure ACK) never merges",
     How.HAS_FRAG_LIST: "to the stack alone: it already has a frag_list (dev_gro_receive)",
+    How.UDP_UNMERGEABLE: "to the stack alone: a UDP datagram with a zero checksum or a length "
+    "field that is not its own (udp_gro_receive_segment)",
+    How.NOT_PARSED: "to the stack alone: a VLAN tag this kernel's GRO has no handler for "
+    "(CONFIG_VLAN_8021Q not set), or an IPv6 hop-by-hop header its extension header walk "
+    "does not take",
     How.GRO_OFF: "to the stack as it is: GRO is off on the device (netif_elide_gro)",
     How.BAD_NETWORK: "to the stack alone: IPv4 options, a fragment, or a wrong IP header "
     "checksum or length",
@@ -51,6 +57,9 @@ FLUSH = {
     Flush.FLAGS: "a merged segment with PSH or FIN ended it (tcp_gro_receive)",
     Flush.EVICTED: "a ninth flow was held (MAX_GRO_SKBS 8): gro_flush_oldest",
     Flush.TIMER: "the gro_flush_timeout timer's poll flushed it",
+    Flush.MAX_COUNT: "a UDP aggregate reached UDP_GRO_CNT_MAX (64 segments)",
+    Flush.OLD: "a poll in a later jiffy than the one it was held in (napi_complete_done with "
+    "gro_flush_timeout completes the skbs held in an earlier jiffy)",
     Flush.UNMERGEABLE: "a segment of its flow GRO never merges arrived (a pure ACK, or an skb "
     "with a frag_list)",
 }

@@ -52,17 +52,20 @@ class Frame(Value):
     """One captured frame. Immutable; a plain class, not a record, as PostedBuffer is (one is
     made per frame a capture holds)."""
 
-    __slots__ = ("data", "length")
+    __slots__ = ("data", "length", "time")
 
-    def __init__(self, length: int, data: bytes) -> None:
+    def __init__(self, length: int, data: bytes, time: int | None = None) -> None:
         self.length: Final = length  # on the wire
         self.data: Final = data  # what the capture holds of it (all unless the snaplen cut it)
+        # its record's time stamp in ns (pcap ts_sec/ts_usec or ts_nsec; pcapng EPB/PB in the
+        # interface's if_tsresol units plus if_tsoffset); None: a Simple Packet Block has none
+        self.time: Final = time
 
     def _values(self) -> tuple[object, ...]:
-        return (self.length, self.data)
+        return (self.length, self.data, self.time)
 
     def __repr__(self) -> str:
-        return f"Frame(length={self.length}, data={self.data!r})"
+        return f"Frame(length={self.length}, data={self.data!r}, time={self.time})"
 
 
 def is_capture(head: bytes) -> bool:
@@ -198,7 +201,8 @@ def _link_type(name: str, link: int) -> None:
 _ZERO_MAC = bytes(6)
 
 
-def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool) -> Frame | None:
+def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool,
+                 time: int | None = None) -> Frame | None:
     """A cooked or raw-IP packet as the Ethernet frame a device received, or None when it is
     left out (see the module docstring). ``packet``: the captured bytes."""
     link = c.link
@@ -229,7 +233,7 @@ def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool) -> Fram
         c.not_ethernet += 1
         return None
     frame = _ZERO_MAC + source + proto + bytes(packet[head:]) if data else b""
-    return Frame(length - head + ETH_HLEN, frame)
+    return Frame(length - head + ETH_HLEN, frame, time)
 
 
 def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
@@ -252,15 +256,17 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked) -> I
     _link_type(name, link)
     cooked.link = link
     ethernet = link == LINKTYPE_ETHERNET
+    # the record's second field: microseconds, or nanoseconds (the a1b23c4d magic)
+    tick = 1 if bytes(reads.view[:4]) in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1000
     reads.pos += 24
-    unpack = struct.Struct(order + "8xII").unpack_from
+    unpack = struct.Struct(order + "IIII").unpack_from
     index = 0
     while True:
         # the records wholly read, parsed with the buffer's fields in locals
         buf, view, pos, end = reads.buf, reads.view, reads.pos, reads.end
         need = 16
         while end - pos >= 16:
-            caplen, length = unpack(buf, pos)
+            seconds, fraction, caplen, length = unpack(buf, pos)
             if swapped and (swapped == 2 or caplen > length):
                 caplen, length = length, caplen
             if caplen > MAX_CAPLEN:  # libpcap: "invalid packet capture length"
@@ -280,10 +286,11 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked) -> I
                 need = 16 + caplen
                 break
             pos = start + caplen
+            time = seconds * 1_000_000_000 + fraction * tick
             if ethernet:
-                yield Frame(length, bytes(view[start:pos]) if data else b"")
+                yield Frame(length, bytes(view[start:pos]) if data else b"", time)
             else:
-                frame = _as_ethernet(cooked, view[start:pos], length, data)
+                frame = _as_ethernet(cooked, view[start:pos], length, data, time)
                 if frame is not None:
                     yield frame
             index += 1
@@ -299,13 +306,15 @@ class _Section:
     and snaplen (libpcap refuses later ones that differ), and the interfaces this section
     described."""
 
-    __slots__ = ("interfaces", "link", "order", "snapshot")
+    __slots__ = ("clocks", "interfaces", "link", "order", "snapshot")
 
     def __init__(self, order: str) -> None:
         self.order = order
         self.link = -1
         self.snapshot = 0
         self.interfaces = 0
+        # per interface: (time stamp units per second, if_tsoffset in seconds)
+        self.clocks: list[tuple[int, int]] = []
 
 
 def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked) -> Iterator[Frame]:
@@ -353,7 +362,8 @@ def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked) -> Iterator[Fr
             else:
                 cooked.link = s.link
                 packet = _packet(kind, body, s, True)
-                frame = _as_ethernet(cooked, memoryview(packet.data), packet.length, data)
+                frame = _as_ethernet(cooked, memoryview(packet.data), packet.length, data,
+                                     packet.time)
                 if frame is not None:
                     yield frame
             index += 1
@@ -384,6 +394,7 @@ def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> 
         if major != 1 or (first and minor not in (0, 2)):
             return f"pcapng version {major}.{minor} (libpcap reads 1.0 and 1.2)"
         s.interfaces = 0
+        s.clocks = []
         return ""
     fixed = FIXED.get(kind, 0)
     if len(body) < fixed:
@@ -400,7 +411,7 @@ def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> 
             return (f"an interface with snaplen {snaplen}, not the first interface's "
                     f"{s.snapshot}")
         s.interfaces += 1
-        return _options(body[8:], order)
+        return _options(body[8:], order, s.clocks)
     if kind in (6, 3, 2):
         if s.link < 0:
             return "a packet block before any Interface Description Block"
@@ -424,10 +435,43 @@ def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> 
     return ""
 
 
-def _options(opts: memoryview, order: str) -> str:
-    """An Interface Description Block's options, as libpcap checks them (the time stamp
-    resolution and offset: vnetrx reads neither, but a file libpcap refuses is refused)."""
-    at, seen = 0, set()
+def _options(opts: memoryview, order: str, clocks: list[tuple[int, int]]) -> str:
+    """An Interface Description Block's options, as libpcap checks them; its time stamp
+    resolution (if_tsresol: 10^-n s, or 2^-n s with the top bit; default 10^-6) and offset
+    (if_tsoffset, seconds) go to ``clocks``."""
+    problem = _read_options(opts, order)
+    if not problem:
+        per_second, offset = 1_000_000, 0
+        for code, value in _time_options(opts, order):
+            if code == 9:
+                per_second = 1 << (value & 0x7F) if value & 0x80 else 10 ** value
+            else:
+                offset = value
+        clocks.append((per_second, offset))
+    return problem
+
+
+def _time_options(opts: memoryview, order: str) -> list[tuple[int, int]]:
+    """The well-formed if_tsresol (9) and if_tsoffset (14) options, as numbers."""
+    at = 0
+    out: list[tuple[int, int]] = []
+    while len(opts) - at >= 4:
+        code, size = struct.unpack_from(order + "HH", opts, at)
+        padded = (size + 3) // 4 * 4
+        if code == 0 or len(opts) - at - 4 < padded:
+            break
+        if code == 9 and size == 1:
+            out.append((9, opts[at + 4]))
+        elif code == 14 and size == 8:
+            out.append((14, struct.unpack_from(order + "q", opts, at + 4)[0]))
+        at += 4 + padded
+    return out
+
+
+def _read_options(opts: memoryview, order: str) -> str:
+    """libpcap's checks of an IDB's options: its error, or ""."""
+    at = 0
+    seen: set[int] = set()
     while at < len(opts):
         if len(opts) - at < 4:
             return "an interface option cut short"
@@ -455,10 +499,17 @@ def _options(opts: memoryview, order: str) -> str:
 def _packet(kind: int, body: memoryview, s: _Section, data: bool) -> Frame:
     """A packet block's frame (``_block`` has checked it)."""
     order = s.order
-    if kind == 3:
+    time: int | None = None
+    if kind == 3:  # a Simple Packet Block: no interface, no time stamp
         (length,) = struct.unpack_from(order + "I", body)
         caplen, start = min(length, s.snapshot), 4
     else:
-        caplen, length = struct.unpack_from(order + "II", body, 12)
+        iface = struct.unpack_from(order + ("I" if kind == 6 else "H"), body)[0]
+        high, low, caplen, length = struct.unpack_from(order + "IIII", body, 4)
         start = 20
-    return Frame(length, bytes(body[start:start + caplen]) if data else b"")
+        per_second, offset = s.clocks[iface]
+        ticks = (high << 32) | low
+        time = offset * 1_000_000_000 + (ticks * (1_000_000_000 // per_second)
+                                         if 1_000_000_000 % per_second == 0
+                                         else ticks * 1_000_000_000 // per_second)
+    return Frame(length, bytes(body[start:start + caplen]) if data else b"", time)

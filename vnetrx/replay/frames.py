@@ -101,10 +101,12 @@ class Frames(NamedTuple):
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
-# keep(index, length, data, whole, split): a frame's bytes, for a caller that reads them (GRO):
-# the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its snaplen),
-# and a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; () otherwise)
-Keep = Callable[[int, int, bytes, bool, tuple[int, ...]], None]
+# keep(index, length, data, whole, split, time): a frame's bytes, for a caller that reads them
+# (GRO): the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its
+# snaplen), a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; ()
+# otherwise), and the capture record's time stamp in ns (None: a JSON object, or a pcapng
+# Simple Packet Block)
+Keep = Callable[[int, int, bytes, bool, tuple[int, ...], "int | None"], None]
 
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
@@ -165,7 +167,7 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
                     if frame is None:
                         raise InputError(f"{name}: frame {index} gives no \"frame\" bytes "
                                          "(the Ethernet frame as hex)", hint=_NEEDS_BYTES)
-                    keep(index, len(frame), frame, True, splits[index])
+                    keep(index, len(frame), frame, True, splits[index], None)
             elif any(splits):
                 raise InputError(f"{name}: \"split\" (writev boundaries) applies to "
                                  "--path tap --gro --napi frags")
@@ -251,7 +253,7 @@ def _captured(stream: io.BufferedReader, name: str, damage: list[DamagedInput] |
         for index, frame in enumerate(read_capture(stream, name, data=data, cooked=cooked,
                                                    before_read=before_read)):
             if keep is not None:
-                keep(index, frame.length, frame.data, False, ())
+                keep(index, frame.length, frame.data, False, (), frame.time)
             yield frame
     except DamagedInput as exc:
         if damage is None or not exc.read:
