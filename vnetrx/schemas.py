@@ -947,6 +947,7 @@ VHOST_RX_ROW = _obj(
         "headcount": _NAT,
         "chains": _arr(_NAT),
         "used": _arr(_NAT),
+        "used_elems": _arr(_NAT),
         "discarded": _BOOL,
         "reason": _nullable({"enum": ["overrun"]}),
         "hdr": _nullable(_HEX),
@@ -955,7 +956,8 @@ VHOST_RX_ROW = _obj(
         "done_idx": _NAT,
         "signal": _nullable({"enum": ["done_idx", "weight", "ring_empty"]}),
         "guest": _nullable(_VHOST_GUEST),
-    }
+    },
+    optional=("used_elems",),
 )
 VHOST_RX = _obj(
     {

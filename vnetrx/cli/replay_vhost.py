@@ -17,15 +17,21 @@ from vnetrx.cli.trace_vhost import mode_of, no_tap_offload_option, uniform_buffe
 _READS = frozenset({
     "path", "mergeable", "guest_gso", "mtu", "hdr_len", "buf_len", "kernel", "config", "arch",
     "page_size", "cache_line", "max_skb_frags", "as_jsonl", "no_tap_offload",
-    "uniform_buffers",
+    "uniform_buffers", "in_order",
 })
-_VHOST_ONLY = ("buf_len", "no_tap_offload", "uniform_buffers")
+_VHOST_ONLY = ("buf_len", "no_tap_offload", "uniform_buffers", "in_order")
 
 
 def vhost_replay_options(f: Any) -> Any:
     """--path, and the options only --path vhost-rx reads."""
     f = uniform_buffers_option(f)
     f = no_tap_offload_option(f)
+    f = click.option(
+        "--in-order", "in_order", is_flag=True,
+        help="vhost-rx, vhost-tx: VIRTIO_F_IN_ORDER negotiated (6.17+, 45347e79b544): one used "
+        "element per vhost-rx packet (used_elems: the last chain's used length) and per "
+        "vhost-tx used-ring update (the last head, len 0); used->idx still moves by every "
+        "buffer. From the kernel source only: not measured (no 6.17+ vhost_net ran here).")(f)
     return click.option(
         "--path", "path", type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
         default="virtio",
@@ -110,6 +116,7 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
         mtu=o["mtu"],
         tap_offload=not o["no_tap_offload"],
         uniform=o["uniform_buffers"],
+        in_order=o["in_order"],
     )
     c = vhost_rx_config(profile, setup)
     xmits, skbs = host_skbs(c, frames)
@@ -117,7 +124,7 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
     out = sys.stdout
     if o["as_jsonl"]:
         for x, p, g in vhost_rx_stream(profile, c, xmits, skbs):
-            out.write(json.dumps(row_to_dict(x, p, g)) + "\n")
+            out.write(json.dumps(row_to_dict(x, p, g, c.in_order)) + "\n")
     else:
         from vnetrx.paths.vhost.rx import VhostRx
         from vnetrx.render.vhost_rx import text_lines

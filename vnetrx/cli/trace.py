@@ -449,4 +449,5 @@ def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
         hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
         xdp_meta=o["xdp_meta"],
+        frame=frame.frame,
     )

@@ -194,7 +194,7 @@ def vnet_hdr_to_skb(c: TapConfig, skb: Skb, owned: bool, words: bool = True) -> 
     GSO counts as negotiated when vnet_hdr_sz is at least TUN_VNET_TNL_SIZE (24): ``c.tunnel``.
     ``words`` False: the checks without their words (a sweep)."""
     return virtio_net_hdr_to_skb(c.profile, c.rules, skb, c.hdr, owned=owned, tunnel=c.tunnel,
-                                 narrate=words)
+                                 frame=c.setup.frame, narrate=words)
 
 
 # --- narration (the tap path's steps) -----------------------------------------------------

@@ -107,7 +107,8 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) ->
         skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
     result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
-                                   tunnel=c.hdr_len == 24, narrate=narrate)
+                                   tunnel=None if c.hdr_len == 24 else False,
+                                   narrate=narrate)
     if result.skb is None:
         return Delivery(None, Drop.BAD_GSO, result)
     return Delivery(eth_type_trans(result.skb), None, result)

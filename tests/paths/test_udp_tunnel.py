@@ -1,0 +1,126 @@
+"""UDP-tunnel GSO (6.17+): virtio_net_hdr_tnl_to_skb on a tap write, tun's set_offload, vhost's
+24-byte header. Facts: include/linux/virtio_net.h:virtio_net_hdr_tnl_to_skb, drivers/net/tun.c:
+set_offload, tun_vnet.h:tun_vnet_hdr_guest_features @6.17.0 and @6.18.9; the recording: ``vnetrx
+verify tap --tunnels`` on 6.18.44."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from vnetrx.engine import trace_tap
+from vnetrx.errors import InputError
+from vnetrx.kernel.registry import lookup
+from vnetrx.live import verify
+from vnetrx.observed.tap_write import WriteCase
+from vnetrx.packet import build_tunnel_frame, parse_tunnel
+from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun.offload import set_offload
+from vnetrx.paths.vhost import VhostTxSetup, vhost_tx_config
+from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+DATA = Path(__file__).parent.parent / "data" / "tap_tunnel" / "verify-tunnels-6.18.44.json"
+# outer Ethernet 14 + IPv4 20 → outer UDP at 34; + UDP 8 + VXLAN 8 + inner Ethernet 14 → 64;
+# inner IPv4 20 → inner TCP at 84; TCP 20 → hdr_len 104
+GOOD = VnetHdr(1, 0x21, 104, 1448, 84, 16, outer_th_offset=34, inner_nh_offset=64)
+
+
+def _write(kernel: str, h: VnetHdr, length: int = 3000, size: int = 24):
+    frame = build_tunnel_frame(length, parse_tunnel("ipv4"), "tcp4")
+    return trace_tap(lookup(kernel), TapSetup(vnet_hdr_sz=size, hdr=h.to_bytes(24)[:size],
+                                              frame=frame), length)
+
+
+def test_recorded_on_6_18_44_every_write_matches() -> None:
+    doc = json.loads(DATA.read_text())
+    assert doc["kernel"]["name"] == "6.18.44" and doc["total"] == 105
+    # this machine's 6.18.44 is the "minimal" config preset (MAX_HEADER 32: a 576-byte
+    # skbuff_small_head, as tests/live/test_observe.py explains)
+    from vnetrx.cli.options import BuildChoice, load_profile
+
+    k = load_profile("6.18.44", "minimal", BuildChoice("x86_64", "4k", None, None))
+    names = {f.name for f in fields(WriteCase)}
+    for frame in doc["frames"]:
+        o = frame["options"]
+        case = WriteCase(frame_len=frame["frame_len"],
+                         **{n: o[n] for n in o if n in names and n != "hdr"},
+                         hdr=None if o["hdr"] is None else bytes.fromhex(o["hdr"]))
+        predicted = verify.predict(k, case)
+        assert all(verify.compare(predicted, frame["observed"]).values()), (o, predicted)
+
+
+def test_recorded_tunnel_bit_on_a_non_gso_skb() -> None:
+    """Measured: a tunnel header whose frame is not above one segment still leaves
+    SKB_GSO_UDP_TUNNEL (0x400) in gso_type, with gso_size 0."""
+    doc = json.loads(DATA.read_text())
+    small = [f["observed"] for f in doc["frames"]
+             if f["frame_len"] == 200 and f["options"].get("tunnel") == "ipv4"]
+    assert small and all(o["gso_type"] == 0x400 and o["gso_size"] == 0 for o in small)
+    assert _write("6.18.44", GOOD, 200).skb.gso_type == 0x400
+
+
+@pytest.mark.parametrize(("change", "ok"), [
+    ({"outer_th_offset": 33}, False), ({"outer_th_offset": 34}, True),
+    ({"inner_nh_offset": 41}, False), ({"inner_nh_offset": 42}, True),
+    ({"csum_start": 83}, False), ({"csum_start": 84}, True),
+])
+def test_offset_order_boundaries(change: dict[str, int], ok: bool) -> None:
+    t = _write("6.18.44", GOOD._replace(**change))
+    assert (t.errno is None) is ok
+
+
+def test_tunnel_fields_from_skb_head() -> None:
+    skb = _write("6.18.44", GOOD).skb
+    assert skb.gso_type == 0x403  # TCPV4 | DODGY | UDP_TUNNEL
+    assert skb.encapsulation and skb.inner_protocol == 0x0800
+    # tun_build_skb's headroom 64: the offsets count from skb->head
+    assert (skb.transport_header, skb.inner_network_header, skb.inner_transport_header) == (
+        98, 128, 148)
+    csum = _write("6.18.44", GOOD._replace(flags=1 | 8)).skb
+    assert csum.gso_type == 0x803  # SKB_GSO_UDP_TUNNEL_CSUM instead
+
+
+@pytest.mark.parametrize(("kernel", "errno"), [("6.16.9", "EINVAL"), ("6.17.0", None)])
+def test_release_boundary(kernel: str, errno: str | None) -> None:
+    """Before 6.17 tun reads 10 bytes and 0x21 is no gso_type virtio_net_hdr_to_skb knows."""
+    assert _write(kernel, GOOD).errno == errno
+
+
+def test_vnet_hdr_sz_12_refuses_the_tunnel_bits() -> None:
+    t = _write("6.18.44", GOOD, size=12)
+    assert t.errno == "EINVAL"
+
+
+@pytest.mark.parametrize(("kernel", "flags", "errno"), [
+    ("6.18.44", 0x80, "EINVAL"),  # no TUN_F_CSUM
+    ("6.18.44", 0x81, "EINVAL"),  # no plain GSO offload
+    ("6.18.44", 0x83, None),
+    ("6.18.44", 0x103, "EINVAL"),  # the csum flag without the tunnel flag
+    ("6.18.44", 0x183, None),
+    ("6.18.44", 0xE1, None),  # USO4 + USO6
+    ("6.18.44", 0xA1, "EINVAL"),  # USO4 alone is not taken
+    ("6.16.9", 0x83, "EINVAL"),
+    ("6.17.0", 0x83, None),
+])
+def test_set_offload(kernel: str, flags: int, errno: str | None) -> None:
+    assert set_offload(lookup(kernel), flags).errno == errno
+
+
+@pytest.mark.parametrize(("kernel", "ok"), [("6.16.9", False), ("6.17.0", True)])
+def test_vhost_tx_24_byte_header(kernel: str, ok: bool) -> None:
+    if ok:
+        c = vhost_tx_config(lookup(kernel), VhostTxSetup(vnet_hdr_sz=24))
+        assert c.sock_hlen == 24 and c.tap.tunnel
+        assert c.pad == 128  # SKB_DATA_ALIGN(VHOST_NET_RX_PAD 64 + 24)
+    else:
+        with pytest.raises(InputError, match=r"valid: 10 .*24 with UDP-tunnel GSO from 6\.17"):
+            vhost_tx_config(lookup(kernel), VhostTxSetup(vnet_hdr_sz=24))
+
+
+def test_header_bytes_round_trip() -> None:
+    raw = GOOD.to_bytes(24)
+    assert raw[20:24] == bytes([34, 0, 64, 0])
+    assert VnetHdr.from_bytes(raw) == GOOD._replace(num_buffers=0, hash_value=0, hash_report=0)
