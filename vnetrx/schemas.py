@@ -1101,11 +1101,13 @@ VHOST_TX_ROW = _obj(
         "offset": _nullable(_NAT),
         "update": _nullable(_NAT),
         "stalled": {"type": "boolean"},
+        "used_elem": {"type": "boolean"},
         "outcome": _STR,
         "drop": _nullable(_STR),
         "skb": _nullable(_obj({"len": _NAT, "data_len": _NAT, "truesize": _NAT,
                                "nr_frags": _NAT})),
-    }
+    },
+    optional=("used_elem",),
 )
 
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {

@@ -30,8 +30,9 @@ def vhost_replay_options(f: Any) -> Any:
         "--in-order", "in_order", is_flag=True,
         help="vhost-rx, vhost-tx: VIRTIO_F_IN_ORDER negotiated (6.17+, 45347e79b544): one used "
         "element per vhost-rx packet (used_elems: the last chain's used length) and per "
-        "vhost-tx used-ring update (the last head, len 0); used->idx still moves by every "
-        "buffer. From the kernel source only: not measured (no 6.17+ vhost_net ran here).")(f)
+        "vhost-tx used-ring update (used_elem: the update's last chain, len 0); used->idx "
+        "still moves by every buffer. From the kernel source only: not measured (no 6.17+ "
+        "vhost_net ran here).")(f)
     return click.option(
         "--path", "path", type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
         default="virtio",
@@ -64,6 +65,9 @@ def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> 
                 "--buf-len does not apply to replay: each refill sizes its buffers from the "
                 "EWMA of the frames before it (get_mergeable_buf_len); --path vhost-rx takes "
                 "it", ctx)
+        if _given(ctx, ("in_order",)):
+            raise click.UsageError("--in-order applies to --path vhost-rx and vhost-tx only",
+                                   ctx)
         given = _given(ctx, _VHOST_ONLY)
         if given:
             raise click.UsageError(
@@ -85,9 +89,9 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None,
                   o: dict[str, Any]) -> None:
     from vnetrx.paths.vhost.rx import (
-        NOTES,
         VhostRxSetup,
         host_skbs,
+        notes_of,
         vhost_rx_config,
         vhost_rx_stream,
     )
@@ -131,12 +135,12 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
 
         rows = tuple(vhost_rx_stream(profile, c, xmits, skbs))
         result = VhostRx(profile.name, c, xmits, tuple(p for _, p, _ in rows),
-                         tuple(g for _, _, g in rows), NOTES)
+                         tuple(g for _, _, g in rows), notes_of(c))
         title = (f"vnetrx replay --path vhost-rx: {len(frames)} frame(s) from the host's tap "
                  f"into a guest with {setup.mode} buffers"
                  + (f" of {c.buf_len} bytes" if c.mergeable else "")
                  + f", Linux {profile.name}")
-        click.echo("\n".join(text_lines(result, [], [*profile.notes, *NOTES], title)))
+        click.echo("\n".join(text_lines(result, [], [*profile.notes, *notes_of(c)], title)))
     if segmented:  # say so, on stderr: the rows are the packets
         out.flush()
         reason = segmented[0].segmented

@@ -135,6 +135,9 @@ def text_lines(r: VhostRx, steps: list[Step], notes: list[str], title: str) -> l
         used = ("discarded" if p.discard is not None else ",".join(map(str, p.used)))
         if len(used) > 25:
             used = f"{p.headcount}x: {p.used[0]}..{p.used[-1]}"
+        if r.config.in_order and p.discard is None and len(p.used) > 1:
+            # vhost_add_used_n_in_order: one element, the last chain's used length
+            used = f"{used} (1 elem)" if len(used) <= 17 else f"{p.headcount}x: elem {p.used[-1]}"
         skb = "-"
         if g is not None:
             d = g.delivery
