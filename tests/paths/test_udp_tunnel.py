@@ -124,3 +124,13 @@ def test_header_bytes_round_trip() -> None:
     raw = GOOD.to_bytes(24)
     assert raw[20:24] == bytes([34, 0, 64, 0])
     assert VnetHdr.from_bytes(raw) == GOOD._replace(num_buffers=0, hash_value=0, hash_report=0)
+
+
+def test_vhost_rx_24_byte_header_is_refused_with_its_reason() -> None:
+    from vnetrx.errors import UnsupportedError
+    from vnetrx.paths.vhost.rx import VhostRxSetup, vhost_rx_config
+
+    with pytest.raises(UnsupportedError, match=r"bytes 12\.\.23 are not settled"):
+        vhost_rx_config(lookup("6.17.0"), VhostRxSetup(hdr_len=24))
+    with pytest.raises(InputError, match="not one vhost-net serves"):
+        vhost_rx_config(lookup("6.16.9"), VhostRxSetup(hdr_len=24))

@@ -222,6 +222,7 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --len 9014 --guest-gso --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
+      vnetrx trace --path tap --len 3000 --l4 tcp4 --gso tcpv4:1448 --tunnel ipv4 --vnet-hdr-sz 24 --kernel 6.18
       vnetrx trace --len 1000 --xdp pass                # receive_small_xdp, truesize 2432
       vnetrx trace --len 1000 --mergeable --xdp pass --kernel 6.1  # headroom 268, truesize 4352
       vnetrx trace --len 9014 --mergeable --mtu 9000 --xdp pass --xdp-frags --kernel 6.12

@@ -103,6 +103,7 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --variants --json | jq '.frames[] | select(.match | not)'
       vnetrx verify tap --len 100,3000,9014 --l4 tcp4 --gso tcpv4:1448
       vnetrx verify tap --offloads
+      vnetrx verify tap --tunnels                     # UDP-tunnel GSO, 6.17+
       vnetrx verify tap --xdp all --variants
     """
     if gro:

@@ -44,6 +44,7 @@ from vnetrx.kernel.changes import (
     TUN_USO,
     VHOST_IN_ORDER,
     VHOST_NUM_BUFFERS_VERSION_1,
+    VHOST_UDP_TUNNEL_GSO,
     VNET_HDR_GSO_UDP_L4,
 )
 from vnetrx.kernel.constants import ETH_DATA_LEN, ETH_HLEN, VLAN_HLEN
@@ -279,6 +280,15 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
     require_path(k, "virtio")
     if s.mode not in MODES:
         raise InputError(f"guest receive mode {s.mode!r} unknown (valid: {', '.join(MODES)})")
+    if s.hdr_len == 24 and k.has(VHOST_UDP_TUNNEL_GSO):
+        # vhost_net_set_features @6.17.0/@6.18.9 makes it 24 with HOST_/GUEST_UDP_TUNNEL_GSO;
+        # tun_put_user then copies all 24 bytes of its on-stack header when the tap has the
+        # UDP-tunnel offload, of which virtio_net_hdr_from_skb sets only the first 10
+        # (tun_vnet.h:__tun_vnet_hdr_put): what bytes 12..23 hold was not settled from source
+        raise UnsupportedError(
+            f"header length 24 (UDP-tunnel GSO, 6.17+) is not modelled for vhost-rx on "
+            f"{k.name}: tun_put_user's bytes 12..23 are not settled (valid: 10 legacy, 12 "
+            "VERSION_1 or MRG_RXBUF)")
     if s.hdr_len not in (10, 12):
         raise InputError(
             f"header length {s.hdr_len} not one vhost-net serves (valid: 10 legacy, 12 "
