@@ -134,3 +134,49 @@ def test_vhost_rx_24_byte_header_is_refused_with_its_reason() -> None:
         vhost_rx_config(lookup("6.17.0"), VhostRxSetup(hdr_len=24))
     with pytest.raises(InputError, match="not one vhost-net serves"):
         vhost_rx_config(lookup("6.16.9"), VhostRxSetup(hdr_len=24))
+
+
+# --- virtio-net's receive (virtnet_receive_done @6.18.9) ----------------------------------------
+
+
+def _virtio(udp_tunnel: str | None, h: VnetHdr, kernel: str = "6.18.44", hdr_len: int | None = None):
+    from vnetrx.engine import trace_virtio
+    from vnetrx.paths.virtio_net import VirtioRxSetup
+
+    return trace_virtio(lookup(kernel), VirtioRxSetup(mergeable=True, hdr_len=hdr_len,
+                                                      udp_tunnel=udp_tunnel, hdr=h), 3000)
+
+
+@pytest.mark.parametrize(("features", "flags", "gso_type"), [
+    ("gso", 1, 0x403),  # vi->rx_tnl: accepted
+    ("gso", 1 | 8, None),  # UDP_TUNNEL_CSUM without rx_tnl_csum: "bad gso"
+    ("gso-csum", 1 | 8, 0x803),
+    ("host", 1, None),  # HOST_UDP_TUNNEL_GSO only: rx_tnl false
+])
+def test_virtio_receive_gates(features: str, flags: int, gso_type: int | None) -> None:
+    t = _virtio(features, GOOD._replace(flags=flags))
+    if gso_type is None:
+        assert t.outcome == "drop" and t.skb is None
+    else:
+        assert t.skb is not None and t.skb.gso_type == gso_type
+
+
+def test_virtio_handle_csum_offload() -> None:
+    """DATA_VALID with a tunnel gso_type: "bad csum"; DATA_VALID | UDP_TUNNEL_CSUM without a
+    tunnel type needs rx_tnl_csum."""
+    bad = _virtio("gso-csum", GOOD._replace(flags=2 | 1))
+    assert bad.outcome == "drop" and bad.reason == "bad_csum"
+    plain = VnetHdr(2 | 8, 0, 0, 0, 0, 0)
+    assert _virtio("gso", plain).reason == "bad_csum"
+    assert _virtio("gso-csum", plain).skb is not None
+
+
+def test_virtio_udp_tunnel_needs_6_17_and_24() -> None:
+    from vnetrx.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match=r"valid: --kernel 6\.17 or later"):
+        _virtio("gso", GOOD, kernel="6.16.9")
+    with pytest.raises(InputError, match="hdr_len 24"):
+        _virtio("gso", GOOD, hdr_len=12)
+    with pytest.raises(UnsupportedError, match="was not said"):
+        _virtio(None, GOOD, hdr_len=24)

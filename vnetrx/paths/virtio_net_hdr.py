@@ -332,8 +332,8 @@ class _ToSkb:
         if negotiated is None:
             raise UnsupportedError(
                 f"UDP-tunnel gso_type bits ({bits:#x}) with a 24-byte header on {self.k.name}: "
-                "whether VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO (not only HOST_) was negotiated is "
-                "not modelled on this path")
+                "whether VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO (not only HOST_) was negotiated was "
+                "not said (valid: --udp-tunnel gso, gso-csum or host)")
 
         def check(test: str, ok: bool, detail: Text, refusal: Text) -> bool:
             return w.add(VIRTIO_NET_H, TNL_FN, test, ok, detail, because, refusal)

@@ -95,7 +95,7 @@ NOTES = (
     "the tap's ptr_ring holds the whole burst before handle_rx runs (its tx_queue_len, 500, is "
     "not modelled), and the guest keeps its rx ring stocked: get_rx_bufs never waits for a "
     "refill",
-    "one kernel for host and guest; no busy polling, no XDP "
+    "one kernel for host and guest; no VIRTIO_F_IN_ORDER (6.17+), no busy polling, no XDP "
     "frames on the tap's ring (tun XDP_REDIRECT)",
 )
 
@@ -110,7 +110,9 @@ IN_ORDER_NOTE = (
 
 def notes_of(c: VhostRxConfig) -> tuple[str, ...]:
     """The assumptions every result states, and the in-order caveat when negotiated."""
-    return (*NOTES, *((IN_ORDER_NOTE,) if c.in_order else ()))
+    if not c.in_order:
+        return NOTES
+    return (*(n.replace("no VIRTIO_F_IN_ORDER (6.17+), ", "") for n in NOTES), IN_ORDER_NOTE)
 
 
 class Discard(Reason):
