@@ -112,7 +112,7 @@ def notes_of(c: VhostRxConfig) -> tuple[str, ...]:
     """The assumptions every result states, and the in-order caveat when negotiated."""
     if not c.in_order:
         return NOTES
-    return (*(n.replace("no VIRTIO_F_IN_ORDER (6.17+), ", "") for n in NOTES), IN_ORDER_NOTE)
+    return (*[n.replace("no VIRTIO_F_IN_ORDER (6.17+), ", "") for n in NOTES], IN_ORDER_NOTE)
 
 
 class Discard(Reason):
