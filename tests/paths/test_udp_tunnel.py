@@ -180,3 +180,20 @@ def test_virtio_udp_tunnel_needs_6_17_and_24() -> None:
         _virtio("gso", GOOD, hdr_len=12)
     with pytest.raises(UnsupportedError, match="was not said"):
         _virtio(None, GOOD, hdr_len=24)
+
+
+def test_verify_text_shows_the_offload_answer() -> None:
+    from rich.console import Console
+
+    from vnetrx.live.verify import FrameCheck
+    from vnetrx.render.verify_text import verify_renderable
+
+    doc = json.loads(DATA.read_text())
+    checks = [FrameCheck(f["frame_len"], f["options"], f["predicted"], f["observed"],
+                         f["fields"]) for f in doc["frames"][:10]]
+    console = Console(width=250, color_system=None)
+    with console.capture() as cap:
+        console.print(verify_renderable("6.18.44", "recorded", checks))
+    text = cap.get()
+    assert "TUNSETOFFLOAD 0x80 " in text and "EINVAL ✓" in text
+    assert "vxlan over ipv4" in text and "0/1024 ✓" in text and "10/10 frames match" in text
