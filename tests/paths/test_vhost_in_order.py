@@ -84,6 +84,20 @@ def test_tx_release_boundary(kernel: str, ok: bool) -> None:
             handle_tx_stream(lookup(kernel), VhostTxSetup(), [(100, None)], True)
 
 
+def test_tx_rows_match_the_schema() -> None:
+    from jsonschema import Draft202012Validator
+
+    from vnetrx.schemas import schema
+
+    out = CliRunner().invoke(cli, ["replay", "--path", "vhost-tx", "--len", "100x70,5000",
+                                   "--in-order", "--kernel", "6.18", "--jsonl"]).output
+    validator = Draft202012Validator(schema("vhost-tx-row"))
+    rows = [json.loads(line) for line in out.splitlines()]
+    for row in rows:
+        validator.validate(row)
+    assert sum(r["used_elem"] for r in rows) == 3  # updates at 64, before 5000, at the end
+
+
 def test_cli_tx_rows_and_refusals() -> None:
     args = ["replay", "--path", "vhost-tx", "--len", "100,100", "--kernel", "6.18", "--jsonl"]
     rows = [json.loads(line) for line in
