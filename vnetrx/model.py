@@ -189,13 +189,6 @@ class Skb(NamedTuple):
     hash: int = 0  # skb->hash
     l4_hash: bool = False
     meta_len: int = 0  # skb_metadata_len(): XDP metadata kept in front of skb->data
-    # what virtio_net_hdr_tnl_to_skb (6.17+) sets for a UDP-tunnel GSO header: offsets from
-    # skb->head, like csum_start (not output fields: the trace's steps carry them)
-    encapsulation: bool = False
-    transport_header: int | None = None  # the outer UDP header
-    inner_network_header: int | None = None  # also inner_mac_header
-    inner_transport_header: int | None = None
-    inner_protocol: int = 0  # ETH_P_IP / ETH_P_IPV6 (skb_set_inner_protocol)
 
     @property
     def headlen(self) -> int:

@@ -12,8 +12,7 @@ FULL = Skb(head="kmalloc-2048", head_size=2048, data=66, tail=1066, end=1728, le
            frags=(Frag("frag0", 1536, 500, 1536),), frag_list=(FragListSkb(10, 768),),
            ip_summed=3, csum_start=100, csum_offset=16, gso_size=1448, gso_type=0x11,
            gso_type_names=("SKB_GSO_TCPV4", "SKB_GSO_TCPV6"), gso_segs=2, hash=0xABCD,
-           l4_hash=True, meta_len=8, encapsulation=True, transport_header=98,
-           inner_network_header=128, inner_transport_header=148, inner_protocol=0x0800)
+           l4_hash=True, meta_len=8)
 
 
 def test_every_field_is_set_away_from_its_default() -> None:

@@ -73,12 +73,17 @@ def test_offset_order_boundaries(change: dict[str, int], ok: bool) -> None:
 
 
 def test_tunnel_fields_from_skb_head() -> None:
+    from vnetrx.paths.tun.get_user import tap_config, tap_plan
+
     skb = _write("6.18.44", GOOD).skb
     assert skb.gso_type == 0x403  # TCPV4 | DODGY | UDP_TUNNEL
-    assert skb.encapsulation and skb.inner_protocol == 0x0800
+    frame = build_tunnel_frame(3000, parse_tunnel("ipv4"), "tcp4")
+    c = tap_config(lookup("6.18.44"), TapSetup(vnet_hdr_sz=24, hdr=GOOD.to_bytes(24),
+                                                frame=frame))
+    offload = tap_plan(c, 3000).offload
+    assert offload is not None and offload.encap is not None
     # tun_build_skb's headroom 64: the offsets count from skb->head
-    assert (skb.transport_header, skb.inner_network_header, skb.inner_transport_header) == (
-        98, 128, 148)
+    assert offload.encap == (98, 128, 148, 0x0800)
     csum = _write("6.18.44", GOOD._replace(flags=1 | 8)).skb
     assert csum.gso_type == 0x803  # SKB_GSO_UDP_TUNNEL_CSUM instead
 

@@ -214,9 +214,7 @@ def skb_at(skb: Skb, data: int, length: int, mac_header: int | None) -> Skb:
     return Skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
                skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
                skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
-               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len, skb.encapsulation,
-               skb.transport_header, skb.inner_network_header, skb.inner_transport_header,
-               skb.inner_protocol)
+               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def eth_type_trans_of(

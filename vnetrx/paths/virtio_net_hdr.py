@@ -177,6 +177,17 @@ class HdrRules(NamedTuple):
         return self.because.get(rule, ())
 
 
+class Encap(NamedTuple):
+    """What virtio_net_hdr_tnl_to_skb (6.17+) sets besides gso_type for a UDP-tunnel header:
+    skb->encapsulation = 1 and these, offsets from skb->head like csum_start (not skb output
+    fields: the trace's steps carry them)."""
+
+    transport_header: int  # the outer UDP header (outer_th_offset + headroom)
+    inner_network_header: int  # also inner_mac_header (inner_nh_offset + headroom)
+    inner_transport_header: int  # csum_start + headroom
+    inner_protocol: int  # ETH_P_IP / ETH_P_IPV6 (skb_set_inner_protocol)
+
+
 class HdrResult(NamedTuple):
     """virtio_net_hdr_to_skb's outcome: the skb it leaves, or the check that refused it (the
     caller drops the skb: -EINVAL on a tap write, rx_frame_errors++ on virtio-net)."""
@@ -186,6 +197,7 @@ class HdrResult(NamedTuple):
     failed: Check | None
     pulled: int  # bytes pskb_may_pull moved from the frags into the linear area
     expanded: bool  # pskb_expand_head gave the skb a new, larger head
+    encap: Encap | None = None  # a UDP-tunnel header's inner headers (6.17+)
 
 
 def gso_type_names(mask: int) -> tuple[str, ...]:
@@ -266,6 +278,7 @@ class _ToSkb:
         self.w = _Walk(k, narrate)
         self.start_len = skb.headlen
         self.expanded = False  # pskb_expand_head gave the skb a new head
+        self.encap: Encap | None = None  # virtio_net_hdr_tnl_to_skb's inner headers
 
     def refused(self) -> HdrResult:
         w = self.w
@@ -275,7 +288,7 @@ class _ToSkb:
     def result(self) -> HdrResult:
         skb = self.skb
         return HdrResult(skb, tuple(self.w.checks), None, skb.headlen - self.start_len,
-                         self.expanded)
+                         self.expanded, self.encap)
 
     def pull(self, length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
         """pskb_may_pull(skb, length): False when the frame is shorter."""
@@ -409,11 +422,9 @@ class _ToSkb:
                                   "negotiated"):
             return self.refused()
         mask = skb.gso_type | (SKB_GSO_UDP_TUNNEL_CSUM if tnl_csum else SKB_GSO_UDP_TUNNEL)
-        self.skb = skb._replace(
-            gso_type=mask, gso_type_names=gso_type_names(mask), encapsulation=True,
-            transport_header=outer_th + headroom, inner_network_header=inner_nh + headroom,
-            inner_transport_header=inner_th + headroom,
-            inner_protocol=ETH_P_IPV6 if inner_v6 else ETH_P_IP)
+        self.skb = skb._replace(gso_type=mask, gso_type_names=gso_type_names(mask))
+        self.encap = Encap(outer_th + headroom, inner_nh + headroom, inner_th + headroom,
+                           ETH_P_IPV6 if inner_v6 else ETH_P_IP)
         w.add(VIRTIO_NET_H, TNL_FN, "the tunnel fields", True,
               lambda: f"gso_type |= {'SKB_GSO_UDP_TUNNEL_CSUM' if tnl_csum else 'SKB_GSO_UDP_TUNNEL'}"
               f" → {mask:#x} ({'|'.join(gso_type_names(mask))})"
