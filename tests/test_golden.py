@@ -20,6 +20,10 @@ EXAMPLES = {
                                     "--ewma", "1000"],
     # a guest's 1000-byte frame on the host: vhost_net_build_xdp's batch into tun_xdp_one
     "vhost-tx-1000-6.12": ["--path", "vhost-tx", "--len", "1000", "--kernel", "6.12"],
+    # a VXLAN-wrapped TSO frame behind the 24-byte UDP-tunnel header (6.17+): gso_type 0x403
+    "tap-vxlan4-tso-3000-6.18": ["--path", "tap", "--len", "3000", "--l4", "tcp4", "--gso",
+                                 "tcpv4:1448", "--tunnel", "ipv4", "--vnet-hdr-sz", "24",
+                                 "--kernel", "6.18"],
 }
 
 

@@ -45,6 +45,11 @@ INVOCATIONS: list[tuple[str, list[str], int]] = [
     ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--hdr",
                "010000000000f503100000"], 0),  # vhost_net_build_xdp: -EINVAL
     ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--xdp", "tx"], 0),
+    # a VXLAN-wrapped TSO write behind the 24-byte UDP-tunnel header (6.17+)
+    ("trace", ["trace", "--path", "tap", "--len", "3000", "--l4", "tcp4", "--gso", "tcpv4:1448",
+               "--tunnel", "ipv6+csum", "--vnet-hdr-sz", "24", "--kernel", "6.18"], 0),
+    ("trace", ["trace", "--path", "vhost-tx", "--len", "1000", "--vnet-hdr-sz", "24",
+               "--kernel", "6.18"], 0),
     ("sweep", ["sweep", "--len", "3630-3640", "--path", "vhost-tx", "--json"], 0),
     ("trace", ["trace", "--path", "tap", "--len", "5"], 0),  # write() fails: EINVAL
     ("trace", ["trace", "--path", "tap", "--len", "9000", "--blocking", "--kernel", "6.1"], 0),
@@ -177,6 +182,8 @@ def test_sweep_jsonl_lines_match_schema(args: list[str]) -> None:
     ["--len", "60x70,2000,9000", "--kernel", "6.12"],  # small: a discard, signals
     ["--len", "60,65550", "--mergeable", "--buf-len", "1536", "--kernel", "6.1"],
     ["--len", "60,20000", "--mtu", "9000", "--no-tap-offload", "--kernel", "6.18"],  # big
+    # VIRTIO_F_IN_ORDER (6.17+): used_elems in every row
+    ["--len", "60x70,3000", "--mergeable", "--buf-len", "1536", "--in-order", "--kernel", "6.18"],
 ])
 def test_vhost_rx_jsonl_lines_match_schema(args: list[str]) -> None:
     result = RUNNER.invoke(cli, ["replay", "--path", "vhost-rx", "--jsonl", *args])

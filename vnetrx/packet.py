@@ -23,12 +23,15 @@ from vnetrx.paths.virtio_net_hdr import (
     GSO_TCPV6,
     GSO_UDP,
     GSO_UDP_L4,
+    GSO_UDP_TUNNEL_IPV4,
+    GSO_UDP_TUNNEL_IPV6,
     IPHDR_LEN,
     IPV6HDR_LEN,
     NEEDS_CSUM,
     TCP_CSUM_OFFSET,
     TCPHDR_LEN,
     UDP_CSUM_OFFSET,
+    UDP_TUNNEL_CSUM,
     UDPHDR_LEN,
     VnetHdr,
 )
@@ -360,3 +363,74 @@ def tcp_flow_frames(template: bytes, headers: Headers, count: int) -> list[bytes
         struct.pack_into("!H", frame, tcp + 16, check)
         out.append(bytes(frame))
     return out
+
+
+# --- UDP tunnels (--tunnel): VXLAN over UDP, the 24-byte virtio_net_hdr_v1_hash_tunnel -------
+TUNNEL_CHOICES = ("ipv4", "ipv6")  # the outer IP version
+VXLAN_PORT = 4789  # IANA's VXLAN port (the outer UDP destination)
+VXLAN_HLEN = 8
+
+
+class Tunnel(NamedTuple):
+    """A frame wrapped in VXLAN over UDP: where the outer headers end."""
+
+    outer_ipv6: bool
+    csum: bool  # VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM: the outer UDP checksum is offloaded too
+
+    @property
+    def outer_th(self) -> int:
+        """outer_th_offset: the outer UDP header, after Ethernet and the outer IP header."""
+        return ETH_HLEN + (IPV6HDR_LEN if self.outer_ipv6 else IPHDR_LEN)
+
+    @property
+    def inner_mac(self) -> int:
+        """The inner Ethernet header: after the outer UDP and VXLAN headers."""
+        return self.outer_th + UDPHDR_LEN + VXLAN_HLEN
+
+    @property
+    def inner_nh(self) -> int:
+        """inner_nh_offset: the inner IP header."""
+        return self.inner_mac + ETH_HLEN
+
+
+def parse_tunnel(text: str) -> Tunnel:
+    """``ipv4``, ``ipv6``, ``ipv4+csum`` → the outer IP version and the tunnel csum flag."""
+    spec = text.strip().lower()
+    csum = spec.endswith("+csum")
+    name = spec.removesuffix("+csum")
+    if name not in TUNNEL_CHOICES:
+        raise InputError(f"--tunnel {text!r}: expected ipv4 or ipv6, optionally +csum "
+                         "(e.g. ipv4+csum)")
+    return Tunnel(name == "ipv6", csum)
+
+
+def tunnel_headers(t: Tunnel, inner: Headers) -> Headers:
+    """The inner frame's headers as offsets in the encapsulated frame."""
+    return inner._replace(transport=t.inner_mac + inner.transport,
+                          network=t.inner_mac + inner.network)
+
+
+def build_tunnel_frame(length: int, t: Tunnel, l4: str, tcp_options: int = 0) -> bytes:
+    """Outer Ethernet + IPv4/IPv6 + UDP (dport 4789) + VXLAN (flags I, VNI 1) around
+    ``build_frame(l4)``, ``length`` bytes in all; lengths right, checksums 0."""
+    inner = build_frame(max(length - t.inner_mac, 0), l4, tcp_options)
+    udp_len = min(UDPHDR_LEN + VXLAN_HLEN + len(inner), 0xFFFF)
+    if t.outer_ipv6:
+        ip = struct.pack("!IHBB16s16s", 6 << 28, udp_len, 17, 64, _IP6_SRC, _IP6_DST)
+    else:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, min(IPHDR_LEN + udp_len, 0xFFFF), 0, 0x4000,
+                         64, 17, 0, _IP4_SRC, _IP4_DST)
+    udp = struct.pack("!HHHH", 40001, VXLAN_PORT, udp_len, 0)
+    vxlan = struct.pack("!II", 0x08000000, 1 << 8)
+    eth = _MAC_DST + _MAC_SRC + struct.pack("!H", ETH_P_IPV6 if t.outer_ipv6 else ETH_P_IP)
+    return (eth + ip + udp + vxlan + inner)[:length]
+
+
+def tunnel_header(h: VnetHdr, t: Tunnel) -> VnetHdr:
+    """The 24-byte header a sender writes for a tunnelled frame (virtio_net_hdr_tnl_from_skb's
+    fields): gso_type |= UDP_TUNNEL_IPV4/IPV6, flags |= UDP_TUNNEL_CSUM with +csum, and the
+    outer transport / inner network header offsets."""
+    return h._replace(
+        gso_type=h.gso_type | (GSO_UDP_TUNNEL_IPV6 if t.outer_ipv6 else GSO_UDP_TUNNEL_IPV4),
+        flags=h.flags | (UDP_TUNNEL_CSUM if t.csum else 0),
+        outer_th_offset=t.outer_th, inner_nh_offset=t.inner_nh)

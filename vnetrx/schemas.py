@@ -948,6 +948,7 @@ VHOST_RX_ROW = _obj(
         "headcount": _NAT,
         "chains": _arr(_NAT),
         "used": _arr(_NAT),
+        "used_elems": _arr(_NAT),
         "discarded": _BOOL,
         "reason": _nullable({"enum": ["overrun"]}),
         "hdr": _nullable(_HEX),
@@ -956,7 +957,8 @@ VHOST_RX_ROW = _obj(
         "done_idx": _NAT,
         "signal": _nullable({"enum": ["done_idx", "weight", "ring_empty"]}),
         "guest": _nullable(_VHOST_GUEST),
-    }
+    },
+    optional=("used_elems",),
 )
 VHOST_RX = _obj(
     {
@@ -1108,11 +1110,13 @@ VHOST_TX_ROW = _obj(
         "update": _nullable(_NAT),
         "stalled": {"type": "boolean"},
         "zcopy_used": {"type": "boolean"},
+        "used_elem": {"type": "boolean"},
         "outcome": _STR,
         "drop": _nullable(_STR),
         "skb": _nullable(_obj({"len": _NAT, "data_len": _NAT, "truesize": _NAT,
                                "nr_frags": _NAT})),
-    }
+    },
+    optional=("used_elem",),
 )
 
 _BODIES: dict[str, tuple[str | None, dict[str, Any]]] = {

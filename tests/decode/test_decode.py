@@ -307,9 +307,14 @@ def test_skb_partial_csum_set_16_bit_limit() -> None:
     assert validate(K612, VnetHdr(1, 0, 0, 0, 65470, 0), 65535, headroom=64).accepted is True
 
 
-def test_tunnel_bits_with_a_24_byte_header_on_6_18_are_not_modelled() -> None:
+def test_tunnel_bits_with_a_24_byte_header_on_6_18_check_the_offsets() -> None:
+    """virtio_net_hdr_tnl_to_skb @6.18.9: outer_th_offset 0 is below ETH_HLEN + 20."""
     h = VnetHdr(1, 0x21, 0, 1000, 34, 16)
-    assert validate(lookup("6.18"), h, 3000, headroom=64, vnet_hdr_sz=24).modelled is False
+    tunnel = validate(lookup("6.18"), h, 3000, headroom=64, vnet_hdr_sz=24)
+    assert tunnel.modelled and tunnel.errno == "EINVAL"
+    assert tunnel.reason is not None and "outer_th_offset 0" in tunnel.reason
+    good = h._replace(csum_start=84, outer_th_offset=34, inner_nh_offset=64)
+    assert validate(lookup("6.18"), good, 3000, headroom=64, vnet_hdr_sz=24).accepted
     # no UDP-tunnel GSO negotiated (6.18), or no tunnel support at all (6.12): -EINVAL
     not_negotiated = validate(lookup("6.18"), h, 3000, headroom=64)
     assert not_negotiated.function == "virtio_net_hdr_tnl_to_skb"

@@ -142,8 +142,11 @@ def test_verify_without_requirements_json(monkeypatch: pytest.MonkeyPatch) -> No
         ["--len", "x"],
         ["--len", "60", "--no-vnet-hdr", "--hdr", "00"],
         ["--len", "60", "--hdr", "zz"],
-        # UDP-tunnel GSO bits with a 24-byte header: not modelled
-        ["--len", "60", "--vnet-hdr-sz", "24", "--hdr", "0021"],
+        # --tunnels writes its own frames and headers; one matrix at a time
+        ["--tunnels", "--len", "60"],
+        ["--tunnels", "--offloads"],
+        # --tunnel wraps a TCP/UDP frame: without --l4 there is none
+        ["--len", "60", "--vnet-hdr-sz", "24", "--tunnel", "ipv4"],
     ],
 )
 def test_verify_bad_requests_fail_before_setup(

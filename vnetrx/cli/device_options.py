@@ -68,7 +68,7 @@ def _declare(name: str, default: Any, where: str, buf_len: tuple[int, int] = _BU
             "--hdr-len", type=click.Choice(["10", "12", "20", "24"]), default=default,
             show_default=default is not None,
             help="vi->hdr_len: 10 legacy, 12 VERSION_1 or MRG_RXBUF, 20 hash report (5.18+), "
-            "24 UDP tunnel GSO (6.18+)." + suffix)
+            "24 UDP tunnel GSO (6.17+)." + suffix)
     if name == "ring_size":
         return click.option(
             "--ring-size", type=PowerOfTwo(1, MAX_RING_SIZE, "entries"), default=default,

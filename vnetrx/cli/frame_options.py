@@ -14,15 +14,21 @@ from vnetrx.errors import InputError
 from vnetrx.packet import (
     CSUM_CHOICES,
     L4_CHOICES,
+    MAX_FRAME,
     MAX_TCP_OPTIONS,
     Headers,
     build_frame,
+    build_tunnel_frame,
     check_fits,
     find_headers,
     gso_l4,
+    headers_of,
     offload_header,
     parse_gso,
+    parse_tunnel,
     read_frame,
+    tunnel_header,
+    tunnel_headers,
 )
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.records import NamedTuple
@@ -36,7 +42,7 @@ HDR_HELP = (
 
 
 def frame_options(f: Any) -> Any:
-    """--hdr, --l4, --tcp-options, --frame, --csum, --gso (applied bottom-up)."""
+    """--hdr, --l4, --tcp-options, --frame, --csum, --gso, --tunnel (applied bottom-up)."""
     for option in reversed(
         (
             click.option("--hdr", type=HexBytes(), default=None, help=HDR_HELP),
@@ -78,6 +84,17 @@ def frame_options(f: Any) -> Any:
                 "udp_l4:1472 (USO); +ecn adds VIRTIO_NET_HDR_GSO_ECN. hdr_len becomes the "
                 "headers' length.",
             ),
+            click.option(
+                "--tunnel",
+                metavar="ipv4|ipv6[+csum]",
+                default=None,
+                help="Wrap the --l4 frame in VXLAN over UDP (outer Ethernet + IPv4/IPv6 + UDP "
+                "to 4789 + VXLAN 8 bytes; --len counts it all) and build the 24-byte "
+                "virtio_net_hdr_v1_hash_tunnel (6.17+): gso_type |= UDP_TUNNEL_IPV4/IPV6, "
+                "outer_th_offset, inner_nh_offset, csum_start at the inner TCP/UDP header; "
+                "+csum adds VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM. A tap takes it with "
+                "--vnet-hdr-sz 24.",
+            ),
         )
     ):
         f = option(f)
@@ -95,13 +112,18 @@ class FrameInput(NamedTuple):
 
 
 def frame_input(frame_len: int | None, o: dict[str, Any]) -> FrameInput:
-    """Resolve --len, --l4, --tcp-options, --frame, --hdr, --csum and --gso together."""
+    """Resolve --len, --l4, --tcp-options, --frame, --hdr, --csum, --gso and --tunnel
+    together."""
     if o["frame_file"] is not None and o["l4"] is not None:
         raise InputError("--frame and --l4 exclude each other (the file is the frame)")
     if o["hdr"] is not None and (o["csum"] is not None or o["gso"] is not None):
         raise InputError("--hdr gives the header's bytes; --csum and --gso build one: use one way")
     if o["tcp_options"] and o["l4"] is None:
         raise InputError("--tcp-options needs --l4 tcp4 or tcp6")
+    tunnel = parse_tunnel(o["tunnel"]) if o.get("tunnel") is not None else None
+    if tunnel is not None and (o["hdr"] is not None or o["frame_file"] is not None):
+        raise InputError("--tunnel builds the frame and its 24-byte header: drop --hdr and "
+                         "--frame (or give the 24 header bytes with --hdr alone)")
     frame: bytes | None = None
     headers: Headers | None = None
     gso = parse_gso(o["gso"]) if o["gso"] is not None else None
@@ -124,13 +146,28 @@ def frame_input(frame_len: int | None, o: dict[str, Any]) -> FrameInput:
                 "--csum partial needs to know where the transport header is: add --l4 "
                 "tcp4|tcp6|udp4|udp6 or --frame FILE"
             )
-    if l4 is not None:
+    if tunnel is not None:
+        if l4 is None:
+            raise InputError("--tunnel wraps a TCP or UDP frame: add --l4 tcp4|tcp6|udp4|udp6 "
+                             "(or --gso, which implies one)")
+        inner = headers_of(l4, o["tcp_options"])
+        need = tunnel.inner_mac + inner.end
+        if not need <= frame_len <= MAX_FRAME:
+            raise InputError(f"--len {frame_len} does not hold a VXLAN-wrapped {l4} frame "
+                             f"(valid: {need}..{MAX_FRAME}: {tunnel.inner_mac} outer bytes + "
+                             f"{inner.end} inner header bytes)")
+        headers = tunnel_headers(tunnel, inner)
+        frame = build_tunnel_frame(frame_len, tunnel, l4, o["tcp_options"])
+    elif l4 is not None:
         headers = check_fits(frame_len, l4, o["tcp_options"])
         frame = build_frame(frame_len, l4, o["tcp_options"])
     hdr: VnetHdr | None = None
     hdr_bytes: bytes | None = o["hdr"]
     if hdr_bytes is not None:
         hdr = VnetHdr.from_bytes(hdr_bytes)
+    elif tunnel is not None:
+        hdr = tunnel_header(offload_header(headers, o["csum"], gso), tunnel)
+        hdr_bytes = hdr.to_bytes(24)
     elif o["csum"] is not None or gso is not None:
         hdr = offload_header(headers, o["csum"], gso)
         hdr_bytes = hdr.to_bytes(10)

@@ -63,7 +63,7 @@ class PayloadList(click.ParamType):  # type: ignore[type-arg]
     type=click.Choice(["10", "12", "20", "24"]),
     default=None,
     help="vi->hdr_len instead of --mergeable: 10 legacy, 12 MRG_RXBUF or VERSION_1, "
-    "20 hash report (5.18+), 24 UDP tunnel GSO (6.18+).",
+    "20 hash report (5.18+), 24 UDP tunnel GSO (6.17+).",
 )
 @click.option(
     "--indirect/--no-indirect",

@@ -198,6 +198,7 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
       vnetrx replay --from flow.pcap --mergeable --batch 64 --gro --jsonl
       vnetrx replay --from flow.pcap --path tap --gro --napi timeout --summary
+      vnetrx replay --path vhost-rx --len 3000,100 --mergeable --buf-len 1536 --in-order
     """
     if run_vhost(lengths, from_file, o):  # --path vhost-rx (cli/replay_vhost.py)
         return

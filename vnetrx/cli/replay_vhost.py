@@ -18,12 +18,12 @@ from vnetrx.cli.trace_vhost import mode_of, no_tap_offload_option, uniform_buffe
 _READS = frozenset({
     "path", "mergeable", "guest_gso", "mtu", "hdr_len", "buf_len", "kernel", "config", "arch",
     "page_size", "cache_line", "max_skb_frags", "as_jsonl", "no_tap_offload",
-    "uniform_buffers", "gro", "polls", "summary", "no_gro", "gro_max_size",
+    "uniform_buffers", "in_order", "gro", "polls", "summary", "no_gro", "gro_max_size",
     "gro_ipv4_max_size",
 })
 # read only with --gro (the guest's GRO after handle_rx)
 _GRO_READS = ("polls", "summary", "no_gro", "gro_max_size", "gro_ipv4_max_size")
-_VHOST_ONLY = ("buf_len", "no_tap_offload", "uniform_buffers")
+_VHOST_ONLY = ("buf_len", "no_tap_offload", "uniform_buffers", "in_order")
 _VHOST_TX_ONLY = ("zcopy", "zcopy_offset")
 
 
@@ -41,6 +41,13 @@ def vhost_replay_options(f: Any) -> Any:
         "batching, one sendmsg per chain; chains of at least VHOST_GOODCOPY_LEN (256) bytes "
         "have their pages pinned as frags, and each chain is used and signalled alone once "
         "its skb is freed.")(f)
+    f = click.option(
+        "--in-order", "in_order", is_flag=True,
+        help="vhost-rx, vhost-tx: VIRTIO_F_IN_ORDER negotiated (6.17+, 45347e79b544): one used "
+        "element per vhost-rx packet (used_elems: the last chain's used length) and per "
+        "vhost-tx used-ring update (used_elem: the update's last chain, len 0); used->idx "
+        "still moves by every buffer. From the kernel source only: not measured (no 6.17+ "
+        "vhost_net ran here).")(f)
     return click.option(
         "--path", "path", type=click.Choice(["virtio", "tap", "vhost-tx", "vhost-rx"]),
         default="virtio",
@@ -83,6 +90,9 @@ def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> 
                 "--buf-len does not apply to replay: each refill sizes its buffers from the "
                 "EWMA of the frames before it (get_mergeable_buf_len); --path vhost-rx takes "
                 "it", ctx)
+        if _given(ctx, ("in_order",)):
+            raise click.UsageError("--in-order applies to --path vhost-rx and vhost-tx only",
+                                   ctx)
         given = _given(ctx, _VHOST_ONLY)
         if given:
             raise click.UsageError(
@@ -104,9 +114,9 @@ def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:
 def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None,
                   o: dict[str, Any]) -> None:
     from vnetrx.paths.vhost.rx import (
-        NOTES,
         VhostRxSetup,
         host_skbs,
+        notes_of,
         vhost_rx_config,
         vhost_rx_stream,
     )
@@ -146,6 +156,7 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
         mtu=o["mtu"],
         tap_offload=not o["no_tap_offload"],
         uniform=o["uniform_buffers"],
+        in_order=o["in_order"],
     )
     c = vhost_rx_config(profile, setup)
     xmits, skbs = host_skbs(c, frames)
@@ -156,19 +167,19 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
         return
     if o["as_jsonl"]:
         for x, p, g in vhost_rx_stream(profile, c, xmits, skbs):
-            out.write(json.dumps(row_to_dict(x, p, g)) + "\n")
+            out.write(json.dumps(row_to_dict(x, p, g, c.in_order)) + "\n")
     else:
         from vnetrx.paths.vhost.rx import VhostRx
         from vnetrx.render.vhost_rx import text_lines
 
         rows = tuple(vhost_rx_stream(profile, c, xmits, skbs))
         result = VhostRx(profile.name, c, xmits, tuple(p for _, p, _ in rows),
-                         tuple(g for _, _, g in rows), NOTES)
+                         tuple(g for _, _, g in rows), notes_of(c))
         title = (f"vnetrx replay --path vhost-rx: {len(frames)} frame(s) from the host's tap "
                  f"into a guest with {setup.mode} buffers"
                  + (f" of {c.buf_len} bytes" if c.mergeable else "")
                  + f", Linux {profile.name}")
-        click.echo("\n".join(text_lines(result, [], [*profile.notes, *NOTES], title)))
+        click.echo("\n".join(text_lines(result, [], [*profile.notes, *notes_of(c)], title)))
     if segmented:  # say so, on stderr: the rows are the packets
         out.flush()
         reason = segmented[0].segmented

@@ -15,14 +15,14 @@ from vnetrx.cli.options import BuildChoice, load_profile
 # replay's options a vhost-tx replay reads; every other one given is refused
 _READS = frozenset({
     "path", "sndbuf", "xdp", "vnet_hdr_sz", "kernel", "config", "arch", "page_size",
-    "cache_line", "max_skb_frags", "as_jsonl", "summary", "zcopy", "zcopy_offset",
+    "cache_line", "max_skb_frags", "as_jsonl", "summary", "zcopy", "zcopy_offset", "in_order",
 })
 
 
 def replay_vhost_tx(ctx: click.Context, lengths: str | None, from_file: str | None,
                     o: dict[str, Any]) -> None:
     from vnetrx.paths.vhost import VhostTxSetup
-    from vnetrx.paths.vhost.tx_stream import NOTES, handle_tx_stream
+    from vnetrx.paths.vhost.tx_stream import IN_ORDER_NOTE, NOTES, handle_tx_stream
     from vnetrx.render.vhost_tx import TxTotals, text_rows, tx_row_to_dict
     from vnetrx.replay.frames import parse_list
     from vnetrx.replay.vhost import read_guest_frames
@@ -45,13 +45,14 @@ def replay_vhost_tx(ctx: click.Context, lengths: str | None, from_file: str | No
     profile = load_profile(o["kernel"], o["config"], choice)
     setup = VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], vnet_hdr_sz=o["vnet_hdr_sz"],
                          zcopy=o["zcopy"], zcopy_offset=o["zcopy_offset"])
-    rows = handle_tx_stream(profile, setup, frames)
+    in_order = bool(o.get("in_order"))
+    rows = handle_tx_stream(profile, setup, frames, in_order)
     totals = TxTotals()
     out = sys.stdout
     if o["as_jsonl"]:
         for row in rows:
             totals.add(row)
-            out.write(json.dumps(tx_row_to_dict(row)) + "\n")
+            out.write(json.dumps(tx_row_to_dict(row, in_order)) + "\n")
     else:
         if not o["summary"]:
             click.echo(f"vnetrx replay --path vhost-tx: {len(frames)} frame(s) a guest queued "
@@ -60,7 +61,7 @@ def replay_vhost_tx(ctx: click.Context, lengths: str | None, from_file: str | No
             click.echo(line)
         click.echo(totals.line())
         if not o["summary"]:
-            for note in (*profile.notes, *NOTES):
+            for note in (*profile.notes, *NOTES, *((IN_ORDER_NOTE,) if in_order else ())):
                 click.echo(f"note: {note}")
     if totals.stalled is not None and totals.frames < len(frames):
         out.flush()

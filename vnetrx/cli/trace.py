@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from vnetrx.paths.vhost import VhostTxSetup
 
 _VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
-                *VHOST_RX_ONLY)
+                "udp_tunnel", *VHOST_RX_ONLY)
 _TAP_ONLY = (
     "blocking",
     "sndbuf",
@@ -114,6 +114,15 @@ _LOAD_KEEPS = ("load", "as_json", "svg", "html", "check")
     default=0,
     help="Which posted buffer the frame lands in, counted from a fresh page (0): e.g. 20 is "
     "the 21st buffer of a 32 KiB page_frag page, which absorbs the leftover hole.",
+)
+@click.option(
+    "--udp-tunnel",
+    type=click.Choice(["gso", "gso-csum", "host"]),
+    default=None,
+    help="virtio, 6.17+: the UDP-tunnel GSO features negotiated, which make vi->hdr_len 24: "
+    "gso = VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO (vi->rx_tnl), gso-csum = with _GSO_CSUM too "
+    "(rx_tnl_csum), host = HOST_UDP_TUNNEL_GSO only (a 24-byte header, no tunnel received). "
+    "Default: none said (with --hdr-len 24 a tunnel header is not modelled).",
 )
 @click.option(
     "--gro",
@@ -230,6 +239,7 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
       vnetrx trace --len 9014 --guest-gso --l4 tcp4 --gso tcpv4:1448 --kernel 6.1
       vnetrx trace --len 1514 --mergeable --l4 tcp4 --csum valid   # CHECKSUM_UNNECESSARY
       vnetrx trace --path tap --len 3000 --l4 tcp4 --csum none --gso tcpv4:1448 --kernel 6.6.46
+      vnetrx trace --path tap --len 3000 --l4 tcp4 --gso tcpv4:1448 --tunnel ipv4 --vnet-hdr-sz 24 --kernel 6.18
       vnetrx trace --len 1000 --xdp pass                # receive_small_xdp, truesize 2432
       vnetrx trace --len 1000 --mergeable --xdp pass --kernel 6.1  # headroom 268, truesize 4352
       vnetrx trace --len 9014 --mergeable --mtu 9000 --xdp pass --xdp-frags --kernel 6.12
@@ -395,9 +405,11 @@ def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
     """The device trace's options ``o`` describe, with ``frame``'s header in front of the
     frames it receives (``vnetrx sweep`` shares it)."""
     hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
-    if o["hdr"] is not None and len(o["hdr"]) > (hdr_len or 12):
+    udp_tunnel = o.get("udp_tunnel")
+    size = hdr_len or (24 if udp_tunnel is not None else 12)
+    if o["hdr"] is not None and len(o["hdr"]) > size:
         raise InputError(
-            f"--hdr has {len(o['hdr'])} bytes, more than the {hdr_len or 12}-byte header "
+            f"--hdr has {len(o['hdr'])} bytes, more than the {size}-byte header "
             "(--hdr-len) the device writes"
         )
     return VirtioRxSetup(
@@ -416,6 +428,7 @@ def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
         xdp_adjust_tail=o["xdp_adjust_tail"],
         xdp_meta=o["xdp_meta"],
         xdp_posted_before=o["xdp_posted_before"],
+        udp_tunnel=udp_tunnel,
     )
 
 
@@ -458,4 +471,5 @@ def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
         hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
         xdp_meta=o["xdp_meta"],
+        frame=frame.frame,
     )

@@ -47,6 +47,13 @@ def verify() -> None:
     "hdr_len 0/exact/larger, blocking or not, and every class of header the kernel refuses.",
 )
 @click.option(
+    "--tunnels",
+    is_flag=True,
+    help="Write the UDP-tunnel matrix instead of --len (6.17+): TUNSETOFFLOAD with the "
+    "TUN_F_UDP_TUNNEL_GSO flags, then VXLAN-wrapped TCP/USO frames behind 24-byte tunnel "
+    "headers (vnet_hdr_sz 24, 12 and 32) and every class of tunnel header the kernel refuses.",
+)
+@click.option(
     "--variants",
     is_flag=True,
     help="Also write every length blocking, with sndbuf 65536, with vnet_hdr_sz 12 and "
@@ -72,7 +79,7 @@ def verify() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: bool,
-               offloads: bool, xdp: str | None, xdp_adjust_head: int, xdp_adjust_tail: int,
+               offloads: bool, tunnels: bool, xdp: str | None, xdp_adjust_head: int, xdp_adjust_tail: int,
                gro: bool, **opts: Any) -> None:
     """Write frames into a private tap device and compare what the kernel built with the model.
 
@@ -96,6 +103,7 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
       vnetrx verify tap --variants --json | jq '.frames[] | select(.match | not)'
       vnetrx verify tap --len 100,3000,9014 --l4 tcp4 --gso tcpv4:1448
       vnetrx verify tap --offloads
+      vnetrx verify tap --tunnels                     # UDP-tunnel GSO, 6.17+
       vnetrx verify tap --xdp all --variants
     """
     if gro:
@@ -113,19 +121,20 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
     actions = _xdp_actions(xdp)
     if actions and ctx.get_parameter_source("lengths") is not click.core.ParameterSource.COMMANDLINE:
         lengths = XDP_LENGTHS
-    if actions and offloads:
-        raise click.UsageError("--xdp and --offloads are separate matrices: give one")
+    if sum((bool(actions), offloads, tunnels)) > 1:
+        raise click.UsageError("--xdp, --offloads and --tunnels are separate matrices: give one")
     if (xdp_adjust_head or xdp_adjust_tail) and not actions:
         raise click.UsageError("--xdp-adjust-head/--xdp-adjust-tail change the program: give "
                                "--xdp ACTIONS too")
     frames = parse_lengths(lengths)
     if opts["frame_file"] is not None:
         raise click.UsageError("verify writes frames it builds: use --l4, not --frame")
-    given = [name for name in ("hdr", "csum", "gso", "l4")
+    given = [name for name in ("hdr", "csum", "gso", "l4", "tunnel")
              if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
-    if offloads and (given or ctx.get_parameter_source("lengths")
-                     is click.core.ParameterSource.COMMANDLINE):
-        raise click.UsageError("--offloads writes its own frames and headers: drop --len and "
+    if (offloads or tunnels) and (given or ctx.get_parameter_source("lengths")
+                                  is click.core.ParameterSource.COMMANDLINE):
+        raise click.UsageError(f"--{'offloads' if offloads else 'tunnels'} writes its own "
+                               "frames and headers: drop --len and "
                                + ", ".join("--" + n for n in given or ["the header options"]))
     # the header and the frame kind, the same for every length (each length is written as
     # built: one shorter than the --l4 headers is cut, and the kernel's answer to it measured)
@@ -144,12 +153,14 @@ def verify_tap(ctx: click.Context, /, lengths: str, as_json: bool, variants: boo
         hdr=frame.hdr_bytes,
         l4=frame.headers.l4 if frame.headers is not None else None,
         tcp_options=opts["tcp_options"],
+        tunnel=opts["tunnel"],
     )
     from vnetrx.owner import interrupt_once
     from vnetrx.stop import Deferred
 
     profile = running_profile()
     cases = (live_verify.offload_cases(base) if offloads
+             else live_verify.tunnel_cases(base) if tunnels
              else [case for action in (actions or [None])
                    for case in live_verify.build_cases(
                        frames, replace(base, xdp=action, xdp_adjust_head=xdp_adjust_head,

@@ -138,7 +138,7 @@ def decode(
     csum = csum_place(hdr, layers, frame_len) if hdr.flags & NEEDS_CSUM else None
     # the header's size is the tap's vnet_hdr_sz (24 turns UDP-tunnel GSO on, 6.17+)
     verdict = None if frame_len is None else validate(
-        k, hdr, frame_len, headroom=tun_rx_pad(k), vnet_hdr_sz=hdr_len
+        k, hdr, frame_len, headroom=tun_rx_pad(k), vnet_hdr_sz=hdr_len, frame=frame
     )
     return Decoded(
         k,

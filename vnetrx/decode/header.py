@@ -98,6 +98,8 @@ def read_header(layout: Any, raw: bytes) -> tuple[dict[str, int], VnetHdr]:
         base["gso_size"],
         base["csum_start"],
         base["csum_offset"],
+        outer_th_offset=base.get("outer_th_offset"),
+        inner_nh_offset=base.get("inner_nh_offset"),
     )
     return values, hdr
 

@@ -177,11 +177,59 @@ VIRTNET_RECEIVE_DONE = Change(
 )
 VNET_HDR_UDP_TUNNEL = Change(
     key="vnet_hdr_udp_tunnel",
-    subject="virtio_net: UDP tunnel GSO (VIRTIO_NET_F_GUEST/HOST_UDP_TUNNEL_GSO)",
-    commit="",
-    since=v("6.18"),
-    summary="vi->hdr_len may be 24 (struct virtio_net_hdr_v1_hash_tunnel)",
-    note="present in 6.18 (BTF) and 7.3; the release that added it (about 6.17) was not pinned",
+    subject="net: implement virtio helpers to handle UDP GSO tunneling.",
+    commit="a2fb4bc4e2a6",
+    since=v("6.17"),
+    summary="include/linux/virtio_net.h gains struct virtio_net_hdr_v1_hash_tunnel (24 bytes: "
+    "outer_th_offset, inner_nh_offset) and virtio_net_hdr_tnl_to_skb / _tnl_from_skb: a "
+    "gso_type with VIRTIO_NET_HDR_GSO_UDP_TUNNEL_IPV4 (0x20) or _IPV6 (0x40) is refused unless "
+    "UDP-tunnel GSO was negotiated, needs NEEDS_CSUM, an inner TCP or USO type and ordered "
+    "offsets, and sets SKB_GSO_UDP_TUNNEL[_CSUM], the inner headers and skb->encapsulation; "
+    "virtio-net's vi->hdr_len is 24 with GUEST/HOST_UDP_TUNNEL_GSO (56a06bd40fab)",
+    note="Paolo Abeni's 'virtio: introduce GSO over UDP tunnel' series, in net-next on "
+    "2025-07-16 (kernel.org post-receive log), so 6.17; read @6.17.0 (busysteve import) and "
+    "@6.18.9; 6.12.117 has none of it, 6.13-6.16 were not read",
+)
+TUN_UDP_TUNNEL_GSO = Change(
+    key="tun_udp_tunnel_gso",
+    subject="tun: enable gso over UDP tunnel support.",
+    commit="288f30435132",
+    since=v("6.17"),
+    summary="a TUNSETVNETHDRSZ of at least 24 (TUN_VNET_TNL_SIZE) makes tun_get_user and "
+    "tun_xdp_one read the 24-byte header and treat UDP-tunnel GSO and its csum as negotiated "
+    "(tun_vnet_hdr_guest_features); TUNSETOFFLOAD takes TUN_F_UDP_TUNNEL_GSO (0x80, only with "
+    "TUN_F_CSUM and a TSO4/TSO6/USO offload) and TUN_F_UDP_TUNNEL_GSO_CSUM (0x100, only with "
+    "it); before, both bits are left over and refused with EINVAL",
+    note="same series as a2fb4bc4e2a6 (net-next 2025-07-16); set_offload and tun_vnet.h read "
+    "@6.17.0 and @6.18.9; measured on 6.18.44 (tests/data/tap_tunnel)",
+)
+VHOST_UDP_TUNNEL_GSO = Change(
+    key="vhost_udp_tunnel_gso",
+    subject="vhost/net: enable gso over UDP tunnel support.",
+    commit="bbca931fce26",
+    since=v("6.17"),
+    summary="vhost_net_set_features makes hdr_len sizeof(struct virtio_net_hdr_v1_hash_tunnel) "
+    "= 24 when VIRTIO_NET_F_HOST_UDP_TUNNEL_GSO or _GUEST_UDP_TUNNEL_GSO is negotiated (the "
+    "extended feature bits 65/67: 333c515d1896 'vhost-net: allow configuring extended "
+    "features'); else 12 with MRG_RXBUF or VERSION_1, else 10",
+    note="same series as a2fb4bc4e2a6 (net-next 2025-07-16); read @6.17.0 and @6.18.9; from "
+    "source only: this host has no vhost_net",
+)
+VHOST_IN_ORDER = Change(
+    key="vhost_in_order",
+    subject="vhost_net: basic in_order support",
+    commit="45347e79b544",
+    since=v("6.17"),
+    summary="vhost-net offers VIRTIO_F_IN_ORDER (35); negotiated, vhost_get_vq_desc takes heads "
+    "in descriptor order (next_avail_head) and vhost_add_used_n_in_order writes one used "
+    "element per batch: handle_tx_copy's batch of up to 64 frames is one element (the last "
+    "head, len 0) and handle_rx's packet of num_buffers chains is one element (the last chain's "
+    "head and its used length); used->idx still advances by every buffer",
+    note="with 67a873df0c41 'vhost: basic in order support'; in Michael Tsirkin's 'virtio, "
+    "vhost: features, fixes' pull for 6.17 (2025-08-01) and the mainline merge 821c9e515db5; "
+    "read @6.17.0 and @6.18.9 (drivers/vhost/net.c, vhost.c); from source only: no 6.17+ "
+    "vhost_net was run here. Zerocopy TX (vhost_zerocopy_signal_used) passes no nheads and "
+    "keeps one element per frame",
 )
 VHOST_NUM_BUFFERS_VERSION_1 = Change(
     key="vhost_num_buffers_version_1",
@@ -850,6 +898,9 @@ CHANGES: tuple[Change, ...] = (
     VIRTNET_RECEIVE_DONE,
     TUN_VNET_HDR_GET,
     VNET_HDR_UDP_TUNNEL,
+    TUN_UDP_TUNNEL_GSO,
+    VHOST_UDP_TUNNEL_GSO,
+    VHOST_IN_ORDER,
     V1_HASH_SPLIT_HASH_VALUE,
     VHOST_NUM_BUFFERS_VERSION_1,
     TUN_USO,

@@ -47,13 +47,14 @@ from vnetrx.live.tracefs import (
 )
 from vnetrx.observed.rx_event import RxEvent
 from vnetrx.observed.tap_write import WriteCase, WriteResult
-from vnetrx.packet import build_frame
+from vnetrx.packet import build_frame, build_tunnel_frame, parse_tunnel
 from vnetrx.paths.tun import XDP_ACTIONS
 
 # include/uapi/linux/if_tun.h (docs/kernel/tun-tap.md §3)
 TUNSETIFF = 0x400454CA
 TUNSETSNDBUF = 0x400454D4
 TUNSETVNETHDRSZ = 0x400454D8
+TUNSETOFFLOAD = 0x400454D0
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
 IFF_VNET_HDR = 0x4000
@@ -147,13 +148,16 @@ class LiveTap:
             "tcp_options": case.tcp_options,
             "xdp": case.xdp,
             "xdp_adjust": [case.xdp_adjust_head, case.xdp_adjust_tail],
+            "tunnel": case.tunnel,
+            "offload": case.offload,
         }
         self._to_child.write(json.dumps(request) + "\n")
         reply = self._reply()
         events = self._events_until_marker()
         return WriteResult(reply.get("ret"), reply.get("errno"), events,
                            tuple(reply.get("reads", ())), reply.get("read_hdr"),
-                           reply.get("read_same"), reply.get("counters"))
+                           reply.get("read_same"), reply.get("counters"),
+                           reply.get("offload_errno"))
 
     def _reply(self) -> dict[str, Any]:
         assert self._from_child is not None
@@ -349,11 +353,19 @@ class _Device:
             wanted = None if req.get("xdp") is None else (req["xdp"], *req["xdp_adjust"])
             if wanted != self.xdp:
                 self._attach(wanted)
-            data = (
-                build_frame(req["frame_len"], req["l4"], req["tcp_options"])
-                if req.get("l4")
-                else frame_bytes(req["frame_len"])
-            )
+            offload_errno = None
+            if req.get("offload") is not None:  # set (or refused) before every such write
+                try:
+                    fcntl.ioctl(self.fd, TUNSETOFFLOAD, req["offload"])
+                except OSError as exc:
+                    offload_errno = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))
+            if req.get("tunnel"):
+                data = build_tunnel_frame(req["frame_len"], parse_tunnel(req["tunnel"]),
+                                          req["l4"], req["tcp_options"])
+            elif req.get("l4"):
+                data = build_frame(req["frame_len"], req["l4"], req["tcp_options"])
+            else:
+                data = frame_bytes(req["frame_len"])
             if req["vnet_hdr"]:
                 size = req["vnet_hdr_sz"] or 10
                 fcntl.ioctl(self.fd, TUNSETVNETHDRSZ, struct.pack("i", size))
@@ -368,6 +380,8 @@ class _Device:
             reply: dict[str, Any] = {"ret": os.write(self.fd, data)}
         except OSError as exc:
             reply = {"errno": errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))}
+        if req.get("offload") is not None:
+            reply["offload_errno"] = offload_errno
         if self.xdp is not None:
             reads = self._read_queued()
             after = self._counters()

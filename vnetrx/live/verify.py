@@ -15,8 +15,29 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import TRACEPOINT_FIELDS, Value
 from vnetrx.observed.rx_event import as_traced
 from vnetrx.observed.tap_write import WriteCase, WriteResult
-from vnetrx.packet import GSO_TYPES, L4_CHOICES, headers_of, offload_header
+from vnetrx.packet import (
+    GSO_TYPES,
+    L4_CHOICES,
+    Tunnel,
+    build_frame,
+    build_tunnel_frame,
+    headers_of,
+    offload_header,
+    parse_tunnel,
+    tunnel_header,
+    tunnel_headers,
+)
 from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun.offload import (
+    TUN_F_CSUM,
+    TUN_F_TSO4,
+    TUN_F_TSO6,
+    TUN_F_UDP_TUNNEL_GSO,
+    TUN_F_UDP_TUNNEL_GSO_CSUM,
+    TUN_F_USO4,
+    TUN_F_USO6,
+    set_offload,
+)
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 # 48 lengths from the EINVAL edge to the largest frame: every boundary of §A.10 (build limit 3456,
@@ -135,6 +156,82 @@ def offload_cases(base: WriteCase) -> list[WriteCase]:
     return cases
 
 
+# --- UDP-tunnel GSO (--tunnel): the 24-byte header, 6.17+ ------------------------------------
+TUNNEL_LENGTHS = (200, 1514, 3000, 20000)
+# TUNSETOFFLOAD sets around the UDP-tunnel flags (tun.c:set_offload @6.17.0, @6.18.9)
+TUNNEL_OFFLOADS = (
+    TUN_F_UDP_TUNNEL_GSO,  # without TUN_F_CSUM: left over
+    TUN_F_CSUM | TUN_F_UDP_TUNNEL_GSO,  # no plain GSO offload: left over
+    TUN_F_CSUM | TUN_F_TSO4 | TUN_F_UDP_TUNNEL_GSO,
+    TUN_F_CSUM | TUN_F_TSO6 | TUN_F_UDP_TUNNEL_GSO | TUN_F_UDP_TUNNEL_GSO_CSUM,
+    TUN_F_CSUM | TUN_F_TSO4 | TUN_F_UDP_TUNNEL_GSO_CSUM,  # csum without the tunnel flag
+    TUN_F_CSUM | TUN_F_USO4 | TUN_F_USO6 | TUN_F_UDP_TUNNEL_GSO,
+    TUN_F_CSUM | TUN_F_USO4 | TUN_F_UDP_TUNNEL_GSO,  # USO4 alone is not taken
+    TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_UDP_TUNNEL_GSO | TUN_F_UDP_TUNNEL_GSO_CSUM,
+    0x200,  # no such flag
+)
+
+
+def _tunnel_hdr(t: Tunnel, l4: str, gso_type: int, size: int) -> VnetHdr:
+    """The header a sender writes for a VXLAN-wrapped ``l4`` frame with GSO."""
+    return tunnel_header(offload_header(tunnel_headers(t, headers_of(l4)), "partial",
+                                        (gso_type, size)), t)
+
+
+def tunnel_cases(base: WriteCase) -> list[WriteCase]:
+    """TUNSETOFFLOAD with the UDP-tunnel flags, then VXLAN-wrapped TCP/UDP frames behind a
+    24-byte header (outer IPv4 and IPv6, inner TCPv4/TCPv6/USO, with and without the tunnel
+    csum bit; below and above one segment), the same header with vnet_hdr_sz 12 and 32, and one
+    header of every class virtio_net_hdr_tnl_to_skb refuses."""
+    cases: list[WriteCase] = []
+
+    def add(length: int, l4: str | None, h: VnetHdr | None, tunnel: str | None,
+            **over: Any) -> None:
+        size = over.pop("vnet_hdr_sz", 24)
+        case = replace(base, frame_len=length, l4=l4, tcp_options=0, tunnel=tunnel,
+                       vnet_hdr_sz=size, hdr=None if h is None else h.to_bytes(24)[:size],
+                       **over)
+        if case not in cases:
+            cases.append(case)
+
+    for flags in TUNNEL_OFFLOADS:
+        add(100, None, None, None, offload=flags)
+    inner = (("tcp4", GSO_TYPES["tcpv4"], 1448), ("tcp6", GSO_TYPES["tcpv6"], 1428),
+             ("udp4", GSO_TYPES["udp_l4"], 1472), ("udp6", GSO_TYPES["udp_l4"], 1452))
+    for name in ("ipv4", "ipv6", "ipv4+csum", "ipv6+csum"):
+        t = parse_tunnel(name)
+        for l4, gso_type, size in inner:
+            h = _tunnel_hdr(t, l4, gso_type, size)
+            for length in TUNNEL_LENGTHS:
+                add(length, l4, h, name)
+            add(3000, l4, h, name, vnet_hdr_sz=32)  # 8 bytes past the tunnel header skipped
+        h = _tunnel_hdr(t, "tcp4", GSO_TYPES["tcpv4"], 1448)
+        add(3000, "tcp4", h, name, vnet_hdr_sz=12)  # 10 bytes read: tunnel GSO not on
+    t = parse_tunnel("ipv4")
+    good = _tunnel_hdr(t, "tcp4", GSO_TYPES["tcpv4"], 1448)
+    refused = (
+        good._replace(gso_type=0x61),  # both tunnel bits
+        good._replace(gso_type=0x23),  # inner UFO
+        good._replace(gso_type=0x20, gso_size=0),  # no inner GSO type
+        good._replace(flags=0),  # no NEEDS_CSUM
+        good._replace(outer_th_offset=33),  # below ETH_HLEN + 20
+        good._replace(inner_nh_offset=(good.outer_th_offset or 0) + 7),  # below outer_th + 8
+        good._replace(csum_start=(good.inner_nh_offset or 0) + 19),  # below inner_nh + 20
+        good._replace(gso_type=0x24),  # inner TCPv6 over an IPv4 inner header: 40 needed
+        good._replace(gso_type=0xA1),  # inner TCPv4 with ECN: accepted
+        good._replace(gso_size=0),  # the base parse refuses it
+        good._replace(flags=3),  # DATA_VALID too: a tap write does not read it
+    )
+    for h in refused:
+        add(3000, "tcp4", h, "ipv4")
+    # USO: the inner IP version is read from the frame; an IPv6 inner header needs 40 bytes
+    uso6 = _tunnel_hdr(t, "udp6", GSO_TYPES["udp_l4"], 1452)
+    add(3000, "udp6", uso6._replace(csum_start=(uso6.inner_nh_offset or 0) + 20), "ipv4")
+    add(3000, "udp4", _tunnel_hdr(t, "udp4", GSO_TYPES["udp_l4"], 1472)._replace(
+        csum_start=(uso6.inner_nh_offset or 0) + 20), "ipv4")
+    return cases
+
+
 def options_of(case: WriteCase) -> dict[str, Value]:
     return {
         "blocking": case.blocking,
@@ -147,11 +244,19 @@ def options_of(case: WriteCase) -> dict[str, Value]:
         "xdp": case.xdp,
         "xdp_adjust_head": case.xdp_adjust_head,
         "xdp_adjust_tail": case.xdp_adjust_tail,
+        **({"tunnel": case.tunnel} if case.tunnel is not None else {}),
+        **({"offload": case.offload} if case.offload is not None else {}),
     }
 
 
 def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
     """What the model says write(2) returns and the tracepoint shows (raises on bad setups)."""
+    frame = None
+    if case.tunnel is not None and case.l4 is not None:
+        frame = build_tunnel_frame(case.frame_len, parse_tunnel(case.tunnel), case.l4,
+                                   case.tcp_options)
+    elif case.l4 is not None:
+        frame = build_frame(case.frame_len, case.l4, case.tcp_options)
     trace = trace_tap(
         k,
         TapSetup(
@@ -163,10 +268,13 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
             xdp=case.xdp,
             xdp_adjust_head=case.xdp_adjust_head,
             xdp_adjust_tail=case.xdp_adjust_tail,
+            frame=frame,
         ),
         case.frame_len,
     )
     out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
+    if case.offload is not None:
+        out["offload_errno"] = set_offload(k, case.offload).errno
     out.update(dict.fromkeys(FIELDS[2:]))
     if trace.errno is None:
         size = dict(trace.input)["vnet_hdr_sz"]
@@ -197,6 +305,8 @@ def observed_of(result: WriteResult) -> dict[str, Value]:
     if len(result.events) == 1:
         event = result.events[0]
         out.update((name, getattr(event, name)) for name in SKB)
+    if result.offload_errno is not None:
+        out["offload_errno"] = result.offload_errno
     if result.counters is not None:
         out.update({"reads": ",".join(map(str, result.reads)), "read_hdr": result.read_hdr,
                     "read_same": result.read_same})
@@ -209,6 +319,8 @@ def compare(predicted: dict[str, Value], observed: dict[str, Value]) -> dict[str
     if "reads" in predicted:  # an XDP case: rx_dropped None is left to the stack
         fields.update((name, predicted[name] == observed.get(name)) for name in XDP_FIELDS
                       if not (name in ("rx_dropped", "read_same") and predicted[name] is None))
+    if "offload_errno" in predicted:  # TUNSETOFFLOAD was called: None is its success
+        fields["offload_errno"] = predicted["offload_errno"] == observed.get("offload_errno")
     no_skb = predicted.get("errno") or str(predicted.get("outcome")).startswith("xdp_")
     fields["events"] = observed.get("events") == (0 if no_skb else 1)
     return fields

@@ -25,6 +25,8 @@ class WriteCase:
     xdp: str | None = None  # an attached XDP program's verdict (vnetrx.live.bpf); None: none
     xdp_adjust_head: int = 0  # the program's bpf_xdp_adjust_head(ctx, N) before its verdict
     xdp_adjust_tail: int = 0  # and bpf_xdp_adjust_tail(ctx, N)
+    tunnel: str | None = None  # the l4 frame wrapped in VXLAN (vnetrx.packet.parse_tunnel)
+    offload: int | None = None  # TUNSETOFFLOAD flags set before the write; None: not called
 
 
 @dataclass(frozen=True)
@@ -38,3 +40,4 @@ class WriteResult:
     read_hdr: str | None = None  # the vnet header bytes of the first read, hex
     read_same: bool | None = None  # the first read's frame bytes are the frame written
     counters: dict[str, int] | None = None  # with XDP: /proc/net/dev deltas over write + reads
+    offload_errno: str | None = None  # what TUNSETOFFLOAD failed with (None: it succeeded)

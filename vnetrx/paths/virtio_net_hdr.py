@@ -37,7 +37,7 @@ from vnetrx.kernel.changes import (
     VNET_HDR_UFO_THLEN,
     Change,
 )
-from vnetrx.kernel.constants import TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
+from vnetrx.kernel.constants import ETH_HLEN, TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Refusal, Skb
 from vnetrx.paths.skbuff import pskb_may_pull, skb_reset_mac_header
@@ -89,6 +89,9 @@ class VnetHdr(NamedTuple):
     num_buffers: int | None = None  # virtio_net_hdr_mrg_rxbuf: the device's to set
     hash_value: int | None = None  # virtio_net_hdr_v1_hash (HASH_REPORT, 20 bytes)
     hash_report: int | None = None
+    # virtio_net_hdr_v1_hash_tunnel (24 bytes, 6.17+): le16 outer_th_offset, inner_nh_offset
+    outer_th_offset: int | None = None
+    inner_nh_offset: int | None = None
 
     @property
     def gso(self) -> bool:
@@ -97,25 +100,32 @@ class VnetHdr(NamedTuple):
     @classmethod
     def from_bytes(cls, raw: bytes) -> VnetHdr:
         """A header from its bytes, zero-padded to 10: the six members, then num_buffers (12
-        bytes or more) and the hash report (20 or more), as ``to_bytes`` lays them out."""
+        bytes or more), the hash report (20 or more) and the UDP-tunnel offsets (24), as
+        ``to_bytes`` lays them out."""
         raw = raw + bytes(max(10 - len(raw), 0))
         flags, gso_type, hdr_len, gso_size, start, offset = struct.unpack_from("<BBHHHH", raw)
         num_buffers = struct.unpack_from("<H", raw, 10)[0] if len(raw) >= 12 else None
         hash_value, hash_report = (
             struct.unpack_from("<IH", raw, 12) if len(raw) >= 20 else (None, None)
         )
+        outer_th, inner_nh = (
+            struct.unpack_from("<HH", raw, 20) if len(raw) >= 24 else (None, None)
+        )
         return cls(flags, gso_type, hdr_len, gso_size, start, offset, num_buffers, hash_value,
-                   hash_report)
+                   hash_report, outer_th, inner_nh)
 
     def to_bytes(self, size: int) -> bytes:
         """The header as the device (or a tap writer) lays it out in ``size`` bytes (10, 12, 20
-        or 24: layouts/virtio_net.py's structs; the tunnel offsets of a 24-byte header are 0)."""
+        or 24: layouts/virtio_net.py's structs; a 24-byte header ends with the tunnel offsets,
+        0 when not given)."""
         raw = struct.pack("<BBHHHH", self.flags, self.gso_type, self.hdr_len, self.gso_size,
                           self.csum_start, self.csum_offset)
         if size >= 12:
             raw += struct.pack("<H", self.num_buffers or 0)
         if size >= 20:
             raw += struct.pack("<IHH", self.hash_value or 0, self.hash_report or 0, 0)
+        if size >= 24:
+            raw += struct.pack("<HH", self.outer_th_offset or 0, self.inner_nh_offset or 0)
         return raw + bytes(size - len(raw))
 
 
@@ -167,6 +177,17 @@ class HdrRules(NamedTuple):
         return self.because.get(rule, ())
 
 
+class Encap(NamedTuple):
+    """What virtio_net_hdr_tnl_to_skb (6.17+) sets besides gso_type for a UDP-tunnel header:
+    skb->encapsulation = 1 and these, offsets from skb->head like csum_start (not skb output
+    fields: the trace's steps carry them)."""
+
+    transport_header: int  # the outer UDP header (outer_th_offset + headroom)
+    inner_network_header: int  # also inner_mac_header (inner_nh_offset + headroom)
+    inner_transport_header: int  # csum_start + headroom
+    inner_protocol: int  # ETH_P_IP / ETH_P_IPV6 (skb_set_inner_protocol)
+
+
 class HdrResult(NamedTuple):
     """virtio_net_hdr_to_skb's outcome: the skb it leaves, or the check that refused it (the
     caller drops the skb: -EINVAL on a tap write, rx_frame_errors++ on virtio-net)."""
@@ -176,6 +197,7 @@ class HdrResult(NamedTuple):
     failed: Check | None
     pulled: int  # bytes pskb_may_pull moved from the frags into the linear area
     expanded: bool  # pskb_expand_head gave the skb a new, larger head
+    encap: Encap | None = None  # a UDP-tunnel header's inner headers (6.17+)
 
 
 def gso_type_names(mask: int) -> tuple[str, ...]:
@@ -204,15 +226,21 @@ class _Walk:
 
 
 def virtio_net_hdr_to_skb(
-    k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool, tunnel: bool = False,
+    k: KernelProfile, r: HdrRules, skb: Skb, h: VnetHdr, *, owned: bool,
+    tunnel: bool | None = False, tunnel_csum: bool | None = None, frame: bytes | None = None,
     narrate: bool = True,
 ) -> HdrResult:
     """virtio_net_hdr_to_skb(skb, hdr, little_endian) on ``skb`` (data at the Ethernet header),
     section by section as the kernel's function reads (``_ToSkb``). ``owned``: the skb is
-    charged to a socket (tun), so growing its head leaves truesize. ``tunnel``: UDP-tunnel GSO
-    was negotiated (a 24-byte header; 6.17+ only). ``narrate`` False: the same decisions
-    without the checks' words (``checks`` empty, ``failed`` None), for deciders that show none
-    of them (sweeps, a replay's decisions)."""
+    charged to a socket (tun), so growing its head leaves truesize. 6.17+: the callers go
+    through virtio_net_hdr_tnl_to_skb, which hands a header without a UDP-tunnel gso_type bit
+    to it and checks one with a bit itself (``_ToSkb.tunnel``); ``tunnel``: UDP-tunnel GSO was
+    negotiated (tun: vnet_hdr_sz >= 24; None: not known, refused as not modelled),
+    ``tunnel_csum``: its csum variant too (None: as ``tunnel``), ``frame``: the frame's bytes
+    when known (a USO inner header's IP version is read from them; None: a frame of zeros, as
+    vnetrx writes one). ``narrate`` False: the same decisions without the checks' words
+    (``checks`` empty, ``failed`` None), for deciders that show none of them (sweeps, a
+    replay's decisions)."""
     if not h.flags & NEEDS_CSUM and h.gso_type == GSO_NONE:
         # the common header (a sweep's, most writes'): only skb_reset_mac_header runs
         plain = skb_reset_mac_header(skb)
@@ -222,26 +250,13 @@ def virtio_net_hdr_to_skb(
             if narrate else (), None, 0, False)
     t = _ToSkb(k, r, skb, h, owned, narrate)
     if r.tunnel and h.gso_type & GSO_UDP_TUNNEL_BITS:
-        t.tunnel_bits(tunnel)
-        return t.refused()
-    g = t.gso_type()  # 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len
-    if g is None:
-        return t.refused()
-    t.skb = skb_reset_mac_header(t.skb)  # skb_reset_mac_header(skb): mac_header = data
-    if h.flags & NEEDS_CSUM:  # 2. the checksum's place, and the headers it needs linear
-        p_off = t.needs_csum(g)
-    elif h.gso:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
-        p_off = t.gso_pull(g)
-    else:
-        p_off = 0
-    if p_off is None:
-        return t.refused()
-    if h.gso and not t.gso_fields(g, p_off):  # 3. the GSO fields
-        return t.refused()
-    return t.result()
+        return t.tunnel(tunnel, tunnel if tunnel_csum is None else tunnel_csum, frame)
+    return t.base()
 
 
 FN = "virtio_net_hdr_to_skb"
+TNL_FN = "virtio_net_hdr_tnl_to_skb"
+ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
 
 
 class _Gso(NamedTuple):
@@ -263,6 +278,7 @@ class _ToSkb:
         self.w = _Walk(k, narrate)
         self.start_len = skb.headlen
         self.expanded = False  # pskb_expand_head gave the skb a new head
+        self.encap: Encap | None = None  # virtio_net_hdr_tnl_to_skb's inner headers
 
     def refused(self) -> HdrResult:
         w = self.w
@@ -272,7 +288,7 @@ class _ToSkb:
     def result(self) -> HdrResult:
         skb = self.skb
         return HdrResult(skb, tuple(self.w.checks), None, skb.headlen - self.start_len,
-                         self.expanded)
+                         self.expanded, self.encap)
 
     def pull(self, length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
         """pskb_may_pull(skb, length): False when the frame is shorter."""
@@ -297,23 +313,127 @@ class _ToSkb:
         self.skb = pulled
         return True
 
-    def tunnel_bits(self, tunnel: bool) -> None:
-        """6.17+: virtio_net_hdr_tnl_to_skb takes frames with a tunnel bit (a2fb4bc4e2a6), and
-        refuses them unless UDP-tunnel GSO was negotiated."""
-        h, r = self.h, self.r
-        if tunnel:
+    def base(self) -> HdrResult:
+        """The base parse (__virtio_net_hdr_to_skb from 6.18, virtio_net_hdr_to_skb before):
+        gso_type, the checksum's place, the GSO fields."""
+        h = self.h
+        g = self.gso_type()  # 1. gso_type → SKB_GSO_*, the transport header's length, nh_min_len
+        if g is None:
+            return self.refused()
+        self.skb = skb_reset_mac_header(self.skb)  # skb_reset_mac_header(skb): mac_header = data
+        if h.flags & NEEDS_CSUM:  # 2. the checksum's place, and the headers it needs linear
+            p_off = self.needs_csum(g)
+        elif h.gso:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
+            p_off = self.gso_pull(g)
+        else:
+            p_off = 0
+        if p_off is None:
+            return self.refused()
+        if h.gso and not self.gso_fields(g, p_off):  # 3. the GSO fields
+            return self.refused()
+        return self.result()
+
+    def tunnel(self, negotiated: bool | None, csum: bool | None,
+               frame: bytes | None) -> HdrResult:
+        """include/linux/virtio_net.h:virtio_net_hdr_tnl_to_skb @6.17.0, @6.18.9 (a2fb4bc4e2a6)
+        on a header with a UDP-tunnel gso_type bit: the tunnel checks, the base parse with the
+        tunnel bits masked off, the USO inner-version re-check, the tunnel csum bit, then
+        SKB_GSO_UDP_TUNNEL[_CSUM], the inner headers and skb->encapsulation."""
+        h, r, w = self.h, self.r, self.w
+        bits = h.gso_type & GSO_UDP_TUNNEL_BITS
+        because = r.cite("tunnel")
+        if negotiated is None:
             raise UnsupportedError(
-                f"UDP-tunnel GSO bits ({h.gso_type & GSO_UDP_TUNNEL_BITS:#x}) with UDP-tunnel "
-                f"GSO negotiated on {self.k.name}: virtio_net_hdr_tnl_to_skb's checks are not "
-                "modelled"
-            )
-        self.w.add(VIRTIO_NET_H, "virtio_net_hdr_tnl_to_skb",
-                   "a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", False,
-                   lambda: f"gso_type {h.gso_type:#04x}; the header is not 24 bytes, so "
-                   "GUEST_UDP_TUNNEL_GSO (virtio) / a 24-byte vnet_hdr_sz (tun) is off",
-                   r.cite("tunnel"),
-                   lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
-                   "negotiated")
+                f"UDP-tunnel gso_type bits ({bits:#x}) with a 24-byte header on {self.k.name}: "
+                "whether VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO (not only HOST_) was negotiated was "
+                "not said (valid: --udp-tunnel gso, gso-csum or host)")
+
+        def check(test: str, ok: bool, detail: Text, refusal: Text) -> bool:
+            return w.add(VIRTIO_NET_H, TNL_FN, test, ok, detail, because, refusal)
+
+        if not check("a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", negotiated,
+                     lambda: f"gso_type {h.gso_type:#04x}; "
+                     + ("UDP-tunnel GSO negotiated" if negotiated else
+                        "UDP-tunnel GSO is off (virtio: no GUEST_UDP_TUNNEL_GSO; tun: "
+                        "vnet_hdr_sz below 24)"),
+                     lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
+                     "negotiated"):
+            return self.refused()
+        if not check("UDP_TUNNEL_IPV4 (0x20) or UDP_TUNNEL_IPV6 (0x40), not both",
+                     bits != GSO_UDP_TUNNEL_BITS, lambda: f"tunnel bits {bits:#04x}",
+                     lambda: "both UDP-tunnel bits (0x60) set"):
+            return self.refused()
+        inner = h.gso_type & ~(GSO_ECN | GSO_UDP_TUNNEL_BITS) & 0xFF
+        if not check("the tunnel carries a GSO packet, not UFO: inner type != 0 and != "
+                     "GSO_UDP (3)", inner not in (GSO_NONE, GSO_UDP),
+                     lambda: f"inner gso_type {inner}",
+                     lambda: "a UDP-tunnel header with "
+                     + ("no inner GSO type" if inner == GSO_NONE else "an inner UFO (3)")):
+            return self.refused()
+        if not check("a UDP-tunnel header needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
+                     lambda: f"flags {h.flags:#x}", lambda: "a UDP-tunnel header without "
+                     "NEEDS_CSUM"):
+            return self.refused()
+        outer_v6, inner_v6 = bool(bits & GSO_UDP_TUNNEL_IPV6), inner == GSO_TCPV6
+        inner_l3 = IPV6HDR_LEN if inner_v6 else IPHDR_LEN
+        outer_l3 = ETH_HLEN + (IPV6HDR_LEN if outer_v6 else IPHDR_LEN)
+        inner_th, inner_nh = h.csum_start, h.inner_nh_offset or 0
+        outer_th = h.outer_th_offset or 0
+        order = ((f"outer_th_offset {outer_th} ≥ ETH_HLEN + {outer_l3 - ETH_HLEN} = {outer_l3}",
+                  outer_th >= outer_l3),
+                 (f"inner_nh_offset {inner_nh} ≥ outer_th_offset + 8 = {outer_th + UDPHDR_LEN}",
+                  inner_nh >= outer_th + UDPHDR_LEN),
+                 (f"csum_start (the inner transport header) {inner_th} ≥ inner_nh_offset + "
+                  f"{inner_l3} = {inner_nh + inner_l3}", inner_th >= inner_nh + inner_l3))
+        failed = [text for text, ok in order if not ok]
+        if not check("the offsets in order: outer_th ≥ ETH_HLEN + outer l3min, inner_nh ≥ "
+                     "outer_th + sizeof(udphdr), inner_th ≥ inner_nh + inner l3min",
+                     not failed, lambda: "; ".join(text for text, _ in order),
+                     lambda: f"UDP-tunnel offsets out of order: {failed[0].replace('≥', 'is not ≥')}"):
+            return self.refused()
+        w.add(VIRTIO_NET_H, TNL_FN, "the base parse runs with the tunnel bits masked off",
+              True, lambda: f"gso_type {h.gso_type:#04x} & ~{bits:#04x} = "
+              f"{h.gso_type & ~bits:#04x}", because)
+        self.h = h._replace(gso_type=h.gso_type & ~bits)
+        base = self.base()
+        self.h = h
+        if base.skb is None:
+            return base
+        skb = base.skb
+        headroom = skb.data  # skb_headroom(skb): the offsets count from skb->data
+        if inner == GSO_UDP_L4:
+            at = inner_nh
+            version = (frame[at] >> 4) if frame is not None and at < len(frame) else 0
+            inner_v6 = version == 6
+            inner_l3 = IPV6HDR_LEN if inner_v6 else IPHDR_LEN
+            if not check("USO: the inner IP header's version decides inner l3min again; "
+                         "inner_th ≥ inner_nh + l3min",
+                         inner_th >= inner_nh + inner_l3,
+                         lambda: f"the byte at inner_nh_offset {at} says version {version}"
+                         + (" (a frame of zeros)" if frame is None else "")
+                         + f": {inner_th} vs {inner_nh} + {inner_l3}",
+                         lambda: f"USO inner IPv6 header at {inner_nh} leaves no 40 bytes "
+                         f"before csum_start {inner_th}"):
+                return self.refused()
+        tnl_csum = bool(h.flags & UDP_TUNNEL_CSUM)
+        if tnl_csum and not check("VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM (8) needs the tunnel csum "
+                                  "negotiated", bool(csum), lambda: f"flags {h.flags:#x}",
+                                  lambda: "UDP_TUNNEL_CSUM without UDP-tunnel GSO csum "
+                                  "negotiated"):
+            return self.refused()
+        mask = skb.gso_type | (SKB_GSO_UDP_TUNNEL_CSUM if tnl_csum else SKB_GSO_UDP_TUNNEL)
+        self.skb = skb._replace(gso_type=mask, gso_type_names=gso_type_names(mask))
+        self.encap = Encap(outer_th + headroom, inner_nh + headroom, inner_th + headroom,
+                           ETH_P_IPV6 if inner_v6 else ETH_P_IP)
+        w.add(VIRTIO_NET_H, TNL_FN, "the tunnel fields", True,
+              lambda: f"gso_type |= {'SKB_GSO_UDP_TUNNEL_CSUM' if tnl_csum else 'SKB_GSO_UDP_TUNNEL'}"
+              f" → {mask:#x} ({'|'.join(gso_type_names(mask))})"
+              + ("" if skb.gso_size else ", set although the base left the skb non-GSO")
+              + f"; inner_protocol {'ETH_P_IPV6' if inner_v6 else 'ETH_P_IP'}; from skb->head: "
+              f"transport_header {outer_th + headroom}, inner_network/mac_header "
+              f"{inner_nh + headroom}, inner_transport_header {inner_th + headroom}; "
+              "encapsulation 1", because)
+        return self.result()
 
     def gso_type(self) -> _Gso | None:
         """1. gso_type → SKB_GSO_*, thlen and nh_min_len; None: refused."""

@@ -27,6 +27,8 @@ XDP_COLUMNS = (  # with --xdp: read() results, then rx_packets/rx_dropped/tx_pac
     ("read", ("reads",)),
     ("rx/drop/tx", ("rx_packets", "rx_dropped", "tx_packets")),
 )
+# with --tunnels: what TUNSETOFFLOAD answered (- : it succeeded; blank: not called)
+OFFLOAD_COLUMNS = (("offload", ("offload_errno",)),)
 
 
 def _show(values: dict[str, Any] | None, names: tuple[str, ...]) -> str:
@@ -39,6 +41,8 @@ def _show(values: dict[str, Any] | None, names: tuple[str, ...]) -> str:
 
 
 def _cell(check: FrameCheck, names: tuple[str, ...]) -> Text:
+    if names == ("offload_errno",) and "offload_errno" not in check.predicted:
+        return Text("")  # no TUNSETOFFLOAD before this write
     ok = all(check.fields.get(n, n == "rx_dropped") for n in names)
     shown = names
     if "rx_dropped" in names and check.predicted.get("rx_dropped") is None:
@@ -59,9 +63,13 @@ def _options(options: dict[str, Any]) -> str:
         parts.append("no vnet_hdr")
     elif options.get("vnet_hdr_sz") is not None:
         parts.append(f"hdr_sz {options['vnet_hdr_sz']}")
+    if options.get("offload") is not None:
+        parts.append(f"TUNSETOFFLOAD {int(options['offload']):#x}")
     if options.get("l4"):
         parts.append(str(options["l4"]) + (f"+{options['tcp_options']}"
                                            if options.get("tcp_options") else ""))
+    if options.get("tunnel"):
+        parts.append(f"vxlan over {options['tunnel']}")
     if options.get("hdr"):
         parts.append(f"hdr {options['hdr']}")
     if options.get("xdp"):
@@ -79,7 +87,9 @@ def verify_renderable(kernel: str, source: str, checks: list[FrameCheck]) -> Ren
     table.add_column("frame", justify="right", no_wrap=True)
     table.add_column("options", no_wrap=True)
     table.add_column("predicted path", no_wrap=True)
-    columns = COLUMNS + (XDP_COLUMNS if any("reads" in c.predicted for c in checks) else ())
+    columns = (COLUMNS + (XDP_COLUMNS if any("reads" in c.predicted for c in checks) else ())
+               + (OFFLOAD_COLUMNS if any("offload_errno" in c.predicted for c in checks)
+                  else ()))
     for header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)

@@ -47,9 +47,11 @@ def guest_to_dict(g: GuestRx | None) -> dict[str, Any] | None:
     }
 
 
-def row_to_dict(x: Xmit, p: Packet, g: GuestRx | None) -> dict[str, Any]:
+def row_to_dict(x: Xmit, p: Packet, g: GuestRx | None, in_order: bool = False
+                ) -> dict[str, Any]:
     """One packet handle_rx took off the tap's ring (``x``: what the host stack did with its
-    frame)."""
+    frame); with ``in_order`` (VIRTIO_F_IN_ORDER) also ``used_elems``, the used elements
+    written."""
     discarded = p.discard is not None
     return {
         "schema": ROW_SCHEMA,
@@ -65,6 +67,7 @@ def row_to_dict(x: Xmit, p: Packet, g: GuestRx | None) -> dict[str, Any]:
         "headcount": p.headcount,
         "chains": list(p.chains),
         "used": list(p.used),
+        **({"used_elems": list(p.used_elems)} if in_order else {}),
         "discarded": discarded,
         "reason": None if p.discard is None else str(p.discard),
         "hdr": None if discarded else p.hdr.hex(),
@@ -77,7 +80,7 @@ def row_to_dict(x: Xmit, p: Packet, g: GuestRx | None) -> dict[str, Any]:
 
 
 def rows(r: VhostRx) -> list[dict[str, Any]]:
-    return [row_to_dict(r.xmits[p.skb.frame], p, g)
+    return [row_to_dict(r.xmits[p.skb.frame], p, g, r.config.in_order)
             for p, g in zip(r.packets, r.guest, strict=True)]
 
 
@@ -132,6 +135,9 @@ def text_lines(r: VhostRx, steps: list[Step], notes: list[str], title: str) -> l
         used = ("discarded" if p.discard is not None else ",".join(map(str, p.used)))
         if len(used) > 25:
             used = f"{p.headcount}x: {p.used[0]}..{p.used[-1]}"
+        if r.config.in_order and p.discard is None and len(p.used) > 1:
+            # vhost_add_used_n_in_order: one element, the last chain's used length
+            used = f"{used} (1 elem)" if len(used) <= 17 else f"{p.headcount}x: elem {p.used[-1]}"
         skb = "-"
         if g is not None:
             d = g.delivery

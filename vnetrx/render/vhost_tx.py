@@ -11,7 +11,9 @@ from vnetrx.paths.vhost.tx_stream import TxRow
 ROW_SCHEMA = "vnetrx.vhost-tx-row/1"
 
 
-def tx_row_to_dict(r: TxRow) -> dict[str, Any]:
+def tx_row_to_dict(r: TxRow, in_order: bool = False) -> dict[str, Any]:
+    """One frame; with ``in_order`` (VIRTIO_F_IN_ORDER) also ``used_elem``: whether its used-ring
+    update wrote a used element with its head (only the update's last chain)."""
     p = r.plan
     skb = p.skb
     return {
@@ -30,6 +32,7 @@ def tx_row_to_dict(r: TxRow) -> dict[str, Any]:
         "stalled": r.stalled,
         # experimental_zcopytx: the guest's pages pinned as the skb's frags, not copied
         "zcopy_used": p.tap is not None and p.tap.zerocopy is not None and p.tap.zerocopy.used,
+        **({"used_elem": r.used_elem} if in_order else {}),
         "outcome": p.outcome,
         "drop": None if p.reason is None else str(p.reason),
         "skb": None if skb is None else {"len": skb.len, "data_len": skb.data_len,
@@ -50,9 +53,11 @@ class TxTotals:
         self.skbs = 0
         self.truesize = 0
         self.stalled: int | None = None
+        self.used_elems = 0  # used elements written (one per chain; IN_ORDER: per update)
 
     def add(self, r: TxRow) -> None:
         self.frames += 1
+        self.used_elems += r.used_elem
         self.batched += r.batch is not None
         for seen, value in ((self.calls, r.call), (self.updates, r.update),
                             (self.runs, r.run), (self.pages, r.page)):
@@ -67,7 +72,7 @@ class TxTotals:
     def line(self) -> str:
         return (f"totals: {self.frames} frame(s), {self.batched} batched; "
                 f"{len(self.calls)} sendmsg call(s), {len(self.updates)} used-ring update(s) "
-                f"(signals), {len(self.runs)} handle_tx run(s), {len(self.pages)} page frag "
+                f"(signals) writing {self.used_elems} used element(s), {len(self.runs)} handle_tx run(s), {len(self.pages)} page frag "
                 f"page(s); {self.skbs} skb(s), truesize {self.truesize}"
                 + (f"; the queue stalls at frame {self.stalled}" if self.stalled is not None
                    else ""))

@@ -262,9 +262,6 @@ def test_tun_never_builds() -> None:
         ({"sndbuf": 0}, InputError),
         ({"vnet_hdr": False, "vnet_hdr_sz": 12}, InputError),
         ({"hdr": bytes(11)}, InputError),
-        # UDP-tunnel GSO bits with a 24-byte vnet header (6.17+): virtio_net_hdr_tnl_to_skb's
-        # checks are not modelled
-        ({"hdr": bytes.fromhex("0021"), "vnet_hdr_sz": 24}, UnsupportedError),
     ],
 )
 def test_bad_setups(options: dict[str, object], error: type[Exception]) -> None:

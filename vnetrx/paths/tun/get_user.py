@@ -57,7 +57,7 @@ from vnetrx.paths.tun.vnet_hdr import (
 )
 from vnetrx.paths.tun.xdp import Generic, GenericWhy
 from vnetrx.paths.tun.zerocopy import ZeroCopy, tun_get_user_zerocopy, zerocopy_sg_from_iter
-from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, hdr_rules, narrate_checks
+from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, VnetHdr, hdr_rules, narrate_checks
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.values import Value
 
@@ -112,7 +112,7 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         )
     return TapSetup(
         s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
-        s.xdp_adjust_tail, hdr, s.frag_source, s.xdp_meta
+        s.xdp_adjust_tail, hdr, s.frag_source, s.xdp_meta, s.frame
     )
 
 
@@ -125,7 +125,12 @@ def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
     """The device checked (check_tap_setup) and resolved on kernel ``k``."""
     s = check_tap_setup(k, setup)
     assert s.vnet_hdr_sz is not None
+    tunnel = k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24
     hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
+    if tunnel and s.hdr is not None:  # __tun_vnet_hdr_get reads the 24-byte tunnel header
+        full = VnetHdr.from_bytes(s.hdr[:24])
+        hdr = hdr._replace(outer_th_offset=full.outer_th_offset,
+                           inner_nh_offset=full.inner_nh_offset)
     align = k.net_skb_pad + (0 if s.tun else k.build.net_ip_align)
     max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)  # PAGE_ALLOC_COSTLY_ORDER from 6.6
     return TapConfig(
@@ -134,7 +139,7 @@ def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
         hdr=hdr,
         front=front_rules(k, hdr, tap=not s.tun, vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None),
         rules=hdr_rules(k),
-        tunnel=k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24,
+        tunnel=tunnel,
         rx_pad=tun_rx_pad(k),
         align=align,
         good_linear=good_linear(k, align),
@@ -503,8 +508,8 @@ def _netif_receive_skb(skb: Skb, log: StepLog) -> None:
         data_len=skb.data_len,
         truesize=skb.truesize,
         nr_frags=skb.nr_frags,
-        gso_size=0,
-        gso_type=0,
+        gso_size=skb.gso_size,
+        gso_type=skb.gso_type,
     )
 
 

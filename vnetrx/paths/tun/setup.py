@@ -39,6 +39,9 @@ class TapSetup(NamedTuple):
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
     # the program calls bpf_xdp_adjust_meta(ctx, -N) after adjust_head: N bytes of metadata
     xdp_meta: int = 0
+    # the frame's bytes when known (--l4, --frame): a USO-in-UDP-tunnel header's inner IP
+    # version is read from them (virtio_net_hdr_tnl_to_skb); None: a frame of zeros
+    frame: bytes | None = None
 
 
 class TapConfig(NamedTuple):

@@ -161,13 +161,14 @@ class Verdict(NamedTuple):
 
 def validate(
     k: KernelProfile, h: VnetHdr, frame_len: int, *, headroom: int, tap: bool = True,
-    vnet_hdr_sz: int = 10,
+    vnet_hdr_sz: int = 10, frame: bytes | None = None,
 ) -> Verdict:
     """The checks of one write of ``h`` plus ``frame_len`` frame bytes, in kernel order, on a
     device with TUNSETVNETHDRSZ ``vnet_hdr_sz`` (24 or more turns UDP-tunnel GSO on, 6.17+).
     ``headroom`` is skb_headroom() when virtio_net_hdr_to_skb runs (tun's pad). Whether a
     header is accepted does not depend on how much of the frame is linear (a pull fails only
-    past skb->len), so the skb here is a linear one."""
+    past skb->len), so the skb here is a linear one. ``frame``: its bytes when known (a USO
+    tunnel header's inner IP version is read from them)."""
     tunnel = k.has(VNET_HDR_UDP_TUNNEL) and vnet_hdr_sz >= 24
     front = front_checks(front_rules(k, h, tap=tap, vnet_hdr_sz=vnet_hdr_sz), frame_len)
     hdr_len, checks, failed = front.hdr_len, front.checks, front.failed
@@ -177,7 +178,8 @@ def validate(
     end = headroom + frame_len
     skb = Skb("(any head)", end, headroom, end, end, frame_len, 0, 0)
     try:
-        result = virtio_net_hdr_to_skb(k, hdr_rules(k), skb, h, owned=True, tunnel=tunnel)
+        result = virtio_net_hdr_to_skb(k, hdr_rules(k), skb, h, owned=True, tunnel=tunnel,
+                                       frame=frame)
     except UnsupportedError as exc:
         return Verdict(False, None, None, None, exc.message, checks, None, hdr_len)
     checks += result.checks
@@ -194,7 +196,7 @@ def vnet_hdr_to_skb(c: TapConfig, skb: Skb, owned: bool, words: bool = True) -> 
     GSO counts as negotiated when vnet_hdr_sz is at least TUN_VNET_TNL_SIZE (24): ``c.tunnel``.
     ``words`` False: the checks without their words (a sweep)."""
     return virtio_net_hdr_to_skb(c.profile, c.rules, skb, c.hdr, owned=owned, tunnel=c.tunnel,
-                                 narrate=words)
+                                 frame=c.setup.frame, narrate=words)
 
 
 # --- narration (the tap path's steps) -----------------------------------------------------

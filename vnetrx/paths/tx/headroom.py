@@ -171,7 +171,7 @@ def check_hdr_len(k: KernelProfile, s: TxSetup) -> None:
             f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
         )
     if s.hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
-        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
+        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.17 or later, not {k.name}")
 
 
 def virtnet_probe(k: KernelProfile, s: TxSetup) -> Probe:

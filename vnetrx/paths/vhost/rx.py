@@ -30,8 +30,8 @@ drivers/net/tun.c:tun_put_user, include/linux/virtio_net.h:virtio_net_hdr_from_s
 Assumed, and said in every result's notes: QEMU's setup (the tap carries the header: sock_hlen =
 vnet_hdr_sz = the guest's header length, vhost_hlen 0); the tap's ring holds the whole burst
 before handle_rx runs (tx_queue_len 500 is not modelled: a longer burst is not dropped); the
-guest keeps its ring stocked (every chain vhost asks for is posted: no refill wait); no guest
-IN_ORDER (6.17+) and no busy polling.
+guest keeps its ring stocked (every chain vhost asks for is posted: no refill wait); no
+busy polling. VIRTIO_F_IN_ORDER (6.17+, ``in_order``) is from source only.
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ from collections.abc import Iterable, Iterator
 from typing import Final
 
 from vnetrx.errors import InputError, UnsupportedError
-from vnetrx.kernel.changes import TUN_USO, VHOST_NUM_BUFFERS_VERSION_1, VNET_HDR_GSO_UDP_L4
+from vnetrx.kernel.changes import (
+    TUN_USO,
+    VHOST_IN_ORDER,
+    VHOST_NUM_BUFFERS_VERSION_1,
+    VHOST_UDP_TUNNEL_GSO,
+    VNET_HDR_GSO_UDP_L4,
+)
 from vnetrx.kernel.constants import ETH_DATA_LEN, ETH_HLEN, VLAN_HLEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import require_path
@@ -92,6 +98,21 @@ NOTES = (
     "one kernel for host and guest; no VIRTIO_F_IN_ORDER (6.17+), no busy polling, no XDP "
     "frames on the tap's ring (tun XDP_REDIRECT)",
 )
+
+
+IN_ORDER_NOTE = (
+    "VIRTIO_F_IN_ORDER: from the kernel source (drivers/vhost/net.c, vhost.c @6.17.0, @6.18.9), "
+    "not measured: no 6.17+ vhost_net ran here (this host has none; Debian's guests are 6.1 "
+    "and 6.12); the guest's receive is the one vnetrx models without IN_ORDER: the 6.17 "
+    "vhost pull says the guest bits 'missed the merge window', and a guest driver's in-order "
+    "receive is not modelled")
+
+
+def notes_of(c: VhostRxConfig) -> tuple[str, ...]:
+    """The assumptions every result states, and the in-order caveat when negotiated."""
+    if not c.in_order:
+        return NOTES
+    return (*[n.replace("no VIRTIO_F_IN_ORDER (6.17+), ", "") for n in NOTES], IN_ORDER_NOTE)
 
 
 class Discard(Reason):
@@ -148,6 +169,11 @@ class VhostRxSetup(NamedTuple):
     # mergeable: every posted buffer exactly buf_len (a driver that does not carve them from a
     # page_frag as Linux's add_recvbuf_mergeable does, hole included)
     uniform: bool = False
+    # VIRTIO_F_IN_ORDER negotiated (6.17+, 45347e79b544): vhost_add_used_n_in_order writes one
+    # used element per packet (the last chain's head and used length), used->idx still moves
+    # by every chain. From source only (drivers/vhost/net.c:get_rx_bufs, handle_rx;
+    # vhost.c:vhost_add_used_n_in_order @6.17.0, @6.18.9): no 6.17+ vhost_net was run here.
+    in_order: bool = False
 
 
 class VhostRxConfig(NamedTuple):
@@ -159,6 +185,7 @@ class VhostRxConfig(NamedTuple):
     sock_hlen: int  # vhost_net_set_features: 12 with MRG_RXBUF or VERSION_1, else 10
     mergeable: bool
     set_num_buffers: bool  # handle_rx writes num_buffers: MRG_RXBUF, or VERSION_1 on 6.14+
+    in_order: bool  # VIRTIO_F_IN_ORDER negotiated (6.17+)
     quota: int  # get_rx_bufs' headcount quota: UIO_MAXIOV with MRG_RXBUF, else 1
     guest_gso: bool  # the guest negotiated GUEST_TSO4/TSO6 (QEMU then sets TUN_F_TSO*)
     tap_csum: bool  # TUN_F_CSUM: CHECKSUM_PARTIAL skbs reach the tap as they are
@@ -216,6 +243,9 @@ class Packet(NamedTuple):
     chains: tuple[int, ...]  # the bytes each of them holds
     buffers: tuple[PostedBuffer, ...]  # small / mergeable: the posted buffers (big: ())
     used: tuple[int, ...]  # vring_used_elem.len of each: full, the last what remains
+    # the used elements vhost_add_used_n writes for this packet (their len): one per chain, or
+    # with IN_ORDER one, the last chain's (vhost_add_used_n_in_order skips the others' slots)
+    used_elems: tuple[int, ...]
     discard: Discard | None
     hdr: bytes  # what tun_put_user and handle_rx wrote in front of the frame
     hdr_untouched: int  # header bytes nobody wrote (VERSION_1 without MRG_RXBUF before 6.14)
@@ -252,6 +282,15 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
     require_path(k, "virtio")
     if s.mode not in MODES:
         raise InputError(f"guest receive mode {s.mode!r} unknown (valid: {', '.join(MODES)})")
+    if s.hdr_len == 24 and k.has(VHOST_UDP_TUNNEL_GSO):
+        # vhost_net_set_features @6.17.0/@6.18.9 makes it 24 with HOST_/GUEST_UDP_TUNNEL_GSO;
+        # tun_put_user then copies all 24 bytes of its on-stack header when the tap has the
+        # UDP-tunnel offload, of which virtio_net_hdr_from_skb sets only the first 10
+        # (tun_vnet.h:__tun_vnet_hdr_put): what bytes 12..23 hold was not settled from source
+        raise UnsupportedError(
+            f"header length 24 (UDP-tunnel GSO, 6.17+) is not modelled for vhost-rx on "
+            f"{k.name}: tun_put_user's bytes 12..23 are not settled (valid: 10 legacy, 12 "
+            "VERSION_1 or MRG_RXBUF)")
     if s.hdr_len not in (10, 12):
         raise InputError(
             f"header length {s.hdr_len} not one vhost-net serves (valid: 10 legacy, 12 "
@@ -274,6 +313,10 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
     if s.mode == "small" and s.mtu > ETH_DATA_LEN:
         raise InputError(f"small mode needs an MTU of at most {ETH_DATA_LEN} (virtnet_probe: a "
                          "larger one sets big_packets): use --guest-gso")
+    if s.in_order and not k.has(VHOST_IN_ORDER):
+        raise UnsupportedError(f"VIRTIO_F_IN_ORDER: vhost-net offers it from 6.17 "
+                               f"({VHOST_IN_ORDER.commit}), not on {k.name} (valid: --kernel "
+                               "6.17 or later)")
     if not 0 <= s.ewma <= MAX_FRAME_LEN:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
     # big mode comes from guest GSO (or an MTU above 1500); mergeable guests (Linux on QEMU)
@@ -306,6 +349,7 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
         sock_hlen=s.hdr_len,
         mergeable=mergeable,
         set_num_buffers=mergeable or v1_num_buffers,
+        in_order=s.in_order,
         quota=UIO_MAXIOV if mergeable else 1,
         guest_gso=guest_gso,
         tap_csum=s.tap_offload,
@@ -538,8 +582,9 @@ def handle_rx(c: VhostRxConfig, skbs: Iterable[TapSkb]) -> Iterator[Packet]:
         ends_run = recv_pkts >= VHOST_NET_PKT_WEIGHT or total_len >= VHOST_NET_WEIGHT
         if signal is None and done_idx_after and (ends_run or following is None):
             signal, done_idx_after = (Signal.WEIGHT if ends_run else Signal.EMPTY), 0
+        elems = bufs.used[-1:] if c.in_order else bufs.used
         yield Packet(index, skb, index // VHOST_NET_BATCH, run, peek_len, sock_len,
-                     bufs.headcount, bufs.chains, bufs.buffers, bufs.used, discard, hdr,
+                     bufs.headcount, bufs.chains, bufs.buffers, bufs.used, elems, discard, hdr,
                      untouched, num_buffers, done_idx, signal)
         done_idx = done_idx_after
         if ends_run:
@@ -596,4 +641,4 @@ def vhost_rx(k: KernelProfile, s: VhostRxSetup, frames: Iterable[HostFrame],
     xmits, skbs = host_skbs(c, frames)
     rows = tuple(vhost_rx_stream(k, c, xmits, skbs, guest))
     return VhostRx(k.name, c, xmits, tuple(p for _, p, _ in rows), tuple(g for _, _, g in rows),
-                   NOTES)
+                   notes_of(c))

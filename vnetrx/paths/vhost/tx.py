@@ -21,6 +21,7 @@ from vnetrx.kernel.changes import (
     TUN_XDP_ONE_SHORT_FRAME,
     VHOST_NET_PF_CACHE,
     VHOST_NET_TX_BATCH,
+    VHOST_UDP_TUNNEL_GSO,
     VHOST_XDP_HDR_AT_HARD_START,
 )
 from vnetrx.kernel.constants import (
@@ -55,8 +56,11 @@ SRC = "drivers/vhost/net.c"
 TUN_SRC = "drivers/net/tun.c"
 # vhost_net_set_features: hdr_len = (MRG_RXBUF || VERSION_1) ? 12 : 10; the tap socket carries
 # it (sock_hlen) when VHOST_NET_F_VIRTIO_NET_HDR is not negotiated, as with QEMU
-# (docs/kernel/vhost-net.md §1). 24 (UDP-tunnel GSO, 6.17+) is not modelled.
+# (docs/kernel/vhost-net.md §1). 6.17+ (bbca931fce26): 24, sizeof(struct
+# virtio_net_hdr_v1_hash_tunnel), with HOST_ or GUEST_UDP_TUNNEL_GSO; tun_xdp_one then reads the
+# 24-byte header (tun_vnet_hdr_guest_features: vnet_hdr_sz >= 24).
 SOCK_HLENS = (10, 12)
+TUNNEL_SOCK_HLEN = 24
 DEFAULT_SOCK_HLEN = 12
 MAX_FRAME_LEN = 65535
 
@@ -147,9 +151,12 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
             f"vhost-net's TX batching into tun (tun_xdp_one) is not in {k.name} (added in "
             f"4.20, {VHOST_NET_TX_BATCH.commit})", hint="vhost-tx is modelled for 5.12 … 7.3")
     size = DEFAULT_SOCK_HLEN if setup.vnet_hdr_sz is None else setup.vnet_hdr_sz
-    if size not in SOCK_HLENS:
-        raise InputError(f"vnet header size {size} out of range for vhost-net (valid: 10 "
-                         "without MRG_RXBUF/VERSION_1, 12 with; 24 is not modelled)")
+    tunnel = k.has(VHOST_UDP_TUNNEL_GSO)
+    if size not in SOCK_HLENS and not (size == TUNNEL_SOCK_HLEN and tunnel):
+        raise InputError(f"vnet header size {size} out of range for vhost-net on {k.name} "
+                         "(valid: 10 without MRG_RXBUF/VERSION_1, 12 with"
+                         + ("; 24 with HOST/GUEST_UDP_TUNNEL_GSO)" if tunnel else
+                            "; 24 with UDP-tunnel GSO from 6.17)"))
     if setup.xdp is not None and setup.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {setup.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     sndbuf = INT_MAX if setup.sndbuf is None else setup.sndbuf

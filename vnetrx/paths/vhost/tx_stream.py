@@ -23,6 +23,10 @@ checked against both in real guests, tests/data/vhost):
   consumes or drops them at once; assumed, and what the lab guests did): every chain is then
   its own used-ring update and signal, in the order queued (checked on 6.1.192 and 6.12.117,
   tests/data/vhost/*.zcopy.*).
+* with VIRTIO_F_IN_ORDER (6.17+, 45347e79b544; from source only: drivers/vhost/net.c:
+  handle_tx_copy, vhost_tx_batch and vhost.c:vhost_add_used_n_in_order @6.17.0, @6.18.9) a
+  flush writes one used element, the last chain's head with len 0 (heads[0], nheads[0] =
+  done_idx), and moves used->idx by every chain; without it one element per chain.
 
 Pure: each frame's decisions are ``tx.vhost_tx_plan``'s; this module orders and places them.
 Not modelled (the replay's notes say so): a page frag page reused in place once every buffer
@@ -37,7 +41,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from vnetrx.kernel.changes import PAGE_FRAG_ZERO_OFFSET
+from vnetrx.errors import UnsupportedError
+from vnetrx.kernel.changes import PAGE_FRAG_ZERO_OFFSET, VHOST_IN_ORDER
 from vnetrx.kernel.constants import SKB_FRAG_PAGE_BYTES
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.vhost.tx import (
@@ -59,19 +64,23 @@ NOTES = (
     "place (the same offsets), and a failed order-3 allocation falls back to one page: neither "
     "is modelled",
 )
+IN_ORDER_NOTE = (
+    "VIRTIO_F_IN_ORDER: from the kernel source (drivers/vhost/net.c, vhost.c @6.17.0, @6.18.9), "
+    "not measured: no 6.17+ vhost_net ran here (this host has none; Debian's guests are 6.1 "
+    "and 6.12)")
 
 
 class TxRow(Value):
     """One frame of the stream: its plan, and where handle_tx put it."""
 
     __slots__ = ("batch", "call", "frame", "frame_len", "offset", "page", "plan", "run",
-                 "stalled", "update")
+                 "stalled", "update", "used_elem")
     _names = ("frame", "frame_len", "plan", "run", "call", "batch", "page", "offset", "update",
-              "stalled")
+              "stalled", "used_elem")
 
     def __init__(self, frame: int, frame_len: int, plan: VhostTxPlan, run: int,
                  call: int | None, batch: int | None, page: int | None, offset: int | None,
-                 update: int | None, stalled: bool = False) -> None:
+                 update: int | None, stalled: bool = False, used_elem: bool = False) -> None:
         self.frame: Final = frame
         self.frame_len: Final = frame_len
         self.plan: Final = plan  # tx.vhost_tx_plan's decisions for it
@@ -82,10 +91,13 @@ class TxRow(Value):
         self.offset: Final = offset  # the buffer's offset in that page
         self.update: Final = update  # the used-ring update (and signal) that returned it
         self.stalled: Final = stalled  # -EINVAL: put back, the queue stops at it
+        # the update wrote a used element with this chain's head (every chain; with IN_ORDER
+        # only the update's last)
+        self.used_elem: Final = used_elem
 
     def _values(self) -> tuple[object, ...]:
         return (self.frame, self.frame_len, self.plan, self.run, self.call, self.batch,
-                self.page, self.offset, self.update, self.stalled)
+                self.page, self.offset, self.update, self.stalled, self.used_elem)
 
 
 class PageFrag:
@@ -143,9 +155,14 @@ class HandleTx:
     """handle_tx_copy's state across the stream: the batch, done_idx, the runs, the page frag,
     the sendmsg calls and used-ring updates so far."""
 
-    def __init__(self, k: KernelProfile, setup: VhostTxSetup) -> None:
+    def __init__(self, k: KernelProfile, setup: VhostTxSetup, in_order: bool = False) -> None:
+        if in_order and not k.has(VHOST_IN_ORDER):
+            raise UnsupportedError(f"VIRTIO_F_IN_ORDER: vhost-net offers it from 6.17 "
+                                   f"({VHOST_IN_ORDER.commit}), not on {k.name} (valid: --kernel "
+                                   "6.17 or later)")
         self.k = k
         self.setup = setup
+        self.in_order = in_order
         self.configs: dict[bytes | None, VhostTxConfig] = {}
         base = self.config(setup.hdr)
         self.frag = PageFrag(k, base.pf_cache)
@@ -223,9 +240,11 @@ class HandleTx:
             call = self.calls
             self.calls += 1
         batch = self.batched
+        last = len(self.done) - 1
         rows = [TxRow(d.frame, d.frame_len, d.plan, d.run,
                       call if d.batched else d.call, batch if d.batched else None, d.page,
-                      d.offset, self.updates) for d in self.done]
+                      d.offset, self.updates, used_elem=not self.in_order or n == last)
+                for n, d in enumerate(self.done)]
         self.updates += 1
         self.done = []
         self.batched = 0
@@ -233,11 +252,16 @@ class HandleTx:
 
 
 def handle_tx_stream(k: KernelProfile, setup: VhostTxSetup,
-                     frames: Iterable[tuple[int, bytes | None]]) -> Iterator[TxRow]:
+                     frames: Iterable[tuple[int, bytes | None]],
+                     in_order: bool = False) -> Iterator[TxRow]:
     """Every frame (its length and vnet header; None: ``setup``'s) in order through
     handle_tx_copy, rows as the used ring returns them; after a stall, the frames behind it are
-    not read."""
-    tx = HandleTx(k, setup)
+    not read. ``in_order``: VIRTIO_F_IN_ORDER negotiated (6.17+). The setup is checked before
+    the first row is asked for."""
+    return _stream(HandleTx(k, setup, in_order), frames)
+
+
+def _stream(tx: HandleTx, frames: Iterable[tuple[int, bytes | None]]) -> Iterator[TxRow]:
     for index, (frame_len, hdr) in enumerate(frames):
         yield from tx.frame(index, frame_len, hdr)
         if tx.stalled:

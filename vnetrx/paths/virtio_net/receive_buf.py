@@ -29,6 +29,7 @@ from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate
 from vnetrx.paths.virtio_net_hdr import (
     CHECKSUM_UNNECESSARY,
     DATA_VALID,
+    GSO_UDP_TUNNEL_BITS,
     UDP_TUNNEL_CSUM,
     VIRTIO_NET_H,
     Check,
@@ -107,7 +108,8 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) ->
         skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
     result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
-                                   tunnel=c.hdr_len == 24, narrate=narrate)
+                                   tunnel=c.rx_tnl, tunnel_csum=c.rx_tnl_csum,
+                                   narrate=narrate)
     if result.skb is None:
         return Delivery(None, Drop.BAD_GSO, result)
     return Delivery(eth_type_trans(result.skb), None, result)
@@ -151,18 +153,31 @@ def _frag_parts(c: Config, p: Plan) -> tuple[tuple[Frag, ...], tuple[FragListSkb
 
 
 def _csum_offload(c: Config, h: VnetHdr) -> Check | None:
-    """6.17+ virtio_net_handle_csum_offload (include/linux/virtio_net.h @6.18.9): DATA_VALID
-    with VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM needs GUEST_UDP_TUNNEL_GSO_CSUM, which only a 24-byte
-    header can have negotiated. Before 6.17 the flag bit means nothing on receive."""
-    if not c.hdr_rules.tunnel or not (h.flags & DATA_VALID and h.flags & UDP_TUNNEL_CSUM):
+    """6.17+ virtio_net_handle_csum_offload(skb, hdr, vi->rx_tnl_csum) (include/linux/
+    virtio_net.h @6.17.0, @6.18.9), before virtio_net_hdr_tnl_to_skb: without a tunnel gso_type
+    bit, DATA_VALID with VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM needs GUEST_UDP_TUNNEL_GSO_CSUM (then
+    skb->csum_level = 1); with one, DATA_VALID is refused ("DATA_VALID is mutually exclusive with
+    NEEDS_CSUM, and GSO over UDP tunnel requires the latter"). Before 6.17 neither bit means
+    anything here. A refusal logs "bad csum" and counts rx_frame_errors."""
+    if not c.hdr_rules.tunnel or not h.flags & DATA_VALID:
         return None
-    if c.hdr_len == 24:
+    where = f"{VIRTIO_NET_H}:virtio_net_handle_csum_offload @ {c.kernel}"
+    if h.gso_type & GSO_UDP_TUNNEL_BITS:
+        return Check(where, "virtio_net_handle_csum_offload",
+                     "a UDP-tunnel gso_type goes without DATA_VALID", False,
+                     f"flags {h.flags:#x}, gso_type {h.gso_type:#04x}", ("vnet_hdr_udp_tunnel",),
+                     "DATA_VALID with a UDP-tunnel gso_type (GSO over a UDP tunnel needs "
+                     "NEEDS_CSUM; \"bad csum\" is logged)")
+    if not h.flags & UDP_TUNNEL_CSUM:
+        return None
+    if c.rx_tnl_csum is None:
         raise UnsupportedError(
             "DATA_VALID | UDP_TUNNEL_CSUM with a 24-byte header: whether "
-            "VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO_CSUM was negotiated is not modelled"
-        )
-    return Check(f"{VIRTIO_NET_H}:virtio_net_handle_csum_offload @ {c.kernel}",
-                 "virtio_net_handle_csum_offload",
+            "VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO_CSUM was negotiated was not said (valid: "
+            "--udp-tunnel gso, gso-csum or host)")
+    if c.rx_tnl_csum:
+        return None  # skb->csum_level = 1: the outer and the inner checksum are valid
+    return Check(where, "virtio_net_handle_csum_offload",
                  "DATA_VALID with UDP_TUNNEL_CSUM needs rx_tnl_csum", False,
                  f"flags {h.flags:#x}, hdr_len {c.hdr_len}: UDP tunnel csum not negotiated",
                  ("vnet_hdr_udp_tunnel",),

@@ -84,6 +84,12 @@ class VirtioRxSetup(NamedTuple):
     # the frame lands in a buffer posted before the program was attached (headroom 0: the first
     # ring after an attach), which the XDP path copies into a fresh page (xdp_linearize_page)
     xdp_posted_before: bool = False
+    # 6.17+ UDP-tunnel GSO (virtnet_probe @6.17.0, @6.18.9; vi->hdr_len 24): "gso" =
+    # GUEST_UDP_TUNNEL_GSO (vi->rx_tnl), "gso-csum" = with GUEST_UDP_TUNNEL_GSO_CSUM too
+    # (vi->rx_tnl_csum), "host" = HOST_UDP_TUNNEL_GSO only (the header is 24 bytes, the receive
+    # takes no tunnel); None: not said (a tunnel bit or UDP_TUNNEL_CSUM is refused as not
+    # modelled with a 24-byte header)
+    udp_tunnel: str | None = None
 
 
 def check_frame_len(frame_len: int) -> None:
@@ -101,7 +107,17 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
     # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
-    hdr_len = 12 if s.hdr_len is None else s.hdr_len
+    if s.udp_tunnel is not None:
+        if s.udp_tunnel not in UDP_TUNNEL_CHOICES:
+            raise InputError(f"UDP-tunnel features {s.udp_tunnel!r} unknown (valid: "
+                             f"{', '.join(UDP_TUNNEL_CHOICES)})")
+        if not k.has(VNET_HDR_UDP_TUNNEL):
+            raise UnsupportedError(f"UDP-tunnel GSO features ({VNET_HDR_UDP_TUNNEL.commit}) are "
+                                   f"not in {k.name} (valid: --kernel 6.17 or later)")
+        if s.hdr_len not in (None, 24):
+            raise InputError(f"UDP-tunnel GSO makes vi->hdr_len 24 (virtnet_probe), not "
+                             f"{s.hdr_len} (valid: 24, or leave --hdr-len out)")
+    hdr_len = (24 if s.udp_tunnel is not None else 12) if s.hdr_len is None else s.hdr_len
     if hdr_len == 10 and s.mergeable:
         raise InputError(
             "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
@@ -132,6 +148,9 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
     return s._replace(hdr_len=hdr_len)
 
 
+UDP_TUNNEL_CHOICES = ("gso", "gso-csum", "host")
+
+
 def check_hdr_len(k: KernelProfile, hdr_len: int) -> None:
     """vi->hdr_len: a virtio-net header size this kernel's driver knows."""
     if hdr_len not in (10, 12, 20, 24):
@@ -143,7 +162,7 @@ def check_hdr_len(k: KernelProfile, hdr_len: int) -> None:
             f"hdr_len 20 (VIRTIO_NET_F_HASH_REPORT) needs 5.18 or later, not {k.name}"
         )
     if hdr_len == 24 and not k.has(VNET_HDR_UDP_TUNNEL):
-        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.18 or later, not {k.name}")
+        raise UnsupportedError(f"hdr_len 24 (UDP tunnel GSO) needs 6.17 or later, not {k.name}")
 
 
 def _check_xdp(k: KernelProfile, s: VirtioRxSetup) -> None:
@@ -264,6 +283,10 @@ class Config(NamedTuple):
     frag_list_truesize: int  # alloc_skb(0, GFP_ATOMIC)'s truesize (a frag_list skb)
     hdr: VnetHdr | None  # the header the device wrote (None: all zero)
     hdr_rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
+    # vi->rx_tnl / vi->rx_tnl_csum (6.17+): GUEST_UDP_TUNNEL_GSO(_CSUM) negotiated; None: a
+    # 24-byte header whose features were not said (a tunnel header: not modelled)
+    rx_tnl: bool | None
+    rx_tnl_csum: bool | None
     rx_hash: bool  # receive_buf copies the hash report into skb->hash (HASH_REPORT, RXHASH)
     profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
     xdp: XdpConfig | None  # an attached XDP program (None: none)
@@ -352,6 +375,8 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         frag_list_truesize=kmalloc_reserve(k, 0).truesize,
         hdr=s.hdr,
         hdr_rules=hdr_rules(k),
+        rx_tnl=_rx_tnl(s, hdr, "gso", "gso-csum"),
+        rx_tnl_csum=_rx_tnl(s, hdr, "gso-csum"),
         # virtnet_probe: has_rss_hash_report comes with VIRTIO_NET_F_HASH_REPORT, the only
         # feature that makes hdr_len 20; NETIF_F_RXHASH is assumed on (virtnet_probe adds it to
         # hw_features). A 24-byte (UDP-tunnel) header may or may not come with HASH_REPORT: not
@@ -361,6 +386,14 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         xdp=None if s.xdp is None else _xdp_config(k, s, hdr, small_pad, good_packet_len),
         carved=CarvedMemo(),
     )
+
+
+def _rx_tnl(s: VirtioRxSetup, hdr_len: int, *on: str) -> bool | None:
+    """virtnet_probe @6.18.9: vi->rx_tnl with GUEST_UDP_TUNNEL_GSO, vi->rx_tnl_csum with its
+    _CSUM; unknown (None) for a 24-byte header whose features were not said."""
+    if s.udp_tunnel is None:
+        return None if hdr_len == 24 else False
+    return s.udp_tunnel in on
 
 
 def _xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
