@@ -865,7 +865,8 @@ LAB_GRO = _obj(
         "schema": {"const": "vnetrx.lab-gro/1"},
         "kernel": _STR,
         "release": _STR,
-        "mode": {"enum": ["mergeable", "mergeable-gso", "small", "big-gso"]},
+        "mode": {"enum": ["mergeable", "mergeable-gso", "small", "big-gso", "big"]},
+        "mtu": _nullable(_NAT),  # host_mtu offered (big mode), null: not offered
         "polls": _arr(_NAT),
         "match": _BOOL,
         "notes": _arr(_STR),

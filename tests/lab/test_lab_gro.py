@@ -54,3 +54,28 @@ def test_every_skb_that_leaves_gro_in_the_guest_is_predicted(image: Path | None,
     assert len(objects) == sum(doc["polls"])
     assert all(set(o) == {"frame", "hdr"} and len(bytes.fromhex(o["hdr"])) == 12
                for o in objects)
+
+
+@pytest.mark.parametrize("image", IMAGES[-1:] or [None],
+                         ids=[p.name.removeprefix("vmlinuz-") for p in IMAGES[-1:]]
+                         or ["no-kernel"])
+def test_big_mode_from_host_mtu_through_the_cli(image: Path | None) -> None:
+    """--mode big --mtu 9000: QEMU offers VIRTIO_NET_F_MTU to the guest because the backend
+    does (and sends it NET_SET_MTU), the guest picks big mode from the MTU alone (3-page
+    chains, no guest GSO), and every skb that leaves GRO and every verdict agrees. One boot
+    (the newest kernel): the four recorded ones are replayed by tests/paths/test_gro_guest.py."""
+    reason = _skip_reason() or (None if shutil.which("gcc") else "gcc not installed")
+    if reason is None and image is None:
+        reason = "no Debian kernel (run `vnetrx lab fetch-kernel`)"
+    if reason is not None:
+        pytest.skip(reason)
+    result = CliRunner().invoke(cli, ["lab", "virtio", "--image", str(image), "--gro",
+                                      "--mode", "big", "--mtu", "9000", "--json"])
+    doc = json.loads(result.stdout)
+    bad = [(b["name"], s["differ"]) for b in doc["bursts"] for s in b["skbs"] if not s["match"]]
+    assert result.exit_code == 0, (bad, doc["notes"], doc["verdicts_differ"])
+    assert (doc["mode"], doc["mtu"], doc["notes"]) == ("big", 9000, [])
+    Draft202012Validator(schema("lab-gro")).validate(doc)
+    assert [b["name"] for b in doc["bursts"]] == [
+        b.name for b in gro.bursts_for("big", 9000)] + ["sentinel"]
+    assert all(len(b["polls"]) == 1 for b in doc["bursts"])  # every burst in one poll

@@ -93,6 +93,16 @@ def test_features_and_header() -> None:
     assert proto.net_header(10, 1) == bytes(10)
 
 
+def test_mtu_feature_and_protocol_feature() -> None:
+    """VIRTIO_NET_F_MTU is bit 3 (include/uapi/linux/virtio_net.h), offered only with an MTU;
+    VHOST_USER_PROTOCOL_F_NET_MTU is protocol bit 4, VHOST_USER_NET_SET_MTU request 20
+    (docs/interop/vhost-user.rst)."""
+    assert proto.net_features(False, False, mtu=True) == proto.net_features(False, False) | 8
+    assert not proto.net_features(True, True) >> 3 & 1
+    assert proto.protocol_features(True) == 0x10 and proto.protocol_features(False) == 0
+    assert proto.NET_SET_MTU == 20 and proto.REQUEST_NAMES[20] == "NET_SET_MTU"
+
+
 def test_recv_message_with_fds() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     fd = os.eventfd(0)
@@ -452,6 +462,33 @@ def test_backend_refuses_features_it_never_offered(sock_dir: Path) -> None:
             front.send(proto.SET_FEATURES, proto.encode_u64(1 << proto.F_MRG_RXBUF))
             assert _until(lambda: backend.error is not None)
             assert "never offered" in str(backend.error)
+        finally:
+            front.close()
+
+
+def test_backend_with_an_mtu_offers_it_and_checks_net_set_mtu(sock_dir: Path) -> None:
+    """host_mtu: the backend offers VIRTIO_NET_F_MTU and NET_MTU; QEMU's NET_SET_MTU carries
+    the backend's MTU (a REPLY_ACK of 0 when asked), any other MTU is an error."""
+    with vu.VhostUserNet(sock_dir / "vu.sock", mergeable=False, guest_gso=False,
+                         mtu=9000) as backend:
+        backend.start()
+        front = FakeFrontEnd(sock_dir / "vu.sock")
+        try:
+            assert proto.decode_u64(front.ask(proto.GET_FEATURES)) >> proto.F_MTU & 1
+            assert proto.decode_u64(front.ask(proto.GET_PROTOCOL_FEATURES)) == 1 << 4
+            features = proto.net_features(False, False, mtu=True)
+            front.send(proto.SET_FEATURES, proto.encode_u64(features))
+            front.send(proto.NET_SET_MTU, proto.encode_u64(9000))
+            socket.send_fds(front.sock, [proto.encode(
+                proto.NET_SET_MTU, proto.encode_u64(9000), flags=proto.FLAG_NEED_REPLY)], [])
+            reply = proto.recv_message(front.sock)
+            assert reply is not None and reply.request == proto.NET_SET_MTU
+            assert proto.decode_u64(reply.payload) == 0
+            assert backend.mtu_set == 9000 and backend.acked == features
+            assert backend.error is None and any("NET_SET_MTU 9000" in x for x in backend.log)
+            front.send(proto.NET_SET_MTU, proto.encode_u64(8999))
+            assert _until(lambda: backend.error is not None)
+            assert "set the MTU to 8999, the backend's is 9000" in str(backend.error)
         finally:
             front.close()
 

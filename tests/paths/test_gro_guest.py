@@ -4,9 +4,11 @@ against real Debian 6.1.170, 6.1.192, 6.12.100 and 6.12.117 guests (tests/data/g
 guest-linux-*.json, recorded by
 `vnetrx lab virtio --gro`, vnetrx.lab.gro): per boot, 59-62 bursts of TCP flows (IPv4 and IPv6,
 counts around MAX_SKB_FRAGS and 64 KiB, every flush trigger, other frames in between, two and
-nine flows, a burst of the budget and one larger; big mode: 23 bursts of at most 12, its 13
-page chains) were put into the rx ring, each with one used-ring update and one interrupt, in
-the mergeable (with and without guest GSO), small and big (guest GSO) modes. The frames are rebuilt from the bursts'
+nine flows, a burst of the budget and one larger; big mode with guest GSO: 23 bursts of at most
+12, its 13 page chains; big mode without guest GSO, from host_mtu 9000 (VIRTIO_NET_F_MTU): 38
+bursts of at most 46 in its 51 chains of 3 pages, jumbo segments of 8948/8928 bytes among them)
+were put into the rx ring, each with one used-ring update and one interrupt, in the mergeable
+(with and without guest GSO), small and big (with and without guest GSO) modes. The frames are rebuilt from the bursts'
 descriptions (the data file keeps their SHA-256 and the virtio-net header the backend wrote
 before each), replayed with the polls the guest's napi_poll tracepoint reported, and every skb
 that left GRO (BPF on net:netif_receive_skb in the guest) must match: len, data_len, headlen,
@@ -39,8 +41,8 @@ def _predicted(name: str) -> tuple[list[gro.BurstCheck], list[str]]:
         doc = DOCS[name]
         frames, ranges = gro.data_frames(doc)
         verdicts: list[str] = []
-        predicted = gro.predictor(doc["mode"])(lookup(doc["kernel"]), doc["mode"], frames,
-                                               doc["polls"], verdicts)
+        predicted = gro.predictor(doc["mode"], doc.get("mtu"))(
+            lookup(doc["kernel"]), doc["mode"], frames, doc["polls"], verdicts)
         _PREDICTED[name] = gro.compare(gro.data_observed(doc), predicted, ranges), verdicts
     return _PREDICTED[name]
 
@@ -58,10 +60,10 @@ def test_every_input_gets_the_guests_gro_result(name: str) -> None:
     assert len(verdicts) == len(DOCS[name]["headers"])
 
 
-def test_four_point_releases_and_four_modes_were_recorded() -> None:
+def test_four_point_releases_and_five_modes_were_recorded() -> None:
     kinds = {(doc["kernel"], doc["mode"]) for doc in DOCS.values()}
     assert kinds == {(k, m) for k in ("6.1.170", "6.1.192", "6.12.100", "6.12.117")
-                     for m in ("mergeable", "mergeable-gso", "small", "big-gso")}
+                     for m in ("mergeable", "mergeable-gso", "small", "big-gso", "big")}
     for doc in DOCS.values():
         assert doc["lost"] == 0  # the probe's queue kept every record
         assert doc["guest"]["gro_flush_timeout"] == "0"
@@ -121,7 +123,32 @@ def test_the_guests_facts_the_model_was_fixed_for(kernel: str) -> None:
     assert (options[0]["len"], options[0]["headlen"]) == (1504, 0)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, d in DOCS.items() if d["mode"] != "big-gso"))
+@pytest.mark.parametrize("kernel", ["6.1.192", "6.12.117"])
+def test_big_mode_from_host_mtu_as_the_guests_showed_it(kernel: str) -> None:
+    """host_mtu 9000 on vnetrx's vhost-user backend (VIRTIO_NET_F_MTU offered and negotiated,
+    no guest GSO, no MRG_RXBUF: big mode from the MTU alone, virtnet_set_big_packets), read
+    from the data: a jumbo segment (9014-byte frame over three pages of its chain) enters the
+    stack with 52 bytes linear and 3 frags; 7 merge into one skb (15 frags, the 6th segment's
+    on the frag_list once MAX_SKB_FRAGS is near), the 8th goes alone (64 KiB: 62688 + 8948);
+    1448-byte segments merge 45 to an skb as in mergeable mode (17 frags, 2 frag_list)."""
+    name = f"guest-linux-{kernel}.big.json"
+    doc = DOCS[name]
+    features = doc["guest"]["features"]  # the driver's negotiated bits, bit 0 first
+    assert doc["mtu"] == 9000 and doc["guest"]["mtu"] == "9000"
+    assert features[3] == "1"  # VIRTIO_NET_F_MTU
+    assert features[7:11] == "0000" and features[15] == "0"  # no guest GSO, no MRG_RXBUF
+    assert doc["guest"]["mergeable_rx_buffer_size"] == ""  # no mergeable buffers
+    assert max(doc["polls"]) == 46  # a burst of 46 page chains of the 51 posted, one poll
+    rows = [(r["len"], r["headlen"], r["nr_frags"], r["frag_list"], r["gso_segs"])
+            for r in _delivered(name, "v4-jumbo8")]
+    assert rows == [(62688, 52, 15, 1, 7), (9000, 52, 3, 0, 0)]
+    seg46 = _delivered(name, "v4-seg46")
+    assert [(r["len"], r["gso_segs"], r["nr_frags"], r["frag_list"]) for r in seg46] == [
+        (65212, 45, 17, 2), (1500, 0, 0, 0)]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, d in DOCS.items()
+                                        if d["mode"] not in gro.BIG_MODES))
 def test_the_replay_command_on_the_boots_input_agrees(name: str, tmp_path: Path) -> None:
     """What the issue's check runs: `vnetrx replay --from FILE.json [--mergeable
     [--guest-gso]] --gro --polls N1,N2,... --jsonl` on the boot's frames as {"frame", "hdr"}

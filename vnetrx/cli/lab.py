@@ -53,7 +53,7 @@ def lab() -> None:
     "mtu",
     defaults={"mtu": None},
     where={"mtu": "Offered to the guest as host_mtu. Default: not offered; 9000 in big mode. "
-           "Not with the -gso modes."},
+           "Not with the -gso modes. With --gro: big mode only (1501..65535)."},
     refuse={name: f"does not apply to lab virtio: {why}" for name, why in (
         ("mergeable", "--mode mergeable or mergeable-gso negotiates MRG_RXBUF"),
         ("guest_gso", "--mode big-gso or mergeable-gso negotiates guest GSO"),
@@ -115,9 +115,10 @@ def lab() -> None:
               "the rx ring with one used-ring update and one interrupt by vnetrx's vhost-user "
               "backend; BPF in the guest records every skb that leaves GRO and the polls; each "
               "is compared with `vnetrx replay --gro` of the same frames and observed polls "
-              "(big-gso: each frame's page chain, `vnetrx trace`'s, then GRO per observed "
-              "poll). --mode mergeable, mergeable-gso, small or big-gso (all on the vhost-user "
-              "backend).")
+              "(big, big-gso: each frame's page chain, `vnetrx trace`'s, then GRO per observed "
+              "poll). --mode mergeable, mergeable-gso, small, big-gso or big (all on the "
+              "vhost-user backend; big: host_mtu --mtu, default 9000, which the backend "
+              "accepts: VIRTIO_NET_F_MTU and VHOST_USER_PROTOCOL_F_NET_MTU).")
 @click.option("--save-input", type=FilePath(dir_okay=False, path_type=Path), default=None,
               help="With --gro: write the frames the backend wrote, as a JSON array of "
               "{\"frame\": HEX, \"hdr\": HEX} for `vnetrx replay --from`.")
@@ -181,6 +182,7 @@ def lab_virtio(
       vnetrx lab virtio --image IMG --mode mergeable --xdp drop --len 60,1000,3508,3509
       vnetrx lab virtio --image IMG --mode mergeable --xdp pass --xdp-frags    # 6.12: 17 frags
       vnetrx lab virtio --image IMG --gro --mode mergeable-gso --save-input boot.json
+      vnetrx lab virtio --image IMG --gro --mode big --mtu 9000    # 3-page chains, jumbo GRO
     """
     from vnetrx.files import MiB, read_bounded
     from vnetrx.lab import run as lab_run
@@ -193,7 +195,7 @@ def lab_virtio(
         raise click.UsageError("--save-input writes the frames of a --gro run: give --gro")
     if gro:
         given = [name for name, on in (("--from-log", from_log is not None),
-                                       ("--len", lengths is not None), ("--mtu", mtu is not None),
+                                       ("--len", lengths is not None),
                                        ("--offloads", offloads), ("--xdp-check", xdp_check),
                                        ("--xdp", xdp is not None), ("--no-kprobe", no_kprobe))
                  if on]
@@ -201,7 +203,7 @@ def lab_virtio(
             raise click.UsageError(f"--gro sends its own bursts and records with BPF: drop "
                                    f"{', '.join(given)}")
         assert image is not None
-        _lab_gro(image, mode, modules, kvm, timeout, serial_log, save_input, as_json)
+        _lab_gro(image, mode, mtu, modules, kvm, timeout, serial_log, save_input, as_json)
         return
     if from_log is not None:
         report = lab_run.recheck_log(
@@ -248,8 +250,9 @@ def lab_virtio(
     sys.exit(0 if result.report.match else 1)
 
 
-def _lab_gro(image: Path, mode: str, modules: Path | None, kvm: bool, timeout: int,
-             serial_log: Path | None, save_input: Path | None, as_json: bool) -> None:
+def _lab_gro(image: Path, mode: str, mtu: int | None, modules: Path | None, kvm: bool,
+             timeout: int, serial_log: Path | None, save_input: Path | None,
+             as_json: bool) -> None:
     """``lab virtio --gro``: one boot, every burst, every skb that left GRO compared."""
     from vnetrx.errors import InputError
     from vnetrx.lab import gro as lab_gro
@@ -258,14 +261,14 @@ def _lab_gro(image: Path, mode: str, modules: Path | None, kvm: bool, timeout: i
 
     if mode not in lab_gro.MODES:
         raise InputError(f"--gro: mode {mode} is not checked (valid: "
-                         f"{', '.join(lab_gro.MODES)}): big mode without guest GSO needs "
-                         "host_mtu > 1500, which vnetrx's vhost-user backend does not offer")
+                         f"{', '.join(lab_gro.MODES)})")
+    mtu = lab_gro.check_mtu(mode, mtu)
     held = Deferred()
     try:
         with interrupt_once(), stage_line() as on_stage:
             result = lab_gro.run_gro(image, mode, modules=modules,
                                      accel="kvm" if kvm else "tcg", timeout_s=float(timeout),
-                                     on_stage=on_stage)
+                                     on_stage=on_stage, mtu=mtu)
             held.__enter__()
     except KeyboardInterrupt:
         with Deferred():

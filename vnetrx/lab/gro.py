@@ -39,8 +39,16 @@ SCHEMA = "vnetrx.lab-gro/1"
 # per burst). Big mode (no MRG_RXBUF, guest GSO) posts chains of MAX_SKB_FRAGS + 2 = 19
 # descriptors, 13 in a 256-entry ring: its bursts are at most 12 frames (BIG_BURSTS), and
 # `replay` does not model big mode, so it is predicted by vnetrx.flow.big_polls_gro.
+#
+# Big mode without guest GSO ("big"): virtnet_set_big_packets (6.1, 6.12) chooses big packets
+# when the device's MTU (VIRTIO_NET_F_MTU, QEMU's host_mtu) is above ETH_DATA_LEN, with
+# big_packets_num_skbfrags = DIV_ROUND_UP(mtu, PAGE_SIZE): at BIG_MTU 9000, chains of 3 + 2 = 5
+# descriptors (add_recvbuf_big), 51 in a 256-entry ring: bursts of at most BIG_MAX_BURST.
 MODES = {"mergeable": (True, False), "mergeable-gso": (True, True), "small": (False, False),
-         "big-gso": (False, True)}
+         "big-gso": (False, True), "big": (False, False)}
+BIG_MODES = ("big-gso", "big")
+BIG_MTU = 9000  # big mode's default host_mtu
+MTU_MODES = ("big",)  # the modes that offer host_mtu (required above ETH_DATA_LEN)
 PROBE_DEVICE = "eth0"  # the programs compare skb->dev->name with it; /init checks the name
 PLACEHOLDER = 0x7F000000  # map fd placeholders groprobe.c replaces (queue, scratch, flag, lost)
 TRACEPOINTS = ("napi_gro_receive_entry", "napi_gro_receive_exit", "netif_receive_skb",
@@ -174,11 +182,72 @@ BIG_BURSTS = (
 )
 
 
-def bursts_for(mode: str) -> tuple[Burst, ...]:
+# big mode (BIG_MTU 9000: 5-descriptor chains, 51 posted; big_chains). Jumbo segments
+# (MSS 8948 over IPv4, 8928 over IPv6 at MTU 9000 with timestamps: 9014-byte frames spanning
+# three pages of the chain), counts around MAX_SKB_FRAGS and 64 KiB for 1448-byte segments
+# (one page each), frames that cross a page of the chain.
+JUMBO4, JUMBO6 = 8948, 8928
+ETH_HLEN, ETH_DATA_LEN, PAGE_SIZE = 14, 1500, 4096
+RX_QUEUE_SIZE = 256  # QEMU's default rx_queue_size (virtio-net-pci)
+MTU_RANGE = (ETH_DATA_LEN + 1, 65535)  # big mode needs mtu > ETH_DATA_LEN; host_mtu is a u16
+BIG_MTU_BURSTS = (
+    *(b for b in BIG_BURSTS if b not in GSO_BURSTS),
+    _b("v4-seg17", segments=17),
+    _b("v4-seg18", segments=18),
+    _b("v4-seg35", segments=35),
+    _b("v4-seg45", segments=45),
+    _b("v4-seg46", segments=46),
+    _b("v4-fin3", segments=8, fin=[3]),
+    _b("v4-ttl4", segments=8, ttl_change=[4]),
+    _b("v4-payload4000", segments=12, payload=4000),
+    _b("v4-payload4100", segments=12, payload=4100),
+    _b("v4-payload6000", segments=12, payload=6000),
+    _b("v4-jumbo2", segments=2, payload=JUMBO4),
+    _b("v4-jumbo7", segments=7, payload=JUMBO4),
+    _b("v4-jumbo8", segments=8, payload=JUMBO4),
+    _b("v4-jumbo-psh3", segments=8, payload=JUMBO4, psh=[3]),
+    _b("v4-jumbo-csum-none", segments=6, payload=JUMBO4, vnet=None),
+    _b("v4-jumbo-short-last", segments=6, payload=[JUMBO4] * 5 + [1000]),
+    _b("v6-seg46", family=6, segments=46),
+    _b("v6-jumbo8", family=6, segments=8, payload=JUMBO6),
+)
+
+
+def big_chains(mtu: int) -> int:
+    """Big mode without guest GSO: the page chains virtio-net posts in the 256-entry rx ring,
+    each of big_packets_num_skbfrags + 2 descriptors (add_recvbuf_big), with
+    big_packets_num_skbfrags = DIV_ROUND_UP(mtu, PAGE_SIZE) (virtnet_set_big_packets)."""
+    return RX_QUEUE_SIZE // (-(-mtu // PAGE_SIZE) + 2)
+
+
+def check_mtu(mode: str, mtu: int | None) -> int | None:
+    """The host_mtu a mode's boot offers: big mode's (default BIG_MTU, above ETH_DATA_LEN),
+    None for the others (InputError when given)."""
+    if mode not in MTU_MODES:
+        if mtu is not None:
+            raise InputError(f"lab virtio --gro: --mtu applies to --mode big only, not {mode}")
+        return None
+    mtu = BIG_MTU if mtu is None else mtu
+    if not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
+        raise InputError(f"lab virtio --gro --mode big: --mtu {mtu} (valid: "
+                         f"{MTU_RANGE[0]}..{MTU_RANGE[1]}: big mode needs an MTU above "
+                         f"{ETH_DATA_LEN})")
+    return mtu
+
+
+def bursts_for(mode: str, mtu: int | None = None) -> tuple[Burst, ...]:
+    """The bursts of a mode's boot. Big mode (``mtu``, default BIG_MTU): those of
+    BIG_MTU_BURSTS whose frames the MTU allows (at most mtu + ETH_HLEN bytes) and that fit the
+    posted page chains with one to spare (big_chains)."""
     if mode not in MODES:
         raise InputError(f"lab virtio --gro: unknown mode {mode!r} (valid: {', '.join(MODES)})")
     if mode == "big-gso":
         return BIG_BURSTS
+    if mode == "big":
+        limit = check_mtu(mode, mtu) or BIG_MTU
+        return tuple(b for b in BIG_MTU_BURSTS
+                     if len(b.writes()) < big_chains(limit)
+                     and max(len(f) for _, f in b.writes()) <= limit + ETH_HLEN)
     return BURSTS + (GSO_BURSTS if MODES[mode][1] else ())
 
 
@@ -440,7 +509,8 @@ VERDICTS = {"merged": "MERGED", "merged_free": "MERGED_FREE", "held": "HELD",
 
 
 def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
-                   verdicts: list[str] | None = None) -> list[dict[str, Any]]:
+                   verdicts: list[str] | None = None, mtu: int | None = None,
+                   ) -> list[dict[str, Any]]:
     """What ``vnetrx replay --from FILE.json [--mergeable [--guest-gso]] --gro --polls
     N1,N2,... --jsonl`` prints for the boot's frames: the same Stream and replay_gro the CLI
     runs (rows vnetrx.replay-gro-row/1). ``verdicts`` gets each input's gro_result, as
@@ -452,7 +522,7 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
     from vnetrx.replay import RingConfig, Stream
 
     mergeable, guest_gso = MODES[mode]
-    config = RingConfig(mergeable=mergeable, guest_gso=guest_gso, mtu=1500,
+    config = RingConfig(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu or ETH_DATA_LEN,
                         hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12,
                         polls=tuple(polls))
     # the whole frames: the TCP checksum is summed (GRO validates a CHECKSUM_NONE skb's)
@@ -475,16 +545,18 @@ def _verdicts(steps: Sequence[Any], into: list[str] | None) -> None:
 
 
 def big_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
-                verdicts: list[str] | None = None) -> list[dict[str, Any]]:
+                verdicts: list[str] | None = None, mtu: int | None = None,
+                ) -> list[dict[str, Any]]:
     """Big mode: vnetrx.flow.big_polls_gro (each frame in a page chain of its own, each
-    observed poll through GRO), rows as replay --gro --jsonl prints them."""
+    observed poll through GRO; ``mtu``: the device's, host_mtu), rows as replay --gro --jsonl
+    prints them."""
     from vnetrx.codec import delivered_row
     from vnetrx.flow import big_polls_gro
     from vnetrx.paths.virtio_net import VirtioRxSetup
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
     mergeable, guest_gso = MODES[mode]
-    setup = VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=1500,
+    setup = VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu or ETH_DATA_LEN,
                           hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
     items = [(VnetHdr.from_bytes(hdr) if any(hdr[:10]) else None, frame)
              for hdr, frame in frames]
@@ -494,9 +566,12 @@ def big_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int
     return rows
 
 
-def predictor(mode: str) -> Predict:
-    """replay --gro's code, or big mode's (replay does not model big mode)."""
-    return big_predict if mode == "big-gso" else replay_predict
+def predictor(mode: str, mtu: int | None = None) -> Predict:
+    """replay --gro's code, or big mode's (replay does not model big mode), for a device with
+    ``mtu`` (host_mtu; None: not offered, 1500)."""
+    import functools
+
+    return functools.partial(big_predict if mode in BIG_MODES else replay_predict, mtu=mtu)
 
 
 def input_objects(frames: Frames) -> list[dict[str, str]]:
@@ -543,6 +618,7 @@ class GroReport:
     notes: list[str] = field(default_factory=list)
     # inputs whose napi_gro_receive_exit verdict is not the model's: (input, guest, model)
     verdicts_differ: list[tuple[int, str | None, str | None]] = field(default_factory=list)
+    mtu: int | None = None  # host_mtu offered (big mode); None: not offered
 
     @property
     def match(self) -> bool:
@@ -614,7 +690,7 @@ def compare(observed: Observed, predicted: Sequence[dict[str, Any]],
 def report_to_dict(r: GroReport) -> dict[str, Any]:
     return {
         "schema": SCHEMA, "kernel": r.kernel, "release": r.release, "mode": r.mode,
-        "polls": r.polls, "match": r.match, "notes": r.notes,
+        "mtu": r.mtu, "polls": r.polls, "match": r.match, "notes": r.notes,
         "verdicts_differ": [{"input": i, "observed": o, "predicted": p}
                             for i, o, p in r.verdicts_differ],
         "bursts": [{"name": b.name, "first": b.first, "count": b.count, "polls": list(b.polls),
@@ -639,13 +715,15 @@ class GroRun:
     boot_s: float
     total_s: float
     serial: str
+    backend_log: tuple[str, ...] = ()  # the vhost-user requests QEMU sent, in order
 
 
 def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str = "tcg",
             timeout_s: float = 120.0, on_stage: Callable[[str], None] | None = None,
-            predict: Predict | None = None) -> GroRun:
-    """Boot ``image`` once in ``mode``, send every burst of ``bursts_for(mode)`` (and the
-    sentinel), and compare every skb that left GRO with ``predict``."""
+            predict: Predict | None = None, mtu: int | None = None) -> GroRun:
+    """Boot ``image`` once in ``mode`` (big mode: with host_mtu ``mtu``, default BIG_MTU),
+    send every burst of ``bursts_for(mode, mtu)`` (and the sentinel), and compare every skb
+    that left GRO with ``predict``."""
     from vnetrx.kernel.registry import lookup
     from vnetrx.lab import qemu
     from vnetrx.lab import run as lab_run
@@ -654,7 +732,8 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
     from vnetrx.observed.guest_log import guest_version
 
     stage = on_stage or (lambda _text: None)
-    bursts = bursts_for(mode)
+    mtu = check_mtu(mode, mtu)
+    bursts = bursts_for(mode, mtu)
     if not image.is_file():
         raise LabSetupError(f"kernel image {image} not found")
     release = lab_run.image_release(image)
@@ -667,7 +746,7 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
     archive, _order = build_initramfs(lab_run.find_busybox(), tree, qemu.GUEST_MAC, probe, o,
                                       len(sent) + 1, int(timeout_s))
     mergeable, guest_gso = MODES[mode]
-    boot = qemu.Boot(image, mergeable=mergeable, mtu=None, accel=accel,
+    boot = qemu.Boot(image, mergeable=mergeable, mtu=mtu, accel=accel,
                      ready_timeout_s=timeout_s, finish_timeout_s=timeout_s * 3,
                      backend="vhost-user", guest_gso=guest_gso)
     stage(f"booting Linux {release} under QEMU ({accel}) and sending {len(bursts)} bursts")
@@ -689,7 +768,13 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
     observed = observe(guest.records, [f for _, f in frames], ranges)
     profile = lookup(guest_version(guest.status, guest.status.get("release", release)))
     report = GroReport(profile.name, guest.status.get("release", release), mode,
-                       observed.polls)
+                       observed.polls, mtu=mtu)
+    if mtu is not None and guest.status.get("mtu") != str(mtu):
+        raise qemu.GuestError(f"the guest's device has MTU {guest.status.get('mtu')}, not the "
+                              f"host_mtu {mtu} offered (VIRTIO_NET_F_MTU not negotiated?)")
+    if mtu is not None and not any(line.endswith(f"NET_SET_MTU {mtu}")
+                                   for line in result.backend_log):
+        report.notes.append(f"QEMU never sent VHOST_USER_NET_SET_MTU {mtu} to the backend")
     if guest.lost:
         report.notes.append(f"the probe's queue refused {guest.lost} records: incomplete")
     if observed.inputs != len(frames):
@@ -699,8 +784,8 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
                             f"{len(frames)}: not replayed")
     else:
         verdicts: list[str] = []
-        predicted = (predict or predictor(mode))(profile, mode, frames, observed.polls,
-                                                 verdicts)
+        predicted = (predict or predictor(mode, mtu))(profile, mode, frames, observed.polls,
+                                                      verdicts)
         report.bursts = compare(observed, predicted, ranges)
         wrong = verdict_differences(observed.verdicts, verdicts)
         if wrong:
@@ -710,7 +795,7 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
             report.notes.append("bursts the guest took in more than one poll (replayed with "
                                 "the observed polls): " + ", ".join(split))
     return GroRun(report, observed, guest, frames, bursts, result.boot_s, result.total_s,
-                  result.serial)
+                  result.serial, result.backend_log)
 
 
 # --- the recorded boots as test data (tests/data/gro/guest-linux-*.json) -----------------------
@@ -739,6 +824,7 @@ def run_to_data(run: GroRun) -> dict[str, Any]:
                    "netif_receive_skb and napi_poll in the guest",
         "kernel": run.report.kernel,
         "mode": run.report.mode,
+        "mtu": run.report.mtu,
         "guest": {key: run.guest.status.get(key) for key in _STATUS_KEPT},
         "lost": run.guest.lost,
         "bursts": [{"name": b.name, "spec": b.spec} for b in run.bursts],

@@ -270,7 +270,7 @@ def run(boot: Boot, initrd: bytes, frames: Sequence[bytes],
         if boot.backend == "vhost-user":
             # QEMU connects at start-up and waits for the backend: serve before it runs.
             backend = vhost_user.VhostUserNet(guest_sock, mergeable=boot.mergeable,
-                                              guest_gso=boot.guest_gso)
+                                              guest_gso=boot.guest_gso, mtu=boot.mtu)
             backend.start()
         else:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

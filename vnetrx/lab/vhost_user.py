@@ -15,9 +15,13 @@ buffers the way QEMU's ``virtio_net_receive_rcu`` does:
 Used entries are written before the used index, then the call eventfd is signalled. The
 transmit queue is drained (every chain marked used) so the guest never stalls. Split rings
 only; the backend offers neither EVENT_IDX nor INDIRECT_DESC. It does offer
-VHOST_USER_F_PROTOCOL_FEATURES (with no protocol feature in it): QEMU 7.2's vhost_net_start
-re-sends SET_VRING_ENABLE, which fails with EINVAL without it, and then QEMU falls back on its
-own userspace virtio, i.e. no backend at all. So a ring runs from its SET_VRING_KICK until
+VHOST_USER_F_PROTOCOL_FEATURES (with no protocol feature in it but NET_MTU when the device has
+an MTU): QEMU 7.2's vhost_net_start re-sends SET_VRING_ENABLE, which fails with EINVAL without
+it, and then QEMU falls back on its own userspace virtio, i.e. no backend at all. With an MTU
+(``-device virtio-net-pci,host_mtu=N``) the backend offers VIRTIO_NET_F_MTU, so the feature is
+in the backend's own set rather than added by QEMU's x-mtu-bypass-backend (which strips it from
+SET_FEATURES), and VHOST_USER_PROTOCOL_F_NET_MTU, so QEMU's virtio_net_vhost_status sends
+VHOST_USER_NET_SET_MTU, which must carry the MTU the backend was given. So a ring runs from its SET_VRING_KICK until
 GET_VRING_BASE and carries data while SET_VRING_ENABLE has it enabled.
 
 Everything here (socket, connection, received fds, mmaps, the thread) is closed by
@@ -48,6 +52,7 @@ from vnetrx.lab.vhost_user_proto import (
     GET_PROTOCOL_FEATURES,
     GET_QUEUE_NUM,
     GET_VRING_BASE,
+    NET_SET_MTU,
     RESET_OWNER,
     SET_FEATURES,
     SET_MEM_TABLE,
@@ -73,6 +78,7 @@ from vnetrx.lab.vhost_user_proto import (
     encode_vring_state,
     hdr_len_for,
     net_features,
+    protocol_features,
     recv_message,
 )
 from vnetrx.lab.vhost_user_ring import (
@@ -97,10 +103,13 @@ class VhostUserNet:
     """
 
     def __init__(self, path: Path, *, mergeable: bool, poll_ms: int = 20,
-                 guest_gso: bool = True) -> None:
+                 guest_gso: bool = True, mtu: int | None = None) -> None:
         self.path = path
-        self.features = net_features(mergeable, guest_gso)
+        self.mtu = mtu  # the device's MTU (QEMU's host_mtu): VIRTIO_NET_F_MTU offered
+        self.features = net_features(mergeable, guest_gso, mtu is not None)
+        self.protocol_features = protocol_features(mtu is not None)
         self.acked = 0
+        self.mtu_set: int | None = None  # what VHOST_USER_NET_SET_MTU said
         self.poll_ms = poll_ms
         self.log: list[str] = []  # requests as they came (seconds since start), and errors
         self._born = time.monotonic()
@@ -302,9 +311,17 @@ class VhostUserNet:
                     ring.enabled = True
             detail = f" {self.acked:#x}"
         elif req == GET_PROTOCOL_FEATURES:
-            self._reply(req, encode_u64(0))  # none: no REPLY_ACK, no MQ, no config space
+            self._reply(req, encode_u64(self.protocol_features))
         elif req == SET_PROTOCOL_FEATURES:
             detail = f" {decode_u64(payload):#x}"
+        elif req == NET_SET_MTU:
+            self.mtu_set = decode_u64(payload)
+            if self.mtu_set != self.mtu:
+                raise VhostUserError(f"QEMU set the MTU to {self.mtu_set}, the backend's is "
+                                     f"{self.mtu}")
+            detail = f" {self.mtu_set}"
+            if msg.flags & FLAG_NEED_REPLY:
+                self._reply(req, encode_u64(0))  # REPLY_ACK: the MTU is valid
         elif req == GET_QUEUE_NUM:
             self._reply(req, encode_u64(1))
         elif req == SET_VRING_ENABLE:

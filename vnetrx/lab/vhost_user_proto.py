@@ -39,6 +39,7 @@ GET_PROTOCOL_FEATURES = 15
 SET_PROTOCOL_FEATURES = 16
 GET_QUEUE_NUM = 17
 SET_VRING_ENABLE = 18
+NET_SET_MTU = 20
 REQUEST_NAMES = {
     GET_FEATURES: "GET_FEATURES",
     SET_FEATURES: "SET_FEATURES",
@@ -58,12 +59,14 @@ REQUEST_NAMES = {
     SET_PROTOCOL_FEATURES: "SET_PROTOCOL_FEATURES",
     GET_QUEUE_NUM: "GET_QUEUE_NUM",
     SET_VRING_ENABLE: "SET_VRING_ENABLE",
+    NET_SET_MTU: "NET_SET_MTU",
 }
 VRING_FD_INDEX_MASK = 0xFF
 VRING_FD_NOFD = 0x100
 
 # Feature bits (include/uapi/linux/virtio_net.h, virtio_config.h).
 F_GUEST_CSUM = 1
+F_MTU = 3  # VIRTIO_NET_F_MTU: the device's MTU is in config space (QEMU's host_mtu)
 F_GUEST_TSO4 = 7
 F_GUEST_TSO6 = 8
 F_GUEST_ECN = 9
@@ -72,6 +75,11 @@ F_MRG_RXBUF = 15
 F_PROTOCOL_FEATURES = 30
 F_VERSION_1 = 32
 GUEST_OFFLOADS = (F_GUEST_CSUM, F_GUEST_TSO4, F_GUEST_TSO6, F_GUEST_ECN, F_GUEST_UFO)
+# docs/interop/vhost-user.rst: protocol feature VHOST_USER_PROTOCOL_F_NET_MTU (bit 4): QEMU
+# sends VHOST_USER_NET_SET_MTU (u64) once VIRTIO_NET_F_MTU is negotiated (hw/net/virtio-net.c
+# virtio_net_vhost_status → vhost_net_set_mtu → vhost_user_net_set_mtu, which sends nothing
+# without this protocol feature)
+PROTOCOL_F_NET_MTU = 4
 
 U16 = struct.Struct("<H")
 U64 = struct.Struct("<Q")
@@ -86,15 +94,17 @@ class VhostUserError(VnetrxError):
     """The vhost-user peer (QEMU) sent something this backend cannot follow."""
 
 
-def net_features(mergeable: bool, guest_gso: bool = True) -> int:
+def net_features(mergeable: bool, guest_gso: bool = True, mtu: bool = False) -> int:
     """What the backend offers: VERSION_1, the guest receive offloads (``guest_gso`` False:
-    GUEST_CSUM alone, no TSO4/TSO6/ECN/UFO), MRG_RXBUF on request, and
-    VHOST_USER_F_PROTOCOL_FEATURES (see the module docstring)."""
+    GUEST_CSUM alone, no TSO4/TSO6/ECN/UFO), MRG_RXBUF on request, VIRTIO_NET_F_MTU when the
+    device has an MTU (QEMU's host_mtu), and VHOST_USER_F_PROTOCOL_FEATURES (see the module
+    docstring)."""
     bits = (
         F_VERSION_1,
         F_PROTOCOL_FEATURES,
         *(GUEST_OFFLOADS if guest_gso else (F_GUEST_CSUM,)),
         *((F_MRG_RXBUF,) if mergeable else ()),
+        *((F_MTU,) if mtu else ()),
     )
     return sum(1 << bit for bit in bits)
 
@@ -103,6 +113,12 @@ def hdr_len_for(features: int) -> int:
     """The header the device writes: virtio_net_hdr_mrg_rxbuf (12) with VERSION_1 or MRG_RXBUF,
     else the legacy virtio_net_hdr (10)."""
     return 12 if features & ((1 << F_VERSION_1) | (1 << F_MRG_RXBUF)) else 10
+
+
+def protocol_features(mtu: bool) -> int:
+    """The protocol features offered: NET_MTU when the device has an MTU, else none (no
+    REPLY_ACK, no MQ, no config space)."""
+    return 1 << PROTOCOL_F_NET_MTU if mtu else 0
 
 
 def net_header(hdr_len: int, num_buffers: int, base: bytes = b"") -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vnetrx.lab.gro import FIELDS, MODES, GroReport
+from vnetrx.lab.gro import BIG_MODES, FIELDS, MODES, GroReport
 
 
 def _skb(row: dict[str, object] | None) -> str:
@@ -22,7 +22,8 @@ def _skb(row: dict[str, object] | None) -> str:
 def lab_gro_lines(r: GroReport, boot_s: float, total_s: float,
                   saved: str | None) -> Iterator[str]:
     bursts = sum(b.name != "sentinel" for b in r.bursts)
-    yield (f"Linux {r.release} ({r.kernel}), {r.mode}: {bursts} bursts and the sentinel, each "
+    mode = r.mode if r.mtu is None else f"{r.mode} (host_mtu {r.mtu})"
+    yield (f"Linux {r.release} ({r.kernel}), {mode}: {bursts} bursts and the sentinel, each "
            f"written with one used-ring update and one interrupt; booted in {boot_s:.1f} s, "
            f"{total_s:.1f} s in all")
     yield f"  polls observed (napi_poll work > 0): {','.join(map(str, r.polls))}"
@@ -45,7 +46,10 @@ def lab_gro_lines(r: GroReport, boot_s: float, total_s: float,
                f"{predicted or '(none)'}")
     for note in r.notes:
         yield f"  note: {note}"
-    if saved is not None:
+    if saved is not None and r.mode in BIG_MODES:
+        yield (f"  saved: {saved} (replay does not model big mode: each frame's page chain is "
+               "`vnetrx trace`'s)")
+    elif saved is not None:
         mergeable, guest_gso = MODES[r.mode]
         flags = (" --mergeable" if mergeable else "") + (" --guest-gso" if guest_gso else "")
         yield (f"  replay: vnetrx replay --from {saved}{flags} --kernel {r.kernel} --gro "
