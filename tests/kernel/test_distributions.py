@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests import fake_root
 from vnetrx.cli import cli
 from vnetrx.errors import UnknownProfileError
 from vnetrx.kernel.build import BuildConfig
@@ -136,18 +137,10 @@ def test_an_unknown_vendor_abi_name_says_so() -> None:
     assert any("a vendor kernel carries backports" in n for n in notes)
 
 
-def _machine(tmp_path: Path, files: dict[str, str]) -> str:
-    root = tmp_path / "root"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return str(root)
-
-
 def test_running_ubuntu_reads_version_signature(tmp_path: Path) -> None:
     from vnetrx.live.running import running_profile
 
-    root = _machine(tmp_path, {
+    root = fake_root(tmp_path, {
         "proc/sys/kernel/osrelease": "4.15.0-55-generic\n",
         # a real one (a 16.04 HWE kernel, quoted on linux-media)
         "proc/version_signature": "Ubuntu 4.15.0-55.60~16.04.2-generic 4.15.18\n",
@@ -163,7 +156,7 @@ def test_running_ubuntu_reads_version_signature(tmp_path: Path) -> None:
 def test_running_debian_reads_proc_version(tmp_path: Path) -> None:
     from vnetrx.live.running import running_profile
 
-    root = _machine(tmp_path, {
+    root = fake_root(tmp_path, {
         "proc/sys/kernel/osrelease": "6.1.0-25-amd64\n",
         "proc/version": "Linux version 6.1.0-25-amd64 (debian-kernel@lists.debian.org) "
                         "(gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian "

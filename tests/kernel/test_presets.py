@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests import fake_root
 from vnetrx.cli import cli
 from vnetrx.kernel.build import (
     MAX_HEADER_BY_CONFIG,
@@ -197,19 +198,11 @@ def test_an_unknown_preset_is_a_usage_error(runner: CliRunner) -> None:
 # --- --kernel running -----------------------------------------------------------------------
 
 
-def _machine(tmp_path: Path, files: dict[str, str]) -> str:
-    root = tmp_path / "root"
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return str(root)
-
-
 def test_running_reads_the_machines_config(tmp_path: Path) -> None:
     from vnetrx.live.running import running_profile
 
     # Ubuntu azure's values: no WLAN, AX25=m and MAC80211_MESH=y -> 128, tunnels -> 176
-    root = _machine(tmp_path, {
+    root = fake_root(tmp_path, {
         "proc/sys/kernel/osrelease": "6.8.0-1021-azure\n",
         "proc/config": "# CONFIG_WLAN is not set\nCONFIG_AX25=m\nCONFIG_MAC80211_MESH=y\n"
                        "CONFIG_HYPERV_NET=m\nCONFIG_NET_IPIP=m\n"})
@@ -223,7 +216,7 @@ def test_running_without_a_config_takes_the_distribution_preset_and_says_so(
         tmp_path: Path) -> None:
     from vnetrx.live.running import running_profile
 
-    root = _machine(tmp_path, {"proc/sys/kernel/osrelease": "5.14.0-427.13.1.el9_4.x86_64\n"})
+    root = fake_root(tmp_path, {"proc/sys/kernel/osrelease": "5.14.0-427.13.1.el9_4.x86_64\n"})
     k = running_profile(root)
     assert (k.build.config, k.build.max_header) == ("rhel", 144)
     assert "no .config readable" in k.source and "MAX_HEADER 144 from the rhel preset, " \
@@ -233,7 +226,7 @@ def test_running_without_a_config_takes_the_distribution_preset_and_says_so(
 def test_running_with_config_given_overrides_the_machines(tmp_path: Path) -> None:
     from vnetrx.live.running import running_profile
 
-    root = _machine(tmp_path, {"proc/sys/kernel/osrelease": "6.18.44\n",
+    root = fake_root(tmp_path, {"proc/sys/kernel/osrelease": "6.18.44\n",
                                "proc/config": "# CONFIG_WLAN is not set\n",
                                "sys/kernel/slab/skbuff_small_head/object_size": "576\n"})
     k = running_profile(root)
