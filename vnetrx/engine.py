@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 
 
-def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: int) -> Trace:
-    """Walk one received ``frame_len``-byte frame through virtio-net's receive path on kernel
-    ``k``, the device set up as ``setup``."""
+def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
+                 frame: virtio_net.RxFrame) -> Trace:
+    """Walk one received frame through virtio-net's receive path on kernel ``k``, the device
+    set up as ``setup``."""
     require_path(k, "virtio")
-    virtio_net.check_frame_len(frame_len)
+    virtio_net.check_frame_len(frame.len)
     s = virtio_net.check_virtio_setup(k, setup)
+    virtio_net.check_rx_frame(s, frame)
     log = StepLog(k)
-    result = virtio_net.receive(k, s, frame_len, log)
+    result = virtio_net.receive(virtio_net.config(k, s), frame, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("mergeable", s.mergeable),
         ("guest_gso", s.guest_gso),
         ("mtu", s.mtu),
@@ -35,8 +37,8 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: i
         ("buf_len", s.buf_len),
         ("ewma", s.ewma),
         ("ring_size", s.ring_size),
-        ("buffer_index", s.buffer_index),
-        ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
+        ("buffer_index", frame.buffer_index),
+        ("hdr", None if frame.hdr is None else frame.hdr.to_bytes(s.hdr_len or 12).hex()),
         ("xdp", s.xdp),
         *((("xdp_frags", s.xdp_frags), ("xdp_adjust_head", s.xdp_adjust_head),
            ("xdp_adjust_tail", s.xdp_adjust_tail), ("xdp_meta", s.xdp_meta),

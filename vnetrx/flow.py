@@ -109,10 +109,11 @@ def check_segments(count: int) -> None:
         raise InputError(f"--segments {count} out of range (valid: 1..{MAX_SEGMENTS})")
 
 
-def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Sequence[bytes],
-                limits: GroLimits | None = None) -> FlowRun:
+def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, first: virtio_net.RxFrame,
+                frames: Sequence[bytes], limits: GroLimits | None = None) -> FlowRun:
     """``frames`` (e.g. packet.tcp_flow_frames of the traced frame) received by virtio-net
-    with ``setup``'s device, one a buffer, then GRO."""
+    with ``setup``'s device, one a buffer from ``first``'s on, each behind ``first``'s
+    header, then GRO."""
     check_segments(len(frames))
     limits = limits or GroLimits()
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
@@ -121,8 +122,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
     segments, gro_segments = [], []
     path = ""
     for i, frame in enumerate(frames):
-        trace = trace_virtio(k, setup._replace(buffer_index=setup.buffer_index + i * step),
-                             len(frame))
+        trace = trace_virtio(k, setup, first._replace(
+            len=len(frame), buffer_index=first.buffer_index + i * step))
         path = trace.path
         if trace.skb is None or trace.buffer is None or trace.outcome not in (
             Outcome.BUILD_SKB, Outcome.COPY
@@ -149,8 +150,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
         ("guest_gso", setup.guest_gso),
         ("mtu", setup.mtu),
         ("hdr_len", c.hdr_len),
-        ("buffer_index", setup.buffer_index),
-        ("hdr", None if setup.hdr is None else setup.hdr.to_bytes(c.hdr_len).hex()),
+        ("buffer_index", first.buffer_index),
+        ("hdr", None if first.hdr is None else first.hdr.to_bytes(c.hdr_len).hex()),
         ("xdp", setup.xdp),
         ("gro_max_size", limits.gro_max_size),
         ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
@@ -359,7 +360,7 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                          f"each and add up to the {len(frames)} frame(s)")
     segments: list[Segment] = []
     for i, (hdr, frame) in enumerate(frames):
-        trace = trace_virtio(k, setup._replace(hdr=hdr), len(frame))
+        trace = trace_virtio(k, setup, virtio_net.RxFrame(len(frame), hdr))
         if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
             raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
                              + (f" ({trace.reason})" if trace.reason else ""))

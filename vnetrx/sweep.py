@@ -80,18 +80,23 @@ class Row(Value):
         return Cost(self.allocations, self.bytes_copied, self.skb.nr_frags)
 
 
-def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
-                lengths: Iterable[int]) -> Iterator[Row]:
-    """The virtio receive path of the device ``setup`` for every length, from plans, or
-    with an XDP program from receive_buf's XDP decisions (big mode, where the program never
-    runs: from the full engine)."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int],
+                like: virtio_net.RxFrame | None = None) -> Iterator[Row]:
+    """The virtio receive path of the device ``setup`` for a frame of every length, each like
+    ``like`` but for its length (the header in front of it, the buffer it lands in): from
+    plans, or with an XDP program from receive_buf's XDP decisions (big mode, where the
+    program never runs: from the full engine). Without ``like``: no header, the first buffer
+    of a fresh page."""
+    like = like or virtio_net.RxFrame(0)
+    s = virtio_net.check_virtio_setup(k, setup)
+    virtio_net.check_rx_frame(s, like)
+    c = virtio_net.for_frame(virtio_net.config(k, s), like)
     name = k.name
     if c.xdp is not None and c.mode != "big":
         yield from _xdp_rows(c, name, lengths)
         return
     if c.xdp is not None:  # big mode: the program never runs; the trace says why
-        yield from _traced_rows(k, setup, lengths)
+        yield from _traced_rows(k, setup, like, lengths)
         return
     plan, deliver, plain = virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
@@ -156,12 +161,12 @@ def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int])
                   p.buffers)
 
 
-def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int]
-                 ) -> Iterator[Row]:
+def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, like: virtio_net.RxFrame,
+                 lengths: Iterable[int]) -> Iterator[Row]:
     """One row per full trace: outcome, skb and costs as the narrated path decided them. The
     lengths are taken one at a time: their iterator carries Ctrl-C and progress."""
     for frame_len in lengths:
-        t = trace_virtio(k, setup, frame_len)
+        t = trace_virtio(k, setup, like._replace(len=frame_len))
         if t.skb is None or t.cost is None:
             yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None,
                       len(t.buffers) or 1)

@@ -28,7 +28,7 @@ from vnetrx.errors import InputError
 from vnetrx.flow import MAX_SEGMENTS, FlowRun
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import STACK_OUTCOMES, Trace
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 
 if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
@@ -319,7 +319,7 @@ def flow_for(profile: KernelProfile, path: str, frame_len: int | None,
     if path == "tap":
         return tap_flow(profile, tap_setup(frame, opts), [(None, f) for f in frames],
                         opts["napi"], limits=limits)
-    return virtio_flow(profile, virtio_setup(frame, opts), frames, limits)
+    return virtio_flow(profile, virtio_setup(opts), rx_frame(frame, opts), frames, limits)
 
 
 def _picture(result: Trace) -> Any:
@@ -380,28 +380,31 @@ def _load(ctx: click.Context, file: str) -> Trace:
 
 def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
-    return trace_virtio(profile, virtio_setup(frame, o), frame.frame_len)
+    return trace_virtio(profile, virtio_setup(o), rx_frame(frame, o))
 
 
-def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
-    """The device trace's options ``o`` describe, with ``frame``'s header in front of the
-    frames it receives (``vnetrx sweep`` shares it)."""
-    hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
-    if o["hdr"] is not None and len(o["hdr"]) > (hdr_len or 12):
+def rx_frame(frame: FrameInput, o: dict[str, Any]) -> RxFrame:
+    """The frame the trace's options ``o`` describe: ``frame``, behind the header the device
+    writes, in the posted buffer ``--buffer-index`` (``vnetrx sweep`` shares it)."""
+    hdr_len = 12 if o["hdr_len"] is None else int(o["hdr_len"])
+    if o["hdr"] is not None and len(o["hdr"]) > hdr_len:
         raise InputError(
-            f"--hdr has {len(o['hdr'])} bytes, more than the {hdr_len or 12}-byte header "
+            f"--hdr has {len(o['hdr'])} bytes, more than the {hdr_len}-byte header "
             "(--hdr-len) the device writes"
         )
+    return RxFrame(frame.frame_len, frame.hdr, o["buffer_index"])
+
+
+def virtio_setup(o: dict[str, Any]) -> VirtioRxSetup:
+    """The device the trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     return VirtioRxSetup(
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
         mtu=o["mtu"],
-        hdr_len=hdr_len,
+        hdr_len=None if o["hdr_len"] is None else int(o["hdr_len"]),
         buf_len=o["buf_len"],
         ewma=o["ewma"],
         ring_size=o["ring_size"],
-        buffer_index=o["buffer_index"],
-        hdr=frame.hdr,
         xdp=o["xdp"],
         xdp_frags=o["xdp_frags"],
         xdp_adjust_head=o["xdp_adjust_head"],

@@ -20,7 +20,7 @@ from vnetrx.observed.rx_event import RxEvent, as_traced
 from vnetrx.observed.tap_write import WriteCase
 from vnetrx.packet import ETH_P_IPV6
 from vnetrx.paths import virtio_net
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import get_mergeable_buf_len
 from vnetrx.paths.virtio_net_hdr import (
     DATA_VALID,
@@ -108,10 +108,11 @@ class Observer:
             ring_size=RING_SIZE,
         )
 
-    def _virtio(self, frame_len: int, **change: object) -> Trace:
-        base = self._base()._replace(hdr=self._hdr)
-        setup = base._replace(**change)  # type: ignore[arg-type]
-        return trace_virtio(self.k, setup, frame_len)
+    def _virtio(self, frame_len: int, buffer_index: int = 0, **device: object) -> Trace:
+        """The trace of a frame landing in posted buffer ``buffer_index``, on the device with
+        ``device``'s fields changed."""
+        setup = self._base()._replace(**device)  # type: ignore[arg-type]
+        return trace_virtio(self.k, setup, RxFrame(frame_len, self._hdr, buffer_index))
 
     def candidates(self, frame_len: int, hdr: VnetHdr | None = None) -> Iterator[_Candidate]:
         """The plain prediction first, then the alternatives (see vnetrx.live.observe);

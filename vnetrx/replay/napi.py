@@ -42,7 +42,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Frag, Skb, Step, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup, mergeable, small
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
@@ -135,7 +135,7 @@ class _Run:
             if len(self.decisions) >= DECISIONS_KEPT:
                 self.decisions.clear()  # a bound on memory, not a cache policy
             if self.c.xdp is not None:
-                decision = self._xdp_decision(frame_len, hdr, shown, before)
+                decision = self._xdp_decision(frame_len, hdr, shown)
             else:
                 decision = self._decision(frame_len, hdr, shown)
             self.decisions[key] = decision
@@ -170,28 +170,23 @@ class _Run:
             self.cfg.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
-    def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...],
-                      ewma: int) -> Decision:
-        """With a program attached: receive_buf's XDP decisions on these buffers (the receive
-        path configured with them, as the frame's trace would be). The EWMA, which does not
-        size XDP buffers, is left as it is."""
-        c = virtio_net.config(self.k, virtio_net.check_virtio_setup(self.k, self._setup(
-            hdr, shown, ewma)))
+    def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+                      ) -> Decision:
+        """With a program attached: receive_buf's XDP decisions on these buffers (the device,
+        resolved once, with the frame landing in them, as the frame's trace would be). The
+        EWMA, which does not size XDP buffers, is left out."""
+        c = virtio_net.for_frame(self.c, self._frame(frame_len, hdr, shown))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
         return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
                         _without_frags(r.skb, self.frags),
                         None if r.cost is None else r.cost.allocations,
                         None if r.cost is None else r.cost.bytes_copied, 0, False)
 
-    def _setup(self, hdr: VnetHdr | None, shown: tuple[Posted, ...], ewma: int
-               ) -> VirtioRxSetup:
-        """The receive path's setup for a frame on the buffers it used."""
-        return self.cfg.setup()._replace(
-            ewma=ewma if self.cfg.mergeable else None,
-            buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
-            buffers=tuple(p.buf for p in shown),
-            hdr=hdr,
-        )
+    def _frame(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+               ) -> RxFrame:
+        """The frame, behind its header, on the buffers it used."""
+        return RxFrame(frame_len, hdr, shown[0].seq % self.cfg.ring_size if shown else 0,
+                       tuple(p.buf for p in shown))
 
     def _record(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                 d: Decision, ewma_before: int, trace: Trace | None) -> FrameRecord:
@@ -214,7 +209,8 @@ class _Run:
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
         _index, frame_len, hdr = arrival
-        trace = trace_virtio(self.k, self._setup(hdr, shown, ewma), frame_len)
+        setup = self.cfg.setup()._replace(ewma=ewma if self.cfg.mergeable else None)
+        trace = trace_virtio(self.k, setup, self._frame(frame_len, hdr, shown))
         return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
     def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None
