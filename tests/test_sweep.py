@@ -22,7 +22,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths import virtio_net
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
 from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.sweep import Row, collapse, tap_rows, virtio_rows
@@ -244,12 +244,13 @@ def test_tap_rows_equal_full_traces(kernel: str, setup: dict[str, object],
     """A tap sweep reads tun_get_user's plan (tap_plan) and makes its rows itself; a trace
     narrates the same plan into a Received: each row must carry what the trace reports."""
     k = lookup(kernel)
-    s = TapSetup(**setup)  # type: ignore[arg-type]
+    s = TapSetup(**{n: v for n, v in setup.items() if n != "hdr"})  # type: ignore[arg-type]
+    like = TapFrame(0, setup.get("hdr"))  # type: ignore[arg-type]
     try:
-        rows = list(tap_rows(k, s, lengths))
+        rows = list(tap_rows(k, s, lengths, like))
     except VnetrxError:
         with pytest.raises(VnetrxError):
-            trace_tap(k, s, lengths[0])
+            trace_tap(k, s, like._replace(len=lengths[0]))
         return
-    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s, n))
+    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s, like._replace(len=n)))
                                        for n in lengths]

@@ -13,7 +13,7 @@ from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
 
 if TYPE_CHECKING:
-    from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 
 
@@ -48,26 +48,26 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     return _finish(k, inputs, log, result)
 
 
-def trace_tap(k: KernelProfile, setup: TapSetup, frame_len: int) -> Trace:
-    """Walk one write(2) of ``frame_len`` bytes (after the vnet header) to a tun/tap fd set up
-    as ``setup`` through tun_get_user on kernel ``k``."""
+def trace_tap(k: KernelProfile, setup: TapSetup, frame: TapFrame) -> Trace:
+    """Walk one write(2) (``frame``: its length after the vnet header, and that header) to a
+    tun/tap fd set up as ``setup`` through tun_get_user on kernel ``k``."""
     # imported here: a virtio trace does not load the tap path (start-up time, issue 15)
     from vnetrx.paths import tun
 
     require_path(k, "tap")
-    tun.check_frame_len(frame_len)
-    c = tun.tap_config(k, setup)
+    tun.check_frame_len(frame.len)
+    c = tun.for_write(tun.tap_config(k, setup), frame)
     s = c.setup
     log = StepLog(k)
-    result = tun.receive(c, frame_len, log)
+    result = tun.receive(c, frame, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("tun", s.tun),
         ("blocking", s.blocking),
         ("sndbuf", s.sndbuf),
         ("vnet_hdr", s.vnet_hdr),
         ("vnet_hdr_sz", s.vnet_hdr_sz),
-        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("hdr", None if c.written is None else c.written.hex()),
         ("xdp", s.xdp),
         ("frag_source", s.frag_source),
     )

@@ -162,7 +162,7 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, first: virtio
 def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
              napi: str, gro: bool = True, limits: GroLimits | None = None,
              splits: Sequence[tuple[int, ...]] | None = None) -> FlowRun:
-    """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
+    """Each write (its vnet header, None for zeros, and the Ethernet frame) into a tap
     with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI)."""
     if napi not in TAP_NAPI:
         raise InputError(f"NAPI mode {napi!r} is not one of {', '.join(TAP_NAPI)}")
@@ -203,12 +203,14 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
 
 def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,
               napi: str, split: tuple[int, ...] = ()) -> FlowSegment | str:
-    """Write ``i`` (its vnet header, None for ``setup``'s, and a frame of ``frame_len`` bytes)
+    """Write ``i`` (its vnet header, None for zeros, and a frame of ``frame_len`` bytes)
     into an IFF_NAPI tap: the skb tun_get_user (or, ``napi`` "frags", tun_napi_alloc_frags)
     hands napi_gro_receive, or why it does not (a phrase following "write N")."""
     if napi == "frags":
         return _napi_frags_segment(k, setup, i, hdr, frame_len, split)
-    trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), frame_len)
+    from vnetrx.paths.tun import TapFrame
+
+    trace = trace_tap(k, setup, TapFrame(frame_len, hdr))
     if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
         return (f"does not reach GRO: {trace.outcome}"
                 + (f" ({trace.reason})" if trace.reason else ""))
@@ -220,7 +222,7 @@ def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, fram
 
 
 class TapWrite(NamedTuple):
-    """One write of a replay into a tap: its frame's length, vnet header (None: the setup's),
+    """One write of a replay into a tap: its frame's length, vnet header (None: zeros),
     what GRO reads of the frame, and (IFF_NAPI_FRAGS) its iovec boundaries."""
 
     frame: int  # its index in the replay
@@ -282,7 +284,7 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
     and the frame): the skb tun_napi_alloc_frags and napi_frags_skb make of it."""
     from vnetrx.paths.tun.napi_frags import napi_frags_skb
 
-    header = (setup.hdr or b"") if hdr is None else hdr
+    header = hdr or b""
     hdr_len = (setup.vnet_hdr_sz or 10) if setup.vnet_hdr else 0
     if any(header) and setup.vnet_hdr:  # virtio_net_hdr_to_skb's offloads on this skb
         raise InputError(f"write {i}: an IFF_NAPI_FRAGS write with a vnet header's checksum "

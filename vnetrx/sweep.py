@@ -128,10 +128,12 @@ def _xdp_rows(c: virtio_net.Config, name: str, lengths: Iterable[int]) -> Iterat
                   r.buffers)
 
 
-def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """The tap write path of the device ``setup`` for every length, from tun_get_user's
-    plans."""
-    c = tun.tap_config(k, setup)
+def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int],
+             like: tun.TapFrame | None = None) -> Iterator[Row]:
+    """The tap write path of the device ``setup`` for a write of every length, each like
+    ``like`` but for its length (its vnet header; without ``like``: zeros), from
+    tun_get_user's plans."""
+    c = tun.for_write(tun.tap_config(k, setup), like or tun.TapFrame(0))
     name, plan = k.name, tun.tap_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks

@@ -144,7 +144,7 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(opts), todo, trace_cli.tap_frame(frame))
         if path == "vhost-tx":
             return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(frame, opts), todo)
         return virtio_rows(profile, trace_cli.virtio_setup(opts), todo,

@@ -31,7 +31,7 @@ from vnetrx.model import STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 
 if TYPE_CHECKING:
-    from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 
 _VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
@@ -317,7 +317,7 @@ def flow_for(profile: KernelProfile, path: str, frame_len: int | None,
     frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
     limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
     if path == "tap":
-        return tap_flow(profile, tap_setup(frame, opts), [(None, f) for f in frames],
+        return tap_flow(profile, tap_setup(opts), [(frame.hdr_bytes, f) for f in frames],
                         opts["napi"], limits=limits)
     return virtio_flow(profile, virtio_setup(opts), rx_frame(frame, opts), frames, limits)
 
@@ -416,7 +416,7 @@ def virtio_setup(o: dict[str, Any]) -> VirtioRxSetup:
 
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
-    return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
+    return trace_tap(profile, tap_setup(o), tap_frame(frame))
 
 
 def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
@@ -435,9 +435,15 @@ def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
                         vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
 
 
-def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
-    """The tap device trace's options ``o`` describe, with ``frame``'s vnet header in front
-    of each write (``vnetrx sweep`` shares it)."""
+def tap_frame(frame: FrameInput) -> TapFrame:
+    """A write of ``frame`` behind its vnet header (``vnetrx sweep`` shares it)."""
+    from vnetrx.paths.tun import TapFrame  # only for --path tap (start-up time)
+
+    return TapFrame(frame.frame_len, frame.hdr_bytes)
+
+
+def tap_setup(o: dict[str, Any]) -> TapSetup:
+    """The tap device trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
 
     return TapSetup(
@@ -449,7 +455,6 @@ def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
         xdp=o["xdp"],
         xdp_adjust_head=o["xdp_adjust_head"],
         xdp_adjust_tail=o["xdp_adjust_tail"],
-        hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
         xdp_meta=o["xdp_meta"],
     )

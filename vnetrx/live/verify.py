@@ -16,7 +16,7 @@ from vnetrx.model import TRACEPOINT_FIELDS, Value
 from vnetrx.observed.rx_event import as_traced
 from vnetrx.observed.tap_write import WriteCase, WriteResult
 from vnetrx.packet import GSO_TYPES, L4_CHOICES, headers_of, offload_header
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 # 48 lengths from the EINVAL edge to the largest frame: every boundary of §A.10 (build limit 3456,
@@ -159,12 +159,11 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
             sndbuf=case.sndbuf,
             vnet_hdr=case.vnet_hdr,
             vnet_hdr_sz=case.vnet_hdr_sz if case.vnet_hdr else None,
-            hdr=case.hdr if case.vnet_hdr else None,
             xdp=case.xdp,
             xdp_adjust_head=case.xdp_adjust_head,
             xdp_adjust_tail=case.xdp_adjust_tail,
         ),
-        case.frame_len,
+        TapFrame(case.frame_len, case.hdr if case.vnet_hdr else None),
     )
     out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
     out.update(dict.fromkeys(FIELDS[2:]))

@@ -41,10 +41,10 @@ from vnetrx.paths.skbuff import eth_type_trans, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp as tun_xdp
 from vnetrx.paths.tun.build import data_align
-from vnetrx.paths.tun.get_user import TapPlan, tap_config, tap_plan
+from vnetrx.paths.tun.get_user import TapPlan, for_write, tap_config, tap_plan
 from vnetrx.paths.tun.get_user import narrate as narrate_get_user
 from vnetrx.paths.tun.get_user import result_of as tap_result_of
-from vnetrx.paths.tun.setup import TapConfig, TapSetup
+from vnetrx.paths.tun.setup import TapConfig, TapFrame, TapSetup
 from vnetrx.paths.virtio_net_hdr import NEEDS_CSUM, HdrResult, narrate_checks, virtio_net_hdr_to_skb
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.paths.xdp import VERDICT
@@ -150,9 +150,10 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
     if setup.xdp is not None and setup.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {setup.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     sndbuf = INT_MAX if setup.sndbuf is None else setup.sndbuf
-    tap = tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True,
-                                 vnet_hdr_sz=size, xdp=setup.xdp, hdr=setup.hdr))
-    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.setup.hdr, size, setup.napi)
+    tap = for_write(tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True,
+                                           vnet_hdr_sz=size, xdp=setup.xdp)),
+                    TapFrame(0, setup.hdr))
+    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.written, size, setup.napi)
     rx_pad = vhost_net_rx_pad(k)
     headroom = k.value(XDP_PACKET_HEADROOM) if setup.xdp is not None else 0
     pad = data_align(tap, rx_pad + headroom + size)
