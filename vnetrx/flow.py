@@ -314,7 +314,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
     the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
     what GRO did with each input (its gro_result), poll by poll."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
     segments: list[Segment] = []
     current = 0
     for record in records:

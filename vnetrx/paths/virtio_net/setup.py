@@ -108,7 +108,7 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
     # still sets vi->big_packets, which sizes rq->min_buf_len for IP_MAX_MTU (config()).
-    hdr_len = 12 if s.hdr_len is None else s.hdr_len
+    hdr_len = vnet_hdr_len(s)
     if hdr_len == 10 and s.mergeable:
         raise InputError(
             "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
@@ -127,6 +127,11 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"ring size {s.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
     _check_xdp(k, s)
     return s._replace(hdr_len=hdr_len)
+
+
+def vnet_hdr_len(s: VirtioRxSetup) -> int:
+    """vi->hdr_len: as the device says, else 12 (VIRTIO_F_VERSION_1)."""
+    return 12 if s.hdr_len is None else s.hdr_len
 
 
 def check_rx_frame(s: VirtioRxSetup, f: RxFrame) -> None:
