@@ -376,7 +376,6 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace
     virtio_net never calls), a virtio_net device described by the options when the probe is
     GRO's; after GRO the capture does not say which, so it is asked for."""
     from vnetrx.live import observe as core
-    from vnetrx.observed.negotiated import hdr_len_for
 
     first = seen[0]
     device = first.dev or "?"
@@ -414,14 +413,14 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace
         features = tuple(names)
     if o.get("buf_len") and "MRG_RXBUF" not in features:
         raise click.UsageError("--buf-len is the mergeable buffer size: it needs MRG_RXBUF")
-    hdr = o.get("hdr_len")
+    hdr, mtu = o.get("hdr_len"), int(str(o.get("mtu") or 1500))
     return core.Setup(
         device,
         "virtio_net",
         features,
-        int(str(o.get("mtu") or 1500)),
-        int(str(hdr)) if hdr else hdr_len_for(features),
-        int(str(o["buf_len"])) if o.get("buf_len") else None,
+        mtu,
+        core.virtio_rx(features, mtu, int(str(hdr)) if hdr else None,
+                       int(str(o["buf_len"])) if o.get("buf_len") else None),
         source="options",
     )
 

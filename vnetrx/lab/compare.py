@@ -427,8 +427,8 @@ def xdp_to_dict(x: XdpCheck) -> dict[str, object]:
                      "message": x.observed_message or None, "dmesg": x.warnings or None},
         "predicted": {"attach": p.attach, "errno": p.errno, "message": p.message,
                       "warnings": list(p.warnings)},
-        "device": {"mergeable": x.setup.mergeable, "guest_gso": x.setup.guest_gso,
+        "device": {"mergeable": x.setup.device.mergeable, "guest_gso": x.setup.device.guest_gso,
                    "guest_csum": x.setup.guest_csum,
-                   "ctrl_guest_offloads": x.setup.ctrl_guest_offloads, "mtu": x.setup.mtu,
-                   "queues": x.setup.queues, "cpus": x.setup.cpus},
+                   "ctrl_guest_offloads": x.setup.ctrl_guest_offloads,
+                   "mtu": x.setup.device.mtu, "queues": x.setup.queues, "cpus": x.setup.cpus},
     }
