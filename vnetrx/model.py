@@ -15,8 +15,9 @@ TRACE_SCHEMA = "vnetrx.trace/1"  # a Trace's ``schema``: the JSON document codec
 
 
 class Label(str, Enum):
-    """A closed set of names a trace prints, as paths/reason.py's Reason: a ``str`` enum whose
-    members print (and serialise) as their values, so a member is the string it names."""
+    """A closed set of names a trace prints (and, as paths/reason.py's Reason, the base of every
+    decision's reason): a ``str`` enum whose members print (and serialise) as their values, so
+    a member is the string it names."""
 
     def __str__(self) -> str:
         return str(self.value)
