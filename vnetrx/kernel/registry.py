@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from vnetrx.errors import UnknownProfileError, UnsupportedError
+from vnetrx.errors import InputError, UnknownProfileError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
-from vnetrx.kernel.changes import CHANGES
+from vnetrx.kernel.changes import CHANGES, Change, version_order
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
 from vnetrx.records import NamedTuple
@@ -219,6 +219,19 @@ _VENDOR_LIKE = re.compile(r"^[-+_~.]\d")
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:
     """``--kernel`` for anything but ``running`` (see vnetrx.live.running for that)."""
     return profile_for(parse_release(text), build)
+
+
+def changes_between(older: str, newer: str) -> list[Change]:
+    """``vnetrx kernels --between OLDER..NEWER``: the changes kernel ``newer``'s profile carries
+    and ``older``'s does not (stable windows included), in version order."""
+    old, new = lookup(older), lookup(newer)
+    if old.version > new.version:
+        raise InputError(
+            f"--between {older}..{newer} is reversed: {older} ({old.version}) is newer than "
+            f"{newer} ({new.version}); give the older kernel first"
+        )
+    return [c for c in sorted(CHANGES, key=version_order)
+            if c.key in new.change_keys and c.key not in old.change_keys]
 
 
 def newest(build: BuildConfig | None = None) -> KernelProfile:
