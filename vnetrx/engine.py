@@ -101,25 +101,8 @@ def _finish(k: KernelProfile, inputs: tuple[tuple[str, Value], ...], log: StepLo
             r: Received) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
     truesize covers every byte, …)."""
-    trace = Trace(
-        schema=TRACE_SCHEMA,
-        kernel=k,
-        input=inputs,
-        path=r.path,
-        outcome=r.outcome,
-        reason=r.reason,
-        steps=tuple(log.steps),
-        buffer=r.buffer,
-        buffers=r.buffers,
-        skb=r.skb,
-        cost=r.cost,
-        notes=tuple(log.notes),
-        errno=r.errno,
-        counter=r.counter,
-        refused_by=r.refused_by,
-        xdp=r.xdp,
-        vhost=r.vhost,
-    )
+    trace = Trace(schema=TRACE_SCHEMA, kernel=k, input=inputs, steps=tuple(log.steps),
+                  notes=tuple(log.notes), **r._asdict())
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:
         raise SimulationError(
