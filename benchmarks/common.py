@@ -3,12 +3,14 @@ user's machine is rarely idle), and the CPU time of one whole command."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import multiprocessing
 import os
 import resource
+import statistics
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -41,3 +43,34 @@ def cpu_seconds(cmd: list[str] | str) -> float:
                    shell=isinstance(cmd, str))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def round_options(parser: argparse.ArgumentParser, rounds: int) -> None:
+    """--rounds and --busy, as every script that times whole commands takes them."""
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help=f"whole commands: N interleaved rounds (default {rounds})")
+    parser.add_argument("--busy", action="store_true",
+                        help="keep every core busy with another process meanwhile")
+
+
+def interleaved(commands: Mapping[str, list[str] | str], rounds: int,
+                keep_busy: bool) -> dict[str, list[float]]:
+    """Each command's CPU seconds in ``rounds`` rounds, the commands taking turns within a round
+    (so that a busy moment of the machine hits every command alike), with every core kept busy
+    by another process when ``keep_busy``."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with busy(keep_busy):
+        for _ in range(rounds):
+            for name, cmd in commands.items():
+                times[name].append(cpu_seconds(cmd))
+    return times
+
+
+def paired_ratio(runs: list[float], reference: list[float]) -> float:
+    """The median of the round-by-round ratios of ``runs`` to ``reference``."""
+    return statistics.median(t / r for t, r in zip(runs, reference, strict=True))
+
+
+def heading(rounds: int, keep_busy: bool) -> str:
+    return (f"whole commands, CPU seconds (user + system), median of {rounds} interleaved rounds"
+            + (" (every core kept busy by another process)" if keep_busy else "") + ":")

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import busy, cpu_seconds
+from common import heading, interleaved, paired_ratio, round_options
 
 from vnetrx.compiled import build_line
 
@@ -63,9 +63,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--kernel", default="6.12")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--busy", action="store_true",
-                        help="keep every core busy with another process meanwhile")
+    round_options(parser, 3)
     args = parser.parse_args()
     # the installed script next to this python (`python -m vnetrx` in the project root would
     # run the source tree, not the installed build)
@@ -92,18 +90,13 @@ def main() -> None:
         ]
         if not tcpdump:
             commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
-        times: dict[str, list[float]] = {name: [] for name, _, _ in commands}
-        with busy(args.busy):
-            for _ in range(args.rounds):  # interleaved: a busy moment hits every command alike
-                for name, _, cmd in commands:
-                    times[name].append(cpu_seconds(cmd))
+        times = interleaved({name: cmd for name, _, cmd in commands}, args.rounds, args.busy)
         peaks = {name: peak_kib(cmd) for name, _, cmd in commands if name.startswith("vnetrx")}
-    print(f"whole commands, CPU seconds (user + system), median of {args.rounds} interleaved "
-          "rounds" + (" (every core kept busy by another process)" if args.busy else "") + ":")
+    print(heading(args.rounds, args.busy))
     for name, reference, _ in commands:
         runs = times[name]
         median = statistics.median(runs)
-        ratio = (f"  {statistics.median(t / r for t, r in zip(runs, times[reference], strict=True)):.2f}x"
+        ratio = (f"  {paired_ratio(runs, times[reference]):.2f}x"
                  f" {reference.split(' -nr ')[0]}" if reference else "")
         peak = f"  peak {peaks[name] / 1024:6.1f} MB" if name in peaks else ""
         print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import busy, cpu_seconds
+from common import heading, interleaved, paired_ratio, round_options
 
 from vnetrx.compiled import build_line
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
@@ -81,9 +81,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=200_000)
     parser.add_argument("--kernel", default="6.12")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--busy", action="store_true",
-                        help="keep every core busy with another process meanwhile")
+    round_options(parser, 5)
     args = parser.parse_args()
     script = str(Path(sys.executable).with_name("vnetrx"))
     print(f"vnetrx {build_line()}; kernel {args.kernel}; {args.frames:,} frames")
@@ -97,16 +95,11 @@ def main() -> None:
             "--gro --jsonl": [*base, "--gro", "--jsonl"],
             "--gro --summary": [*base, "--gro", "--summary"],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        with busy(args.busy):
-            for _ in range(args.rounds):
-                for name, cmd in commands.items():
-                    times[name].append(cpu_seconds(cmd))
+        times = interleaved(commands, args.rounds, args.busy)
     reference = times[next(iter(commands))]
-    print(f"whole commands, CPU seconds, median of {args.rounds} interleaved rounds"
-          + (" (every core kept busy by another process)" if args.busy else "") + ":")
+    print(heading(args.rounds, args.busy))
     for name, runs in times.items():
-        ratio = statistics.median(t / r for t, r in zip(runs, reference, strict=True))
+        ratio = paired_ratio(runs, reference)
         print(f"  replay ... {name:<22} {statistics.median(runs):6.2f} s  {ratio:5.2f}x")
 
 

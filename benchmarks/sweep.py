@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import busy, cpu_seconds
+from common import heading, interleaved, paired_ratio, round_options
 
 from vnetrx.compiled import build_line
 from vnetrx.kernel.registry import lookup
@@ -51,9 +51,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", default="6.12")
     parser.add_argument("--repeat", type=int, default=3, help="in-process: best of N")
-    parser.add_argument("--rounds", type=int, default=5, help="whole commands: N rounds")
-    parser.add_argument("--busy", action="store_true",
-                        help="keep every core busy with another process meanwhile")
+    round_options(parser, 5)
     args = parser.parse_args()
     k = lookup(args.kernel)
     print(f"vnetrx {build_line()}; kernel {k.name}")
@@ -67,17 +65,13 @@ def main() -> None:
             best = min(best, time.perf_counter() - start)
         print(f"{name:<22} {count / best:>10,.0f} rows/s  ({count} lengths in {best:.3f} s)")
     script = str(Path(sys.executable).with_name("vnetrx"))
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    with busy(args.busy):
-        for _ in range(args.rounds):
-            for name, extra in COMMANDS.items():
-                times[name].append(cpu_seconds([script, "sweep", "--len", "1-65535", *extra,
-                                                "--kernel", args.kernel, "--jsonl"]))
+    times = interleaved({name: [script, "sweep", "--len", "1-65535", *extra, "--kernel",
+                                args.kernel, "--jsonl"] for name, extra in COMMANDS.items()},
+                        args.rounds, args.busy)
     reference = times[next(iter(COMMANDS))]
-    print(f"whole commands, CPU seconds, median of {args.rounds} interleaved rounds"
-          + (" (every core kept busy by another process)" if args.busy else "") + ":")
+    print(heading(args.rounds, args.busy))
     for name, runs in times.items():
-        ratio = statistics.median(t / r for t, r in zip(runs, reference, strict=True))
+        ratio = paired_ratio(runs, reference)
         print(f"  sweep --len 1-65535 {' '.join(COMMANDS[name]):<28} "
               f"{statistics.median(runs):6.2f} s  {ratio:5.2f}x the virtio sweep")
 

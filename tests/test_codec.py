@@ -213,6 +213,7 @@ REFUSED = [
     ("kernel.l1_cache_bytes", 0, "kernel.l1_cache_bytes is 0, but the rest of the document "
      "makes it 64"),
     ("kernel.config", "gentoo", "kernel.config is \"gentoo\", not one of debian, debian-cloud, "
+     "ubuntu, ubuntu-azure, rhel, rhel8-aarch64, fedora, amzn2, azurelinux, cbl-mariner, cos, "
      "minimal"),
     ("kernel.changes", ["page_to_skb_build_skb"], "kernel.changes are not this vnetrx's for "
      "6.1.192: the document lacks "),

@@ -94,12 +94,105 @@ def json_mutant(rng: random.Random) -> bytes:
     return text.encode()
 
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data")
+# the other tools' traces and the lab's logs and recordings, and the command that reads each
+TEXT_READERS = (
+    ("traces", ("observe", "--from-trace")),
+    ("lab", ("lab", "virtio", "--from-log")),
+    ("vhost", ("lab", "vhost", "--from-log")),
+    ("observe", ("observe", "--from-recording")),
+    ("gro", ("replay", "--gro", "--from")),
+)
+NUMBERS = ["0", "-1", "4294967296", "18446744073709551616", "9" * 40, "0x", "nan", "", "1e309"]
+
+
+def text_mutant(data: bytes, rng: random.Random) -> bytes:
+    """A trace, log or JSON document damaged as real ones are: cut, lines lost or repeated,
+    a number replaced by an odd one, bytes flipped."""
+    lines = data.split(b"\n")
+    for _ in range(rng.randint(1, 4)):
+        how = rng.random()
+        if how < 0.25 and len(lines) > 1:
+            del lines[rng.randrange(len(lines))]
+        elif how < 0.4:
+            i = rng.randrange(len(lines))
+            lines.insert(i, lines[i])
+        elif how < 0.75:
+            i = rng.randrange(len(lines))
+            words = lines[i].split(b" ")
+            digits = [j for j, w in enumerate(words) if any(c in b"0123456789" for c in w)]
+            if digits:
+                j = rng.choice(digits)
+                head = words[j].split(b"=", 1)[0] + b"=" if b"=" in words[j] else b""
+                words[j] = head + rng.choice(NUMBERS).encode()
+                lines[i] = b" ".join(words)
+        else:
+            out = bytearray(b"\n".join(lines))
+            if out:
+                out[rng.randrange(len(out))] = rng.randrange(256)
+            lines = bytes(out).split(b"\n")
+    out = b"\n".join(lines)
+    return out[:rng.randrange(len(out) + 1)] if rng.random() < 0.2 else out
+
+
+def text_inputs(count: int, seed: int, tmp: str, folders: tuple[str, ...] = ()
+                ) -> tuple[int, list[str]]:
+    """``count`` damaged traces, logs and recordings through the commands that read them
+    (in-process): (runs, failures) where a failure is a traceback or not one error line."""
+    from click.testing import CliRunner
+
+    from vnetrx.cli import cli
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from battery import verdict
+
+    rng = random.Random(seed)
+    sources = []
+    for folder, command in TEXT_READERS:
+        if folders and folder not in folders:
+            continue
+        for name in sorted(os.listdir(os.path.join(DATA, folder))):
+            if not name.endswith(".md"):
+                with open(os.path.join(DATA, folder, name), "rb") as f:
+                    sources.append((name, command, f.read()))
+    runner = CliRunner()
+    failures = []
+    path = os.path.join(tmp, "damaged")
+    for i in range(count):
+        name, command, data = rng.choice(sources)
+        with open(path, "wb") as f:
+            f.write(text_mutant(data, rng))
+        argv = [*command, path]
+        problem = verdict(argv, runner.invoke(cli, argv))
+        if problem is not None:
+            kept = os.path.join(tmp, f"failed-{i}-{name}")
+            os.replace(path, kept)
+            failures.append(f"{problem} (from {name}, kept as {kept})")
+    return count, failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--slow", type=float, default=2.0)
+    parser.add_argument("--texts", type=int, default=0,
+                        help="also this many damaged traces, logs and recordings (tests/data) "
+                        "through the commands that read them")
+    parser.add_argument("--readers", default="",
+                        help="with --texts: only these tests/data folders, comma-separated "
+                        f"({', '.join(f for f, _ in TEXT_READERS)}); lab vhost --from-log "
+                        "is slow (a prediction process per case)")
     args = parser.parse_args()
+    if args.texts:
+        kept = tempfile.mkdtemp(prefix="vnetrx-fuzz-")
+        folders = tuple(f for f in args.readers.split(",") if f)
+        runs, failed = text_inputs(args.texts, args.seed, kept, folders)
+        print(f"{runs} damaged traces, logs and recordings: {len(failed)} failed (kept in {kept})")
+        for line in failed[:20]:
+            print("  " + line)
+        if failed:
+            return 1
     rng = random.Random(args.seed)
     originals = seeds()
     whole = [read_all(s) for s in originals]

@@ -99,6 +99,16 @@ def test_replay_totals_without_an_skb_print_no_none() -> None:
     assert "0 skbs, drops: 1 device_too_long" in totals and "truesize sum 0;" in totals
 
 
+def test_observe_cells_show_no_python_values() -> None:
+    """A frame the model receives in no skb (16,450 bytes on a device modelled in small mode)
+    shows "-" as its prediction, not Python's None (found by tools/battery.py)."""
+    trace = Path(__file__).resolve().parents[1] / "data" / "traces" / "eth0-6.18.44-tracefs.txt"
+    code, out, _ = _run(["observe", "--from-trace", str(trace)])
+    assert code == 1 and "None" not in out  # 1: the small-mode model disagrees with eth0
+    row = next(line for line in out.splitlines() if line.split()[:1] == ["16450"])
+    assert row.split()[2] == "-≠16436"  # len: no skb predicted, 16,436 observed
+
+
 @pytest.mark.parametrize("size", ["3", "6", "255", "257"])
 def test_ring_size_must_be_a_power_of_two(size: str) -> None:
     code, _, err = _run(["replay", "--len", "100x3", "--ring-size", size])

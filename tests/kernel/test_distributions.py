@@ -91,10 +91,13 @@ def test_an_ubuntu_kernel_says_what_it_assumed() -> None:
     assert any("Ubuntu kernel (ABI 91, flavour generic)" in n and "backports" in n
                for n in notes)
     assert any("/proc/version_signature" in n for n in notes)
-    assert any("config: the debian preset (MAX_HEADER 176) is assumed: Ubuntu's .config was "
-               "not read" in n for n in notes)
+    assert any(n.startswith("config: the ubuntu preset, Ubuntu generic (and gcp) (MAX_HEADER "
+                            "176: WLAN=y, MAC80211_MESH=y, AX25=m") for n in notes)
     minimal = lookup("5.15.0-91-generic", BuildConfig(config="minimal", max_header=32)).notes
-    assert not any(n.startswith("config:") for n in minimal)  # a preset the user chose
+    # a preset the user chose: said, with the distribution's own
+    assert [n for n in minimal if n.startswith("config:")] == [
+        "config: the minimal preset (MAX_HEADER 32) was asked for; Ubuntu's own is ubuntu "
+        "(MAX_HEADER 176)"]
 
 
 @pytest.mark.parametrize("release", ["4.19.0", "7.9", "6.1.192", "5.14"])
@@ -113,10 +116,17 @@ def test_rhel_is_nominal() -> None:
                    for n in lookup("5.14.0-427.13.1.el9_4.x86_64").notes)
 
 
-def test_debian_cloud_flavour_names_its_preset() -> None:
-    assert any("cloud-amd64 is --config debian-cloud" in n
-               for n in lookup("6.1.0-57-cloud-amd64").notes)
-    assert not any("debian-cloud" in n for n in lookup("6.1.0-57-amd64").notes)
+def test_debian_cloud_flavour_gets_its_preset() -> None:
+    cloud = lookup("6.1.0-57-cloud-amd64")
+    assert (cloud.build.config, cloud.build.max_header) == ("debian-cloud", 80)
+    assert any(n.startswith("config: the debian-cloud preset, Debian cloud-amd64 (MAX_HEADER 80")
+               for n in cloud.notes)
+    generic = lookup("6.1.0-57-amd64")
+    assert (generic.build.config, generic.build.max_header) == ("debian", 176)
+    assert not any("debian-cloud" in n for n in generic.notes)
+    asked = lookup("6.1.0-57-cloud-amd64", BuildConfig()).notes  # --config debian
+    assert "config: the debian preset (MAX_HEADER 176) was asked for; Debian's own is " \
+        "debian-cloud (MAX_HEADER 80)" in asked
 
 
 def test_an_unknown_vendor_abi_name_says_so() -> None:

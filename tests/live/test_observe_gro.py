@@ -298,6 +298,31 @@ def test_cli_refuses_a_file_that_is_no_recording(tmp_path: Path) -> None:
         'vnetrx: error: not a GRO recording (no "schema": "vnetrx.gro-recording/1")')
 
 
+@pytest.mark.parametrize(("index", "field", "value", "message"), [
+    (1, "packet", "45zz", "packet is not hex bytes"),  # found by tools/fuzz_inputs.py --texts
+    (1, "len", "71", "len is '71', not a whole number"),
+    (1, "truesize", True, "truesize is True, not a whole number"),
+    (1, "frags", [{"len": 1}], "frags is not a list of {len, offset}"),
+    (0, "work", None, "work is None, not a whole number"),
+    (0, "kind", "exitt", "unknown kind 'exitt'"),
+])
+def test_a_damaged_recording_is_one_line(tmp_path: Path, index: int, field: str, value: Any,
+                                         message: str) -> None:
+    """A recording edited or cut by hand is refused where it is read, naming the record and
+    the field, never a traceback from deep in the comparison."""
+    doc = json.loads(ETH0.read_text())
+    kinds = ["poll", "entry"]
+    record = next(r for r in doc["records"] if r["kind"] == kinds[index])
+    at = doc["records"].index(record)
+    record[field] = value
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(doc))
+    result = RUNNER.invoke(cli, ["observe", "--from-recording", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().startswith(f"vnetrx: error: record {at}")
+    assert message in result.stderr
+
+
 # --- what a saved recording keeps, and the facts read -----------------------------------------
 
 
@@ -306,13 +331,18 @@ def test_a_saved_recording_keeps_headers_only_and_no_kernel_addresses() -> None:
     frame = gro_frames.build({"segments": 1})[0].frame
     net = frame[14:94]
     assert og.headers_only(net) == net[:52]  # IPv4 20 + TCP 32
-    records = [{"kind": "entry", "skb": 0xFFFF888118563400, "packet": net.hex(), "mac": "",
-                "ktime": 5, "tid": 3},
-               {"kind": "delivered", "skb": 0xFFFF888118563400, "packet": "", "mac": ""},
-               {"kind": "entry", "skb": 0xFFFF888118563600, "packet": "", "mac": ""}]
+    # whole records (a recording is checked when read back), as the probe's
+    skb = next(r for r in recording.records if r["kind"] == "entry")
+    records = [{**skb, "kind": "entry", "skb": 0xFFFF888118563400, "packet": net.hex(),
+                "mac": "", "ktime": 5, "tid": 3},
+               {**skb, "kind": "delivered", "skb": 0xFFFF888118563400, "packet": "", "mac": ""},
+               {**skb, "kind": "entry", "skb": 0xFFFF888118563600, "packet": "", "mac": ""}]
     doc = og.recording_to_dict(og.Recording(tuple(records)), facts, "6.18.44")
     assert [r["skb"] for r in doc["records"]] == [1, 1, 2]
-    assert doc["records"][0] == {"kind": "entry", "skb": 1, "packet": net[:52].hex(), "mac": ""}
+    first = doc["records"][0]
+    assert (first["kind"], first["skb"], first["packet"], first["mac"]) == (
+        "entry", 1, net[:52].hex(), "")
+    assert "ktime" not in first and "tid" not in first
     again = og.recording_from_dict(json.loads(og.recording_text(doc)))
     assert again == (og.Recording(tuple(doc["records"])), facts, "6.18.44")
     # the saved eth0 file: no packet past its headers

@@ -70,7 +70,7 @@ def decode_command(
     hdr_len: str,
     frame_len: int | None,
     kernel: str | None,
-    config: str,
+    config: str | None,
     as_json: bool,
     check: bool,
 ) -> None:

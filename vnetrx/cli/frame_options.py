@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from vnetrx.cli.options import Count
+from vnetrx.cli.options import Count, FilePath
 from vnetrx.cli.tap_options import HexBytes
 from vnetrx.errors import InputError
 from vnetrx.packet import (
@@ -57,7 +57,7 @@ def frame_options(f: Any) -> Any:
             click.option(
                 "--frame",
                 "frame_file",
-                type=click.Path(dir_okay=False),
+                type=FilePath(dir_okay=False),
                 default=None,
                 help="The frame's bytes from FILE: raw, or the first packet of a pcap/pcapng "
                 "capture (its length is the frame length).",

@@ -88,7 +88,7 @@ def headroom(
     indirect: bool,
     ufo: bool,
     kernel: str | None,
-    config: str,
+    config: str | None,
     compare: str | None,
     as_json: bool,
     svg: str | None = None,

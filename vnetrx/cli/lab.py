@@ -12,7 +12,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options, xdp_program_options
-from vnetrx.cli.options import Count
+from vnetrx.cli.options import Count, FilePath
 
 
 @cli.group()
@@ -23,19 +23,19 @@ def lab() -> None:
 @lab.command("virtio")
 @click.option(
     "--image",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Guest kernel (x86 bzImage), e.g. from `vnetrx lab fetch-kernel`.",
 )
 @click.option(
     "--from-log",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=FilePath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Do not boot: compare a log saved with --serial-log against the model again.",
 )
 @click.option(
     "--modules",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FilePath(file_okay=False, path_type=Path),
     default=None,
     help="The guest's /lib/modules/<release> (default: next to the image, then /lib/modules).",
 )
@@ -82,7 +82,7 @@ def lab() -> None:
 )
 @click.option(
     "--serial-log",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="Also write the guest's serial console output to this file.",
 )
@@ -118,7 +118,7 @@ def lab() -> None:
               "(big-gso: each frame's page chain, `vnetrx trace`'s, then GRO per observed "
               "poll). --mode mergeable, mergeable-gso, small or big-gso (all on the vhost-user "
               "backend).")
-@click.option("--save-input", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--save-input", type=FilePath(dir_okay=False, path_type=Path), default=None,
               help="With --gro: write the frames the backend wrote, as a JSON array of "
               "{\"frame\": HEX, \"hdr\": HEX} for `vnetrx replay --from`.")
 @click.option("--json", "as_json", is_flag=True,
@@ -356,14 +356,14 @@ def _print_run(result: Any, serial_log: Path | None, as_json: bool) -> None:
               show_default=True,
               help="Which cached Debian kernels to boot (`vnetrx lab fetch-kernel --series S`).")
 @click.option("--image", "images", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              type=FilePath(exists=True, dir_okay=False, path_type=Path),
               help="A guest kernel (x86 bzImage) instead of --series; repeatable.")
-@click.option("--modules", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--modules", type=FilePath(file_okay=False, path_type=Path), default=None,
               help="The guest's /lib/modules/<release> (default: next to the image).")
 @click.option("--from-log", "logs", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              type=FilePath(exists=True, dir_okay=False, path_type=Path),
               help="Do not boot: read a serial log saved with --save-dir again; repeatable.")
-@click.option("--save-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--save-dir", type=FilePath(file_okay=False, path_type=Path), default=None,
               help="Write linux-<release>.json (the observed records) and linux-<release>.log "
               "(the serial console) of each kernel here.")
 @click.option("--no-predict", is_flag=True, help="Print what the kernels did, compare nothing.")
@@ -485,7 +485,7 @@ def _save(save_dir: Path, document: dict[str, Any], serial: str | None) -> None:
 @click.option("--package", default=None, help="An exact package name instead.")
 @click.option(
     "--dest",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FilePath(file_okay=False, path_type=Path),
     default=None,
     help="Where to unpack (default: $VNETRX_LAB_DIR or ~/.cache/vnetrx/lab).",
 )

@@ -65,7 +65,7 @@ def layout(
     check: bool,
     list_: bool,
     kernel: str | None,
-    config: str,
+    config: str | None,
     as_json: bool,
 ) -> None:
     """Show a struct layout: vnetrx's own (for --kernel) or the kernel's (from BTF), pahole-style.

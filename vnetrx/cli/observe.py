@@ -13,7 +13,7 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options
-from vnetrx.cli.options import Count
+from vnetrx.cli.options import Count, FilePath
 from vnetrx.errors import Interrupted, VnetrxError
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--from-trace",
     "trace_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="Read a saved trace instead, its format detected: tracefs trace/trace_pipe text, "
     "`perf script` or `perf data convert --to-json` of net:napi_gro_receive_entry / "
@@ -102,7 +102,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--save-recording",
     "save_to",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="With --gro: also write what was recorded (skb fields and header bytes, no payload "
     "past 80 bytes) to this file, for --from-recording.",
@@ -110,7 +110,7 @@ _FROM_TEXT = ("With --from-trace text only (live observe and a lab log read them
 @click.option(
     "--from-recording",
     "recording_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FilePath(dir_okay=False, path_type=Path),
     default=None,
     help="Check a recording saved by --gro --save-recording instead of a live device "
     "(implies --gro).",
@@ -280,7 +280,7 @@ def _gro(dev: str | None, count: int, timeout: int, kernel: str | None, as_json:
 
         if kernel is None and not recorded_on:
             raise click.UsageError(f"{recording_file} names no kernel: give --kernel")
-        profile = load_profile(kernel or recorded_on, "debian")
+        profile = load_profile(kernel or recorded_on, None)
         count = len(recording.records)
     else:
         assert dev is not None
@@ -364,7 +364,7 @@ def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
         from vnetrx.kernel.registry import lookup
 
         return lookup(setup.version)
-    return load_profile(kernel or "running", "debian")
+    return load_profile(kernel or "running", None)
 
 
 def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace: TraceFile,

@@ -17,8 +17,21 @@ from vnetrx.kernel.build import (
 )
 from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.registry import lookup, newest, supported_names
+from vnetrx.kernel.registry import default_config, lookup, newest, supported_names
 from vnetrx.records import NamedTuple
+
+
+class FilePath(click.Path):
+    """click.Path that refuses a NUL byte in one line (click's own check would stat the name and
+    raise ValueError: a traceback)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+                ) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            shown = value.replace("\x00", "\\x00")[:60]
+            self.fail(f"'{shown}' holds a NUL byte, which no path can (valid: a file name)",
+                      param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class Count(click.ParamType):  # type: ignore[type-arg]
@@ -85,10 +98,11 @@ def kernel_option(f: Any) -> Any:
         "--config",
         "config",
         type=click.Choice(sorted(MAX_HEADER_BY_CONFIG)),
-        default="debian",
-        show_default=True,
+        default=None,
         help="Kernel .config preset for config-dependent sizes (MAX_HEADER → the "
-        "skbuff_small_head cache).",
+        "skbuff_small_head cache, MAX_TCP_HEADER). Default: a distribution kernel's own preset "
+        "(from --kernel's release string), else debian; with --kernel running, the machine's "
+        "own .config where readable.",
     )(f)
     return click.option(
         "--kernel",
@@ -145,9 +159,10 @@ class BuildChoice(NamedTuple):
 
 
 def load_profile(
-    kernel: str | None, config: str, choice: BuildChoice | None = None
+    kernel: str | None, config: str | None, choice: BuildChoice | None = None
 ) -> KernelProfile:
-    """The profile ``--kernel`` (and the build options) ask for."""
+    """The profile ``--kernel`` (and the build options) ask for; ``config`` None: the release
+    string's own preset (vnetrx.kernel.registry.default_config)."""
     choice = choice or BuildChoice()
     custom = choice != BuildChoice()
     if kernel == "running":
@@ -158,7 +173,7 @@ def load_profile(
             )
         from vnetrx.live.running import running_profile
 
-        return running_profile()
+        return running_profile() if config is None else running_profile(config=config)
     page_size = PAGE_SIZES[choice.page_size]
     if choice.arch == "x86_64" and page_size != 4096:
         raise InputError(f"x86_64 has 4 KiB pages only (asked for {choice.page_size})")
@@ -169,7 +184,7 @@ def load_profile(
         page_size,
         int(choice.cache_line or 0) or None,
         choice.max_skb_frags or 0,
-        config,
+        config or default_config(kernel),
     )
     profile = newest(build) if kernel is None else lookup(kernel, build)
     if choice.max_skb_frags and not profile.has(MAX_SKB_FRAGS_CONFIGURABLE):

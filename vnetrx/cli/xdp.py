@@ -49,7 +49,7 @@ def xdp() -> None:
 @click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {xdp_json.SCHEMA}).")
 def check(path: str, mergeable: bool, guest_gso: bool, guest_csum: bool,
           ctrl_guest_offloads: bool, legacy: bool, mtu: int, hdr_len: str | None,
-          xdp_frags: bool, queues: int, cpus: int, kernel: str | None, config: str,
+          xdp_frags: bool, queues: int, cpus: int, kernel: str | None, config: str | None,
           as_json: bool) -> None:
     """Would attaching an XDP program succeed on this kernel, and if not, the kernel's own
     message and errno; if so, what changes.

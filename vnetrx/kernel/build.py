@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # Plain data, importable without dataclasses (the fast `vnetrx layout` entry reads it).
 from vnetrx.kernel.arches import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
@@ -16,6 +17,7 @@ __all__ = [
     "BuildConfig",
     "build_config",
     "max_header_from_kconfig",
+    "max_header_of",
 ]
 
 
@@ -65,16 +67,35 @@ def build_config(
 
 
 def max_header_from_kconfig(config: str) -> int:
-    """MAX_HEADER as include/linux/netdevice.h computes it from the .config."""
+    """MAX_HEADER as include/linux/netdevice.h computes it from the .config text."""
+    values = dict(re.findall(r"^CONFIG_(\w+)=(\S+)", config, re.M))
+    return max_header_of(values)
+
+
+def max_header_of(values: Mapping[str, str]) -> int:
+    """MAX_HEADER from Kconfig values (symbol without CONFIG_ -> "y", "m"; absent: not set),
+    as include/linux/netdevice.h @6.1.192/@6.12.117 computes it:
+
+        #if defined(CONFIG_HYPERV_NET)                        -> LL_MAX_HEADER 128
+        #elif defined(CONFIG_WLAN) || IS_ENABLED(CONFIG_AX25)
+        # if defined(CONFIG_MAC80211_MESH)                    -> 128
+        # else                                                -> 96
+        #else                                                 -> 32
+        MAX_HEADER = LL_MAX_HEADER + 48 if any of NET_IPIP, NET_IPGRE, IPV6_SIT, IPV6_TUNNEL
+                     IS_ENABLED (y or m)
+
+    defined() is true for =y only (a module defines CONFIG_X_MODULE): a modular HYPERV_NET does
+    not count. WLAN and MAC80211_MESH are bool symbols. (The HYPERV_NET clause is absent
+    @3.16.0; every preset with HYPERV_NET=y is a 6.x kernel.)"""
 
     def on(name: str, modules: bool = False) -> bool:
-        value = re.search(rf"^CONFIG_{name}=([ym])", config, re.M)
-        return value is not None and (value.group(1) == "y" or modules)
+        value = values.get(name)
+        return value == "y" or (modules and value == "m")
 
-    if on("HYPERV_NET") or (on("WLAN") and on("MAC80211_MESH")):
+    if on("HYPERV_NET"):
         ll_max_header = 128
     elif on("WLAN") or on("AX25", modules=True):
-        ll_max_header = 96
+        ll_max_header = 128 if on("MAC80211_MESH") else 96
     else:
         ll_max_header = 32
     tunnels = any(on(t, modules=True) for t in ("NET_IPIP", "NET_IPGRE", "IPV6_SIT", "IPV6_TUNNEL"))

@@ -18,7 +18,7 @@ users really run"):
 * Amazon Linux: ``5.10.237-230.949.amzn2.x86_64``, ``6.1.109-118.189.amzn2023.x86_64``: the
   first three numbers are the upstream stable point.
 * Azure Linux: ``5.15.167.1-1.cm2``, ``6.6.145.2-1.azl3``: upstream 6.6.145 plus Azure's patch
-  level .2.
+  level .2; CBL-Mariner 1.0 alike (``5.10.52.1-3.cm1``, its config's LOCALVERSION).
 * Container-Optimized OS (GKE): ``6.1.100+``: the upstream point.
 * Fedora: ``6.11.4-301.fc41.x86_64``: the upstream stable point.
 """
@@ -39,6 +39,10 @@ class Distro(NamedTuple):
     detail: str  # what the string says beyond the version (ABI, flavour, vendor release)
     assumption: str  # what vnetrx assumes, and why (one sentence, for the profile's notes)
     pin: str  # where a running machine says the point release (or how to check it)
+    flavour: str = ""  # the build flavour the string names: "cloud-amd64", "aws", "64k"
+    release: str = ""  # the vendor's release tag: "amzn2", "amzn2023", "azl3", "cm2", "cm1"
+    arch: str = ""  # the architecture the string names ("x86_64", "arm64"), or "" if it does not
+    page_size: int = 0  # PAGE_SIZE the string names (65536 for -64k flavours), or 0
 
 
 # Debian's kernel flavours (the suffix after the ABI number; linux-image-<abi>-<flavour>)
@@ -58,12 +62,18 @@ UBUNTU_SERIES = frozenset({(4, 4), (4, 15), (4, 18), (5, 0), (5, 3), (5, 4), (5,
                            (5, 13), (5, 15), (5, 19), (6, 2), (6, 5), (6, 8), (6, 11), (6, 14),
                            (6, 17)})
 _RHEL = re.compile(r"^-(?P<build>\d+(?:\.\d+)*)\.el(?P<major>\d+)(?:_(?P<minor>\d+))?"
-                   r"(?:\.(?:x86_64|aarch64|ppc64le|s390x))?(?:\+(?:rt|debug|64k))?$")
+                   r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?(?:\+(?P<variant>rt|debug|64k))?$")
 _AMAZON = re.compile(r"^-(?P<build>\d+(?:\.\d+)*)\.(?P<release>amzn2023|amzn2)"
-                     r"(?:\.(?:x86_64|aarch64))?$")
-_AZURE = re.compile(r"^\.(?P<level>\d+)-(?P<build>\d+)\.(?P<release>azl3|cm2)"
-                    r"(?:\.(?:x86_64|aarch64))?$")
-_FEDORA = re.compile(r"^-(?P<build>\d+)\.fc(?P<release>\d+)(?:\.(?:x86_64|aarch64|ppc64le|s390x))?$")
+                     r"(?:\.(?P<arch>x86_64|aarch64))?$")
+_AZURE = re.compile(r"^\.(?P<level>\d+)-(?P<build>\d+)\.(?P<release>azl3|cm2|cm1)"
+                    r"(?:\.(?P<arch>x86_64|aarch64))?$")
+_FEDORA = re.compile(r"^-(?P<build>\d+)\.fc(?P<release>\d+)"
+                     r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?$")
+_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def _arch(name: str | None) -> str:
+    return _ARCH.get(name or "", "")
 
 _BACKPORTS = "its vendor's backports and patches are not in the change table"
 
@@ -77,19 +87,23 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
             "debian", "Debian", False, f"ABI {m['abi']}, flavour {m['flavour']}",
             f"Debian follows {x_y}.y stable; {_BACKPORTS}",
             "on that machine /proc/version prints the package version (\"Debian 6.1.192-3\"), "
-            "which --kernel running reads (or: dpkg -s linux-image-$(uname -r))")
+            "which --kernel running reads (or: dpkg -s linux-image-$(uname -r))",
+            flavour=m["flavour"], arch=_arch(m["flavour"].rsplit("-", 1)[-1]))
     if patch is not None and (m := _DEBIAN_POINT.match(local)):
         return Distro(
             "debian", "Debian", True,
             f"{m['suite']}" + (f", flavour {m['flavour']}" if m["flavour"] else ""),
-            f"the point release is in the name; {_BACKPORTS}", "the release string itself")
+            f"the point release is in the name; {_BACKPORTS}", "the release string itself",
+            flavour=m["flavour"] or "", arch=_arch((m["flavour"] or "").rsplit("-", 1)[-1]))
     if patch == 0 and series in UBUNTU_SERIES and (m := _UBUNTU.match(local)):
         return Distro(
             "ubuntu", "Ubuntu", False, f"ABI {m['abi']}, flavour {m['flavour']}",
             f"Ubuntu's {x_y} kernels follow {x_y}.y stable (SRU) and carry Ubuntu's own "
             f"backports; {_BACKPORTS}",
             "on that machine /proc/version_signature gives the upstream point release (its "
-            "last field: \"Ubuntu 5.4.0-12.15-generic 5.4.8\"), which --kernel running reads")
+            "last field: \"Ubuntu 5.4.0-12.15-generic 5.4.8\"), which --kernel running reads",
+            flavour=m["flavour"], arch="arm64" if m["flavour"].endswith("-64k") else "",
+            page_size=65536 if m["flavour"].endswith("-64k") else 0)
     if patch is not None and (m := _RHEL.match(local)):
         minor = f".{m['minor']}" if m["minor"] else ""
         return Distro(
@@ -99,17 +113,23 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
             "release, so no upstream version is this kernel; upstream "
             f"{x_y}.0 is what vnetrx models, and the real driver may be much newer",
             "no version field says which upstream driver it carries: on that machine, "
-            "`vnetrx layout` reads its BTF (which structs and fields exist)")
+            "`vnetrx layout` reads its BTF (which structs and fields exist)",
+            flavour=m["variant"] or "", release=f"el{m['major']}",
+            arch="arm64" if m["variant"] == "64k" else _arch(m["arch"]),
+            page_size=65536 if m["variant"] == "64k" else 0)
     if patch is not None and (m := _AMAZON.match(local)):
         name = "Amazon Linux 2023" if m["release"] == "amzn2023" else "Amazon Linux 2"
         return Distro("amazon", name, True, f"build {m['build']}",
                       f"the first three numbers are its upstream stable point release; "
-                      f"{_BACKPORTS}", "the release string itself")
+                      f"{_BACKPORTS}", "the release string itself", release=m["release"],
+                      arch=_arch(m["arch"]))
     if patch is not None and (m := _AZURE.match(local)):
-        name = "Azure Linux 3.0" if m["release"] == "azl3" else "CBL-Mariner 2.0"
+        name = {"azl3": "Azure Linux 3.0", "cm2": "CBL-Mariner 2.0"}.get(m["release"],
+                                                                          "CBL-Mariner 1.0")
         return Distro("azure", name, True, f"Azure patch level {m['level']}, build {m['build']}",
                       f"upstream {x_y}.{patch} plus Azure's patch level {m['level']}; "
-                      f"{_BACKPORTS}", "the release string itself")
+                      f"{_BACKPORTS}", "the release string itself", release=m["release"],
+                      arch=_arch(m["arch"]))
     if patch is not None and local == "+":
         return Distro("cos", "Container-Optimized OS", True, "",
                       f"the upstream stable point release; {_BACKPORTS}",
@@ -117,5 +137,6 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
     if patch is not None and (m := _FEDORA.match(local)):
         return Distro("fedora", f"Fedora {m['release']}", True, f"build {m['build']}",
                       f"Fedora follows upstream stable; {_BACKPORTS}",
-                      "the release string itself")
+                      "the release string itself", release=f"fc{m['release']}",
+                      arch=_arch(m["arch"]))
     return None

@@ -7,6 +7,7 @@ import re
 from vnetrx.errors import InputError, UnknownProfileError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.changes import CHANGES, Change, version_order
+from vnetrx.kernel.presets import preset_for
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
 from vnetrx.records import NamedTuple
@@ -98,7 +99,9 @@ def require_path(k: KernelProfile, path: str) -> None:
 def profile_for(
     release: ParsedRelease, build: BuildConfig | None = None, source: str = ""
 ) -> KernelProfile:
-    """The profile for a parsed version; notes say what was assumed."""
+    """The profile for a parsed version; notes say what was assumed. Without ``build``, a
+    distribution kernel gets its own .config preset (default_config)."""
+    build = build or _default_build(release)
     series = series_of(release.version)
     if series is None:
         return _derived(release, build, source)
@@ -187,7 +190,7 @@ def _derived(release: ParsedRelease, build: BuildConfig | None, source: str) -> 
 def vendor_notes(release: ParsedRelease, build: BuildConfig | None) -> list[str]:
     """What a distribution kernel's string leaves open: its scheme and what vnetrx assumed
     (vnetrx.kernel.distro), where the machine pins the point release, and the .config preset
-    used in place of the vendor's. A plain upstream version gets none; a suffix of no known
+    it was given (config_notes). A plain upstream version gets none; a suffix of no known
     scheme gets the general caveat."""
     d = release.distro
     if d is None:
@@ -199,21 +202,61 @@ def vendor_notes(release: ParsedRelease, build: BuildConfig | None) -> list[str]
              f"{d.name} kernel: {d.assumption}"]
     if not d.point_known:
         notes.append(d.pin)
-    config = (build or BuildConfig()).config
-    flavour = d.detail.rsplit("flavour ", 1)[-1] if "flavour " in d.detail else ""
-    if d.key == "debian":
-        if flavour.startswith("cloud-") and config == "debian":
-            notes.append("the debian preset (MAX_HEADER 176) is Debian's generic flavour; "
-                         f"{flavour} is --config debian-cloud (no WLAN: MAX_HEADER 80)")
-    elif config.startswith("debian"):
-        notes.append(f"config: the {config} preset (MAX_HEADER {MAX_HEADER_BY_CONFIG[config]}) "
-                     f"is assumed: {d.name}'s .config was not read (--config minimal for one "
-                     "without WLAN and tunnels, or --kernel running on that machine)")
+    notes.extend(config_notes(release, build or BuildConfig()))
     return notes
+
+
+def config_notes(release: ParsedRelease, build: BuildConfig) -> list[str]:
+    """Which .config preset a distribution kernel's profile used, where it was read from, and
+    what stays unverified; and the architecture or page size the string names when the build
+    differs from it."""
+    d = release.distro
+    if d is None:
+        return []
+    choice = preset_for(d, release.version.series)
+    own = choice.preset
+    notes = []
+    if build.config == "running":
+        pass  # read from the machine (vnetrx.live.running says what it read)
+    elif build.config != own.name:
+        notes.append(f"config: the {build.config} preset (MAX_HEADER {build.max_header}) was "
+                     f"asked for; {d.name}'s own is {own.name} (MAX_HEADER {own.max_header})")
+    elif choice.read:
+        notes.append(f"config: the {own.name} preset, {own.title} (MAX_HEADER {own.max_header}: "
+                     f"{own.symbols() or 'none of WLAN, HYPERV_NET, AX25 or the tunnels'}), "
+                     f"read from {own.sources}; --kernel running on that machine reads its own")
+    else:
+        notes.append(f"config: {d.name}" + (f" ({d.detail})" if d.detail else "")
+                     + f": {choice.why} (MAX_HEADER "
+                     f"{own.max_header}, unverified: --config for another preset, or --kernel "
+                     "running on that machine)")
+    arch = d.arch or (own.arch if build.config == own.name and own.arch != "x86_64" else "")
+    page_size = d.page_size or (own.page_size if build.config == own.name else 0)
+    if arch and arch != build.arch:
+        notes.append(f"{release.text} is an {arch} kernel: this profile is {build.arch} "
+                     f"(--arch {arch} for that build)")
+    if page_size and page_size != build.page_size:
+        notes.append(f"{release.text} is built with {page_size // 1024} KiB pages: this profile "
+                     f"has {build.page_size // 1024} KiB (--page-size {page_size // 1024}k)")
+    return notes
+
+
+def default_config(kernel: str | None) -> str:
+    """The .config preset ``--kernel`` gets when --config is not given: a distribution kernel's
+    own (vnetrx.kernel.presets), else debian."""
+    if kernel is None or kernel == "running":
+        return "debian"
+    release = parse_release(kernel)
+    return preset_for(release.distro, release.version.series).preset.name
 
 
 # a local suffix that is not just a build tag: an ABI number or a vendor release field
 _VENDOR_LIKE = re.compile(r"^[-+_~.]\d")
+
+
+def _default_build(release: ParsedRelease) -> BuildConfig:
+    name = preset_for(release.distro, release.version.series).preset.name
+    return BuildConfig(config=name, max_header=MAX_HEADER_BY_CONFIG[name])
 
 
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:

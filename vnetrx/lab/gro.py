@@ -32,6 +32,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.initramfs import LabSetupError, guest_prelude
 from vnetrx.live import gro_frames
 from vnetrx.live.grobpf import SkbOffsets
+from vnetrx.observed.console import TraceWindow, console_lines
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net import VirtioRxSetup
@@ -304,14 +305,16 @@ def build_initramfs(busybox: Path, tree: Any, mac: str, probe: bytes, o: SkbOffs
 
 # --- reading the guest's serial log -----------------------------------------------------------
 
-_LINE = re.compile(r"VNETRX (?P<key>[\w-]+)(?: (?P<value>.*?))?\s*$")
 _ZEROS = re.compile(r"z([0-9a-f]{4})")
 
 
 def unpack_record(text: str, size: int) -> bytes:
     """A record line's bytes: hex, with ``zNNNN`` for NNNN (hex) zero bytes, cut trailing
     zeros restored."""
-    raw = bytes.fromhex(_ZEROS.sub(lambda m: "00" * int(m.group(1), 16), text))
+    try:
+        raw = bytes.fromhex(_ZEROS.sub(lambda m: "00" * int(m.group(1), 16), text))
+    except ValueError:
+        raise InputError(f"a GRO record line that is not hex ({text[:40]!r}...)") from None
     if len(raw) > size:
         raise InputError(f"a GRO record of {len(raw)} bytes (the probe's are {size})")
     return raw.ljust(size, b"\0")
@@ -333,25 +336,18 @@ def parse_serial(text: str, o: SkbOffsets) -> GuestGro:
 
     status: dict[str, str] = {}
     records: list[dict[str, Any]] = []
-    errors: list[str] = []
     lost = None
-    complete = False
-    for line in text.replace("\r", "").split("\n"):
-        match = _LINE.search(line)
-        if match is None:
+    window = TraceWindow()
+    for key, value, _line in console_lines(text):
+        if key is None or window.take(key, value):
             continue
-        key, value = match.group("key"), match.group("value") or ""
         if key == "gro-record":
             records.append(decode(unpack_record(value, o.record_size), o))
         elif key == "gro-lost":
-            lost = int(value)
-        elif key == "error":
-            errors.append(value)
-        elif key == "trace-end":
-            complete = True
+            lost = int(value) if value.isascii() and value.isdigit() else None
         else:
             status[key] = value
-    return GuestGro(status, records, lost, errors, complete)
+    return GuestGro(status, records, lost, window.errors, window.ended)
 
 
 # --- observed: the skbs that left GRO, the polls ----------------------------------------------

@@ -622,13 +622,55 @@ def recording_from_dict(doc: Any) -> tuple[Recording, NapiFacts, str]:
     try:
         facts = NapiFacts(**doc["facts"])
         records = tuple(dict(r) for r in doc["records"])
-        for r in records:
-            if r["kind"] not in ("entry", "frags_entry", "exit", "delivered", "member",
-                                 "poll"):
-                raise InputError(f"a record of unknown kind {r['kind']!r}")
+        for n, r in enumerate(records):
+            _check_record(n, r)
         return Recording(records, int(doc.get("lost", 0))), facts, str(doc.get("kernel", ""))
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"a malformed GRO recording ({type(exc).__name__}: {exc})") from None
+
+
+# what the check reads of each kind of record (grobpf.decode writes them): whole numbers, the
+# header bytes as hex, the frags as (len, offset) pairs
+_SKB_NUMBERS = ("skb", "len", "data_len", "headlen", "truesize", "data", "tail", "end",
+                "head_frag", "ip_summed", "csum_start", "csum_offset", "mac_header", "nr_frags",
+                "gso_size", "gso_segs", "gso_type")
+_RECORD_NUMBERS = {
+    "poll": ("cpu", "work", "budget"),
+    "exit": ("cpu", "ret"),
+    "entry": ("cpu", *_SKB_NUMBERS),
+    "frags_entry": ("cpu", *_SKB_NUMBERS),
+    "delivered": ("cpu", *_SKB_NUMBERS),
+    "member": ("index", *_SKB_NUMBERS),
+}
+_OPTIONAL_NUMBERS = ("jiffies", "hash", "_seq")
+
+
+def _check_record(n: int, r: dict[str, Any]) -> None:
+    """InputError unless record ``n`` holds what the check reads of its kind, each of its
+    type (a recording edited or cut by hand would otherwise fail deep in the comparison)."""
+    kind = r.get("kind")
+    if kind not in _RECORD_NUMBERS:
+        raise InputError(f"record {n}: unknown kind {kind!r} (valid: "
+                         f"{', '.join(_RECORD_NUMBERS)})")
+    for name in _RECORD_NUMBERS[kind] + tuple(k for k in _OPTIONAL_NUMBERS if k in r):
+        value = r.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(f"record {n} ({kind}): {name} is {value!r}, not a whole number")
+    if kind in ("poll", "exit"):
+        return
+    for name in ("packet", "mac"):
+        value = r.get(name)
+        try:
+            bytes.fromhex(value) if isinstance(value, str) else None
+        except ValueError:
+            value = None
+        if not isinstance(value, str):
+            raise InputError(f"record {n} ({kind}): {name} is not hex bytes")
+    frags = r.get("frags")
+    if not isinstance(frags, list) or not all(
+            isinstance(f, dict) and all(isinstance(f.get(k), int) for k in ("len", "offset"))
+            for f in frags):
+        raise InputError(f"record {n} ({kind}): frags is not a list of {{len, offset}}")
 
 
 # --- the recording (root) -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from vnetrx.errors import VnetrxError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig, max_header_from_kconfig
+from vnetrx.kernel.presets import preset_for
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import profile_for
 from vnetrx.kernel.version import parse_release
@@ -47,8 +48,12 @@ def _kconfig(release: str) -> tuple[str | None, str]:
     return _read(path), path
 
 
-def running_profile(root: str = "") -> KernelProfile:
-    """Profile the running kernel. ``root`` prefixes every path (tests point it at a fake tree)."""
+def running_profile(root: str = "", config: str | None = None) -> KernelProfile:
+    """Profile the running kernel. ``root`` prefixes every path (tests point it at a fake tree).
+
+    MAX_HEADER comes from the machine's .config (/proc/config.gz, /boot/config-<release>) when
+    one is readable; else from the release string's distribution preset (or debian), and the
+    source says it was assumed. ``config`` (--config) replaces both, and the source says so."""
     release = (
         os.uname().release
         if not root
@@ -69,11 +74,7 @@ def running_profile(root: str = "") -> KernelProfile:
                 parsed = parse_release(point)._replace(text=release, local="", distro=distro)
                 read.append(f"point release {point} ({path})")
                 break
-    build = BuildConfig(
-        page_size=os.sysconf("SC_PAGE_SIZE"),
-        config="running",
-        max_header=MAX_HEADER_BY_CONFIG["minimal"],
-    )
+    build = BuildConfig(page_size=os.sysconf("SC_PAGE_SIZE"), config="running")
     read.append(f"PAGE_SIZE {build.page_size} (sysconf)")
     line = _read(root + "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
     if line and line.strip().isdigit():
@@ -83,17 +84,29 @@ def running_profile(root: str = "") -> KernelProfile:
     if small and small.strip().isdigit():
         build = build._replace(small_head_observed=int(small))
         read.append(f"skbuff_small_head object {int(small)} (/sys/kernel/slab)")
-    config, config_path = (
+    kconfig, config_path = (
         _kconfig(release) if not root else (_read(root + "/proc/config"), "config")
     )
-    if config:
-        max_header = max_header_from_kconfig(config)
+    if kconfig:
+        max_header = max_header_from_kconfig(kconfig)
         build = build._replace(max_header=max_header)
         read.append(f"MAX_HEADER {max_header} ({config_path})")
-        frags = re.search(r"^CONFIG_MAX_SKB_FRAGS=(\d+)", config, re.M)
+        frags = re.search(r"^CONFIG_MAX_SKB_FRAGS=(\d+)", kconfig, re.M)
         if frags:
             build = build._replace(max_skb_frags=int(frags.group(1)))
             read.append(f"CONFIG_MAX_SKB_FRAGS={frags.group(1)} ({config_path})")
+    if config is not None:
+        read.append(f"MAX_HEADER {MAX_HEADER_BY_CONFIG[config]} from --config {config}"
+                    + (" in place of the machine's .config" if kconfig else "")
+                    + ("; skbuff_small_head computed from it, not the slab's"
+                       if build.small_head_observed is not None else ""))
+        build = build._replace(config=config, max_header=MAX_HEADER_BY_CONFIG[config],
+                               small_head_observed=None)
+    elif not kconfig:
+        name = preset_for(parsed.distro, parsed.version.series).preset.name
+        build = build._replace(config=name, max_header=MAX_HEADER_BY_CONFIG[name])
+        read.append(f"no .config readable (/proc/config.gz, /boot/config-{release}): "
+                    f"MAX_HEADER {build.max_header} from the {name} preset, assumed")
     build = _btf_sizes(root + "/sys/kernel/btf/vmlinux", build, read)
     return profile_for(parsed, build, source="running: " + "; ".join(read))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from vnetrx.observed.console import TraceWindow, console_lines
 from vnetrx.observed.negotiated import decode_features
 from vnetrx.observed.rx_event import RxEvent, parse_rx_event
 
@@ -36,7 +37,6 @@ class GuestLog:
         return self.status.get("release", "")
 
 
-_STATUS = re.compile(r"VNETRX (?P<key>[\w-]+)(?: (?P<value>.*?))?\s*$")
 # The probe address is napi_gro_receive+0x0, or +0x4 past an IBT endbr64 (6.12 kernels).
 _KPROBE = re.compile(r"\bgro: \(napi_gro_receive\+0x[0-9a-f]+/0x[0-9a-f]+\)(?P<fields>.*)$")
 _PAIR = re.compile(r"(\w+)=(\S+)")
@@ -81,25 +81,16 @@ def parse_log(text: str) -> GuestLog:
     """Read a whole serial log. A kprobe line is paired with the tracepoint line that follows
     it (the kprobe fires on entry to napi_gro_receive, the tracepoint inside it; one vCPU)."""
     status: dict[str, str] = {}
-    errors: list[str] = []
     events: list[RxEvent] = []
     lines = text.replace("\r", "").split("\n")
     pending: dict[str, int] | None = None
-    in_trace = complete = False
-    for line in lines:
-        match = _STATUS.search(line)
-        if match is not None:
-            key, value = match.group("key"), match.group("value") or ""
-            if key == "error":
-                errors.append(value)
-            elif key == "trace-begin":
-                in_trace = True
-            elif key == "trace-end":
-                in_trace, complete = False, True
-            else:
+    window = TraceWindow()
+    for key, value, line in console_lines(text):
+        if key is not None:
+            if not window.take(key, value):
                 status[key] = value
             continue
-        if not in_trace:
+        if not window.open:
             continue
         probe = parse_kprobe(line)
         if probe is not None:
@@ -111,10 +102,10 @@ def parse_log(text: str) -> GuestLog:
             pending = None
     return GuestLog(
         status=status,
-        errors=tuple(errors),
+        errors=tuple(window.errors),
         events=tuple(events),
         kprobe=status.get("kprobe", "").startswith("on"),
-        complete=complete,
+        complete=window.ended,
         raw_lines=tuple(lines),
     )
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from vnetrx.observed.console import TraceWindow, console_lines
 from vnetrx.observed.rx_event import RxEvent, parse_rx_event
 
-_STATUS = re.compile(r"VNETRX (?P<key>[\w-]+)(?: (?P<value>.*?))?\s*$")
 _STAMP = re.compile(r"\s\d+\.\d+: (?P<event>\w+): (?P<rest>.*)$")
 _MARK = re.compile(r"vnetrx-case (?P<kind>tx|rx) (?P<name>\S+)")
 _RET = re.compile(r"\bret=(-?\d+)")
@@ -80,24 +80,18 @@ class VhostLog:
 
 def parse_vhost_log(text: str) -> VhostLog:
     status: dict[str, str] = {}
-    errors: list[str] = []
     kprobes: dict[str, bool] = {}
     cases: dict[str, CaseLog] = {}
     dmesg: list[str] = []
     current: CaseLog | None = None
     traced: CaseLog | None = None
     call: TunCall | None = None
-    in_trace = finished = trace_done = False
-    for line in text.replace("\r", "").split("\n"):
-        match = _STATUS.search(line)
-        if match is not None:
-            key, value = match.group("key"), match.group("value") or ""
-            if key == "error":
-                errors.append(value)
-            elif key == "trace-begin":
-                in_trace = True
-            elif key == "trace-end":
-                in_trace, trace_done = False, True
+    window = TraceWindow()
+    finished = False
+    for key, value, line in console_lines(text):
+        if key is not None:
+            if window.take(key, value):
+                pass
             elif key == "kprobe":
                 name, _, state = value.partition(" ")
                 kprobes[name] = state.startswith("on")
@@ -110,7 +104,7 @@ def parse_vhost_log(text: str) -> VhostLog:
             elif key not in ("dmesg-begin", "dmesg-end"):
                 status[key] = value
             continue
-        if not in_trace:
+        if not window.open:
             continue
         event = _STAMP.search(line)
         if event is None:
@@ -152,7 +146,10 @@ def parse_vhost_log(text: str) -> VhostLog:
             where = _LOCATION.search(rest)
             reason = _REASON.search(rest)
             call.freed.append(" ".join(m.group(1) for m in (where, reason) if m is not None))
-    return VhostLog(status, errors, kprobes, cases, dmesg, finished and trace_done)
+    return VhostLog(status, window.errors, kprobes, cases, dmesg, finished and window.ended)
+
+
+_WHOLE = re.compile(r"-?[0-9]+")  # a number as the probe prints it (ASCII digits)
 
 
 def _number(pattern: re.Pattern[str], text: str) -> int | None:
@@ -162,19 +159,24 @@ def _number(pattern: re.Pattern[str], text: str) -> int | None:
 
 def _probe_line(key: str, value: str, current: CaseLog | None,
                 cases: dict[str, CaseLog]) -> CaseLog | None:
+    """One of the probe's own lines. A line whose numbers do not read (the kernel's console
+    output can cut into it) is left out, as a line of no known key is: what it would have
+    said is then missing from the comparison, which says so."""
     parts = value.split()
     if key == "vhost-case" and len(parts) == 2:
         return cases.setdefault(parts[1], CaseLog(parts[0], parts[1]))
     if current is None:
         return None
-    if key == "vhost-sent" and len(parts) == 2:
-        current.sent.append(int(parts[1]))
-    elif key == "vhost-used" and len(parts) >= 3:
+    numbers = [int(p) for p in parts if _WHOLE.fullmatch(p)]
+    if key == "vhost-sent" and len(parts) == 2 and len(numbers) == 2:
+        current.sent.append(numbers[1])
+    elif key == "vhost-used" and len(parts) >= 3 and _WHOLE.fullmatch(parts[1]) \
+            and _WHOLE.fullmatch(parts[2]):
         current.used.append((int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else ""))
     elif key == "vhost-stats":
         for pair in parts:
             name, _, number = pair.partition("=")
-            if number.lstrip("-").isdigit():
+            if _WHOLE.fullmatch(number):
                 current.stats[name] = int(number)
     elif key == "vhost-calls" and len(parts) == 1 and parts[0].isdigit():
         current.signals = int(parts[0])
@@ -182,6 +184,7 @@ def _probe_line(key: str, value: str, current: CaseLog | None,
         current.xdp = value
     elif key == "vhost-kmsg":
         current.kmsg.append(value)
-    elif key == "vhost-done" and len(parts) == 3:
+    elif key == "vhost-done" and len(parts) == 3 and _WHOLE.fullmatch(parts[1]) \
+            and _WHOLE.fullmatch(parts[2]):
         current.done = (int(parts[1]), int(parts[2]))
     return current

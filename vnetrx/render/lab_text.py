@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from vnetrx.lab.compare import FrameResult, LabReport
-from vnetrx.render.tables import Table
+from vnetrx.render.tables import Table, mismatch
 
 COLUMNS = ("len", "data_len", "truesize", "nr_frags", "data", "tail", "end", "mac_header")
 WIDTH = 120  # the console's least width (vnetrx.render.tables.report_console)
@@ -24,7 +24,7 @@ def _cell(frame: FrameResult, name: str) -> Text:
         return Text("-" if predicted is None else str(predicted), style="dim")
     if check.ok:
         return Text(f"{check.observed} ✓", style="green")
-    return Text(f"{check.predicted}≠{check.observed} ✗", style="bold red")
+    return Text(f"{mismatch(check.predicted, check.observed)} ✗", style="bold red")
 
 
 def _verdict(text: str, ok: bool) -> Text:

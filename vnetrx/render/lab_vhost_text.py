@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from vnetrx.lab.vhost_compare import Comparison
-from vnetrx.render.tables import Table
+from vnetrx.render.tables import Table, mismatch
 
 WIDTH = 120
 
@@ -46,7 +46,7 @@ def _verdicts(comparison: Comparison | None) -> dict[tuple[str, str, int | None]
     for r in comparison.results:
         if r.missing is not None:
             continue
-        bad = [f"{c.name} {c.predicted}≠{c.observed}" for c in r.checks if not c.ok]
+        bad = [f"{c.name} {mismatch(c.predicted, c.observed)}" for c in r.checks if not c.ok]
         out[(r.kind, r.case, r.index)] = (Text("✓", style="green") if not bad
                                           else Text("✗ " + "; ".join(bad), style="bold red"))
     return out

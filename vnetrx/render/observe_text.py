@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from vnetrx.live.observe import FIELDS, KPROBE_FIELDS, ObserveReport
-from vnetrx.render.tables import Table
+from vnetrx.render.tables import Table, mismatch
 
 WIDTH = 120  # the console's least width (vnetrx.render.tables.report_console)
 MARK = {"exact": "✓", "consistent": "≈", "mismatch": "✗", "unmodelled": "?", "unchecked": "·"}
@@ -62,7 +62,7 @@ def observe_renderable(report: ObserveReport) -> RenderableType:
             elif name in v.not_compared or v.agreement == "unchecked":
                 cells.append(Text(str(observed), style="dim"))
             elif v.agreement == "mismatch" and predicted != observed:
-                cells.append(Text(f"{predicted}≠{observed}", style="bold red"))
+                cells.append(Text(mismatch(predicted, observed), style="bold red"))
             else:
                 cells.append(str(observed))
         cells.append(Text(MARK[v.agreement], style=STYLE[v.agreement]))

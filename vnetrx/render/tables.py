@@ -26,3 +26,13 @@ def report_console(min_width: int = 0) -> Console:
     if console.width < min_width:
         console = console_on_stdout(width=min_width)
     return console
+
+
+def cell(value: object) -> str:
+    """A value as a report's cell shows it: "-" for none (never Python's ``None``)."""
+    return "-" if value is None else str(value)
+
+
+def mismatch(predicted: object, observed: object) -> str:
+    """A cell where the prediction and the real kernel differ: ``predicted≠observed``."""
+    return f"{cell(predicted)}≠{cell(observed)}"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
-from vnetrx.replay.capture import Cooked, is_capture, read_capture
+from vnetrx.replay.capture import Cooked, Frame, is_capture, read_capture
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -228,21 +228,8 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
              cooked: Cooked, before_read: Callable[[], None] | None,
              keep: Keep | None) -> Iterator[int]:
     """The wire lengths of a capture's frames, read as they are needed."""
-    try:
-        for index, frame in enumerate(read_capture(stream, name, data=keep is not None,
-                                                   cooked=cooked, before_read=before_read)):
-            if keep is not None:
-                keep(index, frame.length, frame.data, False, ())
-            yield frame.length
-    except DamagedInput as exc:
-        if damage is None or not exc.read:
-            raise
-        damage.append(exc)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from None
-    finally:
-        if name != "standard input":
-            stream.close()
+    for frame in _captured(stream, name, damage, cooked, before_read, keep, keep is not None):
+        yield frame.length
 
 
 def _derived(stream: io.BufferedReader, name: str, derive: Derive,
@@ -250,12 +237,22 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
              before_read: Callable[[], None] | None,
              keep: Keep | None) -> Iterator[tuple[int, VnetHdr | None]]:
     """Each captured frame's wire length and the header ``derive`` gives it."""
+    for frame in _captured(stream, name, damage, cooked, before_read, keep, True):
+        yield frame.length, derive(frame.length, frame.data)
+
+
+def _captured(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
+              cooked: Cooked, before_read: Callable[[], None] | None, keep: Keep | None,
+              data: bool) -> Iterator[Frame]:
+    """A capture's frames (``data``: with their bytes), each handed to ``keep`` first; damage
+    after whole records is kept in ``damage`` (the replay goes on with what was read), a read
+    error is an InputError, and the file is closed at the end."""
     try:
-        for index, frame in enumerate(read_capture(stream, name, cooked=cooked,
+        for index, frame in enumerate(read_capture(stream, name, data=data, cooked=cooked,
                                                    before_read=before_read)):
             if keep is not None:
                 keep(index, frame.length, frame.data, False, ())
-            yield frame.length, derive(frame.length, frame.data)
+            yield frame
     except DamagedInput as exc:
         if damage is None or not exc.read:
             raise
