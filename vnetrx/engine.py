@@ -74,22 +74,22 @@ def trace_tap(k: KernelProfile, setup: TapSetup, frame: TapFrame) -> Trace:
     return _finish(k, inputs, log, result)
 
 
-def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame_len: int) -> Trace:
-    """Walk a frame the guest transmits (``frame_len`` bytes behind its vnet header) through
-    vhost-net's handle_tx into the tap on kernel ``k``."""
+def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame: TapFrame) -> Trace:
+    """Walk a frame the guest transmits (``frame``: its length and the vnet header in front of
+    it) through vhost-net's handle_tx into the tap on kernel ``k``."""
     from vnetrx.paths import vhost
 
     require_path(k, "tap")
-    vhost.check_frame_len(frame_len)
-    c = vhost.vhost_tx_config(k, setup)
+    vhost.check_frame_len(frame.len)
+    c = vhost.for_tx_frame(vhost.vhost_tx_config(k, setup), frame)
     s = c.setup
     log = StepLog(k)
-    result = vhost.receive(c, frame_len, log)
+    result = vhost.receive(c, frame.len, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("sndbuf", s.sndbuf),
         ("vnet_hdr_sz", s.vnet_hdr_sz),
-        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("hdr", None if c.tap.written is None else c.tap.written.hex()),
         ("xdp", s.xdp),
         ("zcopy", s.zcopy),
         ("iff_napi", s.napi),

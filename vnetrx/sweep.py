@@ -145,12 +145,14 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int],
                   p.buffers)
 
 
-def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """A guest's transmitted frame on the host (vhost-net → tap) for every length, from
-    handle_tx's plans (paths/vhost/tx.py)."""
+def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int],
+                  like: tun.TapFrame | None = None) -> Iterator[Row]:
+    """A guest's transmitted frame on the host (vhost-net → tap) for every length, each like
+    ``like`` but for its length (its vnet header; without ``like``: zeros), from handle_tx's
+    plans (paths/vhost/tx.py)."""
     from vnetrx.paths import vhost
 
-    c = vhost.vhost_tx_config(k, setup)
+    c = vhost.for_tx_frame(vhost.vhost_tx_config(k, setup), like or tun.TapFrame(0))
     name, plan = k.name, vhost.vhost_tx_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks

@@ -146,7 +146,8 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         if path == "tap":
             return tap_rows(profile, trace_cli.tap_setup(opts), todo, trace_cli.tap_frame(frame))
         if path == "vhost-tx":
-            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(frame, opts), todo)
+            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(opts), todo,
+                                 trace_cli.tap_frame(frame))
         return virtio_rows(profile, trace_cli.virtio_setup(opts), todo,
                            trace_cli.rx_frame(frame, opts))
 

@@ -423,15 +423,15 @@ def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, 
     from vnetrx.engine import trace_vhost_tx
 
     frame = frame_input(frame_len, o)
-    return trace_vhost_tx(profile, vhost_tx_setup(frame, o), frame.frame_len)
+    return trace_vhost_tx(profile, vhost_tx_setup(o), tap_frame(frame))
 
 
-def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
-    """The vhost-net TX queue and tap the trace's options ``o`` describe, with ``frame``'s vnet
-    header in front of each frame the guest sends (``vnetrx sweep`` shares it)."""
+def vhost_tx_setup(o: dict[str, Any]) -> VhostTxSetup:
+    """The vhost-net TX queue and tap the trace's options ``o`` describe (``vnetrx sweep``
+    shares it); each frame the guest sends is a ``tap_frame``."""
     from vnetrx.paths.vhost import VhostTxSetup
 
-    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
+    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"],
                         vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"])
 
 

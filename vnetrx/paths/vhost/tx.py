@@ -63,12 +63,12 @@ MAX_FRAME_LEN = 65535
 
 class VhostTxSetup(NamedTuple):
     """The guest's vhost-net TX queue and the tap behind it (QEMU's setup: the tap socket
-    carries the vnet header). ``None`` fields get the defaults."""
+    carries the vnet header), apart from each frame the guest sends (a ``TapFrame``: its length
+    and the vnet header in front of it). ``None`` fields get the defaults."""
 
     sndbuf: int | None = None  # the tap's TUNSETSNDBUF; None → INT_MAX (tun_chr_open)
     xdp: str | None = None  # an XDP program on the tap: its verdict (pass, drop, ...)
     zcopy: bool = False  # vhost_net's experimental_zcopytx=1 (default 0)
-    hdr: bytes | None = None  # the vnet header the guest put before the frame; None → zeros
     vnet_hdr_sz: int | None = None  # sock_hlen (= the tap's vnet_hdr_sz); None → 12
     napi: bool = False  # the tap has IFF_NAPI (QEMU does not set it)
 
@@ -111,7 +111,9 @@ class VhostTxConfig(NamedTuple):
 
     profile: KernelProfile
     setup: VhostTxSetup  # checked, defaults filled in
-    tap: TapConfig  # the tap: its header, rules and sizes (tun_get_user's and tun_xdp_one's)
+    # the tap: the frame's vnet header (``for_tx_frame``; zeros from ``vhost_tx_config``), rules
+    # and sizes (tun_get_user's and tun_xdp_one's)
+    tap: TapConfig
     sock_hlen: int
     rx_pad: int  # VHOST_NET_RX_PAD
     headroom: int  # XDP_PACKET_HEADROOM with a program on the tap (SOCK_XDP), else 0
@@ -150,10 +152,9 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
     if setup.xdp is not None and setup.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {setup.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     sndbuf = INT_MAX if setup.sndbuf is None else setup.sndbuf
-    tap = for_write(tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True,
-                                           vnet_hdr_sz=size, xdp=setup.xdp)),
-                    TapFrame(0, setup.hdr))
-    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.written, size, setup.napi)
+    tap = tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True, vnet_hdr_sz=size,
+                                 xdp=setup.xdp))
+    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, size, setup.napi)
     rx_pad = vhost_net_rx_pad(k)
     headroom = k.value(XDP_PACKET_HEADROOM) if setup.xdp is not None else 0
     pad = data_align(tap, rx_pad + headroom + size)
@@ -165,6 +166,12 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
         short_check=k.has(TUN_XDP_ONE_SHORT_FRAME), goodcopy=k.value(VHOST_GOODCOPY_LEN),
         batch=k.value(VHOST_NET_BATCH), weight=k.value(VHOST_NET_WEIGHT),
         pkt_weight=k.value(VHOST_NET_PKT_WEIGHT))
+
+
+def for_tx_frame(c: VhostTxConfig, f: TapFrame) -> VhostTxConfig:
+    """The TX queue ``c`` with the frame ``f``'s vnet header on the tap it sends into."""
+    tap = for_write(c.tap, f)
+    return c if tap is c.tap else c._replace(tap=tap)
 
 
 # --- vhost_net_build_xdp ---------------------------------------------------------------------
