@@ -537,7 +537,9 @@ def from_dict(doc: object) -> Trace:
         schema=schema,
         kernel=kernel,
         input=inputs,
-        **{f.name: top.get(f.name, f.kind, f.values) for f in RESULT_STRINGS},
+        # a null-or-string field is read as any string (the schema holds its closed set)
+        **{f.name: top.get(f.name, f.kind, () if f.kind.endswith("?") else f.values)
+           for f in RESULT_STRINGS},
         steps=tuple(Step(s.get("function", "str"), s.get("source", "str"),
                          s.get("summary", "str"), s.scalars("values"),
                          tuple(s.get("because", "strs"))) for s in top.subs("steps")),

@@ -24,8 +24,7 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
     set up as ``setup``."""
     require_path(k, "virtio")
     virtio_net.check_frame_len(frame.len)
-    s = virtio_net.check_virtio_setup(k, setup)
-    virtio_net.check_rx_frame(s, frame)
+    s = virtio_net.check_virtio_setup(k, setup, frame)
     log = StepLog(k)
     result = virtio_net.receive(virtio_net.config(k, s), frame, log)
     inputs: tuple[tuple[str, Value], ...] = (
@@ -56,7 +55,7 @@ def trace_tap(k: KernelProfile, setup: TapSetup, frame: TapFrame) -> Trace:
 
     require_path(k, "tap")
     tun.check_frame_len(frame.len)
-    c = tun.for_write(tun.tap_config(k, setup), frame)
+    c = tun.for_write(tun.tap_config(k, setup, frame), frame)
     s = c.setup
     log = StepLog(k)
     result = tun.receive(c, frame, log)

@@ -88,8 +88,7 @@ def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iter
     program never runs: from the full engine). Without ``like``: no header, the first buffer
     of a fresh page."""
     like = like or virtio_net.RxFrame(0)
-    s = virtio_net.check_virtio_setup(k, setup)
-    virtio_net.check_rx_frame(s, like)
+    s = virtio_net.check_virtio_setup(k, setup, like)
     c = virtio_net.for_frame(virtio_net.config(k, s), like)
     name = k.name
     if c.xdp is not None and c.mode != "big":
@@ -133,7 +132,8 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int],
     """The tap write path of the device ``setup`` for a write of every length, each like
     ``like`` but for its length (its vnet header; without ``like``: zeros), from
     tun_get_user's plans."""
-    c = tun.for_write(tun.tap_config(k, setup), like or tun.TapFrame(0))
+    like = like or tun.TapFrame(0)
+    c = tun.for_write(tun.tap_config(k, setup, like), like)
     name, plan = k.name, tun.tap_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks

@@ -34,7 +34,7 @@ def kernels(changes: bool, between: str | None, as_json: bool) -> None:
             raise InputError(f"--between {between!r} is not A..B (e.g. 5.12..5.13)")
         from vnetrx.kernel.registry import changes_between
 
-        selected = changes_between(older.strip(), newer.strip())
+        selected = changes_between(older.strip(), newer.strip(), between.strip())
         changes = True
     else:
         selected = sorted(CHANGES, key=version_order)

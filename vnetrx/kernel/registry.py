@@ -264,14 +264,15 @@ def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:
     return profile_for(parse_release(text), build)
 
 
-def changes_between(older: str, newer: str) -> list[Change]:
-    """``vnetrx kernels --between OLDER..NEWER``: the changes kernel ``newer``'s profile carries
-    and ``older``'s does not (stable windows included), in version order."""
+def changes_between(older: str, newer: str, said: str | None = None) -> list[Change]:
+    """``vnetrx kernels --between OLDER..NEWER`` (``said``: as the user wrote it): the changes
+    kernel ``newer``'s profile carries and ``older``'s does not (stable windows included), in
+    version order."""
     old, new = lookup(older), lookup(newer)
     if old.version > new.version:
         raise InputError(
-            f"--between {older}..{newer} is reversed: {older} ({old.version}) is newer than "
-            f"{newer} ({new.version}); give the older kernel first"
+            f"--between {said or f'{older}..{newer}'} is reversed: {older} ({old.version}) is "
+            f"newer than {newer} ({new.version}); give the older kernel first"
         )
     return [c for c in sorted(CHANGES, key=version_order)
             if c.key in new.change_keys and c.key not in old.change_keys]

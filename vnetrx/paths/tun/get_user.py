@@ -72,12 +72,15 @@ def check_frame_len(frame_len: int) -> None:
         raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
 
 
-def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
-    """Check the device against the kernel and fill in the defaults tun_set_iff would give."""
+def check_tap_setup(k: KernelProfile, s: TapSetup, frame: TapFrame | None = None) -> TapSetup:
+    """Check the device against the kernel and fill in the defaults tun_set_iff would give;
+    with ``frame``, its vnet header too (``check_tap_frame``, in the order the checks have
+    always been reported in)."""
     sndbuf = INT_MAX if s.sndbuf is None else s.sndbuf
     if not 1 <= sndbuf <= INT_MAX:  # tun_set_sndbuf path: TUNSETSNDBUF <= 0 is -EINVAL
         raise InputError(f"sndbuf {sndbuf} out of range (TUNSETSNDBUF accepts 1..{INT_MAX})")
-    if not s.vnet_hdr and s.vnet_hdr_sz is not None:
+    if not s.vnet_hdr and (s.vnet_hdr_sz is not None
+                           or (frame is not None and frame.hdr is not None)):
         raise InputError(NEEDS_VNET_HDR)
     base = vnet_hdr_size()
     size = (base if s.vnet_hdr_sz is None else s.vnet_hdr_sz) if s.vnet_hdr else 0
@@ -88,6 +91,8 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
             f"vnet header size {size} out of range (TUNSETVNETHDRSZ accepts {base}.."
             f"{MAX_FRAME_LEN} here)"
         )
+    if frame is not None and s.vnet_hdr:
+        _check_hdr_fits(frame.hdr or b"", size)
     if s.xdp is not None and s.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     if (s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta) and s.xdp is None:
@@ -120,10 +125,13 @@ def check_tap_frame(s: TapSetup, f: TapFrame) -> bytes | None:
         return None
     assert s.vnet_hdr_sz is not None
     hdr = f.hdr or b""
-    if len(hdr) > s.vnet_hdr_sz:
-        raise InputError(f"--hdr has {len(hdr)} bytes, more than the {s.vnet_hdr_sz}-byte vnet "
-                         "header")
+    _check_hdr_fits(hdr, s.vnet_hdr_sz)
     return hdr + bytes(s.vnet_hdr_sz - len(hdr))
+
+
+def _check_hdr_fits(hdr: bytes, size: int) -> None:
+    if len(hdr) > size:
+        raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
 
 
 def good_linear(k: KernelProfile, align: int) -> int:
@@ -131,10 +139,10 @@ def good_linear(k: KernelProfile, align: int) -> int:
     return k.build.page_size - align - shinfo_size(k)
 
 
-def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
-    """The device checked (check_tap_setup) and resolved on kernel ``k``, a write with a zeroed
-    vnet header on it (``for_write`` puts another)."""
-    s = check_tap_setup(k, setup)
+def tap_config(k: KernelProfile, setup: TapSetup, frame: TapFrame | None = None) -> TapConfig:
+    """The device checked (check_tap_setup, with ``frame`` when given) and resolved on kernel
+    ``k``, a write with a zeroed vnet header on it (``for_write`` puts another)."""
+    s = check_tap_setup(k, setup, frame)
     assert s.vnet_hdr_sz is not None
     written = check_tap_frame(s, TapFrame(0))
     hdr = decode_hdr(written) if written is not None else NO_HDR

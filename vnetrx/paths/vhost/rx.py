@@ -54,7 +54,6 @@ from vnetrx.paths.virtio_net.setup import (
     Config,
     RxFrame,
     VirtioRxSetup,
-    check_rx_frame,
     check_virtio_setup,
     config,
     for_frame,
@@ -565,10 +564,9 @@ def guest_receive(k: KernelProfile, c: VhostRxConfig, p: Packet) -> GuestRx | No
         return None
     s = c.setup
     frame = sum(p.used) - c.sock_hlen
-    device = check_virtio_setup(k, VirtioRxSetup(
-        mergeable=c.mergeable, guest_gso=c.guest_gso, mtu=s.mtu, hdr_len=s.hdr_len))
     received = RxFrame(frame, VnetHdr.from_bytes(p.hdr), buffers=p.buffers)
-    check_rx_frame(device, received)
+    device = check_virtio_setup(k, VirtioRxSetup(
+        mergeable=c.mergeable, guest_gso=c.guest_gso, mtu=s.mtu, hdr_len=s.hdr_len), received)
     g = for_frame(config(k, device), received)
     plan = receive_buf.plan(g, frame)
     return GuestRx(g, frame, plan, receive_buf.deliver(g, plan, narrate=False))

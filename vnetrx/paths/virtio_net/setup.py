@@ -102,8 +102,11 @@ def check_frame_len(frame_len: int) -> None:
         raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
 
 
-def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
-    """Check the device against the kernel and fill in what the features imply."""
+def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup, frame: RxFrame | None = None
+                       ) -> VirtioRxSetup:
+    """Check the device against the kernel and fill in what the features imply; with
+    ``frame``, where that frame lands too (``check_rx_frame``, after the ring and before the
+    XDP program: the order the checks have always been reported in)."""
     if not 68 <= s.mtu <= MAX_FRAME_LEN:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
@@ -125,6 +128,8 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
     if not 1 <= s.ring_size <= MAX_RING_SIZE:
         raise InputError(f"ring size {s.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
+    if frame is not None:
+        check_rx_frame(s, frame)
     _check_xdp(k, s)
     return s._replace(hdr_len=hdr_len)
 
