@@ -20,7 +20,7 @@ from vnetrx.cli import cli
 from vnetrx.engine import trace_tap
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import SKB_FIELDS
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
 
 ROW_FIELDS = [f.name for f in SKB_FIELDS if f.row]
 EXAMPLES = {
@@ -66,6 +66,6 @@ def test_tap_completeness(kernel: str, variant: dict[str, bool]) -> None:
     """The tap path runs every length 1..65535 (stride 97 plus the edges) on every profile."""
     k = lookup(kernel)
     for frame_len in [*range(1, 65536, 97), 3456, 3457, 3712, 3713, 65535]:
-        t = trace_tap(k, TapSetup(**variant), frame_len)
+        t = trace_tap(k, TapSetup(**variant), TapFrame(frame_len))
         assert t.outcome in ("build_skb", "alloc_skb", "error")
         assert (t.skb is None) == (t.outcome == "error")

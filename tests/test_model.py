@@ -27,7 +27,7 @@ from vnetrx.model import (
     XdpMode,
     XdpRun,
 )
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 from vnetrx.schemas import SKB, XDP_RUN
 from vnetrx.sweep import CSV_FIELDS, ROW_SKB_FIELDS
 
@@ -133,7 +133,7 @@ def test_the_paths_name_the_verdicts_and_counters_as_the_table() -> None:
 
     assert [VERDICT[name] for name in sorted(ACTIONS, key=ACTIONS.__getitem__)] == list(
         XDP_ACTIONS)
-    t = trace_virtio(lookup("6.12"), VirtioRxSetup(xdp="pass"), 1000)
+    t = trace_virtio(lookup("6.12"), VirtioRxSetup(xdp="pass"), RxFrame(1000))
     assert t.xdp is not None
     assert tuple(name for name, _ in t.xdp.driver) == DRIVER_COUNTERS
 

@@ -22,8 +22,8 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths import virtio_net
-from vnetrx.paths.tun import TapSetup
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.sweep import Row, collapse, tap_rows, virtio_rows
 
@@ -39,7 +39,10 @@ def test_counted_frags_equal_walked_frags(kernel: str, mode: dict[str, object],
     mode); the narration walks the buffers one by one as the kernel's loop does. Two
     computations of the same skb: every field must agree."""
     k = lookup(kernel)
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, VirtioRxSetup(**mode)))  # type: ignore[arg-type]
+    device = {name: value for name, value in mode.items() if name != "buffer_index"}
+    c = virtio_net.for_frame(virtio_net.config(k, virtio_net.check_virtio_setup(
+        k, VirtioRxSetup(**device))),  # type: ignore[arg-type]
+        RxFrame(0, buffer_index=int(mode.get("buffer_index", 0))))  # type: ignore[call-overload]
     for frame_len in lengths:
         counted = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=False)).skb
         walked = virtio_net.deliver(c, virtio_net.plan(c, frame_len, detail=True)).skb
@@ -191,9 +194,9 @@ def _traced_row(t: Trace) -> tuple[object, ...]:
             len(t.buffers) or 1)
 
 
-def _trace_all(k: KernelProfile, s: VirtioRxSetup, lengths: list[int]) -> None:
+def _trace_all(k: KernelProfile, s: VirtioRxSetup, like: RxFrame, lengths: list[int]) -> None:
     for n in lengths:
-        trace_virtio(k, s, n)
+        trace_virtio(k, s, like._replace(len=n))
 
 
 def _row(r: Row) -> tuple[object, ...]:
@@ -211,15 +214,17 @@ def test_xdp_rows_equal_full_traces(kernel: str, setup: dict[str, object],
     k = lookup(kernel)
     if setup.get("xdp_frags") and not k.has(VIRTIO_XDP_MULTI_BUF):
         return  # --xdp-frags needs multi-buffer XDP (6.3): a usage error there
-    s = VirtioRxSetup(**{**setup, "hdr": VnetHdr.from_bytes(bytes.fromhex(
-        str(setup["hdr"]))) if "hdr" in setup else None})  # type: ignore[arg-type]
+    device = {name: value for name, value in setup.items() if name != "hdr"}
+    s = VirtioRxSetup(**device)  # type: ignore[arg-type]
+    like = RxFrame(0, VnetHdr.from_bytes(bytes.fromhex(str(setup["hdr"])))
+                   if "hdr" in setup else None)
     try:
-        rows = list(virtio_rows(k, s, lengths))
+        rows = list(virtio_rows(k, s, lengths, like))
     except VnetrxError as exc:  # a setup this kernel refuses, or a case vnetrx does not model
         with pytest.raises(VnetrxError, match=re.escape(exc.message[:40])):
-            _trace_all(k, s, lengths)
+            _trace_all(k, s, like, lengths)
         return
-    assert [_row(r) for r in rows] == [_traced_row(trace_virtio(k, s, n))
+    assert [_row(r) for r in rows] == [_traced_row(trace_virtio(k, s, like._replace(len=n)))
                                        for n in lengths]
 
 
@@ -239,12 +244,13 @@ def test_tap_rows_equal_full_traces(kernel: str, setup: dict[str, object],
     """A tap sweep reads tun_get_user's plan (tap_plan) and makes its rows itself; a trace
     narrates the same plan into a Received: each row must carry what the trace reports."""
     k = lookup(kernel)
-    s = TapSetup(**setup)  # type: ignore[arg-type]
+    s = TapSetup(**{n: v for n, v in setup.items() if n != "hdr"})  # type: ignore[arg-type]
+    like = TapFrame(0, setup.get("hdr"))  # type: ignore[arg-type]
     try:
-        rows = list(tap_rows(k, s, lengths))
+        rows = list(tap_rows(k, s, lengths, like))
     except VnetrxError:
         with pytest.raises(VnetrxError):
-            trace_tap(k, s, lengths[0])
+            trace_tap(k, s, like._replace(len=lengths[0]))
         return
-    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s, n))
+    assert [_row(r) for r in rows] == [_traced_row(trace_tap(k, s, like._replace(len=n)))
                                        for n in lengths]

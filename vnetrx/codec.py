@@ -24,6 +24,7 @@ from vnetrx.files import parse_json
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import (
     IP_SUMMED,
+    RESULT_STRINGS,
     SKB_FIELDS,
     TRACE_SCHEMA,
     XDP_FIELDS,
@@ -31,8 +32,6 @@ from vnetrx.model import (
     Cost,
     Frag,
     FragListSkb,
-    Outcome,
-    Path,
     Refusal,
     Region,
     Skb,
@@ -141,16 +140,17 @@ def vhost_to_dict(x: VhostTx) -> dict[str, Any]:
     return out
 
 
+def _string(value: object) -> str | None:
+    """A string result field's JSON (an enum member as its value)."""
+    return None if value is None else str(value)
+
+
 def trace_to_dict(t: Trace) -> dict[str, Any]:
     return {
         "schema": t.schema,
         "kernel": kernel_to_dict(t.kernel),
         "input": dict(t.input),
-        "path": t.path,
-        "outcome": t.outcome,
-        "reason": None if t.reason is None else str(t.reason),
-        "errno": t.errno,
-        "counter": t.counter,
+        **{f.name: _string(getattr(t, f.name)) for f in RESULT_STRINGS},
         "refused_by": None
         if t.refused_by is None
         else {
@@ -538,9 +538,9 @@ def from_dict(doc: object) -> Trace:
         schema=schema,
         kernel=kernel,
         input=inputs,
-        path=top.get("path", "str", tuple(p.value for p in Path)),
-        outcome=top.get("outcome", "str", tuple(o.value for o in Outcome)),
-        reason=top.get("reason", "str?"),
+        # a null-or-string field is read as any string (the schema holds its closed set)
+        **{f.name: top.get(f.name, f.kind, () if f.kind.endswith("?") else f.values)
+           for f in RESULT_STRINGS},
         steps=tuple(Step(s.get("function", "str"), s.get("source", "str"),
                          s.get("summary", "str"), s.scalars("values"),
                          tuple(s.get("because", "strs"))) for s in top.subs("steps")),
@@ -551,8 +551,6 @@ def from_dict(doc: object) -> Trace:
                                             cost.get("bytes_copied", "nat"),
                                             cost.get("frags", "nat")),
         notes=tuple(top.get("notes", "strs")),
-        errno=top.get("errno", "str?"),
-        counter=top.get("counter", "str?"),
         refused_by=None if refused is None else Refusal(
             refused.get("function", "str"), refused.get("source", "str"),
             refused.get("test", "str"), refused.get("reason", "str"),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vnetrx.codec import flow_to_dict, trace_to_dict
-from vnetrx.model import SKB_FIELDS, XDP_FIELDS, GroHow, Step, Trace
+from vnetrx.model import RESULT_STRINGS, SKB_FIELDS, XDP_FIELDS, GroHow, Step, Trace
 
 if TYPE_CHECKING:
     from vnetrx.flow import FlowRun
@@ -29,9 +29,7 @@ def _xdp_fields() -> tuple[str, ...]:
 
 # Result fields compared, as dotted paths into the JSON form of a trace.
 RESULT_FIELDS = (
-    "path",
-    "outcome",
-    "reason",
+    *(f.name for f in RESULT_STRINGS if f.diff),
     *(f"skb.{f.name}" for f in SKB_FIELDS if f.diff),
     "cost.allocations",
     "cost.bytes_copied",

@@ -13,21 +13,22 @@ from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
 
 if TYPE_CHECKING:
-    from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 
 
 
-def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: int) -> Trace:
-    """Walk one received ``frame_len``-byte frame through virtio-net's receive path on kernel
-    ``k``, the device set up as ``setup``."""
+def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
+                 frame: virtio_net.RxFrame) -> Trace:
+    """Walk one received frame through virtio-net's receive path on kernel ``k``, the device
+    set up as ``setup``."""
     require_path(k, "virtio")
-    virtio_net.check_frame_len(frame_len)
-    s = virtio_net.check_virtio_setup(k, setup)
+    virtio_net.check_frame_len(frame.len)
+    s = virtio_net.check_virtio_setup(k, setup, frame)
     log = StepLog(k)
-    result = virtio_net.receive(k, s, frame_len, log)
+    result = virtio_net.receive(virtio_net.config(k, s), frame, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("mergeable", s.mergeable),
         ("guest_gso", s.guest_gso),
         ("mtu", s.mtu),
@@ -35,8 +36,8 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: i
         ("buf_len", s.buf_len),
         ("ewma", s.ewma),
         ("ring_size", s.ring_size),
-        ("buffer_index", s.buffer_index),
-        ("hdr", None if s.hdr is None else s.hdr.to_bytes(s.hdr_len or 12).hex()),
+        ("buffer_index", frame.buffer_index),
+        ("hdr", None if frame.hdr is None else frame.hdr.to_bytes(s.hdr_len or 12).hex()),
         ("xdp", s.xdp),
         *((("xdp_frags", s.xdp_frags), ("xdp_adjust_head", s.xdp_adjust_head),
            ("xdp_adjust_tail", s.xdp_adjust_tail), ("xdp_meta", s.xdp_meta),
@@ -46,48 +47,48 @@ def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frame_len: i
     return _finish(k, inputs, log, result)
 
 
-def trace_tap(k: KernelProfile, setup: TapSetup, frame_len: int) -> Trace:
-    """Walk one write(2) of ``frame_len`` bytes (after the vnet header) to a tun/tap fd set up
-    as ``setup`` through tun_get_user on kernel ``k``."""
+def trace_tap(k: KernelProfile, setup: TapSetup, frame: TapFrame) -> Trace:
+    """Walk one write(2) (``frame``: its length after the vnet header, and that header) to a
+    tun/tap fd set up as ``setup`` through tun_get_user on kernel ``k``."""
     # imported here: a virtio trace does not load the tap path (start-up time, issue 15)
     from vnetrx.paths import tun
 
     require_path(k, "tap")
-    tun.check_frame_len(frame_len)
-    c = tun.tap_config(k, setup)
+    tun.check_frame_len(frame.len)
+    c = tun.for_write(tun.tap_config(k, setup, frame), frame)
     s = c.setup
     log = StepLog(k)
-    result = tun.receive(c, frame_len, log)
+    result = tun.receive(c, frame, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("tun", s.tun),
         ("blocking", s.blocking),
         ("sndbuf", s.sndbuf),
         ("vnet_hdr", s.vnet_hdr),
         ("vnet_hdr_sz", s.vnet_hdr_sz),
-        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("hdr", None if c.written is None else c.written.hex()),
         ("xdp", s.xdp),
         ("frag_source", s.frag_source),
     )
     return _finish(k, inputs, log, result)
 
 
-def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame_len: int) -> Trace:
-    """Walk a frame the guest transmits (``frame_len`` bytes behind its vnet header) through
-    vhost-net's handle_tx into the tap on kernel ``k``."""
+def trace_vhost_tx(k: KernelProfile, setup: VhostTxSetup, frame: TapFrame) -> Trace:
+    """Walk a frame the guest transmits (``frame``: its length and the vnet header in front of
+    it) through vhost-net's handle_tx into the tap on kernel ``k``."""
     from vnetrx.paths import vhost
 
     require_path(k, "tap")
-    vhost.check_frame_len(frame_len)
-    c = vhost.vhost_tx_config(k, setup)
+    vhost.check_frame_len(frame.len)
+    c = vhost.for_tx_frame(vhost.vhost_tx_config(k, setup), frame)
     s = c.setup
     log = StepLog(k)
-    result = vhost.receive(c, frame_len, log)
+    result = vhost.receive(c, frame.len, log)
     inputs: tuple[tuple[str, Value], ...] = (
-        ("frame_len", frame_len),
+        ("frame_len", frame.len),
         ("sndbuf", s.sndbuf),
         ("vnet_hdr_sz", s.vnet_hdr_sz),
-        ("hdr", None if s.hdr is None else s.hdr.hex()),
+        ("hdr", None if c.tap.written is None else c.tap.written.hex()),
         ("xdp", s.xdp),
         ("zcopy", s.zcopy),
         ("zcopy_offset", s.zcopy_offset),
@@ -100,25 +101,8 @@ def _finish(k: KernelProfile, inputs: tuple[tuple[str, Value], ...], log: StepLo
             r: Received) -> Trace:
     """Assemble the trace and check the invariants every trace must pass (regions tile buffers,
     truesize covers every byte, …)."""
-    trace = Trace(
-        schema=TRACE_SCHEMA,
-        kernel=k,
-        input=inputs,
-        path=r.path,
-        outcome=r.outcome,
-        reason=r.reason,
-        steps=tuple(log.steps),
-        buffer=r.buffer,
-        buffers=r.buffers,
-        skb=r.skb,
-        cost=r.cost,
-        notes=tuple(log.notes),
-        errno=r.errno,
-        counter=r.counter,
-        refused_by=r.refused_by,
-        xdp=r.xdp,
-        vhost=r.vhost,
-    )
+    trace = Trace(schema=TRACE_SCHEMA, kernel=k, input=inputs, steps=tuple(log.steps),
+                  notes=tuple(log.notes), **r._asdict())
     problems = trace_problems(trace, k.sk_buff_aligned)
     if problems:
         raise SimulationError(

@@ -112,10 +112,11 @@ def check_segments(count: int) -> None:
         raise InputError(f"--segments {count} out of range (valid: 1..{MAX_SEGMENTS})")
 
 
-def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Sequence[bytes],
-                limits: GroLimits | None = None) -> FlowRun:
+def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, first: virtio_net.RxFrame,
+                frames: Sequence[bytes], limits: GroLimits | None = None) -> FlowRun:
     """``frames`` (e.g. packet.tcp_flow_frames of the traced frame) received by virtio-net
-    with ``setup``'s device, one a buffer, then GRO."""
+    with ``setup``'s device, one a buffer from ``first``'s on, each behind ``first``'s
+    header, then GRO."""
     check_segments(len(frames))
     limits = limits or GroLimits()
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
@@ -124,8 +125,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
     segments, gro_segments = [], []
     path = ""
     for i, frame in enumerate(frames):
-        trace = trace_virtio(k, setup._replace(buffer_index=setup.buffer_index + i * step),
-                             len(frame))
+        trace = trace_virtio(k, setup, first._replace(
+            len=len(frame), buffer_index=first.buffer_index + i * step))
         path = trace.path
         if trace.skb is None or trace.buffer is None or trace.outcome not in (
             Outcome.BUILD_SKB, Outcome.COPY
@@ -152,8 +153,8 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, frames: Seque
         ("guest_gso", setup.guest_gso),
         ("mtu", setup.mtu),
         ("hdr_len", c.hdr_len),
-        ("buffer_index", setup.buffer_index),
-        ("hdr", None if setup.hdr is None else setup.hdr.to_bytes(c.hdr_len).hex()),
+        ("buffer_index", first.buffer_index),
+        ("hdr", None if first.hdr is None else first.hdr.to_bytes(c.hdr_len).hex()),
         ("xdp", setup.xdp),
         ("gro_max_size", limits.gro_max_size),
         ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
@@ -165,7 +166,7 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
              napi: str, gro: bool = True, limits: GroLimits | None = None,
              splits: Sequence[tuple[int, ...]] | None = None,
              udp_gro: UdpGro | None = None) -> FlowRun:
-    """Each write (its vnet header, None for ``setup``'s, and the Ethernet frame) into a tap
+    """Each write (its vnet header, None for zeros, and the Ethernet frame) into a tap
     with IFF_NAPI, through tun_get_user and then GRO, polled as ``napi`` says (TAP_NAPI);
     ``udp_gro``: what lets UDP datagrams merge."""
     if napi not in TAP_NAPI:
@@ -208,12 +209,14 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
 
 def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,
               napi: str, split: tuple[int, ...] = ()) -> FlowSegment | str:
-    """Write ``i`` (its vnet header, None for ``setup``'s, and a frame of ``frame_len`` bytes)
+    """Write ``i`` (its vnet header, None for zeros, and a frame of ``frame_len`` bytes)
     into an IFF_NAPI tap: the skb tun_get_user (or, ``napi`` "frags", tun_napi_alloc_frags)
     hands napi_gro_receive, or why it does not (a phrase following "write N")."""
     if napi == "frags":
         return _napi_frags_segment(k, setup, i, hdr, frame_len, split)
-    trace = trace_tap(k, setup._replace(hdr=setup.hdr if hdr is None else hdr), frame_len)
+    from vnetrx.paths.tun import TapFrame
+
+    trace = trace_tap(k, setup, TapFrame(frame_len, hdr))
     if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.ALLOC_SKB):
         return (f"does not reach GRO: {trace.outcome}"
                 + (f" ({trace.reason})" if trace.reason else ""))
@@ -225,7 +228,7 @@ def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, fram
 
 
 class TapWrite(NamedTuple):
-    """One write of a replay into a tap: its frame's length, vnet header (None: the setup's),
+    """One write of a replay into a tap: its frame's length, vnet header (None: zeros),
     what GRO reads of the frame, and (IFF_NAPI_FRAGS) its iovec boundaries."""
 
     frame: int  # its index in the replay
@@ -352,7 +355,7 @@ def _napi_frags_segment(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | 
     and the frame): the skb tun_napi_alloc_frags and napi_frags_skb make of it."""
     from vnetrx.paths.tun.napi_frags import napi_frags_skb
 
-    header = (setup.hdr or b"") if hdr is None else hdr
+    header = hdr or b""
     hdr_len = (setup.vnet_hdr_sz or 10) if setup.vnet_hdr else 0
     if any(header) and setup.vnet_hdr:  # virtio_net_hdr_to_skb's offloads on this skb
         raise InputError(f"write {i}: an IFF_NAPI_FRAGS write with a vnet header's checksum "
@@ -383,7 +386,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
     the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
     what GRO did with each input (its gro_result), poll by poll."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
     segments: list[Segment] = []
     current = 0
     for record in records:
@@ -433,7 +436,7 @@ def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                          f"each and add up to the {len(frames)} frame(s)")
     segments: list[Segment] = []
     for i, (hdr, frame) in enumerate(frames):
-        trace = trace_virtio(k, setup._replace(hdr=hdr), len(frame))
+        trace = trace_virtio(k, setup, virtio_net.RxFrame(len(frame), hdr))
         if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
             raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
                              + (f" ({trace.reason})" if trace.reason else ""))

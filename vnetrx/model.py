@@ -15,8 +15,9 @@ TRACE_SCHEMA = "vnetrx.trace/1"  # a Trace's ``schema``: the JSON document codec
 
 
 class Label(str, Enum):
-    """A closed set of names a trace prints, as paths/reason.py's Reason: a ``str`` enum whose
-    members print (and serialise) as their values, so a member is the string it names."""
+    """A closed set of names a trace prints (and, as paths/reason.py's Reason, the base of every
+    decision's reason): a ``str`` enum whose members print (and serialise) as their values, so
+    a member is the string it names."""
 
     def __str__(self) -> str:
         return str(self.value)
@@ -465,3 +466,27 @@ class Trace(NamedTuple):
     refused_by: Refusal | None = None  # the check that refused the virtio_net_hdr
     xdp: XdpRun | None = None  # an attached XDP program's run (tap path)
     vhost: VhostTx | None = None  # path vhost-tx: vhost-net's road into the tap
+
+
+class ResultField(NamedTuple):
+    """A result field that is a string or null: a ``Received`` and a ``Trace`` attribute of
+    this name. Codec's JSON and its reader, the trace schema and `vnetrx diff`'s fields come
+    from ``RESULT_STRINGS``."""
+
+    name: str
+    kind: str  # "str", or "str?": a string or null
+    values: tuple[str, ...] = ()  # the closed set it is one of (empty: any string)
+    diff: bool = True  # one of `vnetrx diff`'s result fields
+
+
+# The string result fields, in the order a trace's JSON prints them (after ``input``). A new
+# one: a row here and the attribute in Received and Trace (the engine copies every Received
+# field into the Trace), then the stage that sets it.
+RESULT_STRINGS: tuple[ResultField, ...] = (
+    ResultField("path", "str", tuple(p.value for p in Path)),
+    ResultField("outcome", "str", tuple(o.value for o in Outcome)),
+    ResultField("reason", "str?"),  # a Reason enum's value
+    ResultField("errno", "str?", diff=False),
+    ResultField("counter", "str?", ("rx_length_errors", "rx_frame_errors", "drops"),
+                diff=False),
+)

@@ -13,6 +13,7 @@ from typing import Any
 
 from vnetrx.model import (
     GRO_SCHEMA,
+    RESULT_STRINGS,
     SKB_FIELDS,
     TRACE_SCHEMA,
     XDP_FIELDS,
@@ -21,6 +22,7 @@ from vnetrx.model import (
     GroResult,
     Outcome,
     Path,
+    ResultField,
 )
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -146,17 +148,21 @@ VHOST_TX = _obj({
                               "max_frame": _NAT, "hdr_offset": _NAT})),
 })
 _OUTCOMES = [o.value for o in Outcome]
-_COUNTER = _nullable({"enum": ["rx_length_errors", "rx_frame_errors", "drops"]})
+
+
+def _result_string(f: ResultField) -> dict[str, Any]:
+    """A string result field (model.RESULT_STRINGS): one of its values, or any string."""
+    one = {"enum": list(f.values)} if f.values else _STR
+    return _nullable(one) if f.kind.endswith("?") else one
+
+
+_COUNTER = _result_string(next(f for f in RESULT_STRINGS if f.name == "counter"))
 TRACE = _obj(
     {
         "schema": {"const": TRACE_SCHEMA},
         "kernel": KERNEL,
         "input": {"type": "object", "additionalProperties": _SCALAR},
-        "path": {"enum": [p.value for p in Path]},
-        "outcome": {"enum": _OUTCOMES},
-        "reason": _nullable(_STR),
-        "errno": _nullable(_STR),
-        "counter": _COUNTER,
+        **{f.name: _result_string(f) for f in RESULT_STRINGS},
         "refused_by": _nullable(_obj({"function": _STR, "source": _STR, "test": _STR,
                                       "reason": _STR, "because": _arr(_STR)})),
         "steps": _arr(STEP),

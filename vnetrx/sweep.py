@@ -80,18 +80,22 @@ class Row(Value):
         return Cost(self.allocations, self.bytes_copied, self.skb.nr_frags)
 
 
-def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
-                lengths: Iterable[int]) -> Iterator[Row]:
-    """The virtio receive path of the device ``setup`` for every length, from plans, or
-    with an XDP program from receive_buf's XDP decisions (big mode, where the program never
-    runs: from the full engine)."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
+def virtio_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int],
+                like: virtio_net.RxFrame | None = None) -> Iterator[Row]:
+    """The virtio receive path of the device ``setup`` for a frame of every length, each like
+    ``like`` but for its length (the header in front of it, the buffer it lands in): from
+    plans, or with an XDP program from receive_buf's XDP decisions (big mode, where the
+    program never runs: from the full engine). Without ``like``: no header, the first buffer
+    of a fresh page."""
+    like = like or virtio_net.RxFrame(0)
+    s = virtio_net.check_virtio_setup(k, setup, like)
+    c = virtio_net.for_frame(virtio_net.config(k, s), like)
     name = k.name
     if c.xdp is not None and c.mode != "big":
         yield from _xdp_rows(c, name, lengths)
         return
     if c.xdp is not None:  # big mode: the program never runs; the trace says why
-        yield from _traced_rows(k, setup, lengths)
+        yield from _traced_rows(k, setup, like, lengths)
         return
     plan, deliver, plain = virtio_net.planner(c), virtio_net.deliver, plain_skb
     # virtio_net_hdr_to_skb pulls from the frags: a header needs the plan's frags listed
@@ -123,10 +127,13 @@ def _xdp_rows(c: virtio_net.Config, name: str, lengths: Iterable[int]) -> Iterat
                   r.buffers)
 
 
-def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """The tap write path of the device ``setup`` for every length, from tun_get_user's
-    plans."""
-    c = tun.tap_config(k, setup)
+def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int],
+             like: tun.TapFrame | None = None) -> Iterator[Row]:
+    """The tap write path of the device ``setup`` for a write of every length, each like
+    ``like`` but for its length (its vnet header; without ``like``: zeros), from
+    tun_get_user's plans."""
+    like = like or tun.TapFrame(0)
+    c = tun.for_write(tun.tap_config(k, setup, like), like)
     name, plan = k.name, tun.tap_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks
@@ -138,12 +145,14 @@ def tap_rows(k: KernelProfile, setup: TapSetup, lengths: Iterable[int]) -> Itera
                   p.buffers)
 
 
-def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int]) -> Iterator[Row]:
-    """A guest's transmitted frame on the host (vhost-net → tap) for every length, from
-    handle_tx's plans (paths/vhost/tx.py)."""
+def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int],
+                  like: tun.TapFrame | None = None) -> Iterator[Row]:
+    """A guest's transmitted frame on the host (vhost-net → tap) for every length, each like
+    ``like`` but for its length (its vnet header; without ``like``: zeros), from handle_tx's
+    plans (paths/vhost/tx.py)."""
     from vnetrx.paths import vhost
 
-    c = vhost.vhost_tx_config(k, setup)
+    c = vhost.for_tx_frame(vhost.vhost_tx_config(k, setup), like or tun.TapFrame(0))
     name, plan = k.name, vhost.vhost_tx_plan
     for frame_len in lengths:
         p = plan(c, frame_len, False)  # rows show no checks
@@ -156,12 +165,12 @@ def vhost_tx_rows(k: KernelProfile, setup: VhostTxSetup, lengths: Iterable[int])
                   p.buffers)
 
 
-def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, lengths: Iterable[int]
-                 ) -> Iterator[Row]:
+def _traced_rows(k: KernelProfile, setup: virtio_net.VirtioRxSetup, like: virtio_net.RxFrame,
+                 lengths: Iterable[int]) -> Iterator[Row]:
     """One row per full trace: outcome, skb and costs as the narrated path decided them. The
     lengths are taken one at a time: their iterator carries Ctrl-C and progress."""
     for frame_len in lengths:
-        t = trace_virtio(k, setup, frame_len)
+        t = trace_virtio(k, setup, like._replace(len=frame_len))
         if t.skb is None or t.cost is None:
             yield Row(frame_len, k.name, t.outcome, t.errno or t.reason, None, None, None,
                       len(t.buffers) or 1)

@@ -333,9 +333,9 @@ def test_tap_engine_shares_the_csum_fixup() -> None:
     """paths/tun.py uses the same csum_hdr_len: a NEEDS_CSUM header past the frame fails there
     with the same hdr_len."""
     from vnetrx.engine import trace_tap
-    from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.tun import TapFrame, TapSetup
 
-    t = trace_tap(K612, TapSetup(hdr=hdr(1, 0, 0, 0, 95, 6)), 100)
+    t = trace_tap(K612, TapSetup(), TapFrame(100, hdr(1, 0, 0, 0, 95, 6)))
     assert (t.outcome, t.errno, t.reason) == ("error", "EINVAL",
                                               "hdr_len 103 exceeds the 100-byte frame")
     v = validate(K612, VnetHdr(1, 0, 0, 0, 95, 6), 100, headroom=64)

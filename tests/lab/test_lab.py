@@ -1,6 +1,7 @@
 """`vnetrx lab`, the parts that run anywhere: the cpio writer, module dependencies, the guest's
-/init, the serial-log parser, feature decoding, the QEMU command line, cleanup on failure, and
-the model against serial logs saved from real 6.1 guests (tests/data/lab)."""
+/init, the QEMU command line, cleanup on failure, and the model against serial logs saved from
+real 6.1 guests (tests/data/lab). The serial log's and the features' parsers are pure:
+tests/observed/."""
 
 from __future__ import annotations
 
@@ -35,22 +36,10 @@ from vnetrx.lab.run import (
     serial_header,
 )
 from vnetrx.lab.vmlinux import elf_section
-from vnetrx.observed.guest_log import guest_version, parse_kprobe, parse_log, parse_tracepoint
-from vnetrx.observed.negotiated import decode_features, hdr_len_for, mode_for
+from vnetrx.observed.guest_log import parse_log
 from vnetrx.observed.rx_event import RxEvent
 
 DATA = TESTS_DATA / "lab"
-MERGEABLE_FEATURES = "0010010000000001111101010000110010000000100000000000000000000000"
-TRACEPOINT = (
-    "init-1 [000] ..s1. 3.159122: napi_gro_receive_entry: dev=eth0 napi_id=0x2001 "
-    "queue_mapping=1 skbaddr=(____ptrval____) vlan_tagged=0 vlan_proto=0x0000 vlan_tci=0x0000 "
-    "protocol=0x88b5 ip_summed=0 hash=0x00000000 l4_hash=0 len=46 data_len=0 truesize=1280 "
-    "mac_header_valid=1 mac_header=-14 nr_frags=0 gso_size=0 gso_type=0x0"
-)
-KPROBE = (
-    "init-1 [000] ..s1. 3.156854: gro: (napi_gro_receive+0x0/0x200) head=0xffff8a69c2cf7c00 "
-    "data=0xffff8a69c2cf7c4e tail=124 end=704 mac_header=64 len=46"
-)
 
 
 # --- cpio -----------------------------------------------------------------------------------
@@ -218,74 +207,7 @@ def test_initramfs_build(tmp_path: Path) -> None:
         initramfs.build(tmp_path / "nope", ModuleTree.scan(root), qemu.GUEST_MAC, None)
 
 
-# --- the guest's output -----------------------------------------------------------------------
-
-
-def test_decode_features() -> None:
-    names = decode_features(MERGEABLE_FEATURES)
-    assert {"MRG_RXBUF", "VERSION_1", "MAC", "CTRL_VQ", "RING_EVENT_IDX"} <= set(names)
-    assert not {"GUEST_TSO4", "GUEST_CSUM", "MTU"} & set(names)
-    assert decode_features("1" + "0" * 41 + "1") == ("CSUM", "BIT_42")
-    with pytest.raises(ValueError, match="not a virtio feature"):
-        decode_features("0102")
-    with pytest.raises(ValueError, match="not a virtio feature"):
-        decode_features("")
-
-
-@pytest.mark.parametrize(
-    ("features", "mtu", "mode", "hdr_len"),
-    [
-        (("MRG_RXBUF", "VERSION_1"), 1500, "mergeable", 12),
-        (("VERSION_1",), 1500, "small", 12),
-        (("VERSION_1", "MTU"), 9000, "big", 12),
-        (("GUEST_TSO4",), 1500, "big", 10),
-        (("MRG_RXBUF", "HASH_REPORT"), 1500, "mergeable", 20),
-    ],
-)
-def test_mode_and_hdr_len(features: tuple[str, ...], mtu: int, mode: str, hdr_len: int) -> None:
-    assert mode_for(features, mtu) == mode
-    assert hdr_len_for(features) == hdr_len
-
-
-def test_parse_tracepoint_and_kprobe() -> None:
-    event = parse_tracepoint(TRACEPOINT)
-    assert event == RxEvent(dev="eth0", len=46, data_len=0, truesize=1280, nr_frags=0,
-                            protocol=0x88B5, queue_mapping=1, event="napi_gro_receive_entry")
-    assert parse_tracepoint("something else") is None
-    assert parse_tracepoint(TRACEPOINT.replace("truesize=1280", "truesize=x")) is None
-    probe = parse_kprobe(KPROBE)
-    assert probe is not None
-    assert probe["data"] - probe["head"] == 78
-    assert (probe["tail"], probe["end"], probe["mac_header"]) == (124, 704, 64)
-
-
-def test_parse_log_pairs_kprobe_with_tracepoint() -> None:
-    text = "\n".join(
-        [
-            "\x1bc garbage from the firmware",
-            f"VNETRX features {MERGEABLE_FEATURES}",
-            "VNETRX mtu 1500",
-            "VNETRX kprobe on",
-            "VNETRX trace-begin",
-            KPROBE,
-            TRACEPOINT,
-            TRACEPOINT.replace("len=46", "len=86"),  # no kprobe line before it
-            "VNETRX trace-end",
-            TRACEPOINT,  # after the dump: ignored
-        ]
-    )
-    log = parse_log(text)
-    assert log.complete and log.kprobe
-    assert log.mtu == 1500 and "MRG_RXBUF" in log.features
-    assert [e.len for e in log.events] == [46, 86]
-    assert (log.events[0].data, log.events[0].end, log.events[0].mac_header) == (78, 704, 64)
-    assert log.events[1].data is None
-
-
-def test_parse_log_errors_and_incomplete() -> None:
-    log = parse_log("VNETRX error insmod virtio_net\r\nVNETRX ready\r\n")
-    assert log.errors == ("insmod virtio_net",)
-    assert not log.complete
+# --- the guest's output (its parsers: tests/observed/test_guest_log.py) ----------------------
 
 
 def test_match_events_by_length_in_order() -> None:
@@ -294,12 +216,6 @@ def test_match_events_by_length_in_order() -> None:
 
     events = [ev(46), ev(86), ev(50, 0x88B6)]
     assert match_events([60, 1519, 100, 64], events) == [ev(46), None, ev(86), None]
-
-
-def test_guest_version() -> None:
-    status = {"version": "#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-26)"}
-    assert guest_version(status, "6.1.0-57-amd64") == "6.1.192"
-    assert guest_version({}, "6.1.0-57-amd64") == "6.1.0-57-amd64"
 
 
 # --- the model against logs saved from real guests ---------------------------------------------

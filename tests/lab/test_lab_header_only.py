@@ -17,6 +17,7 @@ from tests import DATA as TESTS_DATA
 from vnetrx.kernel.registry import lookup
 from vnetrx.lab.compare import compare
 from vnetrx.observed.guest_log import parse_log
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, replay
 
 DATA = TESTS_DATA / "lab_vhost_user"
@@ -39,6 +40,6 @@ def test_a_header_only_frame_is_counted_as_the_guest_counted_it(release: str,
     assert report.rx_length_errors == (3, 3)
     # the same sequence through the ring replay: each frame takes the next buffer, and the
     # replay counts what the guest counted
-    run = replay(k, RingConfig(mergeable=True, guest_gso=True), LENGTHS)
+    run = replay(k, RingConfig(VirtioRxSetup(mergeable=True, guest_gso=True)), LENGTHS)
     assert [f.trace.counter for f in run.frames] == ["rx_length_errors"] * 3 + [None] * 2
     assert sum(f.trace.counter == "rx_length_errors" for f in run.frames) == 3

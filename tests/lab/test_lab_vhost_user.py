@@ -527,11 +527,11 @@ def test_gso_modes() -> None:
         lengths = DEFAULT_LENGTHS[mode]
         assert len(lengths) >= 20 and max(lengths) == 65535 and {13, 128, 129} <= set(lengths)
     assert {3744, 3745, 4064, 4065, 65504, 65505} <= set(DEFAULT_LENGTHS["big-gso"])
-    big = setup_for("big-gso", 1500, 12, 0)
+    big = setup_for("big-gso", 1500, 12)
     assert big.guest_gso and not big.mergeable and big.ewma is None
-    merge = setup_for("mergeable-gso", 1500, 12, 3)
+    merge = setup_for("mergeable-gso", 1500, 12)
     assert merge.mergeable and merge.guest_gso and merge.ewma == 0
-    assert merge == setup_for("mergeable", 1500, 12, 3)._replace(guest_gso=True)
+    assert merge == setup_for("mergeable", 1500, 12)._replace(guest_gso=True)
     gso = ("VERSION_1", "GUEST_CSUM", "GUEST_TSO4", "GUEST_TSO6")
     assert lab_mode_for(gso, 1500) == "big-gso"
     assert lab_mode_for((*gso, "MRG_RXBUF"), 1500) == "mergeable-gso"

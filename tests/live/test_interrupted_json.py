@@ -117,7 +117,7 @@ def test_observe_interrupted_before_the_first_skb_prints_the_empty_result(
     monkeypatch.setattr(vnetrx.live.device, "read_device",
                         lambda name: DeviceInfo(name, "tun", 1500))
     monkeypatch.setattr(vnetrx.live.tracefs, "collect", interrupted)
-    monkeypatch.setattr("vnetrx.cli.observe._missing", lambda: [])
+    monkeypatch.setattr(vnetrx.live.tracefs, "missing_for_tracing", lambda: [])
     result = CliRunner().invoke(cli, ["observe", "--dev", "vnxfake0", "--json"])
     doc = valid("observe", result.stdout)
     assert result.exit_code == 130 and doc["interrupted"] is True and doc["frames"] == []

@@ -267,7 +267,8 @@ def test_read_device_from_sysfs(tmp_path: Path) -> None:
     info = read_device("ens3", str(tmp_path))
     assert info == DeviceInfo("ens3", "virtio_net", 1500, MERGEABLE_BITS, 1536, 2)
     setup = core.setup_from_device(info)
-    assert (setup.mode, setup.hdr_len, setup.mergeable_rx_buffer_size) == ("mergeable", 12, 1536)
+    assert setup.rx is not None
+    assert (setup.mode, setup.rx.hdr_len, setup.rx.buf_len) == ("mergeable", 12, 1536)
     assert setup.event == "napi_gro_receive_entry"
     tap = core.setup_from_device(read_device("tap0", str(tmp_path)))
     assert (tap.driver, tap.mode, tap.event) == ("tun", "tap", "netif_receive_skb_entry")
@@ -294,7 +295,8 @@ def test_read_device_from_sysfs(tmp_path: Path) -> None:
 def test_feature_decoding(bits: set[int], mtu: int, mode: str, hdr_len: int) -> None:
     text = "".join("1" if bit in bits else "0" for bit in range(64))
     setup = core.setup_from_device(DeviceInfo("ens3", "virtio_net", mtu, text, None))
-    assert (setup.mode, setup.hdr_len) == (mode, hdr_len)
+    assert setup.rx is not None
+    assert (setup.mode, setup.rx.hdr_len) == (mode, hdr_len)
     names = {
         15: "MRG_RXBUF",
         32: "VERSION_1",
@@ -394,14 +396,15 @@ def test_eth0_download_skbs_with_gso_agree() -> None:
     package download (26 of 33 distinct ones GSO: NEEDS_CSUM + TCPV4, gso_size 1348): with the
     header inferred from ip_summed and gso_type, none contradicts the model. Before offloads
     were modelled every GSO skb was off by the 40 pulled header bytes (data_len)."""
-    from vnetrx.live.observe_parse import Setup
+    from vnetrx.live.observe_parse import Setup, virtio_rx
     from vnetrx.live.observe_predict import Observer
     from vnetrx.observed.rx_event import RxEvent
 
     doc = json.loads((TESTS_DATA / "observe" / "eth0-6.18.44-download.json").read_text())
-    setup = Setup(device="eth0", driver="virtio_net", features=tuple(doc["setup"]["features"]),
-                  mtu=doc["setup"]["mtu"], hdr_len=doc["setup"]["hdr_len"],
-                  mergeable_rx_buffer_size=doc["setup"]["mergeable_rx_buffer_size"])
+    features, mtu = tuple(doc["setup"]["features"]), doc["setup"]["mtu"]
+    setup = Setup(device="eth0", driver="virtio_net", features=features, mtu=mtu,
+                  rx=virtio_rx(features, mtu, doc["setup"]["hdr_len"],
+                               doc["setup"]["mergeable_rx_buffer_size"]))
     # this machine's 6.18.44 (MAX_HEADER 32 → a 576-byte skbuff_small_head object, as
     # /sys/kernel/slab showed) is the "minimal" config preset
     from vnetrx.cli.options import BuildChoice, load_profile

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 from tests.profiles import VIRTIO
 from vnetrx.errors import InputError, VnetrxError
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, feed, open_ring, replay, view
 from vnetrx.replay.napi import every_frame, no_frame
 
-MERGEABLE = RingConfig(mergeable=True)
-SMALL = RingConfig(mergeable=False)
+MERGEABLE = RingConfig(VirtioRxSetup(mergeable=True))
+SMALL = RingConfig(VirtioRxSetup(mergeable=False))
 
 
 def test_ewma_first_sample_then_63_64ths() -> None:
@@ -55,13 +56,14 @@ def test_refill_only_when_more_than_32_descriptors_are_free() -> None:
 
 def test_small_ring_threshold_is_half_the_ring() -> None:
     """Ring 16: min(64, 16) / 2 = 8, so the ninth one-buffer frame triggers the refill."""
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=16), [1000] * 10)
+    run = replay(lookup("6.12"), RingConfig(
+        VirtioRxSetup(mergeable=True, ring_size=16)), [1000] * 10)
     assert [f.index for f in run.frames if f.refill is not None] == [8]
     assert len(run.frames[8].refill.buffers) == 9  # type: ignore[union-attr]
 
 
 def test_batch_up_to_the_budget_per_poll_then_refill_after_each_poll() -> None:
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, batch=100), [60] * 100)
+    run = replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True), batch=100), [60] * 100)
     assert [f.poll for f in run.frames] == [1] * 64 + [2] * 36
     assert [(f.index, len(f.refill.buffers)) for f in run.frames if f.refill] == [(63, 64),
                                                                                  (99, 36)]
@@ -72,7 +74,7 @@ def test_device_waits_for_the_refill_inside_a_batch() -> None:
     initial fill, the third waits for the refill after the first poll, which posts only the 52
     descriptors the driver took back (sized with EWMA 40000: 4096), and then takes the 12 old
     buffers plus six of the new ones."""
-    cfg = RingConfig(mergeable=True, ring_size=64, batch=3)
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, ring_size=64), batch=3)
     run = replay(lookup("6.12"), cfg, [40000] * 3)
     assert [f.poll for f in run.frames] == [1, 1, 2]
     assert [f.ring.posted for f in run.frames] == [12, 64, 46]
@@ -87,7 +89,7 @@ def test_device_waits_for_the_refill_inside_a_batch() -> None:
 
 def test_frame_larger_than_a_full_ring_stalls() -> None:
     with pytest.raises(VnetrxError, match="rx stall at frame 1") as info:
-        replay(lookup("6.12"), RingConfig(mergeable=True, ring_size=8), [60, 65535])
+        replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, ring_size=8)), [60, 65535])
     assert info.value.exit_code == 1
 
 
@@ -100,7 +102,7 @@ def test_frame_larger_than_a_full_ring_stalls() -> None:
 def test_every_posted_buffer_is_used_once_in_order(
     kernel: str, frames: list[int], ring_size: int, batch: int
 ) -> None:
-    cfg = RingConfig(mergeable=True, mtu=9000, ring_size=ring_size, batch=batch)
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, mtu=9000, ring_size=ring_size), batch=batch)
     run = replay(lookup(kernel), cfg, frames)
     seqs = [p.seq for f in run.frames for p in f.buffers]
     assert seqs == list(range(len(seqs)))
@@ -123,7 +125,7 @@ def test_every_posted_buffer_is_used_once_in_order(
 
 def test_feeding_in_two_parts_equals_one_replay() -> None:
     """feed() carries on from the state it leaves: two runs over a split list are one."""
-    k, cfg = lookup("6.12"), RingConfig(mergeable=True, mtu=9000)
+    k, cfg = lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, mtu=9000))
     frames = [60] * 11 + [9014, 9018] + [9000] * 30
     state, _ = open_ring(k, cfg)
     head = tuple(feed(k, cfg, state, frames[:12], want_trace=every_frame))
@@ -134,30 +136,32 @@ def test_feeding_in_two_parts_equals_one_replay() -> None:
 
 
 def test_polls_give_the_batches_in_order() -> None:
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1, 2)), [60] * 6)
+    run = replay(lookup("6.12"), RingConfig(
+        VirtioRxSetup(mergeable=True), polls=(3, 1, 2)), [60] * 6)
     assert [f.poll for f in run.frames] == [1, 1, 1, 2, 3, 3]
     with pytest.raises(InputError, match=r"add up to the 6 frame\(s\)"):
-        replay(lookup("6.12"), RingConfig(mergeable=True, polls=(3, 1)), [60] * 6)
+        replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True), polls=(3, 1)), [60] * 6)
 
 
 @pytest.mark.parametrize(("kernel", "cfg", "with_hdrs"), [
-    ("5.12", RingConfig(mergeable=True, mtu=9000), False),
-    ("6.1", RingConfig(mergeable=True, mtu=9000, batch=8), False),
-    ("6.1", RingConfig(mergeable=True, mtu=9000, batch=8), True),
-    ("6.12", RingConfig(mergeable=True, guest_gso=True, ring_size=64), False),
-    ("6.12", RingConfig(mergeable=True, guest_gso=True, ring_size=64), True),
-    ("6.12.0", RingConfig(mergeable=True, mtu=1500), False),
-    ("6.18", RingConfig(mergeable=True, mtu=9000, hdr_len=20), True),
-    ("7.3", RingConfig(mergeable=True, mtu=9000, batch=3), False),
-    ("6.1", RingConfig(mergeable=False), False),
-    ("7.3", RingConfig(mergeable=False, ring_size=16), False),
-    ("7.3", RingConfig(mergeable=False, ring_size=16), True),
+    ("5.12", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000)), False),
+    ("6.1", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000), batch=8), False),
+    ("6.1", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000), batch=8), True),
+    ("6.12", RingConfig(VirtioRxSetup(mergeable=True, guest_gso=True, ring_size=64)), False),
+    ("6.12", RingConfig(VirtioRxSetup(mergeable=True, guest_gso=True, ring_size=64)), True),
+    ("6.12.0", RingConfig(VirtioRxSetup(mergeable=True, mtu=1500)), False),
+    ("6.18", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000, hdr_len=20)), True),
+    ("7.3", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000), batch=3), False),
+    ("6.1", RingConfig(VirtioRxSetup(mergeable=False)), False),
+    ("7.3", RingConfig(VirtioRxSetup(mergeable=False, ring_size=16)), False),
+    ("7.3", RingConfig(VirtioRxSetup(mergeable=False, ring_size=16)), True),
     # XDP: the frame's trace decides (no plan layer), once per geometry too
-    ("6.1", RingConfig(mergeable=False, xdp="drop"), False),
-    ("6.1", RingConfig(mergeable=True, xdp="tx"), False),
-    ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass", xdp_frags=True), False),
-    ("6.12", RingConfig(mergeable=False, xdp="pass"), True),
-    ("7.3", RingConfig(mergeable=True, xdp="pass"), True),
+    ("6.1", RingConfig(VirtioRxSetup(mergeable=False, xdp="drop")), False),
+    ("6.1", RingConfig(VirtioRxSetup(mergeable=True, xdp="tx")), False),
+    ("6.12", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000, xdp="pass", xdp_frags=True)),
+     False),
+    ("6.12", RingConfig(VirtioRxSetup(mergeable=False, xdp="pass")), True),
+    ("7.3", RingConfig(VirtioRxSetup(mergeable=True, xdp="pass")), True),
 ])
 def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_hdrs: bool
                                              ) -> None:
@@ -171,7 +175,7 @@ def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
     rng = random.Random(f"{kernel}{cfg}{with_hdrs}")
-    top = 1600 if not cfg.mergeable else 9014 if cfg.mtu == 9000 else 65535
+    top = 1600 if not cfg.device.mergeable else 9014 if cfg.device.mtu == 9000 else 65535
     frames = [rng.choice([10, 60, 1514, 1518, 1519, rng.randint(1, top)]) for _ in range(1500)]
     partial = VnetHdr(1, 0, 0, 0, 34, 16)  # NEEDS_CSUM, TCP after a 20-byte IPv4 header
     gso = VnetHdr(1, 1, 66, 1448, 34, 16)  # TCPV4, MSS 1448
@@ -193,16 +197,17 @@ def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_
         assert d.skb == t.skb._replace(frags=(), frag_list=()), f.index
         assert (d.allocations, d.bytes_copied) == (t.cost.allocations, t.cost.bytes_copied)
         assert d.frag_list == len(t.skb.frag_list)
-    if with_hdrs and cfg.xdp is None:  # what the headers make: CHECKSUM_PARTIAL (3), GSO, a drop
+    # what the headers make: CHECKSUM_PARTIAL (3), GSO, a drop
+    if with_hdrs and cfg.device.xdp is None:
         assert {(None, (3, 0)), (None, (3, 1448)), ("bad_gso", None)} <= seen, seen
-    if with_hdrs and cfg.xdp is not None:  # XDP refuses GSO and (6.10+) NEEDS_CSUM frames
+    if with_hdrs and cfg.device.xdp is not None:  # XDP refuses GSO and (6.10+) NEEDS_CSUM frames
         refused = {getattr(reason, "value", reason) for reason, _ in seen}
         assert {"xdp_gso_type", "xdp_needs_csum"} <= refused, seen
 
 
 def test_records_stream_one_poll_at_a_time() -> None:
     """feed() takes frames as they come: the first record is out before the source runs dry."""
-    k, cfg = lookup("6.12"), RingConfig(mergeable=True)
+    k, cfg = lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True))
     state, _ = open_ring(k, cfg)
     taken = []
 
@@ -230,14 +235,15 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     hdrs = [None, bad_gso, partial] * 24
     outcomes = set()
     framed = 0  # records whose trace lists frags
-    for kernel, cfg, with_hdrs in (("6.12", RingConfig(mergeable=True, mtu=9000), False),
-                                   ("6.12", RingConfig(mergeable=True, mtu=9000), True),
-                                   ("7.3", RingConfig(mergeable=False, ring_size=16), False),
-                                   ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass"),
-                                    False),
-                                   ("6.12", RingConfig(mergeable=True, mtu=9000, xdp="pass",
-                                                       xdp_frags=True), False),
-                                   ("6.1", RingConfig(mergeable=False, xdp="drop"), False)):
+    mergeable_9000 = VirtioRxSetup(mergeable=True, mtu=9000)
+    for kernel, cfg, with_hdrs in (
+        ("6.12", RingConfig(mergeable_9000), False),
+        ("6.12", RingConfig(mergeable_9000), True),
+        ("7.3", RingConfig(VirtioRxSetup(mergeable=False, ring_size=16)), False),
+        ("6.12", RingConfig(mergeable_9000._replace(xdp="pass")), False),
+        ("6.12", RingConfig(mergeable_9000._replace(xdp="pass", xdp_frags=True)), False),
+        ("6.1", RingConfig(VirtioRxSetup(mergeable=False, xdp="drop")), False),
+    ):
         k = lookup(kernel)
         run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
         label = ring_config(k, cfg).alloc.label
@@ -262,7 +268,8 @@ def test_header_less_frames_are_planned_once_per_geometry() -> None:
     geometry gets that one decision (the same object: observed without patching the module,
     which compiled code would not look up); the 1500-frame comparison above checks the reused
     decisions against the engine's traces."""
-    run = replay(lookup("6.12"), RingConfig(mergeable=True), [60] * 100 + [1514] * 100,
+    run = replay(lookup("6.12"), RingConfig(
+        VirtioRxSetup(mergeable=True)), [60] * 100 + [1514] * 100,
                  want_trace=no_frame)
     decided: dict[tuple[int, int], set[int]] = {}
     for f in run.frames:

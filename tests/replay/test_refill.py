@@ -7,12 +7,13 @@ import pytest
 
 from vnetrx.kernel.build import build_config
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer, carve
 from vnetrx.paths.virtio_net.setup import rx_allocator
 from vnetrx.replay import RingConfig, open_ring, replay
 
-MERGEABLE = RingConfig(mergeable=True)
-SMALL = RingConfig(mergeable=False)
+MERGEABLE = RingConfig(VirtioRxSetup(mergeable=True))
+SMALL = RingConfig(VirtioRxSetup(mergeable=False))
 
 
 def _layout(kernel: str, cfg: RingConfig, count: int) -> list[tuple[int, int, int]]:
@@ -40,7 +41,7 @@ def test_initial_fill_from_6_13_starts_after_the_dma_header(kernel: str) -> None
 def test_initial_fill_hash_report_header_1600_buffers() -> None:
     """§5.4: hdr_len 20 → ALIGN(20 + 1518, 64) = 1600; the 20th ends at 32000 and absorbs the
     768 left: 2368."""
-    layout = _layout("6.12", RingConfig(mergeable=True, hdr_len=20), 21)
+    layout = _layout("6.12", RingConfig(VirtioRxSetup(mergeable=True, hdr_len=20)), 21)
     assert layout[18:] == [(0, 28800, 1600), (0, 30400, 2368), (1, 0, 1600)]
 
 
@@ -80,7 +81,7 @@ def test_fresh_premapped_page_shrinks_a_whole_page_buffer() -> None:
 def test_sysfs_buffer_size_follows_the_ewma() -> None:
     """mergeable_rx_buffer_size_show = get_mergeable_buf_len(ewma, room 0): 1536 at start (a
     real 6.12 guest printed 1536), 4096 = ALIGN(12 + min(9000, 4096 - 12), 64) after 9000s."""
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [9000])
+    run = replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, mtu=9000)), [9000])
     assert open_ring(lookup("6.12"), MERGEABLE)[0].ewma == 0
     assert run.frames[0].ring.mergeable_rx_buffer_size == 4096
     run = replay(lookup("6.12"), MERGEABLE, [1200, 2000])
@@ -92,7 +93,7 @@ def test_refill_after_jumbo_frames_posts_4096_and_the_page_end_absorbs_6144() ->
     """Six 9000-byte frames (6 buffers each) free 36 > 32: the refill sizes with EWMA 9000 →
     4096-byte buffers, continuing frag12 at 6144; the one at 26624 would leave 2048, which it
     absorbs (6144); frag13 then holds exactly eight."""
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [9000] * 7)
+    run = replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, mtu=9000)), [9000] * 7)
     fill = run.frames[5].refill
     assert fill is not None and (fill.ewma, fill.buf_len, len(fill.buffers)) == (9000, 4096, 36)
     assert [(p.buf.frag_index, p.buf.offset, p.buf.len) for p in fill.buffers[:8]] == [
@@ -105,7 +106,7 @@ def test_refill_after_jumbo_frames_posts_4096_and_the_page_end_absorbs_6144() ->
 
 def test_a_32_entry_ring_raises_min_buf_len() -> None:
     """§5.4: min_buf_len = max(ceil((12 + 14 + 4 + 65535) / 32) - 12, 1518) = 2037 → 2112."""
-    _, fill = open_ring(lookup("6.12"), RingConfig(mergeable=True, ring_size=32))
+    _, fill = open_ring(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, ring_size=32)))
     assert fill.buf_len == 2112 and len(fill.buffers) == 32
 
 
@@ -121,7 +122,8 @@ def test_guest_gso_sizes_min_buf_len(guest_gso: bool, mtu: int, ring_size: int,
                                      expected: int) -> None:
     from vnetrx.replay.refill import min_buf_len
 
-    cfg = RingConfig(mergeable=True, guest_gso=guest_gso, mtu=mtu, ring_size=ring_size)
+    cfg = RingConfig(
+        VirtioRxSetup(mergeable=True, guest_gso=guest_gso, mtu=mtu, ring_size=ring_size))
     assert min_buf_len(lookup("6.12"), cfg) == expected
 
 

@@ -12,10 +12,11 @@ import pytest
 from tests import DATA as TESTS_DATA
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, replay
 
-MERGEABLE = RingConfig(mergeable=True)
-SMALL = RingConfig(mergeable=False)
+MERGEABLE = RingConfig(VirtioRxSetup(mergeable=True))
+SMALL = RingConfig(VirtioRxSetup(mergeable=False))
 
 
 @pytest.mark.parametrize("kernel", ["6.1", "6.12"])
@@ -24,7 +25,8 @@ def test_9014_then_9018_from_buffer_17(kernel: str) -> None:
     (2 frags). Assumption: since the interface came up the guest had received 11 frames that
     took one buffer each (any length up to 1524) and nothing refilled: the 9014 starts at
     buffer 11, the 9018 at 17, spanning the 2048-byte 21st buffer and the next page."""
-    run = replay(lookup(kernel), RingConfig(mergeable=True, mtu=9000), [60] * 11 + [9014, 9018])
+    run = replay(lookup(kernel), RingConfig(
+        VirtioRxSetup(mergeable=True, mtu=9000)), [60] * 11 + [9014, 9018])
     first, second = run.frames[11], run.frames[12]
     assert [p.seq for p in first.buffers] == list(range(11, 17))
     assert [p.seq for p in second.buffers] == list(range(17, 23))
@@ -99,8 +101,8 @@ def test_7x_second_buffer_of_a_pool_page_is_2560() -> None:
         (MERGEABLE, [], "no frames"),
         (MERGEABLE, [60, -1], r"frame 1: length -1 out of range \(valid: 0\.\.65535\)"),
         (MERGEABLE, [65536], "length 65536 out of range"),
-        (RingConfig(mergeable=True, ring_size=0), [60], "ring size 0 out of range"),
-        (RingConfig(mergeable=True, batch=0), [60], "batch 0 out of range"),
+        (RingConfig(VirtioRxSetup(mergeable=True, ring_size=0)), [60], "ring size 0 out of range"),
+        (RingConfig(VirtioRxSetup(mergeable=True), batch=0), [60], "batch 0 out of range"),
     ],
 )
 def test_bad_input_is_an_input_error(cfg: RingConfig, frames: list[int], message: str) -> None:
@@ -111,7 +113,7 @@ def test_bad_input_is_an_input_error(cfg: RingConfig, frames: list[int], message
 
 def test_big_mode_is_refused() -> None:
     with pytest.raises(UnsupportedError, match="big mode"):
-        replay(lookup("6.12"), RingConfig(mergeable=False, mtu=9000), [1000])
+        replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=False, mtu=9000)), [1000])
 
 
 DATA = TESTS_DATA / "replay"
@@ -156,7 +158,7 @@ def test_real_guest_64_jumbo_frames_through_two_rings(kernel: str, batch: int) -
     and 6.12 guests, MTU 9000: every frame's len, data_len, truesize, nr_frags, tail, end and,
     for build_skb, the buffer's offset in its page match. The EWMA passes 4084 with the first
     frame, so every refill posts 4096-byte buffers whatever the poll timing."""
-    cfg = RingConfig(mergeable=True, mtu=9000, batch=batch)
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, mtu=9000), batch=batch)
     assert _mismatches(kernel, cfg, f"mergeable-mtu9000-random-{kernel}.log") == []
 
 
@@ -168,8 +170,9 @@ def test_real_guest_refill_timing_decides_the_buffer_sizes() -> None:
     1536..4096-byte buffers as the EWMA climbs: from frame 53 (the first in a refilled buffer)
     nothing matches."""
     name = "mergeable-mtu9000-ramp-6.12.117.log"
-    assert _mismatches("6.12.117", RingConfig(mergeable=True, mtu=9000, batch=64), name) == []
-    one_by_one = _mismatches("6.12.117", RingConfig(mergeable=True, mtu=9000), name)
+    assert _mismatches("6.12.117", RingConfig(
+        VirtioRxSetup(mergeable=True, mtu=9000), batch=64), name) == []
+    one_by_one = _mismatches("6.12.117", RingConfig(VirtioRxSetup(mergeable=True, mtu=9000)), name)
     assert one_by_one == list(range(53, 64))
 
 
@@ -178,14 +181,15 @@ def test_real_guest_poll_boundary_found_by_the_model() -> None:
     buffers of 1792 bytes, EWMA 1737), then took the rest; with that grouping (--polls 33,31)
     all 64 match. (The split was found by trying every two-poll grouping against the log.)"""
     name = "mergeable-mtu9000-ramp-6.1.192.log"
-    cfg = RingConfig(mergeable=True, mtu=9000, polls=(33, 31))
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, mtu=9000), polls=(33, 31))
     assert _mismatches("6.1.192", cfg, name) == []
-    assert _mismatches("6.1.192", RingConfig(mergeable=True, mtu=9000, batch=64), name) != []
+    assert _mismatches("6.1.192", RingConfig(
+        VirtioRxSetup(mergeable=True, mtu=9000), batch=64), name) != []
 
 
 def test_guest_gso_without_mergeable_is_big_mode() -> None:
     with pytest.raises(UnsupportedError, match="guest GSO without --mergeable selects big mode"):
-        replay(lookup("6.1"), RingConfig(mergeable=False, guest_gso=True), [60])
+        replay(lookup("6.1"), RingConfig(VirtioRxSetup(mergeable=False, guest_gso=True)), [60])
 
 
 # --- frames with their virtio_net_hdr (a JSON array of objects) ---------------------------------
@@ -204,7 +208,7 @@ def test_json_objects_give_each_frame_its_header(tmp_path: Path) -> None:
     assert lengths == (60, 2950, 3000)
     assert hdrs is not None and hdrs[0] is None and hdrs[1] is not None
     assert (hdrs[1].gso_size, hdrs[2].flags) == (1448, 2)
-    cfg = RingConfig(mergeable=True, guest_gso=True)
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, guest_gso=True))
     # 6.6.44: 2950 = 2 × 1448 + 54 is refused ("missing check"); 6.6.46: the DATA_VALID TSO
     # frame is (csum_offset 0 != 16); the ring and the EWMA go on either way
     for kernel, dropped in (("6.6.44", 1), ("6.6.46", 2), ("6.6.52", None)):

@@ -12,13 +12,14 @@ from click.testing import CliRunner
 from vnetrx.cli import cli
 from vnetrx.kernel.registry import lookup
 from vnetrx.lab.run import recheck_log
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, replay
 
 LAB = Path(__file__).parent.parent / "data" / "lab_xdp"
 
 
 def test_mergeable_slots_and_outcomes_6_12() -> None:
-    r = replay(lookup("6.12"), RingConfig(mergeable=True, xdp="pass"),
+    r = replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True, xdp="pass")),
                (60, 1000, 3508, 3509, 9014, 1514))
     rows = [(f.decision.outcome, f.decision.reason, len(f.buffers), f.buffers[0].buf.offset,
              None if f.decision.skb is None else f.decision.skb.truesize) for f in r.frames]
@@ -34,7 +35,7 @@ def test_mergeable_slots_and_outcomes_6_12() -> None:
 
 
 def test_small_slots() -> None:
-    r = replay(lookup("6.12"), RingConfig(mergeable=False, xdp="drop"), (60, 1000))
+    r = replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=False, xdp="drop")), (60, 1000))
     assert [(f.decision.outcome, f.buffers[0].buf.len, f.buffers[0].buf.offset) for f in r.frames] == [
         ("xdp_drop", 2176, 0), ("xdp_drop", 2176, 2176)]
 
@@ -44,7 +45,8 @@ def test_replay_reproduces_a_real_guest() -> None:
     text = (LAB / "mergeable-pass-frags-6.12.117+deb12-amd64.log").read_text()
     report = recheck_log(text, None)
     lengths = tuple(f.frame_len for f in report.frames)
-    r = replay(lookup("6.12.117"), RingConfig(mergeable=True, xdp="pass", xdp_frags=True),
+    r = replay(lookup("6.12.117"), RingConfig(
+        VirtioRxSetup(mergeable=True, xdp="pass", xdp_frags=True)),
                lengths)
     for frame, record in zip(report.frames, r.frames, strict=True):
         seen = frame.observed

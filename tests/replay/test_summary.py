@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, replay
 from vnetrx.replay.summary import Totals
 
@@ -12,7 +13,8 @@ def test_totals_of_a_short_mergeable_replay() -> None:
     whole into a napi head (truesize 1280; two allocations: the sk_buff and the head; 60 bytes
     copied); 1000 bytes build_skb in a 1536-byte buffer (truesize 1792; the sk_buff only); 10
     bytes is a short packet."""
-    run = replay(lookup("6.12"), RingConfig(mergeable=True, mtu=9000), [60, 60, 1000, 10])
+    run = replay(lookup("6.12"), RingConfig(
+        VirtioRxSetup(mergeable=True, mtu=9000)), [60, 60, 1000, 10])
     totals = Totals()
     for f in run.frames:
         totals.add(f)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -328,11 +327,9 @@ def _gro_live(dev: str, count: int, timeout: int, kernel: str | None
             "tap's GRO is checked by tools/gro_oracle.py)"
         )
     profile = _profile(kernel, core_setup(dev), False)
-    missing = []
-    if os.geteuid() != 0:
-        missing.append("root (it loads BPF programs on raw tracepoints)")
-    if not Path("/sys/kernel/btf/vmlinux").exists():
-        missing.append("the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)")
+    from vnetrx.live.grobpf import missing_for_bpf
+
+    missing = missing_for_bpf()
     if missing:
         raise VnetrxError("observe --gro needs " + "; ".join(missing))
     facts = core.read_napi_facts(dev)
@@ -376,7 +373,6 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace
     virtio_net never calls), a virtio_net device described by the options when the probe is
     GRO's; after GRO the capture does not say which, so it is asked for."""
     from vnetrx.live import observe as core
-    from vnetrx.observed.negotiated import hdr_len_for
 
     first = seen[0]
     device = first.dev or "?"
@@ -414,14 +410,14 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace
         features = tuple(names)
     if o.get("buf_len") and "MRG_RXBUF" not in features:
         raise click.UsageError("--buf-len is the mergeable buffer size: it needs MRG_RXBUF")
-    hdr = o.get("hdr_len")
+    hdr, mtu = o.get("hdr_len"), int(str(o.get("mtu") or 1500))
     return core.Setup(
         device,
         "virtio_net",
         features,
-        int(str(o.get("mtu") or 1500)),
-        int(str(hdr)) if hdr else hdr_len_for(features),
-        int(str(o["buf_len"])) if o.get("buf_len") else None,
+        mtu,
+        core.virtio_rx(features, mtu, int(str(hdr)) if hdr else None,
+                       int(str(o["buf_len"])) if o.get("buf_len") else None),
         source="options",
     )
 
@@ -429,12 +425,12 @@ def _setup_from_options(seen: list[Seen], o: dict[str, object], tap: bool, trace
 def _live(dev: str, count: int, timeout: int, kernel: str | None) -> ObserveReport:
     from vnetrx.live import observe as core
     from vnetrx.live.device import read_device
-    from vnetrx.live.tracefs import collect
+    from vnetrx.live.tracefs import collect, missing_for_tracing
 
     setup = core.setup_from_device(read_device(dev))
     profile = _profile(kernel, setup, False)
     next(core.Observer(profile, setup).candidates(60))  # a bad setup fails before tracing
-    missing = _missing()
+    missing = missing_for_tracing()
     if missing:
         raise VnetrxError("observe needs " + "; ".join(missing))
     from vnetrx.owner import interrupt_once
@@ -482,14 +478,3 @@ def _ours(line: str, dev: str, event: str) -> bool:
     return seen is not None and seen.event == event and seen.dev == dev
 
 
-def _missing() -> list[str]:
-    missing = []
-    if os.geteuid() != 0:
-        missing.append("root (it enables a tracepoint in a tracefs instance of its own)")
-    try:
-        filesystems = Path("/proc/filesystems").read_text().split()
-    except OSError:
-        filesystems = []
-    if "tracefs" not in filesystems:
-        missing.append("tracefs (a kernel built with CONFIG_TRACING)")
-    return missing

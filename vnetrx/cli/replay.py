@@ -24,6 +24,7 @@ from vnetrx.cli.replay_vhost import run_vhost, vhost_replay_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, Stream
 from vnetrx.replay.frames import (
     MAX_FRAMES,
@@ -287,17 +288,10 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
                                       frames))
         return _after(frames, _tap_gro(profile, writes, headers, splits, o, source, times,
                                        timed=known is None))
-    config = RingConfig(
-        mergeable=o["mergeable"],
-        guest_gso=o["guest_gso"],
-        mtu=o["mtu"],
-        hdr_len=int(o["hdr_len"]),
-        ring_size=o["ring_size"],
-        batch=o["batch"],
-        polls=polls,
-        xdp=o["xdp"],
-        xdp_frags=o["xdp_frags"],
-    )
+    device = VirtioRxSetup(mergeable=o["mergeable"], guest_gso=o["guest_gso"], mtu=o["mtu"],
+                           hdr_len=int(o["hdr_len"]), ring_size=o["ring_size"], xdp=o["xdp"],
+                           xdp_frags=o["xdp_frags"])
+    config = RingConfig(device, batch=o["batch"], polls=polls)
     beyond = BeyondMtu(o["mtu"])
     items = beyond.watch(_progress(frames.items, known, quiet=o["as_json"] and not o["summary"]))
     if o["as_json"] and not o["summary"]:  # one document: every frame with its trace

@@ -144,10 +144,12 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(frame, opts), todo)
+            return tap_rows(profile, trace_cli.tap_setup(opts, frame), todo, trace_cli.tap_frame(frame))
         if path == "vhost-tx":
-            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(frame, opts), todo)
-        return virtio_rows(profile, trace_cli.virtio_setup(frame, opts), todo)
+            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(opts), todo,
+                                 trace_cli.tap_frame(frame))
+        return virtio_rows(profile, trace_cli.virtio_setup(opts), todo,
+                           trace_cli.rx_frame(frame, opts))
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)

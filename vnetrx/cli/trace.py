@@ -28,10 +28,10 @@ from vnetrx.errors import InputError
 from vnetrx.flow import MAX_SEGMENTS, FlowRun
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import STACK_OUTCOMES, Trace
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 
 if TYPE_CHECKING:
-    from vnetrx.paths.tun import TapSetup
+    from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 
 _VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
@@ -335,9 +335,9 @@ def flow_for(profile: KernelProfile, path: str, frame_len: int | None,
     frames = tcp_flow_frames(frame.frame, frame.headers, opts["segments"])
     limits = gro_limits(profile, opts["gro_max_size"], opts["gro_ipv4_max_size"])
     if path == "tap":
-        return tap_flow(profile, tap_setup(frame, opts), [(None, f) for f in frames],
+        return tap_flow(profile, tap_setup(opts, frame), [(frame.hdr_bytes, f) for f in frames],
                         opts["napi"], limits=limits)
-    return virtio_flow(profile, virtio_setup(frame, opts), frames, limits)
+    return virtio_flow(profile, virtio_setup(opts), rx_frame(frame, opts), frames, limits)
 
 
 def _picture(result: Trace) -> Any:
@@ -398,65 +398,75 @@ def _load(ctx: click.Context, file: str) -> Trace:
 
 def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
-    return trace_virtio(profile, virtio_setup(frame, o), frame.frame_len)
+    return trace_virtio(profile, virtio_setup(o), rx_frame(frame, o))
 
 
-def virtio_setup(frame: FrameInput, o: dict[str, Any]) -> VirtioRxSetup:
-    """The device trace's options ``o`` describe, with ``frame``'s header in front of the
-    frames it receives (``vnetrx sweep`` shares it)."""
-    hdr_len = None if o["hdr_len"] is None else int(o["hdr_len"])
-    udp_tunnel = o.get("udp_tunnel")
-    size = hdr_len or (24 if udp_tunnel is not None else 12)
+def rx_frame(frame: FrameInput, o: dict[str, Any]) -> RxFrame:
+    """The frame the trace's options ``o`` describe: ``frame``, behind the header the device
+    writes, in the posted buffer ``--buffer-index`` (``vnetrx sweep`` shares it)."""
+    size = int(o["hdr_len"]) if o["hdr_len"] is not None else (
+        24 if o.get("udp_tunnel") is not None else 12)
     if o["hdr"] is not None and len(o["hdr"]) > size:
         raise InputError(
             f"--hdr has {len(o['hdr'])} bytes, more than the {size}-byte header "
             "(--hdr-len) the device writes"
         )
+    return RxFrame(frame.frame_len, frame.hdr, o["buffer_index"])
+
+
+def virtio_setup(o: dict[str, Any]) -> VirtioRxSetup:
+    """The device the trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
     return VirtioRxSetup(
         mergeable=o["mergeable"],
         guest_gso=o["guest_gso"],
         mtu=o["mtu"],
-        hdr_len=hdr_len,
+        hdr_len=None if o["hdr_len"] is None else int(o["hdr_len"]),
         buf_len=o["buf_len"],
         ewma=o["ewma"],
         ring_size=o["ring_size"],
-        buffer_index=o["buffer_index"],
-        hdr=frame.hdr,
         xdp=o["xdp"],
         xdp_frags=o["xdp_frags"],
         xdp_adjust_head=o["xdp_adjust_head"],
         xdp_adjust_tail=o["xdp_adjust_tail"],
         xdp_meta=o["xdp_meta"],
         xdp_posted_before=o["xdp_posted_before"],
-        udp_tunnel=udp_tunnel,
+        udp_tunnel=o.get("udp_tunnel"),
     )
 
 
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
-    return trace_tap(profile, tap_setup(frame, o), frame.frame_len)
+    return trace_tap(profile, tap_setup(o, frame), tap_frame(frame))
 
 
 def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     from vnetrx.engine import trace_vhost_tx
 
     frame = frame_input(frame_len, o)
-    return trace_vhost_tx(profile, vhost_tx_setup(frame, o), frame.frame_len)
+    return trace_vhost_tx(profile, vhost_tx_setup(o), tap_frame(frame))
 
 
-def vhost_tx_setup(frame: FrameInput, o: dict[str, Any]) -> VhostTxSetup:
-    """The vhost-net TX queue and tap the trace's options ``o`` describe, with ``frame``'s vnet
-    header in front of each frame the guest sends (``vnetrx sweep`` shares it)."""
+def vhost_tx_setup(o: dict[str, Any]) -> VhostTxSetup:
+    """The vhost-net TX queue and tap the trace's options ``o`` describe (``vnetrx sweep``
+    shares it); each frame the guest sends is a ``tap_frame``."""
     from vnetrx.paths.vhost import VhostTxSetup
 
-    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"], hdr=frame.hdr_bytes,
+    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"],
                         vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"],
                         zcopy_offset=o.get("zcopy_offset") or 0)
 
 
-def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
-    """The tap device trace's options ``o`` describe, with ``frame``'s vnet header in front
-    of each write (``vnetrx sweep`` shares it)."""
+def tap_frame(frame: FrameInput) -> TapFrame:
+    """A write of ``frame`` behind its vnet header (``vnetrx sweep`` shares it)."""
+    from vnetrx.paths.tun import TapFrame  # only for --path tap (start-up time)
+
+    return TapFrame(frame.frame_len, frame.hdr_bytes)
+
+
+def tap_setup(o: dict[str, Any], frame: FrameInput) -> TapSetup:
+    """The tap device trace's options ``o`` describe, with ``frame``'s bytes when the options
+    build them (a USO-in-UDP-tunnel header's inner IP version is read from them; ``vnetrx
+    sweep`` shares it)."""
     from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
 
     return TapSetup(
@@ -468,7 +478,6 @@ def tap_setup(frame: FrameInput, o: dict[str, Any]) -> TapSetup:
         xdp=o["xdp"],
         xdp_adjust_head=o["xdp_adjust_head"],
         xdp_adjust_tail=o["xdp_adjust_tail"],
-        hdr=frame.hdr_bytes,
         frag_source=o["frag_source"],
         xdp_meta=o["xdp_meta"],
         frame=frame.frame,

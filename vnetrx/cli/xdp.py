@@ -10,6 +10,7 @@ from click.core import ParameterSource
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options
 from vnetrx.cli.options import Count, kernel_option, load_profile
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.xdp_set import MAX_QUEUE_PAIRS, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.render import xdp_json
 
@@ -91,11 +92,11 @@ def check(path: str, mergeable: bool, guest_gso: bool, guest_csum: bool,
 
         doc = xdp_json.tap_to_dict(k, *tun_xdp_set(k))
     else:
-        setup = XdpAttachSetup(mergeable=mergeable, guest_gso=guest_gso,
-                               guest_csum=guest_csum, ctrl_guest_offloads=ctrl_guest_offloads,
-                               any_header_sg=not legacy, mtu=mtu, frags=xdp_frags,
-                               queues=queues, cpus=cpus,
-                               hdr_len=10 if legacy else int(hdr_len or 12))
+        device = VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu,
+                               hdr_len=10 if legacy else int(hdr_len or 12), xdp_frags=xdp_frags)
+        setup = XdpAttachSetup(device, guest_csum=guest_csum,
+                               ctrl_guest_offloads=ctrl_guest_offloads, any_header_sg=not legacy,
+                               queues=queues, cpus=cpus)
         doc = xdp_json.virtio_to_dict(k, setup, virtnet_xdp_set(k, setup))
     if as_json:
         from vnetrx.render.json_out import dumps

@@ -952,3 +952,13 @@ CHANGES: tuple[Change, ...] = (
     VHOST_XDP_HDR_AT_HARD_START,
     TUN_XDP_ONE_SHORT_FRAME,
 )
+
+
+def version_order(change: Change) -> tuple[bool, int, int, int, str]:
+    """A sort key: the first mainline release with the change, else the first stable release
+    with it (changes with neither last)."""
+    first = change.since or min((w[0] for w in change.windows()),
+                                key=lambda v: (v.major, v.minor, v.patch or 0), default=None)
+    if first is None:
+        return (True, 0, 0, 0, change.key)
+    return (False, first.major, first.minor, first.patch or 0, change.key)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from vnetrx.errors import UnknownProfileError, UnsupportedError
+from vnetrx.errors import InputError, UnknownProfileError, UnsupportedError
 from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
-from vnetrx.kernel.changes import CHANGES
+from vnetrx.kernel.changes import CHANGES, Change, version_order
 from vnetrx.kernel.presets import preset_for
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.version import KernelVersion, ParsedRelease, parse_release
@@ -262,6 +262,20 @@ def _default_build(release: ParsedRelease) -> BuildConfig:
 def lookup(text: str, build: BuildConfig | None = None) -> KernelProfile:
     """``--kernel`` for anything but ``running`` (see vnetrx.live.running for that)."""
     return profile_for(parse_release(text), build)
+
+
+def changes_between(older: str, newer: str, said: str | None = None) -> list[Change]:
+    """``vnetrx kernels --between OLDER..NEWER`` (``said``: as the user wrote it): the changes
+    kernel ``newer``'s profile carries and ``older``'s does not (stable windows included), in
+    version order."""
+    old, new = lookup(older), lookup(newer)
+    if old.version > new.version:
+        raise InputError(
+            f"--between {said or f'{older}..{newer}'} is reversed: {older} ({old.version}) is "
+            f"newer than {newer} ({new.version}); give the older kernel first"
+        )
+    return [c for c in sorted(CHANGES, key=version_order)
+            if c.key in new.change_keys and c.key not in old.change_keys]
 
 
 def newest(build: BuildConfig | None = None) -> KernelProfile:

@@ -26,7 +26,7 @@ from vnetrx.observed.guest_log import GuestLog
 from vnetrx.observed.negotiated import hdr_len_for, lab_mode_for
 from vnetrx.observed.rx_event import RxEvent, as_traced
 from vnetrx.packet import ETH_P_IP, ETH_P_IPV6
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 
 if TYPE_CHECKING:
@@ -105,8 +105,7 @@ def base_mode(mode: str) -> str:
 
 
 def setup_for(
-    mode: str, mtu: int, hdr_len: int, buffer_index: int,
-    hdr: VnetHdr | None = None, xdp: str | None = None, xdp_frags: bool = False,
+    mode: str, mtu: int, hdr_len: int, xdp: str | None = None, xdp_frags: bool = False,
     xdp_late: bool = False,
 ) -> VirtioRxSetup:
     """The device the model receives one frame of the boot with (see the module docstring). Guest GSO is
@@ -122,8 +121,6 @@ def setup_for(
         hdr_len=hdr_len,
         ewma=0 if mergeable else None,
         ring_size=RING_SIZE,
-        buffer_index=buffer_index,
-        hdr=hdr,
         xdp=xdp,
         xdp_frags=xdp_frags,
         xdp_posted_before=xdp_late,
@@ -141,12 +138,12 @@ def predict(
     virtnet_open posted, without XDP headroom)."""
     out: list[tuple[int, Trace]] = []
     index = 0
+    setup = setup_for(mode, mtu, hdr_len, xdp, xdp_frags, xdp_late)
     for position, frame_len in enumerate(lengths):
         if index >= RING_SIZE:
             break
         hdr = None if hdrs is None else hdrs[position]
-        trace = trace_virtio(profile, setup_for(mode, mtu, hdr_len, index, hdr, xdp, xdp_frags,
-                                                xdp_late), frame_len)
+        trace = trace_virtio(profile, setup, RxFrame(frame_len, hdr, index))
         out.append((index, trace))
         if base_mode(mode) == "mergeable":
             index += max(1, len(trace.buffers))
@@ -430,8 +427,8 @@ def xdp_to_dict(x: XdpCheck) -> dict[str, object]:
                      "message": x.observed_message or None, "dmesg": x.warnings or None},
         "predicted": {"attach": p.attach, "errno": p.errno, "message": p.message,
                       "warnings": list(p.warnings)},
-        "device": {"mergeable": x.setup.mergeable, "guest_gso": x.setup.guest_gso,
+        "device": {"mergeable": x.setup.device.mergeable, "guest_gso": x.setup.device.guest_gso,
                    "guest_csum": x.setup.guest_csum,
-                   "ctrl_guest_offloads": x.setup.ctrl_guest_offloads, "mtu": x.setup.mtu,
-                   "queues": x.setup.queues, "cpus": x.setup.cpus},
+                   "ctrl_guest_offloads": x.setup.ctrl_guest_offloads,
+                   "mtu": x.setup.device.mtu, "queues": x.setup.queues, "cpus": x.setup.cpus},
     }

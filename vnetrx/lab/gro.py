@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
@@ -33,6 +33,9 @@ from vnetrx.lab.initramfs import LabSetupError, guest_prelude
 from vnetrx.live import gro_frames
 from vnetrx.live.grobpf import SkbOffsets
 from vnetrx.observed.console import TraceWindow, console_lines
+
+if TYPE_CHECKING:
+    from vnetrx.paths.virtio_net import VirtioRxSetup
 
 SCHEMA = "vnetrx.lab-gro/1"
 # mode → (mergeable, guest GSO); every one runs on the vhost-user backend (one used-ring update
@@ -521,10 +524,7 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay import RingConfig, Stream
 
-    mergeable, guest_gso = MODES[mode]
-    config = RingConfig(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu or ETH_DATA_LEN,
-                        hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12,
-                        polls=tuple(polls))
+    config = RingConfig(_device(mode, frames, mtu), polls=tuple(polls))
     # the whole frames: the TCP checksum is summed (GRO validates a CHECKSUM_NONE skb's)
     reads = {i: read_frame(frame, len(frame), whole=True) for i, (_, frame) in enumerate(frames)}
     items = [(len(frame), VnetHdr.from_bytes(hdr[:10]) if any(hdr[:10]) else None)
@@ -552,18 +552,25 @@ def big_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int
     prints them."""
     from vnetrx.codec import delivered_row
     from vnetrx.flow import big_polls_gro
-    from vnetrx.paths.virtio_net import VirtioRxSetup
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
-    mergeable, guest_gso = MODES[mode]
-    setup = VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu or ETH_DATA_LEN,
-                          hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
+    setup = _device(mode, frames, mtu)
     items = [(VnetHdr.from_bytes(hdr) if any(hdr[:10]) else None, frame)
              for hdr, frame in frames]
     steps: list[Any] = []
     rows = [delivered_row(poll, d) for poll, d in big_polls_gro(k, setup, items, polls, steps)]
     _verdicts(steps, verdicts)
     return rows
+
+
+def _device(mode: str, frames: Frames, mtu: int | None = None) -> VirtioRxSetup:
+    """The boot's device: the mode's features, ``mtu`` (host_mtu; None: not offered, 1500),
+    the header its frames carry."""
+    from vnetrx.paths.virtio_net import VirtioRxSetup
+
+    mergeable, guest_gso = MODES[mode]
+    return VirtioRxSetup(mergeable=mergeable, guest_gso=guest_gso, mtu=mtu or ETH_DATA_LEN,
+                         hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
 
 
 def predictor(mode: str, mtu: int | None = None) -> Predict:

@@ -23,6 +23,7 @@ from vnetrx import cache
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.lab.initramfs import LabSetupError
 from vnetrx.observed.negotiated import GUEST_GSO
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.xdp_set import XdpAttach, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.paths.xdp import ACTIONS
 
@@ -101,15 +102,13 @@ def check(k: KernelProfile, features: tuple[str, ...], mtu: int, cpus: int, answ
           warnings: str, frags: bool = False) -> XdpCheck:
     names = set(features)
     setup = XdpAttachSetup(
-        mergeable="MRG_RXBUF" in names,
-        guest_gso=bool(GUEST_GSO & names),
+        VirtioRxSetup(mergeable="MRG_RXBUF" in names, guest_gso=bool(GUEST_GSO & names),
+                      mtu=mtu, xdp_frags=frags),
         guest_csum="GUEST_CSUM" in names,
         ctrl_guest_offloads="CTRL_GUEST_OFFLOADS" in names,
         any_header_sg="ANY_LAYOUT" in names or "VERSION_1" in names,
-        mtu=mtu,
         queues=1,  # the lab's QEMU device has one queue pair (no MQ)
         cpus=cpus,
-        frags=frags,
     )
     observed, message = parse_answer(answer)
     return XdpCheck(observed, message, virtnet_xdp_set(k, setup), setup, warnings)

@@ -141,6 +141,17 @@ class SkbOffsets:
         return self.mac_at + MAC_BYTES
 
 
+def missing_for_bpf(btf: str = "/sys/kernel/btf/vmlinux") -> list[str]:
+    """What this machine lacks for these programs (empty when they can run): root, and the
+    kernel's BTF (where the sk_buff offsets come from)."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (it loads BPF programs on raw tracepoints)")
+    if not Path(btf).exists():
+        missing.append(f"the kernel's BTF ({btf}: CONFIG_DEBUG_INFO_BTF)")
+    return missing
+
+
 def btf_offsets(path: str = "/sys/kernel/btf/vmlinux") -> SkbOffsets:
     """The offsets from the kernel's BTF (OSError when a member is missing)."""
     from vnetrx.layouts.btf import load_btf

@@ -38,10 +38,10 @@ from vnetrx.live.observe_parse import (
     parse_trace,
     setup_from_device,
     setup_from_log,
+    virtio_rx,
 )
 from vnetrx.live.observe_predict import (
     FIELDS,
-    RING_SIZE,
     Fields,
     Observer,
     Verdict,
@@ -58,7 +58,6 @@ __all__ = [
     "FIELDS",
     "KPROBE_FIELDS",
     "LAB_BEGIN",
-    "RING_SIZE",
     "SCHEMA",
     "TAP_EVENT",
     "VIRTIO_EVENT",
@@ -77,6 +76,7 @@ __all__ = [
     "report_to_dict",
     "setup_from_device",
     "setup_from_log",
+    "virtio_rx",
 ]
 
 SCHEMA = "vnetrx.observe/1"
@@ -114,7 +114,7 @@ def observe(profile: KernelProfile, setup: Setup, seen: Sequence[Seen],
     if skipped and trace is not None and trace.probe is not None:
         notes.append(f"recorded but not compared at {trace.probe}: {', '.join(skipped)} (GRO's "
                      "header pull, checksum validation or RPS may change them before it)")
-    if setup.mode == "mergeable" and setup.mergeable_rx_buffer_size is None:
+    if setup.rx is not None and setup.rx.mergeable and setup.rx.buf_len is None:
         notes.append(
             "mergeable_rx_buffer_size unknown: predicted with the buffers the driver posts at "
             "start (EWMA 0)"
@@ -160,8 +160,8 @@ def report_to_dict(report: ObserveReport) -> dict[str, object]:
         "mode": s.mode,
         "features": list(s.features),
         "mtu": s.mtu,
-        "hdr_len": s.hdr_len,
-        "mergeable_rx_buffer_size": s.mergeable_rx_buffer_size,
+        "hdr_len": None if s.rx is None else s.rx.hdr_len,
+        "mergeable_rx_buffer_size": None if s.rx is None else s.rx.buf_len,
         "source": s.source,
         "release": s.release,
         "kernel": report.kernel,

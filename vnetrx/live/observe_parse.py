@@ -11,13 +11,21 @@ from vnetrx.errors import InputError, VnetrxError
 from vnetrx.observed import captures
 from vnetrx.observed.captures import FORMATS, PROBES, STAGE_WORDS, Captured, CaptureError
 from vnetrx.observed.guest_log import GuestLog, guest_version, parse_log
-from vnetrx.observed.negotiated import DeviceInfo, decode_features, hdr_len_for, mode_for
+from vnetrx.observed.negotiated import (
+    GUEST_GSO,
+    DeviceInfo,
+    decode_features,
+    hdr_len_for,
+    mode_for,
+)
 from vnetrx.observed.rx_event import RxEvent, parse_rx_event
+from vnetrx.paths.virtio_net import VirtioRxSetup
 
 VIRTIO_EVENT = "napi_gro_receive_entry"
 TAP_EVENT = "netif_receive_skb_entry"
 EVENT_FOR_DRIVER = {"virtio_net": VIRTIO_EVENT, "tun": TAP_EVENT}
 LAB_BEGIN = "VNETRX trace-begin"
+RING_SIZE = 256  # the model's ring for min_buf_len (QEMU's default rx_queue_size)
 
 _LINE = re.compile(r"\b(?P<event>napi_gro_receive_entry|netif_receive_skb_entry): (?P<f>dev=.*)$")
 _PAIR = re.compile(r"(\w+)=(\S+)")
@@ -56,14 +64,14 @@ class TraceFile:
 
 @dataclass(frozen=True)
 class Setup:
-    """What the device negotiated: everything the model needs besides the frame."""
+    """What the device negotiated: everything the model needs besides the frame. A virtio_net
+    device's, as its receive path sees it, is ``rx`` (``virtio_rx``)."""
 
     device: str
     driver: str  # "virtio_net" or "tun"
     features: tuple[str, ...] = ()
-    mtu: int = 1500
-    hdr_len: int | None = None  # virtio: vi->hdr_len
-    mergeable_rx_buffer_size: int | None = None
+    mtu: int = 1500  # the interface's MTU now
+    rx: VirtioRxSetup | None = None  # virtio_net: the device the model receives frames on
     source: str = "device"  # where the facts came from: the device, a lab log, options
     release: str | None = None  # the guest's uname -r (lab logs)
     version: str | None = None  # its upstream version ("Debian 6.1.192-3" → 6.1.192)
@@ -77,6 +85,25 @@ class Setup:
     @property
     def event(self) -> str:
         return EVENT_FOR_DRIVER[self.driver]
+
+
+def virtio_rx(features: tuple[str, ...], mtu: int, hdr_len: int | None = None,
+              mergeable_rx_buffer_size: int | None = None) -> VirtioRxSetup:
+    """The virtio_net device these negotiated ``features`` make (the MTU counts only with
+    VIRTIO_NET_F_MTU; ``hdr_len`` None: the features' own), its buffers
+    ``mergeable_rx_buffer_size`` long (None: what the driver posts at start, EWMA 0)."""
+    mergeable = "MRG_RXBUF" in features
+    buf_len = mergeable_rx_buffer_size if mergeable else None
+    return VirtioRxSetup(
+        mergeable=mergeable,
+        # guest GSO sets big_packets: big mode without MRG_RXBUF, min_buf_len sizing with it
+        guest_gso=bool(GUEST_GSO & set(features)),
+        mtu=mtu if "MTU" in features else 1500,
+        hdr_len=hdr_len_for(features) if hdr_len is None else hdr_len,
+        buf_len=buf_len,
+        ewma=0 if mergeable and buf_len is None else None,
+        ring_size=RING_SIZE,
+    )
 
 
 def setup_from_device(info: DeviceInfo) -> Setup:
@@ -94,14 +121,8 @@ def setup_from_device(info: DeviceInfo) -> Setup:
             f"(/sys/class/net/{info.name}/device/features)"
         )
     features = parse_features(info.feature_bits)
-    return Setup(
-        info.name,
-        "virtio_net",
-        features,
-        info.mtu,
-        hdr_len_for(features),
-        info.mergeable_rx_buffer_size,
-    )
+    return Setup(info.name, "virtio_net", features, info.mtu,
+                 virtio_rx(features, info.mtu, None, info.mergeable_rx_buffer_size))
 
 
 def parse_features(bits: str) -> tuple[str, ...]:
@@ -119,13 +140,14 @@ def setup_from_log(log: GuestLog) -> Setup:
         mtu = log.mtu
     except ValueError:
         raise VnetrxError("the log's MTU line is unreadable") from None
+    driver = log.status.get("driver", "virtio_net")
     return Setup(
         log.status.get("dev", "eth0"),
-        log.status.get("driver", "virtio_net"),
+        driver,
         features,
         mtu,
-        hdr_len_for(features),
-        int(raw_buf) if raw_buf.isdigit() else None,
+        virtio_rx(features, mtu, None, int(raw_buf) if raw_buf.isdigit() else None)
+        if driver == "virtio_net" else None,
         source="lab log",
         release=log.release or None,
         version=guest_version(log.status, log.release) or None,

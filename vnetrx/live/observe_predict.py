@@ -15,13 +15,13 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.live import verify as live_verify
 from vnetrx.live.observe_parse import Seen, Setup
 from vnetrx.model import KPROBE_FIELDS, TRACEPOINT_FIELDS, Trace
-from vnetrx.observed.negotiated import GUEST_GSO
 from vnetrx.observed.rx_event import RxEvent, as_traced
 from vnetrx.observed.tap_write import WriteCase
 from vnetrx.packet import ETH_P_IPV6
 from vnetrx.paths import virtio_net
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import get_mergeable_buf_len
+from vnetrx.paths.virtio_net.setup import vnet_hdr_len
 from vnetrx.paths.virtio_net_hdr import (
     DATA_VALID,
     GSO_ECN,
@@ -33,7 +33,6 @@ from vnetrx.paths.virtio_net_hdr import (
     VnetHdr,
 )
 
-RING_SIZE = 256  # the model's ring for min_buf_len (QEMU's default rx_queue_size)
 FIELDS = TRACEPOINT_FIELDS
 Fields = dict[str, int | str | None]
 
@@ -92,26 +91,17 @@ class Observer:
         self.k = profile
         self.setup = setup
         self._memo: dict[tuple[int, tuple[tuple[str, object], ...], int | None], Verdict] = {}
-        self.buf_len = setup.mergeable_rx_buffer_size if setup.mode == "mergeable" else None
         self._hdr: VnetHdr | None = None
 
     def _base(self) -> VirtioRxSetup:
-        s = self.setup
-        return VirtioRxSetup(
-            mergeable=s.mode == "mergeable",
-            # guest GSO sets big_packets: big mode without MRG_RXBUF, min_buf_len sizing with it
-            guest_gso=bool(GUEST_GSO & set(s.features)),
-            mtu=s.mtu if "MTU" in s.features else 1500,
-            hdr_len=s.hdr_len,
-            buf_len=self.buf_len,
-            ewma=0 if s.mode == "mergeable" and self.buf_len is None else None,
-            ring_size=RING_SIZE,
-        )
+        assert self.setup.rx is not None  # a virtio_net device
+        return self.setup.rx
 
-    def _virtio(self, frame_len: int, **change: object) -> Trace:
-        base = self._base()._replace(hdr=self._hdr)
-        setup = base._replace(**change)  # type: ignore[arg-type]
-        return trace_virtio(self.k, setup, frame_len)
+    def _virtio(self, frame_len: int, buffer_index: int = 0, **device: object) -> Trace:
+        """The trace of a frame landing in posted buffer ``buffer_index``, on the device with
+        ``device``'s fields changed."""
+        setup = self._base()._replace(**device)  # type: ignore[arg-type]
+        return trace_virtio(self.k, setup, RxFrame(frame_len, self._hdr, buffer_index))
 
     def candidates(self, frame_len: int, hdr: VnetHdr | None = None) -> Iterator[_Candidate]:
         """The plain prediction first, then the alternatives (see vnetrx.live.observe);
@@ -219,7 +209,7 @@ class Observer:
 
     def _mtu_frame(self) -> int:
         s = self.setup
-        return (s.mtu if s.driver == "tun" or "MTU" in s.features else 1500) + ETH_HLEN
+        return (s.mtu if s.rx is None else s.rx.mtu) + ETH_HLEN
 
     def _judge(self, frame_len: int, observed: Fields, protocol: int | None = None,
                only: frozenset[str] | None = None) -> Verdict:
@@ -304,7 +294,7 @@ class Observer:
         if (
             mode == "mergeable"
             and buffer % self.k.build.l1_cache_bytes == 0
-            and buffer >= length + ETH_HLEN + (self.setup.hdr_len or 12)
+            and buffer >= length + ETH_HLEN + vnet_hdr_len(self._base())
         ):
             return f"{mode}/build_skb?"
         return f"{mode}/linear"

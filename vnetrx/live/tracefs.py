@@ -45,6 +45,17 @@ def read_text(path: str) -> str | None:
         return None
 
 
+def missing_for_tracing() -> list[str]:
+    """What this machine lacks for ``vnetrx observe`` on a live device (empty when it can run):
+    root, and tracefs in the kernel."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (it enables a tracepoint in a tracefs instance of its own)")
+    if "tracefs" not in (read_text("/proc/filesystems") or "").split():
+        missing.append("tracefs (a kernel built with CONFIG_TRACING)")
+    return missing
+
+
 def tracefs_mounts() -> list[str]:
     """Where tracefs is mounted, other vnetrx runs' private mounts excluded."""
     return [point for point in _all_tracefs_mounts()

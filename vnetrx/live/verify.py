@@ -27,7 +27,7 @@ from vnetrx.packet import (
     tunnel_header,
     tunnel_headers,
 )
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
 from vnetrx.paths.tun.offload import (
     TUN_F_CSUM,
     TUN_F_TSO4,
@@ -264,13 +264,12 @@ def predict(k: KernelProfile, case: WriteCase) -> dict[str, Value]:
             sndbuf=case.sndbuf,
             vnet_hdr=case.vnet_hdr,
             vnet_hdr_sz=case.vnet_hdr_sz if case.vnet_hdr else None,
-            hdr=case.hdr if case.vnet_hdr else None,
             xdp=case.xdp,
             xdp_adjust_head=case.xdp_adjust_head,
             xdp_adjust_tail=case.xdp_adjust_tail,
             frame=frame,
         ),
-        case.frame_len,
+        TapFrame(case.frame_len, case.hdr if case.vnet_hdr else None),
     )
     out: dict[str, Value] = {"outcome": trace.outcome, "errno": trace.errno, "ret": None}
     if case.offload is not None:

@@ -1,14 +1,11 @@
-"""The base of every decision's reason: a ``str`` enum that prints (and serialises) as its
-value. Each stage declares its own (virtio_net.plan.Drop, page_to_skb.Build, tun's CantBuild,
-...)."""
+"""The base of every decision's reason: ``model.Label``, the ``str`` enum whose members print
+(and serialise) as their values, under the name the stages use. Each stage declares its own
+(virtio_net.plan.Drop, page_to_skb.Build, tun's CantBuild, ...)."""
 
 from __future__ import annotations
 
-from enum import Enum
+from vnetrx.model import Label
 
+Reason = Label
 
-class Reason(str, Enum):
-    """A decision's reason; prints (and serialises) as its value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
+__all__ = ["Reason"]

@@ -28,10 +28,10 @@ CORE = ("len", "data_len", "truesize", "nr_frags")  # the fields every skb has
 def observe_renderable(report: ObserveReport) -> RenderableType:
     s = report.setup
     head = f"vnetrx observe {s.device}: {s.driver}, {s.mode} mode, MTU {s.mtu}"
-    if s.hdr_len is not None:
-        head += f", hdr_len {s.hdr_len}"
-    if s.mergeable_rx_buffer_size:
-        head += f", mergeable_rx_buffer_size {s.mergeable_rx_buffer_size}"
+    if s.rx is not None:
+        head += f", hdr_len {s.rx.hdr_len}"
+        if s.rx.buf_len:
+            head += f", mergeable_rx_buffer_size {s.rx.buf_len}"
     parts: list[RenderableType] = [Text(head + f"; model {report.kernel}", style="bold")]
     source = SOURCE.get(s.source, s.source) + (f" (guest {s.release})" if s.release else "")
     if s.features:

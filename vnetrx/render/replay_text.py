@@ -54,14 +54,16 @@ def _fill_text(fill: Fill) -> str:
 
 def _header(r: Ring) -> Text:
     k, c = r.kernel, r.config
+    d = c.device
     first = r.initial_fill.buffers
     pages = sorted({p.buf.frag_index for p in first})
     line = Text()
     line.append("vnetrx replay ", style="bold")
-    line.append("virtio-mergeable" if c.mergeable else "virtio-small", style="bold cyan")
+    line.append("virtio-mergeable" if d.mergeable else "virtio-small", style="bold cyan")
     line.append(f" on Linux {k.name}", style="bold")
     line.append(
-        f"  ({'guest GSO, ' if c.guest_gso else ''}ring {c.ring_size}, NAPI budget {c.budget}, {c.batch} frame(s) per poll, refill "
+        f"  ({'guest GSO, ' if d.guest_gso else ''}ring {d.ring_size}, NAPI budget {c.budget}, "
+        f"{c.batch} frame(s) per poll, refill "
         f"when more than {c.refill_threshold} are free; {k.build.arch}, "
         f"{k.build.page_size // 1024} KiB pages)\n",
         style="dim",
@@ -69,8 +71,8 @@ def _header(r: Ring) -> Text:
     line.append(
         f"virtnet_open: try_fill_recv posts {len(first)} buffers of {r.initial_fill.buf_len} "
         f"bytes"
-        + (" (an XDP program is attached: len + room, whatever the EWMA)" if c.xdp and c.mergeable
-           else f" (EWMA 0 → min_buf_len {r.min_buf_len})" if c.mergeable else "")
+        + (" (an XDP program is attached: len + room, whatever the EWMA)" if d.xdp and d.mergeable
+           else f" (EWMA 0 → min_buf_len {r.min_buf_len})" if d.mergeable else "")
         + f" on {page_label(k, c, pages[0])}..{page_label(k, c, pages[-1])}",
     )
     return line

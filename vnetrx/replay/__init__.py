@@ -124,7 +124,7 @@ class Stream:
     ) -> None:
         check_ring(k, cfg)
         self.kernel, self.config = k, cfg
-        self.min_buf_len = min_buf_len(k, cfg) if cfg.mergeable else None
+        self.min_buf_len = min_buf_len(k, cfg) if cfg.device.mergeable else None
         self.state, self.initial_fill = open_ring(k, cfg)
         self.records = feed(k, cfg, self.state, frames, want_trace=want_trace,
                             rings=rings, frags=frags)
@@ -155,17 +155,18 @@ def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
 
 def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
     """The checks of the ring itself, whatever the frames."""
-    if not 1 <= cfg.ring_size <= MAX_RING_SIZE:
-        raise InputError(f"ring size {cfg.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
+    d = cfg.device
+    if not 1 <= d.ring_size <= MAX_RING_SIZE:
+        raise InputError(f"ring size {d.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
     if not 1 <= cfg.batch <= MAX_FRAMES:
         raise InputError(f"batch {cfg.batch} out of range (valid: 1..{MAX_FRAMES})")
     if cfg.polls and min(cfg.polls) < 1:
         raise InputError(f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 "
                          "frame each")
-    if not cfg.mergeable and (cfg.guest_gso or cfg.mtu > ETH_DATA_LEN):
-        why = "guest GSO" if cfg.guest_gso else f"MTU {cfg.mtu} (above 1500)"
-        mode = "--guest-gso" + (f" --mtu {cfg.mtu}" if cfg.mtu != ETH_DATA_LEN else "") \
-            if cfg.guest_gso else f"--mtu {cfg.mtu}"
+    if not d.mergeable and (d.guest_gso or d.mtu > ETH_DATA_LEN):
+        why = "guest GSO" if d.guest_gso else f"MTU {d.mtu} (above 1500)"
+        mode = "--guest-gso" + (f" --mtu {d.mtu}" if d.mtu != ETH_DATA_LEN else "") \
+            if d.guest_gso else f"--mtu {d.mtu}"
         raise UnsupportedError(
             f"replay models the small and mergeable rings (--mergeable, or neither); {why} "
             "without --mergeable selects big mode, which replay does not model: each frame "
@@ -186,9 +187,9 @@ def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
             else f"the device writes {cfg.batch} frame(s) before each poll (--batch)"
         ),
     ]
-    if cfg.xdp is not None:
+    if cfg.device.xdp is not None:
         notes.append(
-            f"an XDP program returning {cfg.xdp} was attached before virtnet_open, so every "
+            f"an XDP program returning {cfg.device.xdp} was attached before virtnet_open, so every "
             "buffer has the XDP geometry; each frame is decided by its full trace "
             "(vnetrx trace --xdp), and the EWMA, which does not size XDP buffers, is not "
             "followed")

@@ -42,7 +42,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Frag, Skb, Step, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup, mergeable, small
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
@@ -69,7 +69,7 @@ def buffers_needed(
 ) -> int | None:
     """How many posted buffers the device fills with this frame: None if it must wait for more;
     0 if it drops the frame without using any (small mode, longer than one buffer holds)."""
-    if not cfg.mergeable:
+    if not cfg.device.mergeable:
         if frame_len > ring_config(k, cfg).good_packet_len:
             return 0
         return 1 if posted else None
@@ -112,6 +112,7 @@ class _Run:
         self.view: Callable[[RingState], RingView] | None = viewer if rings else None
         # resolved once: a replay asks these per frame
         self.traces = want_trace is not no_frame
+        self.mergeable, self.hdr_len = cfg.device.mergeable, self.c.hdr_len
         self.refill_threshold = cfg.refill_threshold
         self.good_packet_len = self.c.good_packet_len
         self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
@@ -135,7 +136,7 @@ class _Run:
             if len(self.decisions) >= DECISIONS_KEPT:
                 self.decisions.clear()  # a bound on memory, not a cache policy
             if self.c.xdp is not None:
-                decision = self._xdp_decision(frame_len, hdr, shown, before)
+                decision = self._xdp_decision(frame_len, hdr, shown)
             else:
                 decision = self._decision(frame_len, hdr, shown)
             self.decisions[key] = decision
@@ -151,7 +152,7 @@ class _Run:
         """The plan layer's receive_*() on these buffers, then the rest of receive_buf."""
         c = self.c
         buffers = tuple(p.buf for p in shown)
-        if self.cfg.mergeable:
+        if self.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
                                   hdr is not None or self.frags)
         else:
@@ -167,37 +168,32 @@ class _Run:
             None if skb is None else p.copy,
             p.frag_list_skbs,
             # receive_mergeable adds every skb it built, receive_buf's own drops included
-            self.cfg.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
+            self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
-    def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...],
-                      ewma: int) -> Decision:
-        """With a program attached: receive_buf's XDP decisions on these buffers (the receive
-        path configured with them, as the frame's trace would be). The EWMA, which does not
-        size XDP buffers, is left as it is."""
-        c = virtio_net.config(self.k, virtio_net.check_virtio_setup(self.k, self._setup(
-            hdr, shown, ewma)))
+    def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+                      ) -> Decision:
+        """With a program attached: receive_buf's XDP decisions on these buffers (the device,
+        resolved once, with the frame landing in them, as the frame's trace would be). The
+        EWMA, which does not size XDP buffers, is left out."""
+        c = virtio_net.for_frame(self.c, self._frame(frame_len, hdr, shown))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
         return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
                         _without_frags(r.skb, self.frags),
                         None if r.cost is None else r.cost.allocations,
                         None if r.cost is None else r.cost.bytes_copied, 0, False)
 
-    def _setup(self, hdr: VnetHdr | None, shown: tuple[Posted, ...], ewma: int
-               ) -> VirtioRxSetup:
-        """The receive path's setup for a frame on the buffers it used."""
-        return self.cfg.setup()._replace(
-            ewma=ewma if self.cfg.mergeable else None,
-            buffer_index=shown[0].seq % self.cfg.ring_size if shown else 0,
-            buffers=tuple(p.buf for p in shown),
-            hdr=hdr,
-        )
+    def _frame(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+               ) -> RxFrame:
+        """The frame, behind its header, on the buffers it used."""
+        index = shown[0].seq % self.cfg.device.ring_size if shown else 0
+        return RxFrame(frame_len, hdr, index, tuple(p.buf for p in shown))
 
     def _record(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                 d: Decision, ewma_before: int, trace: Trace | None) -> FrameRecord:
         """The frame's record; its ring and refill are the poll's to fill in."""
         index, frame_len, _hdr = arrival
-        mergeable_ = self.cfg.mergeable
+        mergeable_ = self.mergeable
         return FrameRecord(
             index,
             frame_len,
@@ -214,7 +210,8 @@ class _Run:
     def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...], ewma: int) -> Trace:
         _index, frame_len, hdr = arrival
-        trace = trace_virtio(self.k, self._setup(hdr, shown, ewma), frame_len)
+        setup = self.cfg.device._replace(ewma=ewma if self.mergeable else None)
+        trace = trace_virtio(self.k, setup, self._frame(frame_len, hdr, shown))
         return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
 
     def _ring_steps(self, frame_len: int, used: tuple[Posted, ...], poll: int | None
@@ -257,15 +254,15 @@ class _Run:
         if free > threshold:
             fill = try_fill_recv(self.k, cfg, state, "virtnet_receive")
         if last.trace is not None:
-            log = StepLog(self.k)
+            log, ring_size = StepLog(self.k), cfg.device.ring_size
             if fill is not None:
                 log.add(
                     SRC,
                     "virtnet_receive",
-                    f"num_free {free} > min(budget {cfg.budget}, ring {cfg.ring_size}) / 2 = "
+                    f"num_free {free} > min(budget {cfg.budget}, ring {ring_size}) / 2 = "
                     f"{threshold}: try_fill_recv posts {len(fill.buffers)} buffer(s) of "
                     f"{fill.buf_len} bytes"
-                    + (f" (get_mergeable_buf_len, EWMA {fill.ewma})" if cfg.mergeable else ""),
+                    + (f" (get_mergeable_buf_len, EWMA {fill.ewma})" if self.mergeable else ""),
                     self.c.cite(RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL),
                     num_free=free,
                     threshold=threshold,
@@ -276,7 +273,7 @@ class _Run:
                 log.add(
                     SRC,
                     "virtnet_receive",
-                    f"num_free {free} <= min(budget {cfg.budget}, ring {cfg.ring_size}) / 2 = "
+                    f"num_free {free} <= min(budget {cfg.budget}, ring {ring_size}) / 2 = "
                     f"{threshold}: no refill after this poll",
                     num_free=free,
                     threshold=threshold,
@@ -307,11 +304,11 @@ class _Run:
         """The device places arriving frames, in order, while the posted buffers hold them;
         the records of the small-mode frames it drops (too long for one buffer)."""
         dropped = []
-        state, cfg = self.state, self.cfg
+        state = self.state
         while arriving:
             arrival = arriving[0]
-            if cfg.mergeable:
-                count = _mergeable_buffers(state.posted, cfg.hdr_len + arrival[1], self.room)
+            if self.mergeable:
+                count = _mergeable_buffers(state.posted, self.hdr_len + arrival[1], self.room)
             elif not state.posted:
                 count = None
             else:

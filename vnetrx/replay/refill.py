@@ -29,7 +29,7 @@ from vnetrx.replay.state import Fill, Posted, RingConfig, RingState, RingView
 @cache
 def ring_config(k: KernelProfile, cfg: RingConfig) -> Config:
     """The receive path's Config for this ring (checked like a trace's setup)."""
-    return virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.setup()))
+    return virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
 
 
 def min_buf_len(k: KernelProfile, cfg: RingConfig) -> int:
@@ -42,8 +42,8 @@ def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
     with an XDP program the slot: len + room (PAGE_SIZE) or the small slot with headroom."""
     c = ring_config(k, cfg)
     if c.xdp is not None:
-        return c.xdp.mrg_len + c.xdp.mrg_room if cfg.mergeable else c.xdp.small_slot
-    if cfg.mergeable:
+        return c.xdp.mrg_len + c.xdp.mrg_room if cfg.device.mergeable else c.xdp.small_slot
+    if cfg.device.mergeable:
         return bufs.get_mergeable_buf_len(c.mrg_hdr_len, ewma, c.min_buf_len, c.page_size,
                                           c.l1_cache_bytes)
     return c.small_bufsize
@@ -52,7 +52,7 @@ def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
 def buffer_room(k: KernelProfile, cfg: RingConfig) -> int:
     """Bytes of a posted mergeable slot the device may not write: room with XDP, else 0."""
     c = ring_config(k, cfg)
-    return c.xdp.mrg_room if c.xdp is not None and cfg.mergeable else 0
+    return c.xdp.mrg_room if c.xdp is not None and cfg.device.mergeable else 0
 
 
 def sysfs_buffer_size(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
@@ -70,7 +70,7 @@ def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str
     alloc = c.alloc
     length = buffer_len(k, cfg, state.ewma)
     # 484beac2ffc1 (6.3): an XDP buffer never absorbs the page's hole
-    hole = cfg.mergeable and not (c.xdp is not None and c.xdp.multi_buf)
+    hole = cfg.device.mergeable and not (c.xdp is not None and c.xdp.multi_buf)
     count = state.num_free  # buffers used but not yet processed are not free yet
     carved, cursor = bufs.carve_many(alloc, state.alloc, length, hole, count)
     seq, fills = state.next_seq, state.fills
@@ -84,7 +84,7 @@ def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str
 
 def open_ring(k: KernelProfile, cfg: RingConfig) -> tuple[RingState, Fill]:
     """virtnet_open: try_fill_recv(GFP_KERNEL) on an empty ring with the EWMA at 0."""
-    state = RingState(num_free=cfg.ring_size)
+    state = RingState(num_free=cfg.device.ring_size)
     return state, try_fill_recv(k, cfg, state, "virtnet_open")
 
 
@@ -109,7 +109,7 @@ class Viewer:
 
     def __init__(self, k: KernelProfile, cfg: RingConfig) -> None:
         c = ring_config(k, cfg)
-        self.mergeable = cfg.mergeable
+        self.mergeable = cfg.device.mergeable
         self.label = c.alloc.label
         self.allocator = "page_pool" if c.alloc.page_pool else "page_frag"
         self.buf_len = cache(lambda ewma: sysfs_buffer_size(k, cfg, ewma))

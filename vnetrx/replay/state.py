@@ -14,48 +14,35 @@ from vnetrx.kernel.constants import NAPI_POLL_WEIGHT
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Skb, Trace
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer
-from vnetrx.paths.virtio_net.setup import VirtioRxSetup
+from vnetrx.paths.virtio_net.setup import VirtioRxSetup, vnet_hdr_len
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
 
 @dataclass(frozen=True)
 class RingConfig:
-    """What the device negotiated and how frames arrive."""
+    """The device and how frames arrive."""
 
-    mergeable: bool
-    mtu: int = 1500
-    # Any of GUEST_TSO4/TSO6/ECN/UFO: sets vi->big_packets (virtnet_probe), which with
-    # MRG_RXBUF sizes rq->min_buf_len for IP_MAX_MTU (mergeable_min_buf_len @6.1/@6.12).
-    guest_gso: bool = False
-    hdr_len: int = 12
-    ring_size: int = 256
+    # What the device negotiated, its ring size and an XDP program attached before
+    # virtnet_open (every buffer is posted with the XDP geometry). Guest GSO sets
+    # vi->big_packets (virtnet_probe), which with MRG_RXBUF sizes rq->min_buf_len for
+    # IP_MAX_MTU (mergeable_min_buf_len @6.1/@6.12). Its EWMA is the ring's own.
+    device: VirtioRxSetup
     batch: int = 1  # frames the device writes before the driver's NAPI poll runs
     # Explicit batch sizes, in order (e.g. what the napi:napi_poll tracepoint's "work" showed);
     # they must add up to the frame count. Empty: ``batch`` every time.
     polls: tuple[int, ...] = ()
     budget: int = NAPI_POLL_WEIGHT.default  # virtio_net's napi_weight module parameter
-    # An XDP program attached before virtnet_open, returning this action (every buffer is
-    # posted with the XDP geometry); None: no program
-    xdp: str | None = None
-    xdp_frags: bool = False  # loaded with BPF_F_XDP_HAS_FRAGS (6.3+)
 
-    def setup(self) -> VirtioRxSetup:
-        """The receive path's view of this ring (what sizes and carves its buffers)."""
-        return VirtioRxSetup(
-            mergeable=self.mergeable,
-            guest_gso=self.guest_gso,
-            mtu=self.mtu,
-            hdr_len=self.hdr_len,
-            ring_size=self.ring_size,
-            xdp=self.xdp,
-            xdp_frags=self.xdp_frags,
-        )
+    @property
+    def hdr_len(self) -> int:
+        """vi->hdr_len."""
+        return vnet_hdr_len(self.device)
 
     @property
     def refill_threshold(self) -> int:
         """virtnet_receive: refill when num_free > min(budget, ring size) / 2."""
-        return min(self.budget, self.ring_size) // 2
+        return min(self.budget, self.device.ring_size) // 2
 
 
 class Posted(Value):

@@ -17,7 +17,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
 from vnetrx.paths.skbuff import frag_chunks
-from vnetrx.paths.tun import TapSetup, build_limit
+from vnetrx.paths.tun import TapFrame, TapSetup, build_limit
 
 # This machine: 6.18.44, MAX_HEADER 32, skbuff_small_head object 576 (§C.2).
 RUNNING_LIKE = BuildConfig(
@@ -29,8 +29,10 @@ def k618() -> KernelProfile:
     return lookup("6.18.44", RUNNING_LIKE)
 
 
-def tap(length: int, kernel: KernelProfile | None = None, **options: object) -> Trace:
-    return trace_tap(kernel or k618(), TapSetup(**options), length)  # type: ignore[arg-type]
+def tap(length: int, kernel: KernelProfile | None = None, hdr: bytes | None = None,
+        **options: object) -> Trace:
+    return trace_tap(kernel or k618(), TapSetup(**options),  # type: ignore[arg-type]
+                     TapFrame(length, hdr))
 
 
 def fields(t: Trace) -> tuple[str, int, int, int, int]:

@@ -16,6 +16,7 @@ from vnetrx.kernel.build import MAX_HEADER_BY_CONFIG, BuildConfig
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
+from vnetrx.paths.tun import TapFrame
 from vnetrx.paths.vhost import VhostTxSetup, vhost_tx_config, vhost_tx_plan
 
 # the reference machine (6.18.44, MAX_HEADER 32, skbuff_small_head 576), as tests/paths/tun
@@ -29,9 +30,11 @@ def k618() -> KernelProfile:
     return lookup("6.18.44", RUNNING_LIKE)
 
 
-def vt(length: int, kernel: str | KernelProfile = "6.12", **options: object) -> Trace:
+def vt(length: int, kernel: str | KernelProfile = "6.12", hdr: bytes | None = None,
+       **options: object) -> Trace:
     k = lookup(kernel) if isinstance(kernel, str) else kernel
-    return trace_vhost_tx(k, VhostTxSetup(**options), length)  # type: ignore[arg-type]
+    return trace_vhost_tx(k, VhostTxSetup(**options),  # type: ignore[arg-type]
+                          TapFrame(length, hdr))
 
 
 def skb_of(t: Trace) -> tuple[str, int, int, int, int]:

@@ -6,16 +6,17 @@ from vnetrx.engine import trace_virtio
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 
 MINIMAL = BuildConfig(config="minimal", max_header=32)  # this machine's 6.18.44 config
 
 
 def run(kernel: str, build: BuildConfig | None = None, *, frame_len: int,
-        **setup: object) -> Trace:
-    """``vnetrx trace`` of one ``frame_len``-byte frame on the virtio path."""
+        hdr: object = None, buffer_index: int = 0, **setup: object) -> Trace:
+    """``vnetrx trace`` of one ``frame_len``-byte frame (behind ``hdr``, in posted buffer
+    ``buffer_index``) on the virtio path."""
     return trace_virtio(lookup(kernel, build), VirtioRxSetup(**setup),  # type: ignore[arg-type]
-                        frame_len)
+                        RxFrame(frame_len, hdr, buffer_index))  # type: ignore[arg-type]
 
 
 def summary(t: Trace) -> tuple[object, ...]:

@@ -14,6 +14,7 @@ from tests.paths.virtio_net.helpers import run
 from tests.profiles import VIRTIO_AND_LTS_AS_TAGGED
 from vnetrx.kernel.build import build_config
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.buffers import (
     PostedBuffer,
     carve_fresh,
@@ -83,7 +84,8 @@ def test_trace_and_replay_carve_the_same_buffers(kernel: str, mergeable: bool, r
     if not mergeable and (guest_gso or mtu > 1500):
         return  # big mode: page chains, no posted-buffer history
     index %= ring_size
-    cfg = RingConfig(mergeable=mergeable, mtu=mtu, guest_gso=guest_gso, ring_size=ring_size)
+    cfg = RingConfig(
+        VirtioRxSetup(mergeable=mergeable, mtu=mtu, guest_gso=guest_gso, ring_size=ring_size))
     k = lookup(kernel)
     _, fill = open_ring(k, cfg)
     want = fill.buffers[index].buf

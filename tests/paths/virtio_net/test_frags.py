@@ -13,11 +13,10 @@ def test_frag_list_past_max_skb_frags() -> None:
     the head's frag_list, whose truesize the head adds (docs/kernel/virtio-net-rx.md §9 step 6.4).
     On 7.3 (2 page_pool buffers per 4 KiB page), a 65535-byte frame starting at the second
     buffer of a page spans 33 buffers in 17 pages; the 17th page's pair splits."""
-    from vnetrx.paths.virtio_net import VirtioRxSetup as Setup
+    from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
     from vnetrx.sweep import virtio_rows
 
-    setup = {"mergeable": True, "buffer_index": 1, "ewma": 1000}
-    t = run("7.3", frame_len=65535, **setup)
+    t = run("7.3", frame_len=65535, mergeable=True, buffer_index=1, ewma=1000)
     assert t.skb is not None and len(t.buffers) == 33
     assert t.skb.nr_frags == 17
     [chained] = t.skb.frag_list
@@ -26,5 +25,6 @@ def test_frag_list_past_max_skb_frags() -> None:
     assert t.skb.truesize == 960 + buffers_truesize + 960  # napi head + buffers + alloc_skb(0)
     assert t.skb.data_len == 65535 - 14  # the head's data_len counts the frag_list bytes
     # the sweep's fast path agrees
-    [row] = virtio_rows(lookup("7.3"), Setup(**setup), [65535])  # type: ignore[arg-type]
+    [row] = virtio_rows(lookup("7.3"), VirtioRxSetup(mergeable=True, ewma=1000), [65535],
+                        RxFrame(0, buffer_index=1))
     assert (row.nr_frags, row.truesize) == (17, t.skb.truesize)

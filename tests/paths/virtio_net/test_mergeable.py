@@ -8,7 +8,7 @@ import pytest
 from tests.paths.virtio_net.helpers import run, summary
 from vnetrx.engine import trace_virtio
 from vnetrx.kernel.registry import lookup
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 
 
 def test_buffer_map_1000_mergeable_6_18_starts_at_page_offset_16() -> None:
@@ -86,8 +86,8 @@ def test_real_612_guest_9014_then_9018() -> None:
 
     k = lookup("6.12")
     posted = tuple(islice(carve_fresh(rx_allocator(k), 1536, True), 40))
-    first = trace_virtio(k, VirtioRxSetup(mergeable=True, buffers=posted[11:]), 9014)
-    second = trace_virtio(k, VirtioRxSetup(mergeable=True, buffers=posted[17:]), 9018)
+    first = trace_virtio(k, VirtioRxSetup(mergeable=True), RxFrame(9014, buffers=posted[11:]))
+    second = trace_virtio(k, VirtioRxSetup(mergeable=True), RxFrame(9018, buffers=posted[17:]))
     assert first.skb is not None and second.skb is not None
     assert (first.skb.truesize, first.skb.nr_frags) == (10496, 1)
     assert (second.skb.truesize, second.skb.nr_frags) == (11008, 2)

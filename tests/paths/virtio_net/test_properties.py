@@ -11,7 +11,7 @@ from vnetrx.engine import trace_virtio
 from vnetrx.invariants import buffer_problems, skb_problems
 from vnetrx.kernel.registry import lookup
 from vnetrx.paths.skbuff import shinfo_size
-from vnetrx.paths.virtio_net import VirtioRxSetup
+from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 
 MODES = [
     {"mergeable": True},
@@ -29,7 +29,7 @@ lengths = st.one_of(
 @given(kernel=st.sampled_from(VIRTIO_KERNELS), mode=st.sampled_from(MODES), frame_len=lengths)
 def test_every_trace_is_consistent(kernel: str, mode: dict[str, object], frame_len: int) -> None:
     k = lookup(kernel)
-    t = trace_virtio(k, VirtioRxSetup(**mode), frame_len)  # type: ignore[arg-type]
+    t = trace_virtio(k, VirtioRxSetup(**mode), RxFrame(frame_len))  # type: ignore[arg-type]
     for buffer in (*t.buffers, t.buffer):
         assert buffer is not None
         assert buffer_problems(buffer) == []
@@ -58,4 +58,4 @@ def test_completeness_every_length_every_profile(kernel: str, mode: dict[str, ob
     """Every profile runs every path for lengths 1..65535 (stride 97 plus edges) without error."""
     k = lookup(kernel)
     for frame_len in [*range(1, 65536, 97), 65535]:
-        trace_virtio(k, VirtioRxSetup(**mode), frame_len)  # type: ignore[arg-type]
+        trace_virtio(k, VirtioRxSetup(**mode), RxFrame(frame_len))  # type: ignore[arg-type]

@@ -37,8 +37,9 @@ def test_arm64_64k_pages_from_6_4_have_17_frags() -> None:
 
 
 def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
-    """The posted buffers are memoised by buffer index and length: a config _replace'd to the
-    21st buffer of a 32 KiB page_frag page (sharing the first's memo) carves that buffer, the
+    """The posted buffers are memoised by buffer index and length: the device with a frame
+    landing in the 21st buffer of a 32 KiB page_frag page (for_frame: sharing the first's
+    memo) carves that buffer, the
     2048-byte one (README), not the first it carved before. Configs stay equal whatever each
     has memoised."""
     from vnetrx.paths import virtio_net
@@ -48,7 +49,7 @@ def test_a_config_replaced_carves_for_its_own_buffer_index() -> None:
     first = virtio_net.config(k, virtio_net.check_virtio_setup(
         k, virtio_net.VirtioRxSetup(mergeable=True)))
     assert plan_mergeable(first, 1514).buffers[0].len == 1536
-    twenty_first = first._replace(buffer_index=20)
+    twenty_first = virtio_net.for_frame(first, virtio_net.RxFrame(1514, buffer_index=20))
     buf = plan_mergeable(twenty_first, 1514).buffers[0]
     assert (buf.offset, buf.len) == (20 * 1536, 2048)
     fresh = virtio_net.config(k, virtio_net.check_virtio_setup(

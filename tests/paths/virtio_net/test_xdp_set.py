@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from vnetrx.cli import cli
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
+from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.xdp_set import XdpAttachSetup, mtu_limit, virtnet_xdp_set
 
 
@@ -26,7 +27,8 @@ def test_mtu_limit(release: str, limit: int) -> None:
 
 @pytest.mark.parametrize(("mtu", "attach"), [(3506, True), (3507, False)])
 def test_mtu_check_is_greater_than(mtu: int, attach: bool) -> None:
-    r = virtnet_xdp_set(lookup("6.12"), XdpAttachSetup(mergeable=True, mtu=mtu, queues=4))
+    setup = XdpAttachSetup(VirtioRxSetup(mergeable=True, mtu=mtu), queues=4)
+    r = virtnet_xdp_set(lookup("6.12"), setup)
     assert r.attach is attach
     if not attach:
         assert (r.errno, r.message) == ("EINVAL",
@@ -35,7 +37,7 @@ def test_mtu_check_is_greater_than(mtu: int, attach: bool) -> None:
 
 
 def test_frags_lift_the_mtu_limit_from_6_3_only() -> None:
-    frags = XdpAttachSetup(mergeable=True, mtu=9000, frags=True, queues=4)
+    frags = XdpAttachSetup(VirtioRxSetup(mergeable=True, mtu=9000, xdp_frags=True), queues=4)
     assert virtnet_xdp_set(lookup("6.6"), frags).attach
     old = virtnet_xdp_set(lookup("6.1"), frags)
     assert (old.attach, old.message) == (False, "virtio_net: MTU too large to enable XDP")
@@ -56,7 +58,7 @@ def test_no_offloads_no_ctrl_is_fine() -> None:
 
 
 def test_legacy_mergeable_needs_any_header_sg() -> None:
-    r = virtnet_xdp_set(lookup("6.1"), XdpAttachSetup(mergeable=True, any_header_sg=False))
+    r = virtnet_xdp_set(lookup("6.1"), XdpAttachSetup(VirtioRxSetup(mergeable=True), any_header_sg=False))
     assert (r.errno, r.message) == (
         "EINVAL", "virtio_net: XDP expects header/data in single page, any_header_sg required")
 
@@ -78,12 +80,12 @@ def test_enough_queue_pairs_give_one_xdp_queue_per_cpu() -> None:
 
 
 def test_big_mode_accepts_but_never_runs() -> None:
-    r = virtnet_xdp_set(lookup("6.6"), XdpAttachSetup(guest_gso=True, queues=4))
+    r = virtnet_xdp_set(lookup("6.6"), XdpAttachSetup(VirtioRxSetup(guest_gso=True), queues=4))
     assert (r.attach, r.mode, r.runs) == (True, "big", False)
 
 
 def test_mergeable_buffers_with_xdp() -> None:
-    r = virtnet_xdp_set(lookup("6.12"), XdpAttachSetup(mergeable=True, queues=4))
+    r = virtnet_xdp_set(lookup("6.12"), XdpAttachSetup(VirtioRxSetup(mergeable=True), queues=4))
     how = dict(r.effects)["rx buffers"]
     assert "PAGE_SIZE - room = 3520" in how and "= 576" in how
 

@@ -45,9 +45,10 @@ from vnetrx.paths.tun.build import (
     tun_build_skb,
     tun_can_build_skb,
 )
-from vnetrx.paths.tun.setup import SRC, TapConfig, TapSetup, error, tun_rx_pad
+from vnetrx.paths.tun.setup import SRC, TapConfig, TapFrame, TapSetup, error, tun_rx_pad
 from vnetrx.paths.tun.vnet_hdr import (
     Front,
+    FrontRules,
     decode_hdr,
     front_checks,
     front_rules,
@@ -63,6 +64,7 @@ from vnetrx.values import Value
 
 MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
 NO_IP_VERSION = "a TUN frame of 0 bytes has no IP version (ip_version 0)"
+NEEDS_VNET_HDR = "--vnet-hdr-sz and --hdr need IFF_VNET_HDR (drop --no-vnet-hdr)"
 
 
 def check_frame_len(frame_len: int) -> None:
@@ -71,13 +73,16 @@ def check_frame_len(frame_len: int) -> None:
         raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
 
 
-def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
-    """Check the device against the kernel and fill in the defaults tun_set_iff would give."""
+def check_tap_setup(k: KernelProfile, s: TapSetup, frame: TapFrame | None = None) -> TapSetup:
+    """Check the device against the kernel and fill in the defaults tun_set_iff would give;
+    with ``frame``, its vnet header too (``check_tap_frame``, in the order the checks have
+    always been reported in)."""
     sndbuf = INT_MAX if s.sndbuf is None else s.sndbuf
     if not 1 <= sndbuf <= INT_MAX:  # tun_set_sndbuf path: TUNSETSNDBUF <= 0 is -EINVAL
         raise InputError(f"sndbuf {sndbuf} out of range (TUNSETSNDBUF accepts 1..{INT_MAX})")
-    if not s.vnet_hdr and (s.vnet_hdr_sz is not None or s.hdr is not None):
-        raise InputError("--vnet-hdr-sz and --hdr need IFF_VNET_HDR (drop --no-vnet-hdr)")
+    if not s.vnet_hdr and (s.vnet_hdr_sz is not None
+                           or (frame is not None and frame.hdr is not None)):
+        raise InputError(NEEDS_VNET_HDR)
     base = vnet_hdr_size()
     size = (base if s.vnet_hdr_sz is None else s.vnet_hdr_sz) if s.vnet_hdr else 0
     if s.vnet_hdr and not base <= size <= MAX_FRAME_LEN:
@@ -87,12 +92,8 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
             f"vnet header size {size} out of range (TUNSETVNETHDRSZ accepts {base}.."
             f"{MAX_FRAME_LEN} here)"
         )
-    hdr = s.hdr
-    if s.vnet_hdr:
-        hdr = hdr or b""
-        if len(hdr) > size:
-            raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
-        hdr = hdr + bytes(size - len(hdr))
+    if frame is not None and s.vnet_hdr:
+        _check_hdr_fits(frame.hdr or b"", size)
     if s.xdp is not None and s.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {s.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     if (s.xdp_adjust_head or s.xdp_adjust_tail or s.xdp_meta) and s.xdp is None:
@@ -112,8 +113,26 @@ def check_tap_setup(k: KernelProfile, s: TapSetup) -> TapSetup:
         )
     return TapSetup(
         s.tun, s.blocking, sndbuf, s.vnet_hdr, size, s.xdp, s.xdp_adjust_head,
-        s.xdp_adjust_tail, hdr, s.frag_source, s.xdp_meta, s.frame
+        s.xdp_adjust_tail, s.frag_source, s.xdp_meta, s.frame
     )
+
+
+def check_tap_frame(s: TapSetup, f: TapFrame) -> bytes | None:
+    """The vnet header bytes the write ``f`` carries on the checked device ``s``: zero-padded
+    to vnet_hdr_sz (None without IFF_VNET_HDR). Its length is checked by ``check_frame_len``."""
+    if not s.vnet_hdr:
+        if f.hdr is not None:
+            raise InputError(NEEDS_VNET_HDR)
+        return None
+    assert s.vnet_hdr_sz is not None
+    hdr = f.hdr or b""
+    _check_hdr_fits(hdr, s.vnet_hdr_sz)
+    return hdr + bytes(s.vnet_hdr_sz - len(hdr))
+
+
+def _check_hdr_fits(hdr: bytes, size: int) -> None:
+    if len(hdr) > size:
+        raise InputError(f"--hdr has {len(hdr)} bytes, more than the {size}-byte vnet header")
 
 
 def good_linear(k: KernelProfile, align: int) -> int:
@@ -121,23 +140,22 @@ def good_linear(k: KernelProfile, align: int) -> int:
     return k.build.page_size - align - shinfo_size(k)
 
 
-def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
-    """The device checked (check_tap_setup) and resolved on kernel ``k``."""
-    s = check_tap_setup(k, setup)
+def tap_config(k: KernelProfile, setup: TapSetup, frame: TapFrame | None = None) -> TapConfig:
+    """The device checked (check_tap_setup, with ``frame`` when given) and resolved on kernel
+    ``k``, a write with a zeroed vnet header on it (``for_write`` puts another)."""
+    s = check_tap_setup(k, setup, frame)
     assert s.vnet_hdr_sz is not None
     tunnel = k.has(VNET_HDR_UDP_TUNNEL) and s.vnet_hdr_sz >= 24
-    hdr = decode_hdr(s.hdr) if s.hdr is not None else NO_HDR
-    if tunnel and s.hdr is not None:  # __tun_vnet_hdr_get reads the 24-byte tunnel header
-        full = VnetHdr.from_bytes(s.hdr[:24])
-        hdr = hdr._replace(outer_th_offset=full.outer_th_offset,
-                           inner_nh_offset=full.inner_nh_offset)
+    written = check_tap_frame(s, TapFrame(0))
+    hdr = _read_hdr(written, tunnel)
     align = k.net_skb_pad + (0 if s.tun else k.build.net_ip_align)
     max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)  # PAGE_ALLOC_COSTLY_ORDER from 6.6
     return TapConfig(
         profile=k,
         setup=s,
+        written=written,
         hdr=hdr,
-        front=front_rules(k, hdr, tap=not s.tun, vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None),
+        front=_front_rules(k, s, hdr),
         rules=hdr_rules(k),
         tunnel=tunnel,
         rx_pad=tun_rx_pad(k),
@@ -156,6 +174,32 @@ def tap_config(k: KernelProfile, setup: TapSetup) -> TapConfig:
         max_order=max_order,
         frags_limit=frags_limit(k, max_order),
     )
+
+
+def for_write(c: TapConfig, f: TapFrame) -> TapConfig:
+    """The device ``c`` with the write ``f``'s vnet header on it."""
+    written = check_tap_frame(c.setup, f)
+    if written == c.written:
+        return c
+    hdr = _read_hdr(written, c.tunnel)
+    return c._replace(written=written, hdr=hdr, front=_front_rules(c.profile, c.setup, hdr))
+
+
+def _read_hdr(written: bytes | None, tunnel: bool) -> VnetHdr:
+    """The vnet header as tun reads the bytes written (zeros without IFF_VNET_HDR); with
+    UDP-tunnel GSO negotiated __tun_vnet_hdr_get reads the 24-byte tunnel header (6.17+)."""
+    if written is None:
+        return NO_HDR
+    hdr = decode_hdr(written)
+    if tunnel:
+        full = VnetHdr.from_bytes(written[:24])
+        hdr = hdr._replace(outer_th_offset=full.outer_th_offset,
+                           inner_nh_offset=full.inner_nh_offset)
+    return hdr
+
+
+def _front_rules(k: KernelProfile, s: TapSetup, hdr: VnetHdr) -> FrontRules:
+    return front_rules(k, hdr, tap=not s.tun, vnet_hdr_sz=s.vnet_hdr_sz if s.vnet_hdr else None)
 
 
 class TapPlan(Value):
@@ -286,9 +330,10 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True,
                    offload, pulled, g, zc)
 
 
-def receive(c: TapConfig, frame_len: int, log: StepLog) -> Received:
-    """A write of ``frame_len`` bytes to the configured device, decided then narrated."""
-    plan = tap_plan(c, frame_len)
+def receive(c: TapConfig, f: TapFrame, log: StepLog) -> Received:
+    """The write ``f`` to the configured device ``c``, decided then narrated."""
+    c = for_write(c, f)
+    plan = tap_plan(c, f.len)
     narrate(c, plan, log)
     return result_of(c, plan)
 

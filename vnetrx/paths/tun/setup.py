@@ -18,13 +18,13 @@ from vnetrx.records import NamedTuple
 SRC = "drivers/net/tun.c"
 SKBUFF_SRC = "net/core/skbuff.c"
 SOCK_SRC = "net/core/sock.c"
-__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapSetup",
+__all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapFrame", "TapSetup",
            "error", "tun_rx_pad"]
 
 
 class TapSetup(NamedTuple):
-    """A tun/tap fd opened with IFF_NO_PI, and the vnet header a write to it carries; the
-    write's length is passed separately (``tap_plan``, ``trace_tap``). ``None`` fields get
+    """A tun/tap fd opened with IFF_NO_PI: the device, apart from what is written to it
+    (``TapFrame``), so one setup serves every write of a sweep or a replay. ``None`` fields get
     kernel defaults."""
 
     tun: bool = False  # IFF_TUN instead of IFF_TAP
@@ -35,13 +35,20 @@ class TapSetup(NamedTuple):
     xdp: str | None = None  # an attached XDP program's verdict: pass, drop, tx, redirect, aborted
     xdp_adjust_head: int = 0  # the program calls bpf_xdp_adjust_head(ctx, N) first (< 0: grow)
     xdp_adjust_tail: int = 0  # then bpf_xdp_adjust_tail(ctx, N) (> 0: grow)
-    hdr: bytes | None = None  # the vnet header bytes written before the frame; None → zeros
     frag_source: str | None = None  # what-if: where tun_build_skb's buffer comes from
     # the program calls bpf_xdp_adjust_meta(ctx, -N) after adjust_head: N bytes of metadata
     xdp_meta: int = 0
     # the frame's bytes when known (--l4, --frame): a USO-in-UDP-tunnel header's inner IP
     # version is read from them (virtio_net_hdr_tnl_to_skb); None: a frame of zeros
     frame: bytes | None = None
+
+
+class TapFrame(NamedTuple):
+    """One write(2) to the fd, apart from the device: the frame's length (after the vnet
+    header) and the vnet header bytes written in front of it."""
+
+    len: int
+    hdr: bytes | None = None  # None → zeros (without IFF_VNET_HDR: no header at all)
 
 
 class TapConfig(NamedTuple):
@@ -51,8 +58,12 @@ class TapConfig(NamedTuple):
 
     profile: KernelProfile
     setup: TapSetup  # checked, the defaults tun_set_iff gives filled in
-    hdr: VnetHdr  # the vnet header every write carries (zeros without IFF_VNET_HDR)
-    front: FrontRules  # what tun_get_user compares each write's length with
+    # the write (``for_write``; ``tap_config`` gives a zeroed header): its vnet header as written
+    # (zero-padded to vnet_hdr_sz; None without IFF_VNET_HDR), as read, and what tun_get_user
+    # compares its length with
+    written: bytes | None
+    hdr: VnetHdr  # zeros without IFF_VNET_HDR
+    front: FrontRules
     rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
     tunnel: bool  # UDP-tunnel GSO negotiated: 6.17+ with vnet_hdr_sz >= 24
     rx_pad: int  # TUN_RX_PAD = NET_IP_ALIGN + NET_SKB_PAD

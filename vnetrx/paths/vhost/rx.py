@@ -56,7 +56,14 @@ from vnetrx.paths.virtio_net import receive_buf
 from vnetrx.paths.virtio_net.buffers import PageCursor, PostedBuffer, carve_many
 from vnetrx.paths.virtio_net.plan import Plan
 from vnetrx.paths.virtio_net.receive_buf import Delivery
-from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, check_virtio_setup, config
+from vnetrx.paths.virtio_net.setup import (
+    Config,
+    RxFrame,
+    VirtioRxSetup,
+    check_virtio_setup,
+    config,
+    for_frame,
+)
 from vnetrx.paths.virtio_net_hdr import (
     DATA_VALID,
     GSO_ECN,
@@ -602,9 +609,10 @@ def guest_receive(k: KernelProfile, c: VhostRxConfig, p: Packet) -> GuestRx | No
         return None
     s = c.setup
     frame = sum(p.used) - c.sock_hlen
-    g = config(k, check_virtio_setup(k, VirtioRxSetup(
-        mergeable=c.mergeable, guest_gso=c.guest_gso, mtu=s.mtu, hdr_len=s.hdr_len,
-        buffers=p.buffers, hdr=VnetHdr.from_bytes(p.hdr))))
+    received = RxFrame(frame, VnetHdr.from_bytes(p.hdr), buffers=p.buffers)
+    device = check_virtio_setup(k, VirtioRxSetup(
+        mergeable=c.mergeable, guest_gso=c.guest_gso, mtu=s.mtu, hdr_len=s.hdr_len), received)
+    g = for_frame(config(k, device), received)
     plan = receive_buf.plan(g, frame)
     return GuestRx(g, frame, plan, receive_buf.deliver(g, plan, narrate=False))
 

@@ -42,10 +42,10 @@ from vnetrx.paths.skbuff import eth_type_trans, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp as tun_xdp
 from vnetrx.paths.tun.build import data_align
-from vnetrx.paths.tun.get_user import TapPlan, tap_config, tap_plan
+from vnetrx.paths.tun.get_user import TapPlan, for_write, tap_config, tap_plan
 from vnetrx.paths.tun.get_user import narrate as narrate_get_user
 from vnetrx.paths.tun.get_user import result_of as tap_result_of
-from vnetrx.paths.tun.setup import TapConfig, TapSetup
+from vnetrx.paths.tun.setup import TapConfig, TapFrame, TapSetup
 from vnetrx.paths.virtio_net_hdr import NEEDS_CSUM, HdrResult, narrate_checks, virtio_net_hdr_to_skb
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.paths.xdp import VERDICT
@@ -67,12 +67,12 @@ MAX_FRAME_LEN = 65535
 
 class VhostTxSetup(NamedTuple):
     """The guest's vhost-net TX queue and the tap behind it (QEMU's setup: the tap socket
-    carries the vnet header). ``None`` fields get the defaults."""
+    carries the vnet header), apart from each frame the guest sends (a ``TapFrame``: its length
+    and the vnet header in front of it). ``None`` fields get the defaults."""
 
     sndbuf: int | None = None  # the tap's TUNSETSNDBUF; None → INT_MAX (tun_chr_open)
     xdp: str | None = None  # an XDP program on the tap: its verdict (pass, drop, ...)
     zcopy: bool = False  # vhost_net's experimental_zcopytx=1 (default 0)
-    hdr: bytes | None = None  # the vnet header the guest put before the frame; None → zeros
     vnet_hdr_sz: int | None = None  # sock_hlen (= the tap's vnet_hdr_sz); None → 12
     napi: bool = False  # the tap has IFF_NAPI (QEMU does not set it)
     # zerocopy: where the guest's descriptor (vnet header, then the frame: one buffer) starts
@@ -118,7 +118,9 @@ class VhostTxConfig(NamedTuple):
 
     profile: KernelProfile
     setup: VhostTxSetup  # checked, defaults filled in
-    tap: TapConfig  # the tap: its header, rules and sizes (tun_get_user's and tun_xdp_one's)
+    # the tap: the frame's vnet header (``for_tx_frame``; zeros from ``vhost_tx_config``), rules
+    # and sizes (tun_get_user's and tun_xdp_one's)
+    tap: TapConfig
     sock_hlen: int
     rx_pad: int  # VHOST_NET_RX_PAD
     headroom: int  # XDP_PACKET_HEADROOM with a program on the tap (SOCK_XDP), else 0
@@ -160,15 +162,14 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
     if setup.xdp is not None and setup.xdp not in XDP_ACTIONS:
         raise InputError(f"XDP action {setup.xdp!r} unknown (valid: {', '.join(XDP_ACTIONS)})")
     sndbuf = INT_MAX if setup.sndbuf is None else setup.sndbuf
-    tap = tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True,
-                                 vnet_hdr_sz=size, xdp=setup.xdp, hdr=setup.hdr))
+    tap = tap_config(k, TapSetup(blocking=False, sndbuf=sndbuf, vnet_hdr=True, vnet_hdr_sz=size,
+                                 xdp=setup.xdp))
     if not 0 <= setup.zcopy_offset < k.build.page_size:
         raise InputError(f"zerocopy chain offset {setup.zcopy_offset} out of range (valid: "
                          f"0..{k.build.page_size - 1}, a byte in the guest's page)")
     if setup.zcopy_offset and not setup.zcopy:
         raise InputError("a chain offset is what zerocopy pins from: give --zcopy too")
-    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, tap.setup.hdr, size, setup.napi,
-                     setup.zcopy_offset)
+    s = VhostTxSetup(sndbuf, setup.xdp, setup.zcopy, size, setup.napi, setup.zcopy_offset)
     rx_pad = vhost_net_rx_pad(k)
     headroom = k.value(XDP_PACKET_HEADROOM) if setup.xdp is not None else 0
     pad = data_align(tap, rx_pad + headroom + size)
@@ -180,6 +181,12 @@ def vhost_tx_config(k: KernelProfile, setup: VhostTxSetup) -> VhostTxConfig:
         short_check=k.has(TUN_XDP_ONE_SHORT_FRAME), goodcopy=k.value(VHOST_GOODCOPY_LEN),
         batch=k.value(VHOST_NET_BATCH), weight=k.value(VHOST_NET_WEIGHT),
         pkt_weight=k.value(VHOST_NET_PKT_WEIGHT))
+
+
+def for_tx_frame(c: VhostTxConfig, f: TapFrame) -> VhostTxConfig:
+    """The TX queue ``c`` with the frame ``f``'s vnet header on the tap it sends into."""
+    tap = for_write(c.tap, f)
+    return c if tap is c.tap else c._replace(tap=tap)
 
 
 # --- vhost_net_build_xdp ---------------------------------------------------------------------

@@ -45,6 +45,7 @@ from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import PAGE_FRAG_ZERO_OFFSET, VHOST_IN_ORDER
 from vnetrx.kernel.constants import SKB_FRAG_PAGE_BYTES
 from vnetrx.kernel.profile import KernelProfile
+from vnetrx.paths.tun.setup import TapFrame
 from vnetrx.paths.vhost.tx import (
     Road,
     VhostTxConfig,
@@ -52,6 +53,7 @@ from vnetrx.paths.vhost.tx import (
     VhostTxSetup,
     Why,
     check_frame_len,
+    for_tx_frame,
     vhost_tx_config,
     vhost_tx_plan,
 )
@@ -163,8 +165,9 @@ class HandleTx:
         self.k = k
         self.setup = setup
         self.in_order = in_order
+        self.base = vhost_tx_config(k, setup)  # the queue resolved once
         self.configs: dict[bytes | None, VhostTxConfig] = {}
-        base = self.config(setup.hdr)
+        base = self.base
         self.frag = PageFrag(k, base.pf_cache)
         self.batch_max, self.weight, self.pkt_weight = base.batch, base.weight, base.pkt_weight
         self.done: list[_Done] = []  # done_idx's chains, in order
@@ -181,13 +184,13 @@ class HandleTx:
         each bring their own)."""
         c = self.configs.get(hdr)
         if c is None:
-            c = self.configs[hdr] = vhost_tx_config(self.k, self.setup._replace(hdr=hdr))
+            c = self.configs[hdr] = for_tx_frame(self.base, TapFrame(0, hdr))
         return c
 
     def frame(self, index: int, frame_len: int, hdr: bytes | None) -> list[TxRow]:
         """One chain; the rows whose used-ring update this completes (or the stalled one)."""
         check_frame_len(frame_len)
-        c = self.config(hdr if hdr is not None else self.setup.hdr)
+        c = self.config(hdr)
         plan = vhost_tx_plan(c, frame_len, words=False)
         out: list[TxRow] = []
         if self.setup.zcopy:  # handle_tx_zerocopy: each chain sent, then used, alone

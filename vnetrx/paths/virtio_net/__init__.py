@@ -18,10 +18,13 @@ from vnetrx.paths.virtio_net.receive_buf import deliver, plan, planner, receive
 from vnetrx.paths.virtio_net.setup import (
     MAX_FRAME_LEN,
     Config,
+    RxFrame,
     VirtioRxSetup,
     check_frame_len,
+    check_rx_frame,
     check_virtio_setup,
     config,
+    for_frame,
 )
 
 SRC = "drivers/net/virtio_net.c"
@@ -30,11 +33,14 @@ __all__ = [
     "MAX_FRAME_LEN",
     "SRC",
     "Config",
+    "RxFrame",
     "VirtioRxSetup",
     "check_frame_len",
+    "check_rx_frame",
     "check_virtio_setup",
     "config",
     "deliver",
+    "for_frame",
     "plan",
     "planner",
     "receive",

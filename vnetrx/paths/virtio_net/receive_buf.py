@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Final
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import VIRTNET_RECEIVE_DONE
 from vnetrx.kernel.constants import ETH_HLEN
-from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Received, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
@@ -25,7 +24,7 @@ from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
-from vnetrx.paths.virtio_net.setup import Config, VirtioRxSetup, config, narrate_probe
+from vnetrx.paths.virtio_net.setup import Config, RxFrame, for_frame, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
     CHECKSUM_UNNECESSARY,
     DATA_VALID,
@@ -194,10 +193,10 @@ def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
     )
 
 
-def receive(k: KernelProfile, s: VirtioRxSetup, frame: int, log: StepLog) -> Received:
-    """virtnet_probe's mode choice, the buffers posted, the device's write of a ``frame``-byte
-    frame, receive_buf."""
-    c = config(k, s)
+def receive(c: Config, f: RxFrame, log: StepLog) -> Received:
+    """virtnet_probe's mode choice (the device ``c``, resolved by ``config``), the buffers
+    posted, the device's write of the frame ``f``, receive_buf."""
+    c, frame = for_frame(c, f), f.len
     narrate_probe(c, log)
     if c.xdp is not None and c.mode != "big":
         return _receive_xdp(c, frame, log)

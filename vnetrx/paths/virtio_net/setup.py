@@ -55,9 +55,9 @@ MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 
 class VirtioRxSetup(NamedTuple):
     """The device: what it negotiated (features, MTU, header length), how its ring and buffers
-    are set up, the XDP program attached to it, and where the next frame lands (the posted
-    buffer, and the header the device writes in front of it). The frame's length is not part of
-    it: the stages take it separately, so one setup serves every frame of a sweep or a replay.
+    are set up and the XDP program attached to it. The frame (``RxFrame``: its length, the
+    header the device writes in front of it, the buffer it lands in) is not part of it: the
+    stages take it beside the device, so one setup serves every frame of a sweep or a replay.
     ``None`` fields are filled in by ``check_virtio_setup``."""
 
     mergeable: bool = False  # VIRTIO_NET_F_MRG_RXBUF
@@ -67,13 +67,6 @@ class VirtioRxSetup(NamedTuple):
     buf_len: int | None = None  # mergeable buffer length; None → get_mergeable_buf_len()
     ewma: int | None = None  # rq->mrg_avg_pkt_len; None → the frame's length (a steady stream)
     ring_size: int = 256
-    buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) the frame lands in
-    # The posted buffers the device fills, in order, when a ring model (replay) knows them;
-    # empty: carve them from a fresh page as add_recvbuf_* would.
-    buffers: tuple[PostedBuffer, ...] = ()
-    # The virtio_net_hdr the device wrote in front of the frame (None: flags 0, GSO_NONE, what
-    # QEMU writes for a frame from a backend without a header)
-    hdr: VnetHdr | None = None
     # An XDP program attached to the device (virtnet_xdp_set) returning this verdict: "pass",
     # "drop", "tx", "redirect" (bpf_redirect to the device itself), "aborted"; None: no program
     xdp: str | None = None
@@ -92,6 +85,20 @@ class VirtioRxSetup(NamedTuple):
     udp_tunnel: str | None = None
 
 
+class RxFrame(NamedTuple):
+    """One frame the device receives, apart from the device: its length, the virtio_net_hdr
+    the device wrote in front of it and the posted buffer(s) it lands in."""
+
+    len: int  # bytes after the virtio-net header, Ethernet header included
+    # the virtio_net_hdr the device wrote (None: flags 0, GSO_NONE, what QEMU writes for a
+    # frame from a backend without a header)
+    hdr: VnetHdr | None = None
+    buffer_index: int = 0  # which posted buffer (0 = the first of a fresh page) it lands in
+    # The posted buffers the device fills, in order, when a ring model (replay) knows them;
+    # empty: carve them from a fresh page as add_recvbuf_* would.
+    buffers: tuple[PostedBuffer, ...] = ()
+
+
 def check_frame_len(frame_len: int) -> None:
     """A frame length vnetrx models: bytes after the virtio-net header, Ethernet header
     included. 0: the device wrote the virtio-net header alone, which receive_buf's short-packet
@@ -101,8 +108,11 @@ def check_frame_len(frame_len: int) -> None:
         raise InputError(f"frame length {frame_len} out of range (valid: 0..{MAX_FRAME_LEN})")
 
 
-def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
-    """Check the device against the kernel and fill in what the features imply."""
+def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup, frame: RxFrame | None = None
+                       ) -> VirtioRxSetup:
+    """Check the device against the kernel and fill in what the features imply; with
+    ``frame``, where that frame lands too (``check_rx_frame``, after the ring and before the
+    XDP program: the order the checks have always been reported in)."""
     if not 68 <= s.mtu <= MAX_FRAME_LEN:
         raise InputError(f"MTU {s.mtu} out of range (valid: 68..{MAX_FRAME_LEN})")
     # With MRG_RXBUF the driver is in mergeable mode whatever the GSO features say; guest GSO
@@ -117,7 +127,7 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         if s.hdr_len not in (None, 24):
             raise InputError(f"UDP-tunnel GSO makes vi->hdr_len 24 (virtnet_probe), not "
                              f"{s.hdr_len} (valid: 24, or leave --hdr-len out)")
-    hdr_len = (24 if s.udp_tunnel is not None else 12) if s.hdr_len is None else s.hdr_len
+    hdr_len = vnet_hdr_len(s)
     if hdr_len == 10 and s.mergeable:
         raise InputError(
             "hdr_len 10 (legacy virtio_net_hdr) cannot go with MRG_RXBUF, which makes "
@@ -134,18 +144,33 @@ def check_virtio_setup(k: KernelProfile, s: VirtioRxSetup) -> VirtioRxSetup:
         raise InputError(f"EWMA {s.ewma} out of range (valid: 0..{MAX_FRAME_LEN})")
     if not 1 <= s.ring_size <= MAX_RING_SIZE:
         raise InputError(f"ring size {s.ring_size} out of range (valid: 1..{MAX_RING_SIZE})")
+    if frame is not None:
+        check_rx_frame(s, frame)
+    _check_xdp(k, s)
+    return s._replace(hdr_len=hdr_len)
+
+
+def vnet_hdr_len(s: VirtioRxSetup) -> int:
+    """vi->hdr_len: as the device says, else 24 with UDP-tunnel GSO (virtnet_probe @6.17),
+    else 12 (VIRTIO_F_VERSION_1)."""
+    if s.hdr_len is not None:
+        return s.hdr_len
+    return 24 if s.udp_tunnel is not None else 12
+
+
+def check_rx_frame(s: VirtioRxSetup, f: RxFrame) -> None:
+    """Check where the frame ``f`` (its length checked by ``check_frame_len``) lands on the
+    device ``s``."""
     # with given buffers (a ring model), buffer_index only labels the first of them
-    if not 0 <= s.buffer_index < (s.ring_size if not s.buffers else 1 << 31):
+    if not 0 <= f.buffer_index < (s.ring_size if not f.buffers else 1 << 31):
         raise InputError(
-            f"buffer index {s.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
+            f"buffer index {f.buffer_index} out of range (valid: 0..{s.ring_size - 1})"
         )
-    if (s.buffer_index or s.buffers) and not s.mergeable and _big_packets(s.guest_gso, s.mtu):
+    if (f.buffer_index or f.buffers) and not s.mergeable and _big_packets(s.guest_gso, s.mtu):
         raise InputError(
             "--buffer-index applies to small and mergeable buffers; big mode "
             "posts page chains from rq->pages"
         )
-    _check_xdp(k, s)
-    return s._replace(hdr_len=hdr_len)
 
 
 UDP_TUNNEL_CHOICES = ("gso", "gso-csum", "host")
@@ -262,7 +287,6 @@ class Config(NamedTuple):
     # small mode
     small_bufsize: int  # add_recvbuf_small's SKB_DATA_ALIGN(hdr + PAD + 1518) + shinfo
     small_pad: int  # VIRTNET_RX_PAD = NET_IP_ALIGN + NET_SKB_PAD
-    small_posted: PostedBuffer | None  # the buffer the frame lands in
     small_len_check: bool  # "rx error: len %u exceeds max size" (ad993a95c508, 5.14)
     buflen_from_ctx: bool  # 7.x: receive_small's buflen is the ctx truesize
     # big mode
@@ -277,11 +301,8 @@ class Config(NamedTuple):
     buf_len: int | None  # fixed buffer length (--buf-len, a given EWMA, given buffers), or None:
     # sized per frame for a steady stream (ewma = frame length)
     buf_len_fixed: bool  # --buf-len: no get_mergeable_buf_len step
-    buffer_index: int
-    given: tuple[PostedBuffer, ...]  # buffers a ring model handed over (replay)
     ewma: int | None
     frag_list_truesize: int  # alloc_skb(0, GFP_ATOMIC)'s truesize (a frag_list skb)
-    hdr: VnetHdr | None  # the header the device wrote (None: all zero)
     hdr_rules: HdrRules  # this kernel's virtio_net_hdr_to_skb
     # vi->rx_tnl / vi->rx_tnl_csum (6.17+): GUEST_UDP_TUNNEL_GSO(_CSUM) negotiated; None: a
     # 24-byte header whose features were not said (a tunnel header: not modelled)
@@ -291,6 +312,12 @@ class Config(NamedTuple):
     profile: KernelProfile  # for what runs per frame on kernel facts (pskb_expand_head's sizes)
     xdp: XdpConfig | None  # an attached XDP program (None: none)
     carved: CarvedMemo  # posted buffers by (buffer_index, buf_len): a memo, not a setting
+    # Where the frame lands (``for_frame``; ``config`` gives the first buffer of a fresh page
+    # and no header): the device resolved once serves every frame of a sweep or a replay.
+    hdr: VnetHdr | None  # the header the device wrote (None: all zero)
+    buffer_index: int
+    given: tuple[PostedBuffer, ...]  # buffers a ring model handed over (replay)
+    small_posted: PostedBuffer | None  # small mode: the buffer the frame lands in
 
     def cite(self, *changes: Change) -> tuple[Change, ...]:
         """The ``changes`` this kernel carries, in the order given: a step's ``because``. For
@@ -310,13 +337,6 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
     small_bufsize = bufs.small_bufsize(
         k.smp_cache_bytes, hdr, small_pad, good_packet_len, shinfo_size(k)
     )
-    small_posted = None
-    if mode == "small":
-        small_posted = (
-            s.buffers[0]
-            if s.buffers
-            else next(islice(bufs.carve_fresh(alloc, small_bufsize, False), s.buffer_index, None))
-        )
     # virtnet_set_big_packets (6.1+, 4959aebba8c0): ceil(mtu / PAGE_SIZE) pages without guest
     # GSO; MAX_SKB_FRAGS before, and with guest GSO
     if k.has(BIG_PACKETS_MTU_SIZED) and not s.guest_gso:
@@ -327,9 +347,7 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
     mrg_hdr_len = mergeable_hdr_len(k, hdr)
     min_len = min_buf_len(k, hdr, s.guest_gso, s.mtu, s.ring_size)
     buf_len = s.buf_len
-    if buf_len is None and s.buffers:
-        buf_len = s.buffers[0].len
-    elif buf_len is None and s.ewma is not None:
+    if buf_len is None and s.ewma is not None:
         buf_len = bufs.get_mergeable_buf_len(
             mrg_hdr_len, s.ewma, min_len, k.build.page_size, k.build.l1_cache_bytes
         )
@@ -357,7 +375,6 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         page_frag_bytes=_page_frag_bytes(k),
         small_bufsize=small_bufsize,
         small_pad=small_pad,
-        small_posted=small_posted,
         small_len_check=k.has(SMALL_USED_LEN_CHECK),
         buflen_from_ctx=k.has(VIRTIO_RX_PAGE_POOL),
         big_num_skbfrags=num_skbfrags,
@@ -369,11 +386,8 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         min_buf_len=min_len,
         buf_len=buf_len,
         buf_len_fixed=s.buf_len is not None,
-        buffer_index=s.buffer_index,
-        given=s.buffers,
         ewma=s.ewma,
         frag_list_truesize=kmalloc_reserve(k, 0).truesize,
-        hdr=s.hdr,
         hdr_rules=hdr_rules(k),
         rx_tnl=_rx_tnl(s, hdr, "gso", "gso-csum"),
         rx_tnl_csum=_rx_tnl(s, hdr, "gso-csum"),
@@ -385,6 +399,10 @@ def config(k: KernelProfile, s: VirtioRxSetup) -> Config:
         profile=k,
         xdp=None if s.xdp is None else _xdp_config(k, s, hdr, small_pad, good_packet_len),
         carved=CarvedMemo(),
+        hdr=None,
+        buffer_index=0,
+        given=(),
+        small_posted=_small_posted(alloc, small_bufsize, 0) if mode == "small" else None,
     )
 
 
@@ -394,6 +412,28 @@ def _rx_tnl(s: VirtioRxSetup, hdr_len: int, *on: str) -> bool | None:
     if s.udp_tunnel is None:
         return None if hdr_len == 24 else False
     return s.udp_tunnel in on
+
+
+def for_frame(c: Config, f: RxFrame) -> Config:
+    """The device ``c`` with the frame ``f`` landing: its header, and the posted buffer(s) it
+    fills (given by a ring model, or carved from a fresh page). Nothing here asks the kernel
+    again."""
+    if f.hdr is c.hdr and f.buffer_index == c.buffer_index and f.buffers == c.given:
+        return c
+    small_posted = c.small_posted
+    if c.mode == "small":
+        small_posted = (f.buffers[0] if f.buffers
+                        else _small_posted(c.alloc, c.small_bufsize, f.buffer_index))
+    buf_len = c.buf_len
+    if f.buffers and not c.buf_len_fixed:  # a ring model's buffers are the size they are
+        buf_len = f.buffers[0].len
+    return c._replace(hdr=f.hdr, buffer_index=f.buffer_index, given=f.buffers,
+                      small_posted=small_posted, buf_len=buf_len)
+
+
+def _small_posted(alloc: RxAllocator, bufsize: int, buffer_index: int) -> PostedBuffer:
+    """add_recvbuf_small's ``buffer_index``-th buffer of a fresh page."""
+    return next(islice(bufs.carve_fresh(alloc, bufsize, False), buffer_index, None))
 
 
 def _xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,

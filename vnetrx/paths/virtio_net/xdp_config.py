@@ -51,8 +51,7 @@ def xdp_config(k: KernelProfile, s: VirtioRxSetup, hdr: int, small_pad: int,
                good_packet_len: int) -> XdpConfig:
     """What attaching ``s.xdp`` means on ``k``."""
     assert s.xdp is not None
-    attach = virtnet_xdp_set(k, XdpAttachSetup(mergeable=s.mergeable, guest_gso=s.guest_gso,
-                                               mtu=s.mtu, frags=s.xdp_frags, hdr_len=hdr))
+    attach = virtnet_xdp_set(k, XdpAttachSetup(s))
     headroom = k.value(XDP_PACKET_HEADROOM)
     sh = shinfo_size(k)
     # add_recvbuf_mergeable's tailroom is sizeof(struct skb_shared_info), not aligned: the same

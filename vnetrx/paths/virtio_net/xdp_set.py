@@ -10,7 +10,7 @@ module name, so a message reads "virtio_net: ...".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
@@ -21,6 +21,7 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN, GOOD_PACKET_LEN, XDP_PACKET_HEADROOM
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.skbuff import shinfo_size
+from vnetrx.paths.virtio_net.setup import VirtioRxSetup, check_hdr_len, vnet_hdr_len
 
 SRC = "drivers/net/virtio_net.c"
 MODULE = "virtio_net: "  # NL_SET_ERR_MSG_MOD's KBUILD_MODNAME prefix
@@ -30,18 +31,17 @@ ETH_DATA_LEN = 1500
 
 @dataclass(frozen=True)
 class XdpAttachSetup:
-    """The negotiated device and the program being attached."""
+    """The negotiated device and the program being attached: the device's features, MTU and
+    header length, and whether the program was loaded with BPF_F_XDP_HAS_FRAGS (its
+    ``xdp_frags``), are the receive path's ``device``; the rest is what only virtnet_xdp_set
+    reads."""
 
-    mergeable: bool = False  # VIRTIO_NET_F_MRG_RXBUF
-    guest_gso: bool = False  # GUEST_TSO4/TSO6/ECN/UFO
+    device: VirtioRxSetup = field(default_factory=VirtioRxSetup)
     guest_csum: bool = True  # VIRTIO_NET_F_GUEST_CSUM (QEMU offers it by default)
     ctrl_guest_offloads: bool = True  # VIRTIO_NET_F_CTRL_GUEST_OFFLOADS (QEMU: with a CVQ)
     any_header_sg: bool = True  # VIRTIO_F_VERSION_1 or VIRTIO_F_ANY_LAYOUT
-    mtu: int = ETH_DATA_LEN
-    frags: bool = False  # the program was loaded with BPF_F_XDP_HAS_FRAGS
     queues: int = 1  # max_queue_pairs (VIRTIO_NET_F_MQ)
     cpus: int = 2  # nr_cpu_ids (= online CPUs assumed)
-    hdr_len: int = 12  # vi->hdr_len (12 for a modern device)
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,9 @@ class XdpAttach:
 
 
 def check_setup(k: KernelProfile, s: XdpAttachSetup) -> None:
-    from vnetrx.paths.virtio_net.setup import check_hdr_len
-
-    check_hdr_len(k, s.hdr_len)
-    if not 68 <= s.mtu <= 65535:
-        raise InputError(f"MTU {s.mtu} out of range (valid: 68..65535)")
+    check_hdr_len(k, vnet_hdr_len(s.device))
+    if not 68 <= s.device.mtu <= 65535:
+        raise InputError(f"MTU {s.device.mtu} out of range (valid: 68..65535)")
     if not 1 <= s.queues <= MAX_QUEUE_PAIRS:
         raise InputError(f"queue pairs {s.queues} out of range (valid: 1..{MAX_QUEUE_PAIRS})")
     if not 1 <= s.cpus <= 8192:
@@ -86,15 +84,16 @@ def guest_offloads(s: XdpAttachSetup) -> list[str]:
     """The negotiated features virtnet_xdp_set's first check lists (USO4/USO6 join it in 6.2,
     418044e1de30, but vnetrx's device never negotiates USO) and virtnet_clear_guest_offloads
     turns off."""
-    gso = ["GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "GUEST_UFO"] if s.guest_gso else []
+    gso = ["GUEST_TSO4", "GUEST_TSO6", "GUEST_ECN", "GUEST_UFO"] if s.device.guest_gso else []
     return gso + (["GUEST_CSUM"] if s.guest_csum else [])
 
 
 def mode_of(s: XdpAttachSetup) -> str:
     """virtnet_probe: mergeable with MRG_RXBUF, else big with guest GSO or MTU > 1500."""
-    if s.mergeable:
+    d = s.device
+    if d.mergeable:
         return "mergeable"
-    return "big" if s.guest_gso or s.mtu > ETH_DATA_LEN else "small"
+    return "big" if d.guest_gso or d.mtu > ETH_DATA_LEN else "small"
 
 
 def mtu_limit(k: KernelProfile, frags: bool) -> int | None:
@@ -112,6 +111,7 @@ def mtu_limit(k: KernelProfile, frags: bool) -> int | None:
 
 def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
     check_setup(k, s)
+    d = s.device
     at = f"{SRC}:virtnet_xdp_set @ {k.name}"
     mode = mode_of(s)
     checks: list[Check] = []
@@ -122,7 +122,7 @@ def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
         if warning:
             warnings.append(warning)
         return XdpAttach(False, errno, MODULE + message, tuple(warnings), tuple(checks), mode,
-                         False, (), mtu_limit(k, s.frags), 0, tuple(notes))
+                         False, (), mtu_limit(k, d.xdp_frags), 0, tuple(notes))
 
     # 1. guest offloads the driver cannot switch off
     host_offloads = guest_offloads(s)
@@ -137,29 +137,29 @@ def virtnet_xdp_set(k: KernelProfile, s: XdpAttachSetup) -> XdpAttach:
         return refused("EOPNOTSUPP", "Can't set XDP while host is implementing GRO_HW/CSUM, "
                        "disable GRO_HW/CSUM first")
     # 2. mergeable needs the header and data in one buffer
-    ok = not (s.mergeable and not s.any_header_sg)
+    ok = not (d.mergeable and not s.any_header_sg)
     checks.append(Check("any_header_sg", at, ok,
                         "mergeable rx buffers need VIRTIO_F_ANY_LAYOUT or VERSION_1"
-                        if s.mergeable else "not mergeable: not checked"))
+                        if d.mergeable else "not mergeable: not checked"))
     if not ok:
         return refused("EINVAL", "XDP expects header/data in single page, any_header_sg "
                        "required")
     # 3. the MTU
-    limit = mtu_limit(k, s.frags)
+    limit = mtu_limit(k, d.xdp_frags)
     frags_rule = k.has(VIRTIO_XDP_MTU_FRAGS)
     because = (VIRTIO_XDP_MTU_FRAGS.key,) if frags_rule else ()
     if k.has(PADDED_VNET_HDR_V1_HASH) and not frags_rule:
         because = (PADDED_VNET_HDR_V1_HASH.key,)
-    ok = limit is None or s.mtu <= limit
+    ok = limit is None or d.mtu <= limit
     checks.append(Check(
         "MTU", at, ok,
         ("a program with frags: no MTU limit (e814b958ad88)" if limit is None else
-         f"MTU {s.mtu} {'<=' if ok else '>'} max_sz {limit} = "
+         f"MTU {d.mtu} {'<=' if ok else '>'} max_sz {limit} = "
          + ("PAGE_SIZE - SKB_DATA_ALIGN(XDP_PACKET_HEADROOM + sizeof(skb_shared_info)) - "
             "ETH_HLEN" if frags_rule else "PAGE_SIZE - sizeof(struct padded_vnet_hdr)")
-         + (" (the test is '>', so max_sz itself is accepted)" if s.mtu == limit else "")),
+         + (" (the test is '>', so max_sz itself is accepted)" if d.mtu == limit else "")),
         because))
-    if not frags_rule and s.frags:
+    if not frags_rule and d.xdp_frags:
         notes.append(f"{k.name} has no multi-buffer XDP on virtio-net: a program loaded with "
                      "BPF_F_XDP_HAS_FRAGS is treated like any other (the MTU check applies and "
                      "frames over several buffers are linearised, xdp_linearize_page)")
@@ -209,12 +209,12 @@ def _effects(k: KernelProfile, s: XdpAttachSetup, mode: str, enough: bool,
     sh = shinfo_size(k)
     if mode == "small":
         pad = k.build.net_ip_align + k.net_skb_pad  # VIRTNET_RX_PAD
-        good = k.value(GOOD_PACKET_LEN)
-        size = k.skb_data_align(s.hdr_len + pad + good + headroom) + sh
+        good, hdr_len = k.value(GOOD_PACKET_LEN), vnet_hdr_len(s.device)
+        size = k.skb_data_align(hdr_len + pad + good + headroom) + sh
         out.append(("rx buffers", f"add_recvbuf_small posts {size}-byte slots (was "
-                    f"{k.skb_data_align(s.hdr_len + pad + good) + sh}): {headroom} bytes of "
+                    f"{k.skb_data_align(hdr_len + pad + good) + sh}): {headroom} bytes of "
                     f"XDP headroom after VIRTNET_RX_PAD, the device writes up to "
-                    f"{s.hdr_len + good} bytes at +{pad + headroom}"))
+                    f"{hdr_len + good} bytes at +{pad + headroom}"))
     elif mode == "mergeable":
         room = k.skb_data_align(headroom + sh)
         out.append(("rx buffers", f"get_mergeable_buf_len returns PAGE_SIZE - room = "
