@@ -17,7 +17,7 @@ from vnetrx.kernel.registry import lookup
 from vnetrx.live import verify
 from vnetrx.observed.tap_write import WriteCase
 from vnetrx.packet import build_tunnel_frame, parse_tunnel
-from vnetrx.paths.tun import TapSetup
+from vnetrx.paths.tun import TapFrame, TapSetup
 from vnetrx.paths.tun.offload import set_offload
 from vnetrx.paths.vhost import VhostTxSetup, vhost_tx_config
 from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -30,8 +30,8 @@ GOOD = VnetHdr(1, 0x21, 104, 1448, 84, 16, outer_th_offset=34, inner_nh_offset=6
 
 def _write(kernel: str, h: VnetHdr, length: int = 3000, size: int = 24):
     frame = build_tunnel_frame(length, parse_tunnel("ipv4"), "tcp4")
-    return trace_tap(lookup(kernel), TapSetup(vnet_hdr_sz=size, hdr=h.to_bytes(24)[:size],
-                                              frame=frame), length)
+    return trace_tap(lookup(kernel), TapSetup(vnet_hdr_sz=size, frame=frame),
+                     TapFrame(length, h.to_bytes(24)[:size]))
 
 
 def test_recorded_on_6_18_44_every_write_matches() -> None:
@@ -73,13 +73,13 @@ def test_offset_order_boundaries(change: dict[str, int], ok: bool) -> None:
 
 
 def test_tunnel_fields_from_skb_head() -> None:
-    from vnetrx.paths.tun.get_user import tap_config, tap_plan
+    from vnetrx.paths.tun.get_user import for_write, tap_config, tap_plan
 
     skb = _write("6.18.44", GOOD).skb
     assert skb.gso_type == 0x403  # TCPV4 | DODGY | UDP_TUNNEL
     frame = build_tunnel_frame(3000, parse_tunnel("ipv4"), "tcp4")
-    c = tap_config(lookup("6.18.44"), TapSetup(vnet_hdr_sz=24, hdr=GOOD.to_bytes(24),
-                                                frame=frame))
+    c = for_write(tap_config(lookup("6.18.44"), TapSetup(vnet_hdr_sz=24, frame=frame)),
+                  TapFrame(3000, GOOD.to_bytes(24)))
     offload = tap_plan(c, 3000).offload
     assert offload is not None and offload.encap is not None
     # tun_build_skb's headroom 64: the offsets count from skb->head
@@ -146,10 +146,10 @@ def test_vhost_rx_24_byte_header_is_refused_with_its_reason() -> None:
 
 def _virtio(udp_tunnel: str | None, h: VnetHdr, kernel: str = "6.18.44", hdr_len: int | None = None):
     from vnetrx.engine import trace_virtio
-    from vnetrx.paths.virtio_net import VirtioRxSetup
+    from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
 
     return trace_virtio(lookup(kernel), VirtioRxSetup(mergeable=True, hdr_len=hdr_len,
-                                                      udp_tunnel=udp_tunnel, hdr=h), 3000)
+                                                      udp_tunnel=udp_tunnel), RxFrame(3000, h))
 
 
 @pytest.mark.parametrize(("features", "flags", "gso_type"), [

@@ -17,6 +17,7 @@ from vnetrx.engine import trace_vhost_tx
 from vnetrx.kernel.build import BuildConfig
 from vnetrx.kernel.registry import lookup
 from vnetrx.model import Trace
+from vnetrx.paths.tun import TapFrame
 from vnetrx.paths.tun.zerocopy import GOODCOPY_LEN, tun_get_user_zerocopy
 from vnetrx.paths.vhost import VhostTxSetup
 
@@ -24,7 +25,9 @@ from vnetrx.paths.vhost import VhostTxSetup
 def vt(length: int, kernel: str = "6.12.117", build: BuildConfig | None = None,
        **options: object) -> Trace:
     k = lookup(kernel, build) if build is not None else lookup(kernel)
-    return trace_vhost_tx(k, VhostTxSetup(zcopy=True, **options), length)  # type: ignore[arg-type]
+    header = options.pop("hdr", None)
+    return trace_vhost_tx(k, VhostTxSetup(zcopy=True, **options),  # type: ignore[arg-type]
+                          TapFrame(length, header))  # type: ignore[arg-type]
 
 
 def used(t: Trace) -> bool:
