@@ -78,11 +78,7 @@ def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> 
         replay_vhost_tx(ctx, lengths, from_file, o)
         return True
     if o["path"] != "vhost-rx":
-        given = _given(ctx, _VHOST_TX_ONLY)
-        if given:
-            raise click.UsageError(
-                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --path "
-                "vhost-tx only", ctx)
+        _only(ctx, _VHOST_TX_ONLY, "vhost-tx")
         for name in _VHOST_TX_ONLY:
             o.pop(name, None)
         if _given(ctx, ("buf_len",)):
@@ -93,16 +89,21 @@ def run_vhost(lengths: str | None, from_file: str | None, o: dict[str, Any]) -> 
         if _given(ctx, ("in_order",)):
             raise click.UsageError("--in-order applies to --path vhost-rx and vhost-tx only",
                                    ctx)
-        given = _given(ctx, _VHOST_ONLY)
-        if given:
-            raise click.UsageError(
-                f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --path "
-                "vhost-rx only", ctx)
+        _only(ctx, _VHOST_ONLY, "vhost-rx")
         for name in _VHOST_ONLY:
             o.pop(name, None)
         return False
     _replay_vhost(ctx, lengths, from_file, o)
     return True
+
+
+def _only(ctx: click.Context, names: tuple[str, ...], path: str) -> None:
+    """Refuse ``names`` given on the command line: they apply to ``--path path`` only."""
+    given = _given(ctx, names)
+    if given:
+        raise click.UsageError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --path "
+            f"{path} only", ctx)
 
 
 def _given(ctx: click.Context, names: tuple[str, ...]) -> list[str]:

@@ -311,7 +311,7 @@ def _json_objects(path: str, value: list[Any]) -> tuple[
                              "iovec of the write begins, after the first)")
         if split and "frame" not in item:
             raise InputError(f"{where}: \"split\" needs the write's \"frame\"")
-        frame = _hex(item, "frame", where)
+        frame = hex_field(item, "frame", where)
         if frame is not None:
             length = len(frame)
             given = sorted(set(item) & {"len", "l4", "tcp_options"})
@@ -323,7 +323,7 @@ def _json_objects(path: str, value: list[Any]) -> tuple[
                                  "has at least 14)")
         else:
             length = _json_len(item, where, L4_CHOICES, headers_of)
-        raw = _hex(item, "hdr", where)
+        raw = hex_field(item, "hdr", where)
         hdr = None
         if raw is not None:
             if len(raw) > 10 and len(raw) != 12:  # shorter: zero-padded to 10
@@ -339,7 +339,9 @@ def _json_objects(path: str, value: list[Any]) -> tuple[
     return tuple(lengths), tuple(hdrs), tuple(data), tuple(splits)
 
 
-def _hex(item: dict[str, Any], key: str, where: str) -> bytes | None:
+def hex_field(item: dict[str, Any], key: str, where: str) -> bytes | None:
+    """A JSON frame object's hex field (spaces allowed), None when absent; InputError naming
+    ``where`` when it is not a hex string."""
     raw = item.get(key)
     if raw is None:
         return None

@@ -13,6 +13,7 @@ from vnetrx.files import parse_json, read_bounded
 from vnetrx.packet import L4_CHOICES, Headers, headers_of
 from vnetrx.paths.vhost.rx import HostFrame, check_frame
 from vnetrx.paths.virtio_net_hdr import VnetHdr
+from vnetrx.replay.frames import hex_field
 
 MAX_FRAMES = 100_000
 MAX_TEXT = 16 << 20
@@ -98,14 +99,8 @@ def _frame(item: Any, where: str) -> tuple[HostFrame, bytes | None]:
     if not isinstance(vlan, bool):
         raise InputError(f"{where}: \"vlan\" must be true or false")
     hdr = None
-    raw = item.get("hdr")
-    if raw is not None:
-        if not isinstance(raw, str):
-            raise InputError(f"{where}: \"hdr\" must be a hex string")
-        try:
-            data = bytes.fromhex(raw.replace(" ", ""))
-        except ValueError:
-            raise InputError(f"{where}: \"hdr\" {raw!r} is not hex") from None
+    data = hex_field(item, "hdr", where)
+    if data is not None:
         if len(data) > 10:
             raise InputError(f"{where}: \"hdr\" has {len(data)} bytes; give the skb's state as "
                              "the 10-byte virtio_net_hdr (valid: 0..10 bytes)")
