@@ -16,6 +16,8 @@ from vnetrx.kernel.registry import lookup
 from vnetrx.model import (
     DRIVER_COUNTERS,
     KPROBE_FIELDS,
+    RESULT_RECORDS,
+    RESULT_STRINGS,
     SKB_FIELDS,
     TRACEPOINT_FIELDS,
     XDP_ACTIONS,
@@ -23,12 +25,15 @@ from vnetrx.model import (
     XDP_OUTCOMES,
     Outcome,
     Path,
+    Received,
+    RecordField,
     Skb,
+    Trace,
     XdpMode,
     XdpRun,
 )
 from vnetrx.paths.virtio_net import RxFrame, VirtioRxSetup
-from vnetrx.schemas import SKB, XDP_RUN
+from vnetrx.schemas import SKB, VHOST_TX, XDP_RUN
 from vnetrx.sweep import CSV_FIELDS, ROW_SKB_FIELDS
 
 NAMES = [f.name for f in SKB_FIELDS]
@@ -110,6 +115,68 @@ def test_xdp_json_without_a_read_back_has_no_xdp_tx(runner: CliRunner) -> None:
     tap = json.loads(runner.invoke(cli, ["trace", "--path", "tap", "--len", "1000", "--xdp",
                                          "drop", "--json"]).stdout)
     assert tap["xdp"]["driver_counters"] is None  # tun has no queue counters
+
+
+# --- the structured result records (RESULT_RECORDS): refused_by, xdp, vhost ------------------
+
+def _covered(fields: tuple[RecordField, ...], record: type) -> None:
+    names = [f.name for f in fields]
+    assert names == list(record._fields), record  # type: ignore[attr-defined]
+    assert len({f.at for f in fields}) == len(fields)
+    assert {f.kind for f in fields} <= {"nat", "nat?", "str", "str?", "strs", "bool",
+                                        "counters?", "record?"}
+    for f in fields:
+        assert (f.table is not None) == (f.kind == "record?"), f.name
+        if f.table is not None:
+            _covered(f.table.fields, f.table.record)
+
+
+@pytest.mark.parametrize("r", RESULT_RECORDS, ids=lambda r: r.name)
+def test_each_result_record_table_covers_its_record_in_attribute_order(r: object) -> None:
+    from vnetrx.model import ResultRecord
+
+    assert isinstance(r, ResultRecord)
+    table = r.table
+    if r.name == "xdp":  # XDP_FIELDS is in JSON order, not attribute order
+        assert {f.name for f in table.fields} == set(XdpRun._fields)
+        assert len(table.fields) == len(XdpRun._fields)
+    else:
+        _covered(table.fields, table.record)
+
+
+def test_every_result_attribute_is_declared_in_one_table() -> None:
+    """Received's fields: the string ones (RESULT_STRINGS), the structured ones (RESULT_RECORDS)
+    and the skb and its buffers; a Trace has each of them too. A new field not declared in a
+    table fails here (its JSON, schema and diff would miss it)."""
+    strings = [f.name for f in RESULT_STRINGS]
+    records = [r.name for r in RESULT_RECORDS]
+    assert sorted([*strings, *records, "buffer", "buffers", "skb", "cost"]) == sorted(
+        Received._fields)
+    assert set(Received._fields) <= set(Trace._fields)
+
+
+def test_vhost_json_is_laid_out_as_the_table_says(runner: CliRunner) -> None:
+    doc = json.loads(runner.invoke(cli, ["trace", "--path", "vhost-tx", "--len", "1000",
+                                         "--json"]).stdout)
+    assert list(doc)[-1] == "vhost"
+    assert list(doc["vhost"]) == ["path", "reason", "sock_hlen", "len", "sk_sndbuf", "zerocopy",
+                                  "zcopy_used", "iff_napi", "page_frag", "stalled", "delivery",
+                                  "limits", "buffer"]
+    assert list(doc["vhost"]["limits"]) == ["batch", "weight", "pkt_weight"]
+    # drivers/vhost/net.c: VHOST_NET_BATCH 64, VHOST_NET_WEIGHT 0x80000, VHOST_NET_PKT_WEIGHT 256
+    assert doc["vhost"]["limits"] == {"batch": 64, "weight": 0x80000, "pkt_weight": 256}
+    assert list(doc["vhost"]["buffer"]) == ["pad", "headroom", "buflen", "page_size",
+                                            "max_frame", "hdr_offset"]
+    assert list(VHOST_TX["properties"]) == list(doc["vhost"])
+    assert doc["refused_by"] is None and list(doc).index("refused_by") == list(doc).index(
+        "counter") + 1
+
+
+def test_diff_compares_the_vhost_fields_in_table_order() -> None:
+    assert [f for f in RESULT_FIELDS if f.startswith("vhost")] == [
+        "vhost.path", "vhost.reason", "vhost.page_frag", "vhost.stalled", "vhost.buffer.buflen",
+        "vhost.buffer.hdr_offset"]
+    assert not [f for f in RESULT_FIELDS if f.startswith("refused_by")]
 
 
 def test_diff_compares_the_xdp_fields_in_this_order() -> None:

@@ -24,23 +24,21 @@ from vnetrx.files import parse_json
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import (
     IP_SUMMED,
+    RESULT_RECORDS,
     RESULT_STRINGS,
     SKB_FIELDS,
     TRACE_SCHEMA,
-    XDP_FIELDS,
     Buffer,
     Cost,
     Frag,
     FragListSkb,
-    Refusal,
+    RecordField,
     Region,
+    ResultRecord,
     Skb,
     Step,
     Trace,
     Value,
-    VhostBuffer,
-    VhostTx,
-    XdpRun,
 )
 
 if TYPE_CHECKING:
@@ -50,10 +48,6 @@ if TYPE_CHECKING:
 ERROR_SCHEMA = "vnetrx.error/1"
 SKB_FIELD_NAMES = tuple(f.name for f in SKB_FIELDS)
 _SKB_LISTS = tuple(f.name for f in SKB_FIELDS if f.kind == "strs")  # tuples on Skb
-# model.XDP_FIELDS as codec walks them: (attribute, JSON path, kind)
-_XDP_PLACES = tuple((f.name, tuple(f.at.split(".")), f.kind) for f in XDP_FIELDS)
-# the objects printed only when one of their attributes is set (xdp_tx: read_len)
-_XDP_GATES = tuple((f.name, f.at.split(".")[0]) for f in XDP_FIELDS if f.gate)
 
 
 def kernel_to_dict(k: KernelProfile) -> dict[str, Any]:
@@ -106,38 +100,50 @@ def skb_to_dict(s: Skb) -> dict[str, Any]:
     return out
 
 
-def xdp_to_dict(x: XdpRun) -> dict[str, Any]:
-    """``xdp`` (always, with a program) and ``xdp_tx`` (when a read() returns the frame): each
-    field where ``model.XDP_FIELDS`` puts it."""
-    skipped = {top for name, top in _XDP_GATES if getattr(x, name) is None}
+def _tops(fields: tuple[RecordField, ...]) -> tuple[str, ...]:
+    """The document keys a record's fields are printed under, in order ("xdp", "xdp_tx")."""
+    return tuple(dict.fromkeys(f.at.split(".")[0] for f in fields))
+
+
+def _gated(fields: tuple[RecordField, ...], record: Any) -> set[str]:
+    """The objects not printed because a gate attribute of theirs is None (xdp_tx: read_len)."""
+    return {f.at.split(".")[0] for f in fields if f.gate and getattr(record, f.name) is None}
+
+
+def _json_value(f: RecordField, value: Any) -> Any:
+    if f.kind == "counters?":
+        return dict(value) if value else None
+    if f.kind == "strs":  # a plain JSON value, as json.loads gives it back
+        return list(value)
+    if f.kind == "record?":
+        return None if value is None else fields_to_dict(f, value)
+    return value
+
+
+def fields_to_dict(f: RecordField | ResultRecord, record: Any) -> dict[str, Any]:
+    """A structured record's JSON: each field where its table (``model.RESULT_RECORDS``, or a
+    nested record's ``RecordField.table``) puts it."""
+    assert f.table is not None
+    fields = f.table.fields
+    skipped = _gated(fields, record)
     out: dict[str, Any] = {}
-    for name, (*parents, key), kind in _XDP_PLACES:
-        if parents[0] in skipped:
+    for field in fields:
+        *parents, key = field.at.split(".")
+        if parents and parents[0] in skipped:
             continue
         node = out
         for parent in parents:
             node = node.setdefault(parent, {})
-        value = getattr(x, name)
-        node[key] = (dict(value) if value else None) if kind == "counters?" else value
+        node[key] = _json_value(field, getattr(record, field.name))
     return out
 
 
-# ``vhost``'s keys (model.VhostTx), in the order JSON prints them; ``limits`` and ``buffer``
-# hold the rest
-_VHOST_KEYS = (("path", "str"), ("reason", "str"), ("sock_hlen", "nat"), ("len", "nat"),
-               ("sk_sndbuf", "nat"), ("zerocopy", "bool"), ("zcopy_used", "bool"),
-               ("iff_napi", "bool"),
-               ("page_frag", "str"), ("stalled", "bool"), ("delivery", "str?"))
-_VHOST_LIMITS = ("batch", "weight", "pkt_weight")
-_VHOST_BUFFER = VhostBuffer._fields
-
-
-def vhost_to_dict(x: VhostTx) -> dict[str, Any]:
-    """A vhost-tx trace's ``vhost`` object."""
-    out: dict[str, Any] = {name: getattr(x, name) for name, _ in _VHOST_KEYS}
-    out["limits"] = {name: getattr(x, name) for name in _VHOST_LIMITS}
-    out["buffer"] = None if x.buffer is None else x.buffer._asdict()
-    return out
+def record_to_dict(r: ResultRecord, record: Any) -> dict[str, Any]:
+    """The trace document's keys for one structured result field: none for an optional one
+    that is unset, null for another one that is unset."""
+    if record is None:
+        return {} if r.optional else dict.fromkeys(_tops(r.table.fields))
+    return fields_to_dict(r, record)
 
 
 def _string(value: object) -> str | None:
@@ -151,15 +157,8 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
         "kernel": kernel_to_dict(t.kernel),
         "input": dict(t.input),
         **{f.name: _string(getattr(t, f.name)) for f in RESULT_STRINGS},
-        "refused_by": None
-        if t.refused_by is None
-        else {
-            "function": t.refused_by.function,
-            "source": t.refused_by.source,
-            "test": t.refused_by.test,
-            "reason": t.refused_by.reason,
-            "because": list(t.refused_by.because),
-        },
+        **{key: value for r in RESULT_RECORDS if not r.optional
+           for key, value in record_to_dict(r, getattr(t, r.name)).items()},
         "steps": [
             {
                 "function": s.function,
@@ -181,8 +180,8 @@ def trace_to_dict(t: Trace) -> dict[str, Any]:
             "frags": t.cost.frags,
         },
         "notes": list(t.notes),
-        **({} if t.xdp is None else xdp_to_dict(t.xdp)),
-        **({} if t.vhost is None else {"vhost": vhost_to_dict(t.vhost)}),
+        **{key: value for r in RESULT_RECORDS if r.optional
+           for key, value in record_to_dict(r, getattr(t, r.name)).items()},
     }
 
 
@@ -449,35 +448,45 @@ def _skb(d: _In) -> Skb:
     return Skb(**kept, frags=_frags(d), frag_list=tuple(chained))
 
 
-def _xdp(doc: _In) -> XdpRun | None:
-    """The XdpRun of ``xdp`` and ``xdp_tx``, each field where ``model.XDP_FIELDS`` puts it."""
-    if "xdp" not in doc.obj:
-        return None
-    absent = {top for _, top in _XDP_GATES if top not in doc.obj}
-    fields: dict[str, Any] = {}
-    for (name, (*parents, key), kind), f in zip(_XDP_PLACES, XDP_FIELDS, strict=True):
-        if parents[0] in absent:
-            fields[name] = None
+def _fields_from(d: _In, f: RecordField | ResultRecord) -> Any:
+    """The record a table's fields make, each read where the table puts it (``fields_to_dict``'s
+    inverse); a gated object that is absent gives None for its fields."""
+    assert f.table is not None
+    absent = {top for top in _gated_tops(f.table.fields) if top not in d.obj}
+    values: dict[str, Any] = {}
+    for field in f.table.fields:
+        *parents, key = field.at.split(".")
+        if parents and parents[0] in absent:
+            values[field.name] = None
             continue
-        node = doc
+        node = d
         for parent in parents:
             node = node.sub(parent)
-        value = node.get(key, kind, f.values)
-        fields[name] = (tuple(value.items()) if value else ()) if kind == "counters?" else value
-    return XdpRun(**fields)
+        if field.kind == "record?":
+            nested = node.sub_or_none(key)
+            values[field.name] = None if nested is None else _fields_from(nested, field)
+            continue
+        value = node.get(key, field.kind, field.values)
+        if field.kind == "counters?":
+            value = tuple(value.items()) if value else ()
+        elif field.kind == "strs":
+            value = tuple(value)
+        values[field.name] = value
+    return f.table.record(**values)
 
 
-def _vhost(doc: _In) -> VhostTx | None:
-    """The VhostTx of a vhost-tx trace's ``vhost`` (absent on the other paths)."""
-    if "vhost" not in doc.obj:
+def _gated_tops(fields: tuple[RecordField, ...]) -> tuple[str, ...]:
+    return tuple(f.at.split(".")[0] for f in fields if f.gate)
+
+
+def _record_from(doc: _In, r: ResultRecord) -> Any:
+    """A structured result field of a trace document (None: unset)."""
+    top = _tops(r.table.fields)[0]
+    if r.optional and top not in doc.obj:
         return None
-    d = doc.sub("vhost")
-    fields = {name: d.get(name, kind) for name, kind in _VHOST_KEYS}
-    limits = d.sub("limits")
-    fields.update({name: limits.get(name, "nat") for name in _VHOST_LIMITS})
-    b = d.sub_or_none("buffer")
-    buffer = None if b is None else VhostBuffer(*(b.get(n, "nat") for n in _VHOST_BUFFER))
-    return VhostTx(**fields, buffer=buffer)
+    if not r.optional and doc.sub_or_none(top) is None:
+        return None
+    return _fields_from(doc, r)
 
 
 def _difference(doc: Any, again: Any, where: str) -> str | None:
@@ -530,7 +539,6 @@ def from_dict(doc: object) -> Trace:
     hdr = dict(inputs).get("hdr")
     if hdr is not None and not (isinstance(hdr, str) and _is_hex(hdr)):
         raise InputError(f"input.hdr is {_shown(hdr)}, not the header's bytes in hex or null")
-    refused = top.sub_or_none("refused_by")
     buffer = top.sub_or_none("buffer")
     skb = top.sub_or_none("skb")
     cost = top.sub_or_none("cost")
@@ -551,12 +559,7 @@ def from_dict(doc: object) -> Trace:
                                             cost.get("bytes_copied", "nat"),
                                             cost.get("frags", "nat")),
         notes=tuple(top.get("notes", "strs")),
-        refused_by=None if refused is None else Refusal(
-            refused.get("function", "str"), refused.get("source", "str"),
-            refused.get("test", "str"), refused.get("reason", "str"),
-            tuple(refused.get("because", "strs"))),
-        xdp=_xdp(top),
-        vhost=_vhost(top),
+        **{r.name: _record_from(top, r) for r in RESULT_RECORDS},
     )
     again = trace_to_dict(trace)
     if again != doc:

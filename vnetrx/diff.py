@@ -6,7 +6,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vnetrx.codec import flow_to_dict, trace_to_dict
-from vnetrx.model import RESULT_STRINGS, SKB_FIELDS, XDP_FIELDS, GroHow, Step, Trace
+from vnetrx.model import (
+    RESULT_RECORDS,
+    RESULT_STRINGS,
+    SKB_FIELDS,
+    GroHow,
+    RecordField,
+    ResultRecord,
+    Step,
+    Trace,
+)
 
 if TYPE_CHECKING:
     from vnetrx.flow import FlowRun
@@ -15,16 +24,23 @@ DIFF_SCHEMA = "vnetrx.diff/1"
 GRO_DIFF_SCHEMA = "vnetrx.gro-diff/1"
 
 
-def _xdp_fields() -> tuple[str, ...]:
-    """An attached XDP program's result fields (model.XDP_FIELDS with ``diff``; a counters
-    object by counter): where it ran, what its verdict did, the xdp_buff, the counters, the
-    reader's bytes. Object by object, each object's own fields before those of the objects
-    nested in it."""
-    tops = list(dict.fromkeys(f.at.split(".")[0] for f in XDP_FIELDS))
-    places = [place for f in XDP_FIELDS if f.diff
-              for place in ((f"{f.at}.{name}" for name in f.values)
-                            if f.kind == "counters?" else (f.at,))]
+def _record_fields(r: ResultRecord) -> tuple[str, ...]:
+    """A structured result field's diff fields (its table's with ``diff``; a counters object by
+    counter, a nested record by its own diff fields), object by object, each object's own fields
+    before those of the objects nested in it."""
+    fields = r.table.fields
+    tops = list(dict.fromkeys(f.at.split(".")[0] for f in fields))
+    places = [place for f in fields if f.diff for place in _places(f)]
     return tuple(sorted(places, key=lambda p: (tops.index(p.split(".")[0]), p.count("."))))
+
+
+def _places(f: RecordField) -> tuple[str, ...]:
+    if f.kind == "counters?":
+        return tuple(f"{f.at}.{name}" for name in f.values)
+    if f.table is not None:
+        return tuple(f"{f.at}.{place}" for sub in f.table.fields if sub.diff
+                     for place in _places(sub))
+    return (f.at,)
 
 
 # Result fields compared, as dotted paths into the JSON form of a trace.
@@ -36,14 +52,7 @@ RESULT_FIELDS = (
     "cost.frags",
     "buffer.size",
     "buffer.page_offset",
-    *_xdp_fields(),
-    # path vhost-tx: vhost-net's road into the tap and its buffer
-    "vhost.path",
-    "vhost.reason",
-    "vhost.stalled",
-    "vhost.page_frag",
-    "vhost.buffer.buflen",
-    "vhost.buffer.hdr_offset",
+    *(place for r in RESULT_RECORDS for place in _record_fields(r)),
 )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Union
+from typing import Any, Union
 
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.records import NamedTuple
@@ -327,13 +327,18 @@ class XdpRun(NamedTuple):
     driver: tuple[tuple[str, int], ...] = ()
 
 
-class XdpField(NamedTuple):
-    """One XdpRun attribute: where a trace's JSON puts it and what it is."""
+class RecordField(NamedTuple):
+    """One attribute of a structured result record (``XdpRun``, ``VhostTx``, ``Refusal``...):
+    where a trace's JSON puts it and what it is. Codec's JSON and its reader, the trace schema
+    and `vnetrx diff`'s fields come from these tables (``RESULT_RECORDS``)."""
 
-    name: str  # the XdpRun attribute
-    at: str  # its place in the trace JSON, dotted: "xdp.mode", "xdp.xdp_buff.headroom"
+    name: str  # the record's attribute
+    # its place in the trace JSON, dotted: "xdp.mode", "xdp.xdp_buff.headroom" (in a nested
+    # record's table: from that record's object)
+    at: str
     # SkbField's kinds, and "str?" (a string or null); with ``values``: "str" is one of them,
-    # "str?" one of them or null, "counters?" null or an object of a whole number per value
+    # "str?" one of them or null, "counters?" null or an object of a whole number per value;
+    # "record?": null or the object of a nested record (``table``)
     kind: str
     doc: str
     diff: bool = True  # one of `vnetrx diff`'s result fields
@@ -341,6 +346,14 @@ class XdpField(NamedTuple):
     # the object holding this field is printed only when this attribute is not None (xdp_tx:
     # only a frame the program transmitted is read back)
     gate: bool = False
+    table: RecordTable | None = None  # kind "record?": the nested record's
+
+
+class RecordTable(NamedTuple):
+    """A structured record and its fields, in the order a trace's JSON prints them."""
+
+    record: type[Any]  # the class the fields make (XdpRun(**fields))
+    fields: tuple[RecordField, ...]
 
 
 # include/uapi/linux/bpf.h: enum xdp_action, in its order (vnetrx.paths.xdp.VERDICT's names)
@@ -354,44 +367,44 @@ DRIVER_COUNTERS = ("rx_drops", "rx_xdp_packets", "rx_xdp_tx", "rx_xdp_redirects"
 # ``xdp_buff``, ``counters`` and ``driver_counters``, then ``xdp_tx``): codec's JSON and its
 # reader, the trace schema and `vnetrx diff`'s fields come from here. Adding a field: a row
 # here, the attribute on XdpRun, and the code that computes it.
-XDP_FIELDS: tuple[XdpField, ...] = (
-    XdpField("action", "xdp.action", "str", "the verdict the program returns", diff=False,
+XDP_FIELDS: tuple[RecordField, ...] = (
+    RecordField("action", "xdp.action", "str", "the verdict the program returns", diff=False,
              values=XDP_ACTIONS),
-    XdpField("mode", "xdp.mode", "str", "native (in the driver) or generic (do_xdp_generic on "
+    RecordField("mode", "xdp.mode", "str", "native (in the driver) or generic (do_xdp_generic on "
              "an skb)", values=tuple(m.value for m in XdpMode)),
-    XdpField("function", "xdp.function", "str", "the kernel function the program ran in"),
-    XdpField("headroom", "xdp.xdp_buff.headroom", "nat?", "xdp.data - xdp.data_hard_start "
+    RecordField("function", "xdp.function", "str", "the kernel function the program ran in"),
+    RecordField("headroom", "xdp.xdp_buff.headroom", "nat?", "xdp.data - xdp.data_hard_start "
              "(null: generic XDP, not laid out)"),
-    XdpField("len", "xdp.xdp_buff.len", "nat", "xdp.data_end - xdp.data", diff=False),
-    XdpField("frame_sz", "xdp.xdp_buff.frame_sz", "nat?", "xdp.frame_sz"),
-    XdpField("tailroom", "xdp.xdp_buff.tailroom", "nat?", "bytes between data_end and the end "
+    RecordField("len", "xdp.xdp_buff.len", "nat", "xdp.data_end - xdp.data", diff=False),
+    RecordField("frame_sz", "xdp.xdp_buff.frame_sz", "nat?", "xdp.frame_sz"),
+    RecordField("tailroom", "xdp.xdp_buff.tailroom", "nat?", "bytes between data_end and the end "
              "of frame_sz less skb_shared_info", diff=False),
-    XdpField("nr_frags", "xdp.xdp_buff.nr_frags", "nat", "the xdp_buff's frags (multi-buffer "
+    RecordField("nr_frags", "xdp.xdp_buff.nr_frags", "nat", "the xdp_buff's frags (multi-buffer "
              "XDP, 6.3+)"),
-    XdpField("frags_size", "xdp.xdp_buff.frags_size", "nat", "their bytes "
+    RecordField("frags_size", "xdp.xdp_buff.frags_size", "nat", "their bytes "
              "(skb_shared_info.xdp_frags_size)", diff=False),
-    XdpField("meta_len", "xdp.xdp_buff.meta_len", "nat", "xdp.data - xdp.data_meta after the "
+    RecordField("meta_len", "xdp.xdp_buff.meta_len", "nat", "xdp.data - xdp.data_meta after the "
              "program (bpf_xdp_adjust_meta)", diff=False),
-    XdpField("ran", "xdp.ran", "bool", "the program ran (false: the driver dropped the frame "
+    RecordField("ran", "xdp.ran", "bool", "the program ran (false: the driver dropped the frame "
              "before it)", diff=False),
-    XdpField("refused", "xdp.refused", "str?", "why the driver did not run the program",
+    RecordField("refused", "xdp.refused", "str?", "why the driver did not run the program",
              values=("gso_type", "needs_csum", "linearize", "len_check", "too_many_buffers")),
-    XdpField("result", "xdp.result", "str", "what the verdict did", values=(
+    RecordField("result", "xdp.result", "str", "what the verdict did", values=(
         "pass", "drop", "tx", "redirect", "redirect_failed", "tx_failed")),
-    XdpField("errno", "xdp.errno", "str?", "a failed redirect's or transmit's error"),
-    XdpField("copied", "xdp.copied", "nat", "bytes copied before the program ran (generic "
+    RecordField("errno", "xdp.errno", "str?", "a failed redirect's or transmit's error"),
+    RecordField("copied", "xdp.copied", "nat", "bytes copied before the program ran (generic "
              "XDP's new head, xdp_linearize_page)"),
-    XdpField("rx_packets", "xdp.counters.rx_packets", "nat", "the device's rx_packets delta"),
-    XdpField("rx_bytes", "xdp.counters.rx_bytes", "nat", "the device's rx_bytes delta"),
-    XdpField("rx_dropped", "xdp.counters.rx_dropped", "nat?", "the device's rx_dropped delta "
+    RecordField("rx_packets", "xdp.counters.rx_packets", "nat", "the device's rx_packets delta"),
+    RecordField("rx_bytes", "xdp.counters.rx_bytes", "nat", "the device's rx_bytes delta"),
+    RecordField("rx_dropped", "xdp.counters.rx_dropped", "nat?", "the device's rx_dropped delta "
              "(null: the stack after XDP_PASS decides)"),
-    XdpField("tx_packets", "xdp.counters.tx_packets", "nat", "the device's tx_packets delta"),
-    XdpField("tx_bytes", "xdp.counters.tx_bytes", "nat", "the device's tx_bytes delta"),
-    XdpField("driver", "xdp.driver_counters", "counters?", "virtio-net's queue counters for "
+    RecordField("tx_packets", "xdp.counters.tx_packets", "nat", "the device's tx_packets delta"),
+    RecordField("tx_bytes", "xdp.counters.tx_bytes", "nat", "the device's tx_bytes delta"),
+    RecordField("driver", "xdp.driver_counters", "counters?", "virtio-net's queue counters for "
              "this frame (null on tun)", values=DRIVER_COUNTERS),
-    XdpField("read_len", "xdp_tx.len", "nat", "bytes the reader of the transmitted frame gets "
+    RecordField("read_len", "xdp_tx.len", "nat", "bytes the reader of the transmitted frame gets "
              "(vnet header included)", gate=True),
-    XdpField("read_hdr", "xdp_tx.hdr", "str?", "the vnet header bytes in front of it, hex",
+    RecordField("read_hdr", "xdp_tx.hdr", "str?", "the vnet header bytes in front of it, hex",
              diff=False),
 )
 
@@ -489,4 +502,87 @@ RESULT_STRINGS: tuple[ResultField, ...] = (
     ResultField("errno", "str?", diff=False),
     ResultField("counter", "str?", ("rx_length_errors", "rx_frame_errors", "drops"),
                 diff=False),
+)
+
+
+# ``refused_by`` (always printed; null unless a check refused the virtio_net_hdr)
+REFUSAL_FIELDS: tuple[RecordField, ...] = (
+    RecordField("function", "refused_by.function", "str", "the kernel function whose check "
+                "refused the header", diff=False),
+    RecordField("source", "refused_by.source", "str", "where the check is: file:function @ "
+                "version", diff=False),
+    RecordField("test", "refused_by.test", "str", "what the check requires", diff=False),
+    RecordField("reason", "refused_by.reason", "str", "why the header failed it", diff=False),
+    RecordField("because", "refused_by.because", "strs", "the change-table keys that put the "
+                "check there", diff=False),
+)
+
+# ``vhost.buffer`` (model.VhostBuffer: vhost_net_build_xdp's buffer), places from its object
+VHOST_BUFFER_FIELDS: tuple[RecordField, ...] = (
+    RecordField("pad", "pad", "nat", "SKB_DATA_ALIGN(VHOST_NET_RX_PAD + headroom + sock_hlen): "
+                "where the frame starts", diff=False),
+    RecordField("headroom", "headroom", "nat", "XDP_PACKET_HEADROOM when the tap has an XDP "
+                "program, else 0", diff=False),
+    RecordField("buflen", "buflen", "nat", "SKB_DATA_ALIGN(len + pad) + "
+                "SKB_DATA_ALIGN(sizeof(struct skb_shared_info))"),
+    RecordField("page_size", "page_size", "nat", "buflen above PAGE_SIZE is -ENOSPC",
+                diff=False),
+    RecordField("max_frame", "max_frame", "nat", "the longest frame (after the vnet header) "
+                "that fits", diff=False),
+    RecordField("hdr_offset", "hdr_offset", "nat", "where the vnet header sits: 4 (struct "
+                "tun_xdp_hdr's gso), 0 from 6.17"),
+)
+
+# ``vhost`` (path vhost-tx only: model.VhostTx, vhost-net's road into the tap)
+VHOST_FIELDS: tuple[RecordField, ...] = (
+    RecordField("path", "vhost.path", "str", "the road into the tap: vhost_net_build_xdp + "
+                "tun_xdp_one (batch) or sendmsg (tun_get_user)", values=("batch", "tun_get_user")),
+    RecordField("reason", "vhost.reason", "str", "why that road", values=(
+        "batched", "enospc", "sndbuf", "zerocopy", "einval")),
+    RecordField("sock_hlen", "vhost.sock_hlen", "nat", "the vnet header the tap socket carries",
+                diff=False),
+    RecordField("len", "vhost.len", "nat", "iov_iter_count: sock_hlen + the frame", diff=False),
+    RecordField("sk_sndbuf", "vhost.sk_sndbuf", "nat", "the tap socket's sk_sndbuf",
+                diff=False),
+    RecordField("zerocopy", "vhost.zerocopy", "bool", "experimental_zcopytx: "
+                "handle_tx_zerocopy", diff=False),
+    RecordField("zcopy_used", "vhost.zcopy_used", "bool", "this frame's pages were pinned, not "
+                "copied", diff=False),
+    RecordField("iff_napi", "vhost.iff_napi", "bool", "the tap has IFF_NAPI: its skbs go "
+                "through GRO", diff=False),
+    RecordField("page_frag", "vhost.page_frag", "str", "the page frag allocator", values=(
+        "vhost_net_page_frag_refill", "page_frag_alloc_align")),
+    RecordField("stalled", "vhost.stalled", "bool", "vhost_net_build_xdp failed (not -ENOSPC): "
+                "the queue stops at this frame"),
+    RecordField("delivery", "vhost.delivery", "str?", "how the skb enters the stack (null: no "
+                "skb)", diff=False, values=("netif_receive_skb", "napi_gro_receive")),
+    RecordField("batch", "vhost.limits.batch", "nat", "VHOST_NET_BATCH", diff=False),
+    RecordField("weight", "vhost.limits.weight", "nat", "VHOST_NET_WEIGHT (bytes per handle_tx "
+                "run)", diff=False),
+    RecordField("pkt_weight", "vhost.limits.pkt_weight", "nat", "VHOST_NET_PKT_WEIGHT (packets "
+                "per handle_tx run)", diff=False),
+    RecordField("buffer", "vhost.buffer", "record?", "vhost_net_build_xdp's buffer (null: not "
+                "called)", table=RecordTable(VhostBuffer, VHOST_BUFFER_FIELDS)),
+)
+
+
+class ResultRecord(NamedTuple):
+    """A structured result field: a ``Received`` and a ``Trace`` attribute of this name, with
+    the table of its record's fields."""
+
+    name: str
+    table: RecordTable
+    # True: its keys are printed only when it is set, after every other key (xdp: a program is
+    # attached; vhost: path vhost-tx); False: always printed (null when unset), after the
+    # string fields
+    optional: bool
+
+
+# The structured result fields. A new one: its record with a RecordField table, a row here,
+# the attribute in Received and Trace (the engine copies every Received field into the Trace),
+# then the stage that sets it; codec, the trace schema and diff follow from the table.
+RESULT_RECORDS: tuple[ResultRecord, ...] = (
+    ResultRecord("refused_by", RecordTable(Refusal, REFUSAL_FIELDS), optional=False),
+    ResultRecord("xdp", RecordTable(XdpRun, XDP_FIELDS), optional=True),
+    ResultRecord("vhost", RecordTable(VhostTx, VHOST_FIELDS), optional=True),
 )

@@ -1,5 +1,6 @@
 """JSON Schemas (draft 2020-12) of every ``--json`` output, as Python dicts (the skb fields from
-vnetrx.model.SKB_FIELDS, an XDP run's from XDP_FIELDS, paths and outcomes from its enums).
+vnetrx.model.SKB_FIELDS, the structured result records' (XDP, vhost, refused_by) from
+RESULT_RECORDS, paths and outcomes from its enums).
 
 ``vnetrx schema NAME`` prints one; tests/test_schemas.py validates real output against each.
 Top-level objects are closed (``additionalProperties: false``): a new key needs a schema edit
@@ -13,16 +14,18 @@ from typing import Any
 
 from vnetrx.model import (
     GRO_SCHEMA,
+    RESULT_RECORDS,
     RESULT_STRINGS,
     SKB_FIELDS,
     TRACE_SCHEMA,
-    XDP_FIELDS,
     GroFlush,
     GroHow,
     GroResult,
     Outcome,
     Path,
+    RecordField,
     ResultField,
+    ResultRecord,
 )
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -90,7 +93,7 @@ _KINDS: dict[str, dict[str, Any]] = {
 
 
 def _field(kind: str, values: tuple[str, ...]) -> dict[str, Any]:
-    """The schema of a model field of ``kind`` (model.XdpField: ``values`` name an enum's
+    """The schema of a model field of ``kind`` (model.RecordField: ``values`` name an enum's
     members, or a "counters?" object's keys)."""
     if kind == "counters?":
         return _nullable(_obj(dict.fromkeys(values, _NAT)))
@@ -127,26 +130,25 @@ SKB = _obj(
 )
 COST = _obj({"allocations": _NAT, "bytes_copied": _NAT, "frags": _NAT})
 
-# ``xdp`` and ``xdp_tx`` (model.XDP_FIELDS), present only when a program is attached
-_XDP_PARTS = _nested([(f.at.split("."), _field(f.kind, f.values)) for f in XDP_FIELDS])
-XDP_RUN = _XDP_PARTS["xdp"]
-# ``vhost`` (model.VhostTx), present only on path vhost-tx
-VHOST_TX = _obj({
-    "path": {"enum": ["batch", "tun_get_user"]},
-    "reason": {"enum": ["batched", "enospc", "sndbuf", "zerocopy", "einval"]},
-    "sock_hlen": _NAT,
-    "len": _NAT,
-    "sk_sndbuf": _NAT,
-    "zerocopy": _BOOL,
-    "zcopy_used": _BOOL,
-    "iff_napi": _BOOL,
-    "page_frag": {"enum": ["vhost_net_page_frag_refill", "page_frag_alloc_align"]},
-    "stalled": _BOOL,
-    "delivery": _nullable({"enum": ["netif_receive_skb", "napi_gro_receive"]}),
-    "limits": _obj({"batch": _NAT, "weight": _NAT, "pkt_weight": _NAT}),
-    "buffer": _nullable(_obj({"pad": _NAT, "headroom": _NAT, "buflen": _NAT, "page_size": _NAT,
-                              "max_frame": _NAT, "hdr_offset": _NAT})),
-})
+def _record_parts(fields: tuple[RecordField, ...]) -> dict[str, Any]:
+    """A structured record's objects (model.RESULT_RECORDS' tables), nested as the fields'
+    places say: {key: schema}."""
+    return _nested([(f.at.split("."), _nullable(_obj(_record_parts(f.table.fields)))
+                     if f.table is not None else _field(f.kind, f.values)) for f in fields])
+
+
+def _result_parts(r: ResultRecord) -> dict[str, Any]:
+    """The trace document's keys of one structured result field (null allowed unless it is
+    optional: an optional one is absent when unset)."""
+    parts = _record_parts(r.table.fields)
+    return parts if r.optional else {key: _nullable(body) for key, body in parts.items()}
+
+
+_RECORD_PARTS = {r.name: _result_parts(r) for r in RESULT_RECORDS}
+# ``xdp`` and ``xdp_tx``, present only when a program is attached
+XDP_RUN = _RECORD_PARTS["xdp"]["xdp"]
+# ``vhost``, present only on path vhost-tx
+VHOST_TX = _RECORD_PARTS["vhost"]["vhost"]
 _OUTCOMES = [o.value for o in Outcome]
 
 
@@ -156,6 +158,8 @@ def _result_string(f: ResultField) -> dict[str, Any]:
     return _nullable(one) if f.kind.endswith("?") else one
 
 
+_OPTIONAL_PARTS = {key: body for r in RESULT_RECORDS if r.optional
+                   for key, body in _RECORD_PARTS[r.name].items()}
 _COUNTER = _result_string(next(f for f in RESULT_STRINGS if f.name == "counter"))
 TRACE = _obj(
     {
@@ -163,18 +167,17 @@ TRACE = _obj(
         "kernel": KERNEL,
         "input": {"type": "object", "additionalProperties": _SCALAR},
         **{f.name: _result_string(f) for f in RESULT_STRINGS},
-        "refused_by": _nullable(_obj({"function": _STR, "source": _STR, "test": _STR,
-                                      "reason": _STR, "because": _arr(_STR)})),
+        **{key: body for r in RESULT_RECORDS if not r.optional
+           for key, body in _RECORD_PARTS[r.name].items()},
         "steps": _arr(STEP),
         "buffer": _nullable(BUFFER),
         "buffers": _arr(BUFFER),
         "skb": _nullable(SKB),
         "cost": _nullable(COST),
         "notes": _arr(_STR),
-        **_XDP_PARTS,
-        "vhost": VHOST_TX,
+        **_OPTIONAL_PARTS,
     },
-    optional=(*_XDP_PARTS, "vhost"),
+    optional=tuple(_OPTIONAL_PARTS),
 )
 
 _DIFF_STEP = _obj(

@@ -12,14 +12,31 @@ from vnetrx.kernel.changes import (
     SKB_SMALL_HEAD_CACHE,
     TUN_ALLOC_SKB_BIG_PAGED,
 )
+from vnetrx.kernel.constants import TUN_ALLOC_MAX_PAGE_ORDER
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Frag, Skb
 from vnetrx.paths.maps import regions
 from vnetrx.paths.reason import Reason
-from vnetrx.paths.skbuff import Head, frag_chunks, kmalloc_reserve, skb_built
+from vnetrx.paths.skbuff import Head, frag_chunks, frags_limit, kmalloc_reserve, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig
+from vnetrx.records import NamedTuple
 from vnetrx.values import Value
+
+
+class AllocRules(NamedTuple):
+    """What tun_alloc_skb and alloc_skb_with_frags read of one kernel, resolved once
+    (``alloc_rules``; a version-gated condition of theirs adds a field here)."""
+
+    big_paged: bool  # TUN_ALLOC_SKB_BIG_PAGED
+    max_order: int  # TUN_ALLOC_MAX_PAGE_ORDER: PAGE_ALLOC_COSTLY_ORDER from 6.6
+    frags_limit: int  # the most data_len alloc_skb_with_frags takes (-EMSGSIZE past it)
+
+
+def alloc_rules(k: KernelProfile) -> AllocRules:
+    max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)
+    return AllocRules(big_paged=k.has(TUN_ALLOC_SKB_BIG_PAGED), max_order=max_order,
+                      frags_limit=frags_limit(k, max_order))
 
 
 class Linear(Reason):
@@ -73,28 +90,29 @@ def tun_alloc_skb(c: TapConfig, length: int, hdr_len: int) -> Alloc:
     """tun_get_user's linear choice, tun_alloc_skb, sock_alloc_send_pskb, alloc_skb_with_frags."""
     k, s = c.profile, c.setup
     assert s.sndbuf is not None
-    prepad, linear_max, max_order = c.align, c.good_linear, c.max_order
+    r = c.alloc
+    prepad, linear_max, max_order = c.align, c.good_linear, r.max_order
     # tun_get_user: copylen = len; linear = min(hdr_len, good_linear)
     first = min(hdr_len, linear_max)
-    if c.big_paged and first == 0:
+    if r.big_paged and first == 0:
         first = min(linear_max, length)
     limit = k.build.max_skb_frags * (c.page_size << max_order)
     linear, why = first, Linear.SPLIT
     if prepad + length < c.page_size:
         linear, why = length, Linear.UNDER_PAGE
-    elif not c.big_paged and first == 0:
+    elif not r.big_paged and first == 0:
         linear, why = length, Linear.ALL
-    elif c.big_paged and length - first > limit:
+    elif r.big_paged and length - first > limit:
         linear = length - limit
     data_len = length - linear
     head = kmalloc_reserve(k, prepad + linear)
     chunks = frag_chunks(k, data_len, max_order)
     skb = None
-    if data_len <= c.frags_limit:
+    if data_len <= r.frags_limit:
         frags = tuple(Frag(f"frag page {index}", 0, size, page)
                       for index, (size, page) in enumerate(chunks))
         skb = skb_built(head.label, head.size, c.shinfo, c.sk_buff_aligned, prepad, linear, frags)
-    return Alloc(length, hdr_len, first, c.big_paged, prepad, linear, why, max_order, head,
+    return Alloc(length, hdr_len, first, r.big_paged, prepad, linear, why, max_order, head,
                  chunks, s.sndbuf, not s.blocking, skb)
 
 

@@ -14,7 +14,12 @@ from vnetrx.kernel.changes import (
     TUN_BUILD_SKB_XDP_HEADROOM_LIMIT,
     TUN_XDP,
 )
-from vnetrx.kernel.constants import INT_MAX, SKB_FRAG_PAGE_BYTES, TUN_BUILD_XDP_HEADROOM
+from vnetrx.kernel.constants import (
+    INT_MAX,
+    SKB_FRAG_PAGE_BYTES,
+    TUN_BUILD_XDP_HEADROOM,
+    XDP_PACKET_HEADROOM,
+)
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Buffer, Skb
 from vnetrx.paths.maps import regions
@@ -22,11 +27,32 @@ from vnetrx.paths.reason import Reason
 from vnetrx.paths.skbuff import shinfo_size, skb_built
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
-from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig, tun_rx_pad
+from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig, TapSetup, tun_rx_pad
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
 FRAG_SOURCES = ("task-frag", "per-queue", "full-page")
+
+
+class BuildRules(NamedTuple):
+    """What tun_can_build_skb and tun_build_skb read of one kernel and device, resolved once
+    (``build_rules``; a version-gated condition of theirs adds a field here)."""
+
+    path: bool  # tun_build_skb exists (TUN_BUILD_SKB, 4.14)
+    extra: int  # XDP_PACKET_HEADROOM tun_can_build_skb counts (TUN_BUILD_XDP_HEADROOM)
+    limit: int  # the longest frame tun_can_build_skb accepts
+    pad: int  # tun_build_skb's pad: TUN_RX_PAD (+ XDP_PACKET_HEADROOM with a program)
+    owner: bool  # tun_build_skb charges the skb to the tap socket (TUN_BUILD_SKB_OWNER)
+
+
+def build_rules(k: KernelProfile, s: TapSetup) -> BuildRules:
+    return BuildRules(
+        path=k.has(TUN_BUILD_SKB),
+        extra=k.value(TUN_BUILD_XDP_HEADROOM),
+        limit=build_limit(k),
+        pad=tun_rx_pad(k) + (k.value(XDP_PACKET_HEADROOM) if s.xdp else 0),
+        owner=k.has(TUN_BUILD_SKB_OWNER),
+    )
 
 
 @cache
@@ -81,10 +107,10 @@ def tun_can_build_skb(c: TapConfig, length: int, zerocopy: bool = False) -> CanB
     """tun_can_build_skb (tun.c @4.14.5 … @7.3.4): every condition must hold, in this order;
     zerocopy (only vhost-net's sendmsg with a ubuf) and IFF_NAPI_FRAGS are never set on a
     write(2)."""
-    if not c.build_path:
+    if not c.build.path:
         return CanBuild(CantBuild.NO_BUILD_PATH, 0)
     s = c.setup
-    need = data_align(c, length + c.rx_pad + c.build_extra) + c.shinfo
+    need = data_align(c, length + c.rx_pad + c.build.extra) + c.shinfo
     failed = (CantBuild.TUN if s.tun else
               CantBuild.SNDBUF if s.sndbuf != INT_MAX else
               CantBuild.BLOCKING if s.blocking else
@@ -118,7 +144,7 @@ class Built(Value):
 def tun_build_skb(c: TapConfig, length: int, gso: bool) -> Built:
     """tun_build_skb: copy into current->task_frag, run a native XDP program on it (not for a
     GSO header: ``gso``), build_skb() around it."""
-    pad = c.build_pad
+    pad = c.build.pad
     buflen = data_align(c, length + pad) + c.shinfo
     native = None
     data, put = pad, length
@@ -137,7 +163,7 @@ def tun_build_skb(c: TapConfig, length: int, gso: bool) -> Built:
 
 def build_map(c: TapConfig, b: Built) -> Buffer:
     """The page-fragment buffer tun_build_skb fills."""
-    pad = c.build_pad
+    pad = c.build.pad
     return Buffer(
         size=b.buflen,
         page="current->task_frag",
@@ -199,9 +225,9 @@ def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) ->
         CantBuild.BLOCKING: "a blocking writer (noblock is false)",
         CantBuild.ZEROCOPY: "zerocopy (the guest's pages are pinned, not copied)",
         CantBuild.TOO_BIG: (
-            f"SKB_DATA_ALIGN(len + TUN_RX_PAD{' + XDP_PACKET_HEADROOM' if c.build_extra else ''})"
+            f"SKB_DATA_ALIGN(len + TUN_RX_PAD{' + XDP_PACKET_HEADROOM' if c.build.extra else ''})"
             f" + shinfo = {can.size} > PAGE_SIZE {c.page_size} (frames up to "
-            f"{c.build_limit} fit)"
+            f"{c.build.limit} fit)"
         ),
     }.get(can.failed) if can.failed is not None else None
     log.add(
@@ -209,7 +235,7 @@ def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) ->
         "tun_can_build_skb",
         "every condition holds: tun_build_skb" if failed is None
         else f"fails on: {failed}: tun_alloc_skb",
-        because=(TUN_BUILD_SKB, TUN_BUILD_SKB_XDP_HEADROOM_LIMIT) if c.build_extra
+        because=(TUN_BUILD_SKB, TUN_BUILD_SKB_XDP_HEADROOM_LIMIT) if c.build.extra
         else (TUN_BUILD_SKB,),
         tap=not s.tun,
         sk_sndbuf=s.sndbuf,
@@ -217,10 +243,10 @@ def narrate_can_build(c: TapConfig, length: int, can: CanBuild, log: StepLog) ->
         zerocopy=can.failed is CantBuild.ZEROCOPY,
         len=length,
         TUN_RX_PAD=c.rx_pad,
-        XDP_PACKET_HEADROOM=c.build_extra,
+        XDP_PACKET_HEADROOM=c.build.extra,
         size=can.size,
         PAGE_SIZE=c.page_size,
-        build_limit=c.build_limit,
+        build_limit=c.build.limit,
         napi_frags=False,
     )
 
@@ -236,7 +262,7 @@ def narrate_build(c: TapConfig, b: Built, log: StepLog) -> None:
         "buflen = SKB_DATA_ALIGN(len + pad) + SKB_DATA_ALIGN(sizeof(skb_shared_info)); "
         f"skb_page_frag_refill() takes buflen from current->task_frag (a {frag_page // 1024} KiB "
         "page, offset first aligned to SMP_CACHE_BYTES) and the frame is copied to offset + pad",
-        pad=c.build_pad,
+        pad=c.build.pad,
         buflen=b.buflen,
         len=b.length,
         frag_page=frag_page,
@@ -254,8 +280,8 @@ def narrate_build(c: TapConfig, b: Built, log: StepLog) -> None:
         "build_skb",
         "truesize = SKB_TRUESIZE(buflen - shinfo) = buflen + SKB_DATA_ALIGN(sizeof(sk_buff)); "
         "head_frag = 1; skb_reserve(pad), skb_put(len)"
-        + ("; skb_set_owner_w() charges it to the tap socket" if c.owner else ""),
-        because=(TUN_BUILD_SKB_OWNER,) if c.owner else (),
+        + ("; skb_set_owner_w() charges it to the tap socket" if c.build.owner else ""),
+        because=(TUN_BUILD_SKB_OWNER,) if c.build.owner else (),
         truesize=b.skb.truesize,
         headroom=b.skb.data,
         tailroom=b.skb.end - b.skb.tail,

@@ -15,31 +15,25 @@ from typing import Final
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
-    TUN_ALLOC_SKB_BIG_PAGED,
-    TUN_BUILD_SKB,
-    TUN_BUILD_SKB_OWNER,
     TUN_XDP,
     VNET_HDR_UDP_TUNNEL,
 )
 from vnetrx.kernel.constants import (
     ETH_HLEN,
     INT_MAX,
-    TUN_ALLOC_MAX_PAGE_ORDER,
-    TUN_BUILD_XDP_HEADROOM,
-    XDP_PACKET_HEADROOM,
 )
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Cost, Received, Skb, XdpRun
-from vnetrx.paths.skbuff import eth_type_trans, frags_limit, shinfo_size, skb_reset_mac_header
+from vnetrx.paths.skbuff import eth_type_trans, shinfo_size, skb_reset_mac_header
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.tun import xdp
-from vnetrx.paths.tun.alloc import Alloc, alloc_maps, narrate_alloc, tun_alloc_skb
+from vnetrx.paths.tun.alloc import Alloc, alloc_maps, alloc_rules, narrate_alloc, tun_alloc_skb
 from vnetrx.paths.tun.build import (
     FRAG_SOURCES,
     Built,
     CanBuild,
-    build_limit,
     build_map,
+    build_rules,
     narrate_build,
     narrate_can_build,
     tun_build_skb,
@@ -149,7 +143,6 @@ def tap_config(k: KernelProfile, setup: TapSetup, frame: TapFrame | None = None)
     written = check_tap_frame(s, TapFrame(0))
     hdr = _read_hdr(written, tunnel)
     align = k.net_skb_pad + (0 if s.tun else k.build.net_ip_align)
-    max_order = k.value(TUN_ALLOC_MAX_PAGE_ORDER)  # PAGE_ALLOC_COSTLY_ORDER from 6.6
     return TapConfig(
         profile=k,
         setup=s,
@@ -165,14 +158,8 @@ def tap_config(k: KernelProfile, setup: TapSetup, frame: TapFrame | None = None)
         page_size=k.build.page_size,
         cache_bytes=k.smp_cache_bytes,
         sk_buff_aligned=k.sk_buff_aligned,
-        build_path=k.has(TUN_BUILD_SKB),
-        build_extra=k.value(TUN_BUILD_XDP_HEADROOM),
-        build_limit=build_limit(k),
-        build_pad=tun_rx_pad(k) + (k.value(XDP_PACKET_HEADROOM) if s.xdp else 0),
-        owner=k.has(TUN_BUILD_SKB_OWNER),
-        big_paged=k.has(TUN_ALLOC_SKB_BIG_PAGED),
-        max_order=max_order,
-        frags_limit=frags_limit(k, max_order),
+        build=build_rules(k, s),
+        alloc=alloc_rules(k),
     )
 
 
@@ -283,7 +270,7 @@ def tap_plan(c: TapConfig, frame_len: int, words: bool = True,
         outcome = "alloc_skb"
     elif can.failed is None:
         built = tun_build_skb(c, frame_len, c.hdr.gso_type != 0)
-        made, owned, why = built.skb, c.owner, GenericWhy.GSO_BUILD
+        made, owned, why = built.skb, c.build.owner, GenericWhy.GSO_BUILD
         cost = Cost(allocations=1, bytes_copied=frame_len, frags=0)
         if built.native is not None:
             run = built.native.run

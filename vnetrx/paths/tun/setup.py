@@ -12,6 +12,8 @@ from vnetrx.model import Received, Refusal
 from vnetrx.paths.virtio_net_hdr import HdrRules, VnetHdr
 
 if TYPE_CHECKING:
+    from vnetrx.paths.tun.alloc import AllocRules
+    from vnetrx.paths.tun.build import BuildRules
     from vnetrx.paths.tun.vnet_hdr import FrontRules
 from vnetrx.records import NamedTuple
 
@@ -73,14 +75,8 @@ class TapConfig(NamedTuple):
     page_size: int
     cache_bytes: int  # SMP_CACHE_BYTES: SKB_DATA_ALIGN's alignment
     sk_buff_aligned: int  # SKB_DATA_ALIGN(sizeof(struct sk_buff))
-    build_path: bool  # tun_build_skb exists (TUN_BUILD_SKB, 4.14)
-    build_extra: int  # XDP_PACKET_HEADROOM tun_can_build_skb counts (TUN_BUILD_XDP_HEADROOM)
-    build_limit: int  # the longest frame tun_can_build_skb accepts
-    build_pad: int  # tun_build_skb's pad: TUN_RX_PAD (+ XDP_PACKET_HEADROOM with a program)
-    owner: bool  # tun_build_skb charges the skb to the tap socket (TUN_BUILD_SKB_OWNER)
-    big_paged: bool  # TUN_ALLOC_SKB_BIG_PAGED
-    max_order: int  # TUN_ALLOC_MAX_PAGE_ORDER
-    frags_limit: int  # the most data_len alloc_skb_with_frags takes (-EMSGSIZE past it)
+    build: BuildRules  # tun_can_build_skb's and tun_build_skb's (build.build_rules)
+    alloc: AllocRules  # tun_alloc_skb's and alloc_skb_with_frags' (alloc.alloc_rules)
 
     @property
     def kernel(self) -> str:
