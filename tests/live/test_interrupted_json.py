@@ -85,8 +85,8 @@ def test_verify_as_a_normal_user_says_root_before_predicting() -> None:
     assert doc["error"].startswith("verify tap needs root")
     lines = proc.stderr.splitlines()
     assert lines[0].startswith("vnetrx: error: verify tap needs root") and len(lines) == 2
-    took, predicted = lines[1].split()[1::2]
-    assert predicted == "1" and float(took) < 5.0  # one case (the shape), not 65535
+    # one case predicted (the shape), not 65535: the check came first (no timing asserted)
+    assert lines[1].split()[3] == "1"
 
 
 def test_verify_progress_without_a_terminal(monkeypatch: pytest.MonkeyPatch,
