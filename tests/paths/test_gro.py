@@ -7,8 +7,6 @@ by hand, not by this code."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from vnetrx.errors import InputError

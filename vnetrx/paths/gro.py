@@ -938,6 +938,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
         if refused is None:
             before = p.truesize
             how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            p.count += 1  # skb_gro_receive(_list): count += 1 (a UDP GSO skb never merges)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
                 state.steps.append(GroStep(seg.frame, result, how, payload,

@@ -73,6 +73,14 @@ FLUSH = {
 }
 
 
+# an skb that merged others and still counts 1 (6.1.0-6.1.6: a GSO skb merged counts its
+# gso_segs, 0) [net/core/gro.c:napi_gro_complete, net/ipv4/ip_input.c:ip_rcv_core,
+# net/ipv6/ip6_input.c:ip6_rcv_core @ 6.1.0]
+COUNT_ONE = ("count 1: napi_gro_complete only cleared gso_size (no inet_gro_complete): the IP "
+             "header keeps the first skb's length, and ip_rcv_core / ip6_rcv_core trim the skb "
+             "to it (pskb_trim_rcsum): the merged payload is lost after GRO")
+
+
 def flow_renderable(run: FlowRun) -> RenderableType:
     frame_len = dict(run.input)["frame_len"]
     what = "writes" if run.path == "tap" else "segments"
@@ -142,10 +150,7 @@ def _summary(n: int, d: Delivered) -> Text:
         text.append(f"  csum_start {s.csum_start}  csum_offset {s.csum_offset}")
     text.append("\n")
     if merged > 1 and d.segs == 1:
-        text.append("  count 1: napi_gro_complete only cleared gso_size (no inet_gro_complete): "
-                    "the IP header keeps the first skb's length, and ip_rcv_core / ip6_rcv_core "
-                    "trim the skb to it (pskb_trim_rcsum @ 6.1.0): the merged payload is lost "
-                    "after GRO\n", style="yellow")
+        text.append(f"  {COUNT_ONE}\n", style="yellow")
     for i, member in enumerate(s.frag_list):
         text.append(f"  frag_list[{i}]: len {member.len}  truesize {member.truesize}  nr_frags "
                     f"{len(member.frags)}\n", style="dim")
@@ -182,9 +187,11 @@ def print_replay_gro(heading: str, notes: Sequence[str],
     if not summary_only:
         console.print(Text(heading, style="bold"))
     frames = skbs = merged = truesize = most = 0
+    counted_one = False  # an skb that merged others but counts 1 (COUNT_ONE)
     block: list[tuple[int, Delivered]] = []
     for poll, d in delivered:
         frames += len(d.frames)
+        counted_one = counted_one or (len(d.frames) > 1 and d.segs == 1)
         skbs += 1
         merged += len(d.frames) > 1
         most = max(most, len(d.frames))
@@ -199,6 +206,9 @@ def print_replay_gro(heading: str, notes: Sequence[str],
         console.print(_delivered_table(block))
     console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
                        f"{most} segments each); truesize {truesize}"))
+    if counted_one:
+        console.print(Text(f"note: an skb of several frames with segs 1: {COUNT_ONE}",
+                           style="yellow"))
     for note in notes:
         console.print(Text(f"note: {note}", style="yellow"))
     return frames
