@@ -6,7 +6,11 @@ before 5.17), inet_gro_receive / ipv6_gro_receive and inet_gro_flush, tcp_gro_re
 tcp_gro_complete (net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c), and the flushes of
 napi_complete_done / __napi_poll. Read at 5.15.215, 6.1.166, 6.12.15 and 6.18.7
 (../shared/reference/gro-vhost-captures.md §1) and net/core/gro.c @torvalds HEAD; checked against
-the running 6.18.44 (tests/data/gro: bursts written into IFF_NAPI taps).
+the running 6.18.44 (tests/data/gro: bursts written into IFF_NAPI taps). GSO skbs in GRO
+(GroState.gso_flushed, NAPI_GRO_CB count): net/core/gro.c, net/ipv4/tcp_offload.c,
+net/ipv4/af_inet.c at 6.0.1 and 6.0.19 (unifreq/linux-6.0.y) and at 6.1.0 to 6.1.7 release by
+release (unifreq/linux-6.1.y; 6.1.0's two files are 5eddb24901ee's post-image blobs); the
+6.1.0-6.1.6 window is modelled from that source only, no such kernel was booted.
 
 ``gro_receive`` takes skbs in arrival order, grouped into runs of NAPI polls, and returns a
 record per input (``GroStep``: the gro_result and why) and per skb the stack receives
