@@ -154,3 +154,10 @@ def test_tso_writes_through_gro_on_6_1_6_and_6_1_7() -> None:
     code, out, _ = _run([*TSO, "--kernel", "6.1.7"])
     assert "gso: to the stack alone: dev_gro_receive flushes a GSO skb" in out
     assert "not checked on a running kernel" not in out
+    # without NEEDS_CSUM (CHECKSUM_NONE): 6.1.6's tcp4_gro_receive sums it (right:
+    # UNNECESSARY), 6.1.7's skips it (NAPI_GRO_CB(skb)->flush already set)
+    none = [*TSO[:TSO.index("--csum")], "--csum", "none", *TSO[TSO.index("--csum") + 2:]]
+    for kernel, ip_summed in (("6.1.6", 1), ("6.1.7", 0)):
+        code, out, err = _run([*none, "--kernel", kernel, "--json"])
+        assert code == 0, err
+        assert {d["skb"]["ip_summed"] for d in json.loads(out)["delivered"]} == {ip_summed}
