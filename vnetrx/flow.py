@@ -31,6 +31,7 @@ from vnetrx.paths.gro import (
     Segment,
     UdpGro,
     gro_receive,
+    gso_window_note,
     read_frame,
 )
 from vnetrx.records import NamedTuple
@@ -159,7 +160,14 @@ def virtio_flow(k: KernelProfile, setup: virtio_net.VirtioRxSetup, first: virtio
         ("gro_max_size", limits.gro_max_size),
         ("gro_ipv4_max_size", limits.gro_ipv4_max_size),
     )
-    return FlowRun(GRO_SCHEMA, k, path, inputs, tuple(segments), run, VIRTIO_NOTES)
+    return FlowRun(GRO_SCHEMA, k, path, inputs, tuple(segments), run,
+                   (*VIRTIO_NOTES, *_gso_notes(k, segments)))
+
+
+def _gso_notes(k: KernelProfile, segments: Sequence[FlowSegment]) -> tuple[str, ...]:
+    """gso_window_note when a segment is a GSO skb."""
+    note = gso_window_note(k)
+    return (note,) if note and any(s.skb.gso_size for s in segments) else ()
 
 
 def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | None, bytes]],
@@ -204,7 +212,8 @@ def tap_flow(k: KernelProfile, setup: TapSetup, writes: Sequence[tuple[bytes | N
     )
     return FlowRun(GRO_SCHEMA, k, "tap", inputs, tuple(segments), run,
                    (*TAP_NOTES, TAP_NAPI[napi],
-                    *((WITHIN_A_JIFFY_NOTE,) if napi == "timeout" else ())))
+                    *((WITHIN_A_JIFFY_NOTE,) if napi == "timeout" else ()),
+                    *_gso_notes(k, segments)))
 
 
 def tap_write(k: KernelProfile, setup: TapSetup, i: int, hdr: bytes | None, frame_len: int,

@@ -75,7 +75,10 @@ class GroHow(Label):
     AFTER_LONGER = "after_longer"  # len > mss: not merged; the held skb completed, this one held
     AFTER_MISMATCH = "after_mismatch"  # a header differs from the held skb's (flags, window,
     # ack, options, TTL/TOS/DF, IP ID, sequence): that one completed, this one held
-    GSO = "gso"  # a GSO skb with SKB_GSO_DODGY: flushed, delivered alone
+    GSO = "gso"  # a GSO skb dev_gro_receive flushes (before 6.1 every one; not TCP; from
+    # 7871f54e3dee, 6.1.7 and 6.2, SKB_GSO_DODGY too): delivered alone
+    GSO_SEGS = "gso_segs"  # a GSO skb GRO let in whose len is not gso_segs * gso_size
+    # (virtio_net_hdr_to_skb leaves gso_segs 0): out_check_final flushes it, delivered alone
     FLAGS = "flags"  # URG, PSH, RST, SYN or FIN and nothing to merge into: delivered alone
     BAD_CHECKSUM = "bad_checksum"  # CHECKSUM_NONE and the TCP checksum is wrong: alone
     BAD_NETWORK = "bad_network"  # IPv4 options, a fragment, a bad header checksum or length
@@ -96,6 +99,8 @@ class GroFlush(Label):
     E2BIG = "e2big"  # the next segment would reach gro_max_size
     LONGER = "longer"  # the next segment is longer than mss
     GSO = "gso"  # a GSO skb of the flow arrived (flush set by dev_gro_receive)
+    GSO_SIZE = "gso_size"  # a GSO skb of the flow whose gso_size is not the flow's mss
+    GSO_SEGS = "gso_segs"  # a GSO skb merged whose len is not gso_segs * gso_size
     POLL_END = "poll_end"  # napi_complete_done after a poll below budget: everything flushed
     BUDGET = "budget"  # __napi_poll after a whole budget, HZ < 1000: everything flushed
     NOT_HELD = "not_held"  # a GRO_NORMAL skb: never held

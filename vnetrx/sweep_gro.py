@@ -33,7 +33,7 @@ class GroRow(Value):
         self.kernel: Final = kernel
         self.segments: Final = segments  # the flow's segments (one frame each)
         self.skbs: Final = skbs  # skbs the stack receives
-        self.aggregates: Final = aggregates  # of them, those carrying more than one segment
+        self.aggregates: Final = aggregates  # of them, those carrying more than one input
         self.first_segs: Final = first_segs  # segments in the first skb delivered
         self.first_len: Final = first_len  # its len (from the IP header)
         self.first_nr_frags: Final = first_nr_frags
@@ -60,7 +60,7 @@ def gro_row(frame_len: int, run: FlowRun) -> GroRow:
     delivered = run.gro.delivered
     first = delivered[0]
     return GroRow(frame_len, run.kernel.name, len(run.segments), len(delivered),
-                  sum(d.segs > 1 for d in delivered), first.segs, first.skb.len,
+                  sum(len(d.frames) > 1 for d in delivered), first.segs, first.skb.len,
                   first.skb.nr_frags, len(first.skb.frag_list), first.skb.truesize,
                   str(first.flush), run.payload, run.truesize_before, run.truesize_after)
 

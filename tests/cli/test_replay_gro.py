@@ -196,6 +196,45 @@ def test_gro_needs_the_frames_bytes(tmp_path: Path) -> None:
         assert "frame" in result.stderr and "give a pcap/pcapng capture" in result.stderr
 
 
+# --- 6.1.0-6.1.6: a GSO write merges into the held segment (5eddb24901ee) ----------------------
+
+
+def mixed_tso(path: Path) -> Path:
+    """A 1448-byte segment (no header), a TSO frame of 2 x 1448 behind a virtio_net_hdr
+    (NEEDS_CSUM, GSO_TCPV4, gso_size 1448), a 1448-byte segment: contiguous, IP IDs 10-12, DF."""
+    def seg(seq: int, size: int, ipid: int, partial: bool = False) -> str:
+        return tcp_segment(4, sport=40000, seq=seq, ack=1, flags=0x10, window=1000,
+                           options=b"", payload=bytes(size), ipid=ipid, df=True, ttl=64,
+                           partial=partial).hex()
+    hdr = struct.pack("<BBHHHH", 1, 1, 54, 1448, 34, 16).hex()
+    path.write_text(json.dumps([{"frame": seg(1000, 1448, 10)},
+                                {"frame": seg(1000 + 1448, 2896, 11, True), "hdr": hdr},
+                                {"frame": seg(1000 + 3 * 1448, 1448, 12)}]))
+    return path
+
+
+def test_a_tso_write_merges_on_6_1_6_and_goes_alone_on_6_1_7(tmp_path: Path) -> None:
+    # 6.1.6: the TSO skb (gso_size 1448 = the held mss) is merged, its head stolen (tun_build_skb:
+    # delta 3648 - 256 = 3392); counted as gso_segs 0, p's count stays 1; out_check_final
+    # (2896 != 0 x 1448) completes p at once: len 40 + 3 x 1448, gso_size 0, segs 1
+    args = ["--from", str(mixed_tso(tmp_path / "m.json")), "--path", "tap", "--napi",
+            "threaded"]
+    got = rows([*args, "--kernel", "6.1.6"])
+    assert [(r["frames"], r["segs"], r["flush"]) for r in got] == [
+        ([0, 1], 1, "gso_segs"), ([2], 1, "poll_end")]
+    assert (got[0]["len"], got[0]["gso_size"], got[0]["truesize"]) == (
+        40 + 3 * 1448, 0, 2176 + 3392)
+    # 6.1.7: flushed by dev_gro_receive, the held segment completed by it
+    got = rows([*args, "--kernel", "6.1.7"])
+    assert [(r["frames"], r["flush"]) for r in got] == [
+        ([0], "gso"), ([1], "not_held"), ([2], "poll_end")]
+    assert got[1]["gso_size"] == 1448 and got[1]["len"] == 40 + 2 * 1448
+    text = RUNNER.invoke(cli, ["replay", *args, "--gro", "--kernel", "6.1.6"])
+    assert text.exit_code == 0
+    assert "note: an skb of several frames with segs 1: count 1" in text.stdout
+    assert "not checked on a running kernel" in text.stdout
+
+
 # --- --no-gro and the device's limits ------------------------------------------------------------
 
 

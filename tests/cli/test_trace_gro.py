@@ -127,3 +127,37 @@ def test_napi_frags_writes_are_polled_alone() -> None:
     doc = json.loads(out)
     assert [s["result"] for s in doc["steps"]] == ["held"] * 3
     assert [d["frames"] for d in doc["delivered"]] == [[0], [1], [2]]
+
+
+# A TSO write into a tap (virtio_net_hdr_to_skb: SKB_GSO_TCPV4 | SKB_GSO_DODGY, gso_segs 0).
+# 6.1.6 lets it into tcp_gro_receive, whose out_check_final flushes it (len 2896 != 0 x 1448);
+# 6.1.7 flushes it in dev_gro_receive (7871f54e3dee). Either way each goes on alone.
+TSO = ["trace", "--path", "tap", "--len", "2962", "--l4", "tcp4", "--tcp-options", "12",
+       "--gso", "tcpv4:1448", "--csum", "partial", "--gro", "--segments", "3", "--napi",
+       "threaded"]
+
+
+def test_tso_writes_through_gro_on_6_1_6_and_6_1_7() -> None:
+    for kernel, how in (("6.1.6", "gso_segs"), ("6.1.7", "gso"), ("6.0.19", "gso")):
+        code, out, err = _run([*TSO, "--kernel", kernel, "--json"])
+        assert code == 0, err
+        doc = json.loads(out)
+        assert [s["how"] for s in doc["steps"]] == [how] * 3, kernel
+        assert [d["frames"] for d in doc["delivered"]] == [[0], [1], [2]]
+        assert {d["skb"]["gso_size"] for d in doc["delivered"]} == {1448}
+        window = [n for n in doc["notes"] if "not checked on a running kernel" in n]
+        assert len(window) == (kernel == "6.1.6")
+    code, out, _ = _run([*TSO, "--kernel", "6.1.6"])
+    assert code == 0
+    assert "gso_segs: to the stack alone: a GSO skb GRO let in" in out
+    assert "note: 6.1.0-6.1.6 let SKB_GSO_DODGY TCP skbs into GRO" in out
+    code, out, _ = _run([*TSO, "--kernel", "6.1.7"])
+    assert "gso: to the stack alone: dev_gro_receive flushes a GSO skb" in out
+    assert "not checked on a running kernel" not in out
+    # without NEEDS_CSUM (CHECKSUM_NONE): 6.1.6's tcp4_gro_receive sums it (right:
+    # UNNECESSARY), 6.1.7's skips it (NAPI_GRO_CB(skb)->flush already set)
+    none = [*TSO[:TSO.index("--csum")], "--csum", "none", *TSO[TSO.index("--csum") + 2:]]
+    for kernel, ip_summed in (("6.1.6", 1), ("6.1.7", 0)):
+        code, out, err = _run([*none, "--kernel", kernel, "--json"])
+        assert code == 0, err
+        assert {d["skb"]["ip_summed"] for d in json.loads(out)["delivered"]} == {ip_summed}

@@ -47,3 +47,16 @@ def test_changes_are_in_version_order() -> None:
 def test_bad_between() -> None:
     result = CliRunner().invoke(cli, ["kernels", "--between", "6.1"])
     assert result.exit_code == 2 and "is not A..B" in result.output
+
+
+def test_the_dodgy_gso_gro_window_is_6_1_0_to_6_1_6() -> None:
+    # 5eddb24901ee is in 6.1.0 and not in 6.0.19 (net/core/gro.c as read); 7871f54e3dee in
+    # 6.1.7 and not in 6.1.6 (the 6.1.y history read release by release)
+    def keys(between: str) -> list[str]:
+        result = CliRunner().invoke(cli, ["kernels", "--between", between, "--json"])
+        assert result.exit_code == 0, result.output
+        return [c["key"] for c in json.loads(result.stdout)["changes"]]
+
+    assert "gro_gso_tcp_aggregated" in keys("6.0.19..6.1.0")
+    assert keys("6.1.6..6.1.7") == ["gro_dodgy_flush"]
+    assert "gro_dodgy_flush" not in keys("6.1.0..6.1.6")

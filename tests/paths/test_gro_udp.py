@@ -91,3 +91,22 @@ def test_a_shorter_datagram_is_merged_and_ends_the_aggregate() -> None:
     gro = run(datagrams(4, [1448, 1448, 1000, 1448]))
     assert [d.frames for d in gro.delivered] == [(0, 1, 2), (3,)]
     assert gro.delivered[0].flush is GroFlush.SHORT
+
+
+def test_a_udp_datagram_in_a_tcp_gso_skb_is_refused_where_gro_lets_it_in() -> None:
+    # dev_gro_receive lets a GSO skb in when skb_is_gso_tcp (5eddb24901ee), on 6.1.0-6.1.6
+    # a DODGY one too: what udp_gro_receive does with a TCP GSO type was not read. 6.1.7
+    # flushes it (7871f54e3dee) before UDP looks at it.
+    from vnetrx.errors import InputError
+    from vnetrx.model import Skb
+    from vnetrx.paths.gro import Segment, gro_receive, read_frame
+
+    frame = datagrams(1, 2896)[0]
+    length = len(frame) - 14
+    skb = Skb(head="h", head_size=4096, data=64, tail=64 + length, end=3840, len=length,
+              data_len=0, truesize=4864, gso_size=1448, gso_type=1 | 2)
+    seg = Segment(0, skb, True, read_frame(frame, len(frame), whole=True).tcp)
+    with pytest.raises(InputError, match=r"UDP datagram in a TCP GSO skb on 6\.1\.6"):
+        gro_receive(lookup("6.1.6"), [[[seg]]], udp_gro=SOCKET)
+    (d,) = gro_receive(lookup("6.1.7"), [[[seg]]], udp_gro=SOCKET).delivered
+    assert d.frames == (0,) and d.skb.gso_size == 1448

@@ -416,13 +416,15 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
          o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.flow import replay_gro
-    from vnetrx.paths.gro import gro_limits
+    from vnetrx.paths.gro import gro_limits, gso_window_note
     from vnetrx.render.gro_text import virtio_gro_heading
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
     delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
-    return _print_gro(delivered, o, virtio_gro_heading(stream, source), stream.notes)
+    window = gso_window_note(profile)
+    return _print_gro(delivered, o, virtio_gro_heading(stream, source),
+                      (*stream.notes, *((window,) if window else ())))
 
 
 def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], heading: str,
@@ -459,7 +461,7 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
         TapWrite,
         replay_tap_gro,
     )
-    from vnetrx.paths.gro import gro_limits
+    from vnetrx.paths.gro import gro_limits, gso_window_note
     from vnetrx.paths.tun import TapSetup
     from vnetrx.render.gro_text import tap_gro_heading
 
@@ -484,8 +486,9 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
                                refused, clock, udp_gro=_udp_gro(o))
     timing = (() if o["napi"] != "timeout" else (TIMED_NOTE,) if clock is not None
               else (UNTIMED_NOTE,))
+    window = gso_window_note(profile)
     count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
-                       (*TAP_NOTES, TAP_NAPI[o["napi"]], *timing))
+                       (*TAP_NOTES, TAP_NAPI[o["napi"]], *timing, *((window,) if window else ())))
     if refused:
         sys.stdout.flush()
         sys.stderr.write(f"vnetrx: note: {len(refused)} write(s) did not reach GRO, e.g. "

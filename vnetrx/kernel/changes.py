@@ -704,11 +704,15 @@ GRO_GSO_TCP_AGGREGATED = Change(
     subject="gro: add support of (hw)gro packets to gro stack",
     commit="5eddb24901ee",
     since=v("6.1"),
-    summary="dev_gro_receive counts a GSO skb as gso_segs segments and lets TCP GSO skbs be "
-    "aggregated (before: every GSO skb is flushed, skb_is_gso); SKB_GSO_DODGY ones included, "
-    "so a GSO frame from a virtio_net_hdr merges",
-    note="5.18.19 still flushes every GSO skb and 6.1.0 has the new rule "
-    "(../shared/reference/gro-vhost-captures.md §1.2); 6.0 was not read",
+    summary="dev_gro_receive counts a GSO skb as NAPI_GRO_CB count = gso_segs and lets TCP GSO "
+    "skbs in (before: every GSO skb is flushed, skb_is_gso), SKB_GSO_DODGY ones included; "
+    "tcp_gro_receive merges one whose gso_size is the flow's mss and flushes it when len != "
+    "count * gso_size (always for virtio_net_hdr_to_skb's gso_segs 0), skb_gro_receive adds "
+    "its count, and an aggregate of count 1 leaves with gso_size 0 and no gro_complete",
+    note="posted for net-next 2022-09-30 (v2), so 6.1: 6.0.1 and 6.0.19 still flush every GSO "
+    "skb (unifreq/linux-6.0.y), and 6.1.0's net/core/gro.c and net/ipv4/tcp_offload.c are "
+    "the patch's post-image blobs (bc9451743307, 45dda7889387; unifreq/linux-6.1.y); 6.0.0 "
+    "itself not read",
 )
 GRO_DODGY_FLUSH = Change(
     key="gro_dodgy_flush",
@@ -717,7 +721,11 @@ GRO_DODGY_FLUSH = Change(
     since=v("6.2"),
     summary="dev_gro_receive flushes a GSO skb that is not TCP or carries SKB_GSO_DODGY (every "
     "GSO skb virtio_net_hdr_to_skb builds): it is delivered alone, never merged",
-    backports=(v("6.1.7"),),
+    stable=((v("6.1.7"), None),),
+    note="netdev 2023-01-06 (Pulchart's virtio_net regression report), stable '[PATCH 6.1 "
+    "133/183]' 2023-01-16; read release by release: 6.1.0-6.1.6 lack it, 6.1.7 has it "
+    "(unifreq/linux-6.1.y). 6.0.y never had 5eddb24901ee, so nothing to fix there; 6.2.0 "
+    "itself not read",
 )
 
 GRO_CWR_COMPARED = Change(

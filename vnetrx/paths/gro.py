@@ -6,7 +6,11 @@ before 5.17), inet_gro_receive / ipv6_gro_receive and inet_gro_flush, tcp_gro_re
 tcp_gro_complete (net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c), and the flushes of
 napi_complete_done / __napi_poll. Read at 5.15.215, 6.1.166, 6.12.15 and 6.18.7
 (../shared/reference/gro-vhost-captures.md §1) and net/core/gro.c @torvalds HEAD; checked against
-the running 6.18.44 (tests/data/gro: bursts written into IFF_NAPI taps).
+the running 6.18.44 (tests/data/gro: bursts written into IFF_NAPI taps). GSO skbs in GRO
+(GroState.gso_flushed, NAPI_GRO_CB count): net/core/gro.c, net/ipv4/tcp_offload.c,
+net/ipv4/af_inet.c at 6.0.1 and 6.0.19 (unifreq/linux-6.0.y) and at 6.1.0 to 6.1.7 release by
+release (unifreq/linux-6.1.y; 6.1.0's two files are 5eddb24901ee's post-image blobs); the
+6.1.0-6.1.6 window is modelled from that source only, no such kernel was booted.
 
 ``gro_receive`` takes skbs in arrival order, grouped into runs of NAPI polls, and returns a
 record per input (``GroStep``: the gro_result and why) and per skb the stack receives
@@ -51,6 +55,7 @@ from vnetrx.model import GroResult as Result
 from vnetrx.packet import ones_complement_sum
 from vnetrx.paths.skbuff import pskb_may_pull, skb_truesize
 from vnetrx.paths.virtio_net_hdr import (
+    SKB_GSO_DODGY,
     SKB_GSO_TCP_ECN,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
@@ -577,13 +582,15 @@ class _Held:
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
     is completed (``skb()``)."""
 
-    __slots__ = ("age", "base", "data_len", "fixed_id", "flag_word", "flist", "frags",
-                 "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
+    __slots__ = ("age", "base", "count", "data_len", "fixed_id", "flag_word", "flist",
+                 "frags", "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
                  "truesize")
 
     def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
-                 age: int = 0) -> None:
+                 age: int = 0, count: int = 1) -> None:
         self.age = age  # NAPI_GRO_CB(p)->age: the jiffies when it was held
+        # NAPI_GRO_CB(p)->count: 1, or a GSO skb's gso_segs; each merge adds the merged skb's
+        self.count = count
         self.headers = headers
         self.base = skb  # p as GRO held it
         self.len = skb.len
@@ -591,7 +598,7 @@ class _Held:
         self.truesize = skb.truesize
         self.nr_frags = skb.nr_frags
         self.frags: list[Frag] = list(skb.frags)
-        self.mss = payload
+        self.mss = skb.gso_size  # skb_shinfo(p)->gso_size: tcp_gro_receive's mss
         self.frames = [frame]
         self.members: list[FragListSkb] = []
         self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
@@ -633,9 +640,10 @@ class GroState:
         self.jiffies = 0  # the jiffies now: a held skb's age (flush_old)
         self.steps: list[GroStep] = []
         self.delivered: list[Delivered] = []
-        # 6.1.0-6.1.6 aggregate SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes
-        # them again from 6.1.7): not modelled
-        self.dodgy_aggregated = k.has(GRO_GSO_TCP_AGGREGATED) and not k.has(GRO_DODGY_FLUSH)
+        # dev_gro_receive lets TCP GSO skbs in (5eddb24901ee, 6.1), and from 7871f54e3dee
+        # (6.2; 6.1.7) no SKB_GSO_DODGY one: see gso_flushed
+        self.gso_tcp = k.has(GRO_GSO_TCP_AGGREGATED)
+        self.dodgy_flush = k.has(GRO_DODGY_FLUSH)
         # vlan_gro_receive exists (CONFIG_VLAN_8021Q y or m)
         self.vlan_gro = k.build.vlan_8021q
         # ipv6_gro_receive walks a hop-by-hop header: always before dff0b0161ad5
@@ -644,12 +652,6 @@ class GroState:
 
     def receive(self, seg: Segment) -> None:
         """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
-        if seg.skb.gso_size and self.dodgy_aggregated:
-            raise InputError(
-                f"GRO of GSO skbs on {self.k.name} is not modelled: 6.1.0-6.1.6 aggregate "
-                "SKB_GSO_DODGY TCP skbs (5eddb24901ee; 7871f54e3dee flushes them again from "
-                "6.1.7)"
-            )
         if self.gro:
             _receive(self, seg)
             return
@@ -657,6 +659,19 @@ class GroState:
             self.steps.append(GroStep(seg.frame, Result.NORMAL, How.GRO_OFF, seg.payload, 0,
                                       seg.skb.len, seg.skb.truesize, seg.skb.nr_frags, 0))
         self.delivered.append(Delivered(seg.skb, (seg.frame,), Flush.NOT_HELD, 1))
+
+    def gso_flushed(self, skb: Skb) -> bool:
+        """dev_gro_receive on an skb with gso_size set (skb_is_gso): True when it sets
+        NAPI_GRO_CB(skb)->flush (the skb is never merged, held or merged into), False when it
+        lets the skb in, counted as NAPI_GRO_CB(skb)->count = gso_segs. Before 5eddb24901ee
+        every GSO skb is flushed (``flush = skb_is_gso(skb) || skb_has_frag_list(skb)``)
+        [net/core/gro.c:dev_gro_receive @ 6.0.1, 6.0.19]; from it a GSO skb that is not TCP
+        (skb_is_gso_tcp: SKB_GSO_TCPV4 or SKB_GSO_TCPV6) [@ 6.1.0, 6.1.6]; from 7871f54e3dee
+        also one with SKB_GSO_DODGY, which virtio_net_hdr_to_skb sets on every GSO skb
+        [@ 6.1.7, 6.1.166]."""
+        if not self.gso_tcp or not skb.gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
+            return True
+        return self.dodgy_flush and bool(skb.gso_type & SKB_GSO_DODGY)
 
     def take(self) -> list[Delivered]:
         """The skbs delivered since the last take, in order."""
@@ -693,6 +708,18 @@ class GroState:
             if p.age == self.jiffies:
                 return
             self.complete(p, Flush.OLD)
+
+
+def gso_window_note(k: KernelProfile) -> str | None:
+    """What a GRO run on a kernel that lets SKB_GSO_DODGY TCP skbs in (6.1.0-6.1.6) rests on;
+    None elsewhere."""
+    if not k.has(GRO_GSO_TCP_AGGREGATED) or k.has(GRO_DODGY_FLUSH):
+        return None
+    return ("6.1.0-6.1.6 let SKB_GSO_DODGY TCP skbs into GRO (5eddb24901ee; 7871f54e3dee "
+            "flushes them again from 6.1.7): a GSO skb counts as its gso_segs, which "
+            "virtio_net_hdr_to_skb leaves 0. Modelled from the 6.1.0, 6.1.6 and 6.1.7 source "
+            "(net/core/gro.c, net/ipv4/tcp_offload.c), not checked on a running kernel (none "
+            "of these releases was booted)")
 
 
 def gro_receive(k: KernelProfile, runs: Sequence[Sequence[Sequence[Segment]]],
@@ -774,15 +801,19 @@ def _receive(state: GroState, seg: Segment) -> None:
         # flush set, before the IP header is pulled; no held skb is completed
         _normal(state, seg, How.BAD_NETWORK, pulled=0)
         return
-    # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb that is not TCP or is
-    # DODGY is flushed (5.x: every GSO skb); inet_gro_receive: tot_len must be the packet's
+    # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb it does not let in
+    # (gso_flushed); inet_gro_receive: tot_len must be the packet's
     skb = seg.skb
-    flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
+    gso = bool(skb.gso_size)  # skb_is_gso
+    gso_flush = gso and state.gso_flushed(skb)
+    count = skb.gso_segs if gso else 1  # NAPI_GRO_CB(skb)->count
+    flush = gso_flush or bool(skb.frag_list) or not h.tot_len_ok
     ip_summed = skb.ip_summed  # as it goes on, when it is held or goes on unmerged
     if not flush and ip_summed == CHECKSUM_NONE:
         # tcp4/6_gro_receive: skb_gro_checksum_validate computes the sum of a CHECKSUM_NONE
         # skb: a bad one is "goto flush" (p stays held), a good one makes it UNNECESSARY
-        # (__skb_incr_checksum_unnecessary)
+        # (__skb_incr_checksum_unnecessary). A GSO skb dev_gro_receive let in is summed too
+        # (6.1.0-6.1.6: an SKB_GSO_DODGY one) [net/ipv4/tcp_offload.c:tcp4_gro_receive @ 6.1.0]
         if not h.tcp_csum_ok:
             # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
             # IP header was pulled (inet/ipv6_gro_receive)
@@ -790,6 +821,9 @@ def _receive(state: GroState, seg: Segment) -> None:
             return
         ip_summed = CHECKSUM_UNNECESSARY
     payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
+    if gso and not flush and payload == 0:
+        raise InputError(f"GRO of a GSO skb without TCP payload on {state.k.name} is not "
+                         "modelled (virtio_net_hdr_to_skb sets gso_size only past it)")
     p = None
     for q in state.held:
         if q.same_flow(h):
@@ -800,19 +834,28 @@ def _receive(state: GroState, seg: Segment) -> None:
         mismatch = _mismatch(state.k, p, h)
         refused: Flush | None = None
         if flush:
-            refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE if skb.frag_list
+            refused = (Flush.GSO if gso_flush else Flush.UNMERGEABLE if skb.frag_list
                        else Flush.MISMATCH)
         elif mismatch:
             refused = Flush.MISMATCH
+        elif gso:
+            # tcp_gro_receive: "if (unlikely(skb_is_gso(skb))) flush |= (mss !=
+            # skb_shinfo(skb)->gso_size)", instead of the length test below
+            # [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0, 6.1.166]
+            if skb.gso_size != p.mss:
+                refused = Flush.GSO_SIZE
         elif payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
             refused = Flush.UNMERGEABLE
         elif payload > p.mss:  # "flush |= (len - 1) >= mss"
             refused = Flush.LONGER
-        elif p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
+        if refused is None and p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
             refused = Flush.E2BIG
         if refused is None:
             before = p.truesize
             how = _merge(state.k, p, seg, payload)
+            # skb_gro_receive: "NAPI_GRO_CB(p)->count += segs", segs = NAPI_GRO_CB(skb)->count
+            # [net/core/gro.c:skb_gro_receive @ 6.1.0] (5.15: count++)
+            p.count += count
             p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
@@ -820,8 +863,11 @@ def _receive(state: GroState, seg: Segment) -> None:
                 state.steps.append(GroStep(seg.frame, result, how, payload,
                                            p.truesize - before, p.len, p.truesize,
                                            p.last_frags(), len(p.members)))
-            # out_check_final: a segment shorter than mss, or URG/PSH/RST/SYN/FIN, ends it
-            if payload < p.mss:
+            # out_check_final: a segment shorter than mss (a GSO skb: whose len is not
+            # count * gso_size), or URG/PSH/RST/SYN/FIN, ends it
+            if gso and payload != count * skb.gso_size:
+                state.complete(p, Flush.GSO_SEGS)
+            elif not gso and payload < p.mss:
                 state.complete(p, Flush.SHORT)
             elif flags & _ENDS:
                 state.complete(p, Flush.FLAGS)
@@ -831,16 +877,26 @@ def _receive(state: GroState, seg: Segment) -> None:
             refused, How.AFTER_MISMATCH)
     else:
         after = How.FIRST
-    # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload) and on
-    # URG/PSH/RST/SYN/FIN; a flushed skb goes on as GRO_NORMAL, any other is held
+    # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload), a GSO skb
+    # on "len != NAPI_GRO_CB(skb)->count * gso_size" (gso_segs 0 from virtio_net_hdr_to_skb:
+    # always) [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0], and on URG/PSH/RST/SYN/FIN; a
+    # flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if skb.gso_size else How.HAS_FRAG_LIST
+        _normal(state, seg, How.GSO if gso_flush else How.HAS_FRAG_LIST
                 if skb.frag_list else How.BAD_NETWORK)
+    elif gso and payload != count * skb.gso_size:
+        _normal(state, seg, How.GSO_SEGS, ip_summed)
     elif payload == 0:
         _normal(state, seg, How.NO_PAYLOAD, ip_summed)
     elif flags & _ENDS:
         _normal(state, seg, How.FLAGS, ip_summed)
     else:
+        if gso and count != 1:
+            raise InputError(
+                f"GRO holding a GSO skb that counts {count} segments (gso_segs) on "
+                f"{state.k.name} is not modelled: the IP ID test of the skbs merged into it "
+                "depends on NAPI_GRO_CB(p)->count and differs by version (6.1: is_atomic and "
+                "flush_id; 6.12: gro_receive_network_flush), read only for count 1")
         _hold(state, seg, h, payload, after, ip_summed)
 
 
@@ -852,6 +908,10 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
     if not h.network_ok:  # inet_gro_receive, before the IP header is pulled
         _normal(state, seg, How.BAD_NETWORK, pulled=0)
         return
+    if skb.gso_size and not state.gso_flushed(skb):
+        raise InputError(f"GRO of a UDP datagram in a TCP GSO skb on {state.k.name} is not "
+                         "modelled: dev_gro_receive lets it in (skb_is_gso_tcp), and "
+                         "udp_gro_receive was not read for it")
     flush = bool(skb.gso_size) or bool(skb.frag_list) or not h.tot_len_ok
     ip_summed = skb.ip_summed
     if not flush and ip_summed == CHECKSUM_NONE and h.udp_check:
@@ -882,6 +942,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
         if refused is None:
             before = p.truesize
             how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            p.count += 1  # skb_gro_receive(_list): count += 1 (a UDP GSO skb never merges)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
                 state.steps.append(GroStep(seg.frame, result, how, payload,
@@ -946,12 +1007,13 @@ def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
         return True
     if h.ipv6:
         return False
-    # the IP ID: incrementing by the segments held, or fixed, decided at the second frame;
-    # fixed only with DF before 21f7484220ac (6.18)
+    # the IP ID: incrementing by NAPI_GRO_CB(p)->count (the segments held; a GSO skb merged
+    # counts its gso_segs), or fixed, decided at the second frame (count 1); fixed only with
+    # DF before 21f7484220ac (6.18). A held GSO skb counting more than 1 is refused (_receive)
     offset = (h.ip_id - q.ip_id) & 0xFFFF
-    if len(p.frames) == 1 and offset == 0 and (h.df or k.has(GRO_FIXEDID_WITHOUT_DF)):
+    if p.count == 1 and offset == 0 and (h.df or k.has(GRO_FIXEDID_WITHOUT_DF)):
         p.fixed_id = True
-    return offset != (0 if p.fixed_id else len(p.frames))
+    return offset != (0 if p.fixed_id else p.count)
 
 
 def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = None,
@@ -970,13 +1032,17 @@ def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = Non
 
 def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
           ip_summed: int) -> None:
-    """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss), the headers
-    GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
+    """dev_gro_receive, GRO_HELD: gso_size = skb_gro_len(skb) (the flow's mss; a GSO skb
+    keeps its own: "if (!skb_is_gso(skb))" [net/core/gro.c:dev_gro_receive @ 6.1.0]), the
+    headers GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
     skb = _pull_headers(state.k, seg)
-    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed),
-              state.jiffies)
+    gso = bool(skb.gso_size)
+    p = _Held(payload, seg.frame, h,
+              skb._replace(ip_summed=ip_summed) if gso
+              else skb._replace(gso_size=payload, ip_summed=ip_summed),
+              state.jiffies, skb.gso_segs if gso else 1)
     state.held.append(p)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
@@ -1068,24 +1134,28 @@ def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None
 
 
 def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
-    """napi_gro_complete: a lone skb leaves with gso_size 0; an aggregate through
-    inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6 (+
-    FIXEDID for a fixed-ID flow, + TCP_ECN when its first segment has CWR), csum_start at the
-    TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
+    """napi_gro_complete: NAPI_GRO_CB(skb)->count 1 (a lone skb, or on 6.1.0-6.1.6 one that
+    merged GSO skbs counted as their gso_segs 0) leaves with gso_size 0 and nothing else done
+    ("goto out": no inet_gro_complete, so the IP header keeps the first segment's length)
+    [net/core/gro.c:napi_gro_complete @ 6.1.0]; an aggregate through inet/ipv6_gro_complete →
+    tcp4/6_gro_complete → tcp_gro_complete: gso_type |= TCPV4/TCPV6 (+ FIXEDID for a fixed-ID
+    flow, + TCP_ECN when its first segment has CWR), csum_start at the TCP header,
+    csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
     skb = held.skb()
-    count = len(held.frames)
+    count = held.count
     if count == 1:
         return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
     h = held.headers
     if h.udp_len:
         return _complete_udp(held, skb, flush, count)
-    gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
+    # "gso_type |=": a held GSO skb keeps its own bits (SKB_GSO_DODGY)
+    gso_type = skb.gso_type | (SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4)
     names = gso_type_names(gso_type)
     if held.fixed_id:
         gso_type |= SKB_GSO_TCP_FIXEDID_NEW if k.has(GRO_FIXEDID_BIT_30) else (
             SKB_GSO_TCP_FIXEDID_OLD)
         names += ("SKB_GSO_TCP_FIXEDID",)
-    if h.flag_word & TCP_FLAG_CWR:
+    if h.flag_word & TCP_FLAG_CWR and not gso_type & SKB_GSO_TCP_ECN:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
     tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points

@@ -29,7 +29,11 @@ HOW = {
     How.AFTER_LONGER: "held in place of the held skb: longer than the flow's mss",
     How.AFTER_MISMATCH: "held in place of the held skb of its flow, whose headers differ (flags, "
     "window, ack, options, TTL/TOS/DF, IP ID or sequence)",
-    How.GSO: "to the stack alone: a GSO skb (SKB_GSO_DODGY) is never merged",
+    How.GSO: "to the stack alone: dev_gro_receive flushes a GSO skb that is not TCP, or carries "
+    "SKB_GSO_DODGY (7871f54e3dee: 6.1.7+, 6.2+; before 6.1 every GSO skb)",
+    How.GSO_SEGS: "to the stack alone: a GSO skb GRO let in (6.1.0-6.1.6: SKB_GSO_DODGY too) "
+    "whose len is not gso_segs × gso_size; virtio_net_hdr_to_skb leaves gso_segs 0, so "
+    "tcp_gro_receive's out_check_final always flushes it",
     How.FLAGS: "to the stack alone: URG, PSH, RST, SYN or FIN and nothing it could join",
     How.BAD_CHECKSUM: "to the stack alone: CHECKSUM_NONE and its TCP checksum is wrong",
     How.NOT_TCP: "to the stack alone: not TCP (UDP merges only for a UDP_GRO socket, "
@@ -50,6 +54,10 @@ FLUSH = {
     Flush.E2BIG: "the next segment would reach gro_max_size (skb_gro_receive: -E2BIG)",
     Flush.LONGER: "the next segment was longer than the mss (tcp_gro_receive)",
     Flush.GSO: "a GSO skb of the flow arrived (dev_gro_receive sets flush)",
+    Flush.GSO_SIZE: "a GSO skb of the flow whose gso_size is not the flow's mss arrived "
+    "(tcp_gro_receive)",
+    Flush.GSO_SEGS: "a GSO skb merged into it whose len is not gso_segs × gso_size "
+    "(virtio_net_hdr_to_skb leaves gso_segs 0): tcp_gro_receive's out_check_final",
     Flush.POLL_END: "the poll ended below its budget (napi_complete_done flushes everything)",
     Flush.BUDGET: "the poll used its whole budget (__napi_poll flushes everything, HZ < 1000)",
     Flush.NOT_HELD: "never held (GRO_NORMAL)",
@@ -63,6 +71,14 @@ FLUSH = {
     Flush.UNMERGEABLE: "a segment of its flow GRO never merges arrived (a pure ACK, or an skb "
     "with a frag_list)",
 }
+
+
+# an skb that merged others and still counts 1 (6.1.0-6.1.6: a GSO skb merged counts its
+# gso_segs, 0) [net/core/gro.c:napi_gro_complete, net/ipv4/ip_input.c:ip_rcv_core,
+# net/ipv6/ip6_input.c:ip6_rcv_core @ 6.1.0]
+COUNT_ONE = ("count 1: napi_gro_complete only cleared gso_size (no inet_gro_complete): the IP "
+             "header keeps the first skb's length, and ip_rcv_core / ip6_rcv_core trim the skb "
+             "to it (pskb_trim_rcsum): the merged payload is lost after GRO")
 
 
 def flow_renderable(run: FlowRun) -> RenderableType:
@@ -106,7 +122,7 @@ def _steps(run: FlowRun) -> Table:
 def _delivered(n: int, d: Delivered) -> RenderableType:
     """A lone skb in three lines; an aggregate with its memory map (head, frags) too."""
     summary = _summary(n, d)
-    if d.segs < 2:
+    if len(d.frames) < 2:
         return summary
     from vnetrx.render.text import skb_map
 
@@ -119,8 +135,11 @@ def _summary(n: int, d: Delivered) -> Text:
     first, last = d.frames[0], d.frames[-1]
     frames = f"frame {first}" if first == last else f"frames {first}-{last}"
     text = Text()
-    text.append(f"skb {n}: {frames} ({d.segs} segment{'s' if d.segs > 1 else ''}); ",
-                style="bold")
+    merged = len(d.frames)
+    counted = (f"{d.segs} segment{'s' if d.segs != 1 else ''}" if merged == d.segs
+               else f"{merged} skbs counted as {d.segs} segment{'s' if d.segs != 1 else ''}: "
+               "a GSO skb counts its gso_segs")
+    text.append(f"skb {n}: {frames} ({counted}); ", style="bold")
     text.append(f"completed: {FLUSH[d.flush]}\n")
     text.append(f"  len {s.len}  data_len {s.data_len}  headlen {s.headlen}  truesize "
                 f"{s.truesize}  nr_frags {s.nr_frags}  frag_list {len(s.frag_list)}\n")
@@ -130,6 +149,8 @@ def _summary(n: int, d: Delivered) -> Text:
     if s.csum_start is not None:
         text.append(f"  csum_start {s.csum_start}  csum_offset {s.csum_offset}")
     text.append("\n")
+    if merged > 1 and d.segs == 1:
+        text.append(f"  {COUNT_ONE}\n", style="yellow")
     for i, member in enumerate(s.frag_list):
         text.append(f"  frag_list[{i}]: len {member.len}  truesize {member.truesize}  nr_frags "
                     f"{len(member.frags)}\n", style="dim")
@@ -166,12 +187,14 @@ def print_replay_gro(heading: str, notes: Sequence[str],
     if not summary_only:
         console.print(Text(heading, style="bold"))
     frames = skbs = merged = truesize = most = 0
+    counted_one = False  # an skb that merged others but counts 1 (COUNT_ONE)
     block: list[tuple[int, Delivered]] = []
     for poll, d in delivered:
         frames += len(d.frames)
+        counted_one = counted_one or (len(d.frames) > 1 and d.segs == 1)
         skbs += 1
-        merged += d.segs > 1
-        most = max(most, d.segs)
+        merged += len(d.frames) > 1
+        most = max(most, len(d.frames))
         truesize += d.skb.truesize
         if summary_only:
             continue
@@ -183,6 +206,9 @@ def print_replay_gro(heading: str, notes: Sequence[str],
         console.print(_delivered_table(block))
     console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
                        f"{most} segments each); truesize {truesize}"))
+    if counted_one:
+        console.print(Text(f"note: an skb of several frames with segs 1: {COUNT_ONE}",
+                           style="yellow"))
     for note in notes:
         console.print(Text(f"note: {note}", style="yellow"))
     return frames
