@@ -114,6 +114,21 @@ def test_frames_of_reads_past_ip_options() -> None:
     assert gro.frames_of(sent[1][14:], len(sent[1]) - 14, 1, sent, range(3)) == [1]
 
 
+def test_frames_of_reads_past_an_8021q_tag() -> None:
+    """A tagged aggregate leaves GRO with skb->data at the tag (TCI, inner EtherType): the
+    frames it carries are those of the same tag and flow; an untagged frame of the same flow
+    (vlan_gro_receive does not merge it) is not among them."""
+    sent = _writes(segments=8, vlan=100, untagged=[4], payload=1444)
+    # frames 0..3 merged: 4 x 1444 behind the tag (4), the IP and TCP headers (52)
+    tagged = sent[0][14:]
+    assert gro.frames_of(tagged, 4 + 52 + 4 * 1444, 0, sent, range(8)) == [0, 1, 2, 3]
+    # the untagged frame 4 alone, though its sequence number follows frame 3's
+    assert gro.frames_of(sent[4][14:], 52 + 1444, 4, sent, range(8)) == [4]
+    # a tag of another TCI: not the same flow
+    other = _writes(segments=4, vlan=100, vlan_change=[2], payload=1444)
+    assert gro.frames_of(other[0][14:], 4 + 52 + 4 * 1444, 0, other, range(4)) == [0, 1, 3]
+
+
 def _row(frames: list[int], **kw: int) -> dict[str, object]:
     base = {"len": 1500, "data_len": 1448, "headlen": 52, "truesize": 2816, "nr_frags": 1,
             "frag_list": 0, "gso_size": 0, "gso_segs": 0, "gso_type": 0, "ip_summed": 1}
