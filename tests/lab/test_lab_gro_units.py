@@ -14,13 +14,10 @@ from jsonschema import Draft202012Validator
 
 from tests.lab.test_lab_vhost_user import FakeGuest, _frame
 from vnetrx.cli import cli
-from vnetrx.flow import big_polls_gro
-from vnetrx.kernel.registry import lookup
 from vnetrx.lab import gro
 from vnetrx.lab import vhost_user_proto as proto
 from vnetrx.lab import vhost_user_ring as vring
 from vnetrx.live import gro_frames
-from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.render.lab_gro_text import lab_gro_lines
 from vnetrx.schemas import schema
 
@@ -178,9 +175,6 @@ def test_the_bursts_fit_each_mode() -> None:
             70 if mergeable or not guest_gso else 12)
     with pytest.raises(Exception, match="unknown mode"):
         gro.bursts_for("big-tso")
-    with pytest.raises(Exception, match="big mode"):
-        list(big_polls_gro(lookup("6.1"), VirtioRxSetup(mergeable=True), [(None, _frame(60))],
-                           [1]))
 
 
 @pytest.mark.parametrize(("args", "message"), [
