@@ -145,13 +145,18 @@ def test_compare_aligns_burst_by_burst_and_says_what_differs() -> None:
     assert "--mergeable --kernel 6.1.192 --gro --polls 2,1 --jsonl" in text
     assert "input 1: napi_gro_receive_exit NORMAL, the model MERGED_FREE" in text
     assert gro.verdict_differences(["HELD"], ["HELD", "NORMAL"]) == [(1, None, "NORMAL")]
-    # big mode: the host_mtu in the header, no replay command (replay does not model big mode)
+    # big mode: the host_mtu in the header, and the replay command with it (big mode from the
+    # MTU alone: no --mergeable, no --guest-gso)
     big = gro.GroReport("6.1.192", "6.1.0-57-amd64", "big", [2, 1], bursts, mtu=9000)
     doc = gro.report_to_dict(big)
     Draft202012Validator(schema("lab-gro")).validate(json.loads(json.dumps(doc)))
     assert doc["mtu"] == 9000 and gro.report_to_dict(report)["mtu"] is None
     text = "\n".join(lab_gro_lines(big, 1.0, 2.0, "in.json"))
-    assert "big (host_mtu 9000)" in text and "vnetrx replay" not in text
+    assert "big (host_mtu 9000)" in text
+    assert "replay: vnetrx replay --from in.json --mtu 9000 --kernel 6.1.192 --gro --polls 2,1" in text
+    gso = gro.GroReport("6.1.192", "6.1.0-57-amd64", "big-gso", [2, 1], bursts)
+    assert "vnetrx replay --from in.json --guest-gso --kernel" in "\n".join(
+        lab_gro_lines(gso, 1.0, 2.0, "in.json"))
 
 
 def test_init_script_waits_for_every_frame_and_dumps() -> None:
