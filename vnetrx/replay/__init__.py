@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vnetrx.errors import InputError, UnsupportedError
-from vnetrx.kernel.constants import ETH_DATA_LEN
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, VirtioRxSetup
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.napi import SRC, buffers_needed, every_frame, feed, no_frame
 from vnetrx.replay.refill import (
@@ -66,7 +65,6 @@ __all__ = [
     "RingView",
     "Stream",
     "backing_page_size",
-    "big_mode",
     "buffer_len",
     "buffers_needed",
     "check_ring",
@@ -133,7 +131,7 @@ class Stream:
         check_ring(k, cfg)
         self.kernel, self.config = k, cfg
         self.min_buf_len = min_buf_len(k, cfg) if cfg.device.mergeable else None
-        self.big = big_mode(cfg.device)
+        self.big = ring_config(k, cfg).mode == "big"
         # big mode posts page chains from rq->pages, which are not followed: no initial fill
         self.initial_fill: Fill | None = None
         if self.big:
@@ -152,9 +150,8 @@ class Stream:
 def new_totals(k: KernelProfile, cfg: RingConfig) -> Totals:
     """Totals for this ring's frames (big mode: each received frame counts its chain's
     pages as buffers)."""
-    if big_mode(cfg.device):
-        return Totals(chain_pages=ring_config(k, cfg).big_num_skbfrags + 1)
-    return Totals()
+    c = ring_config(k, cfg)
+    return Totals(chain_pages=c.big_num_skbfrags + 1) if c.mode == "big" else Totals()
 
 
 def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
@@ -186,22 +183,17 @@ def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
     if cfg.polls and min(cfg.polls) < 1:
         raise InputError(f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 "
                          "frame each")
-    if big_mode(d) and d.xdp is not None:
+    c = ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
+    if c.mode == "big" and d.xdp is not None:
         raise UnsupportedError(
             "replay of big mode (no --mergeable; guest GSO or an MTU above 1500) with an XDP "
             "program is not modelled: big mode has no XDP hook and virtnet_xdp_set's answer "
             "depends on the offloads; `vnetrx trace --xdp ACTION` shows one frame"
         )
-    ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
-
-
-def big_mode(d: VirtioRxSetup) -> bool:
-    """virtnet_probe: no MRG_RXBUF, and guest GSO or an MTU above ETH_DATA_LEN (big_packets)."""
-    return not d.mergeable and (d.guest_gso or d.mtu > ETH_DATA_LEN)
 
 
 def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
-    if big_mode(cfg.device):
+    if ring_config(k, cfg).mode == "big":
         return big_notes(k, cfg)
     notes = [
         f"the ring is filled at virtnet_open with the EWMA at 0 and refilled after a NAPI poll "
