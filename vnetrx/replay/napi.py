@@ -164,6 +164,8 @@ class _Run:
         if self.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
                                   hdr is not None or self.frags)
+        elif c.mode == "big":  # a page chain of its own (_BigRun): no posted buffer to read
+            p = big.plan_big(c, frame_len, hdr is not None or self.frags)
         else:
             p = small.plan_on(c, frame_len, buffers[0])
         d = deliver_with(c, p, hdr, narrate=False)  # a record shows no checks
@@ -338,11 +340,12 @@ class _Run:
 class _BigRun(_Run):
     """Big mode (no MRG_RXBUF; guest GSO or an MTU above 1500): add_recvbuf_big posts one
     chain of big_packets_num_skbfrags + 1 pages per buffer, taken from rq->pages (get_a_page,
-    else alloc_page: never the page_frag or a page_pool, 5.12-7.3), and a frame lands in a
-    chain of its own: receive_big decides it alone (``big.plan_big``: the trace's own stage),
+    else alloc_page: never the page_frag or a page_pool in any version read, 5.15 to 7.3.4:
+    docs/kernel/virtio-net-rx.md §5.3), and a frame lands in a chain of its own: receive_big
+    decides it alone (``_Run._decision`` with ``big.plan_big``, the trace's own stage),
     whatever came before. There is no EWMA and no page_frag, so a record has none (None); the
-    chains' occupancy of the ring is not followed (``BIG_RING_NOTE``): a frame never waits
-    for a chain and no refill is shown. The NAPI polls are the ring's: ``batch`` / ``polls``
+    chains' occupancy of the ring is not followed (``vnetrx.replay.big_notes``): a frame never
+    waits for a chain and no refill is shown. The NAPI polls are the ring's: ``batch`` / ``polls``
     frames written, taken at most ``budget`` a poll."""
 
     def __init__(self, k: KernelProfile, cfg: RingConfig, state: RingState,
@@ -350,24 +353,6 @@ class _BigRun(_Run):
                  frags: bool = False) -> None:
         super().__init__(k, cfg, state, want_trace, rings, frags)
         self.view = None  # no ring view: nothing of the page_frag ring exists in big mode
-
-    def _decision(self, frame_len: int, hdr: VnetHdr | None,
-                  shown: tuple[Posted, ...]) -> Decision:  # noqa: ARG002  (no posted buffer)
-        """receive_big (page_to_skb with truesize PAGE_SIZE per page), then receive_buf."""
-        c = self.c
-        p = big.plan_big(c, frame_len, hdr is not None or self.frags)
-        d = deliver_with(c, p, hdr, narrate=False)
-        skb = _without_frags(d.skb, self.frags)
-        return Decision(
-            "drop" if skb is None else p.outcome,
-            None if d.reason is None else str(d.reason),
-            None if d.reason is None else COUNTER[d.reason],
-            skb,
-            None if skb is None else p.allocations,
-            None if skb is None else p.copy,
-            0,
-            False,  # no EWMA in big mode
-        )
 
     def _frame(self, frame_len: int, hdr: VnetHdr | None,
                shown: tuple[Posted, ...]) -> RxFrame:  # noqa: ARG002  (no posted buffer)
