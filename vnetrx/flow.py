@@ -428,42 +428,6 @@ def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segme
     return ((poll, d) for d in run.delivered)
 
 
-def big_polls_gro(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
-                  frames: Sequence[tuple[VnetHdr | None, bytes]], polls: Sequence[int],
-                  steps: list[GroStep] | None = None) -> Iterator[tuple[int, Delivered]]:
-    """Big mode (no MRG_RXBUF): each frame (behind the virtio_net_hdr the device wrote) in a
-    page chain of its own (add_recvbuf_big: chains carry no history, so no ring is replayed),
-    received by the driver; the skbs of each NAPI poll (``polls``: how many frames each took,
-    e.g. what the guest's napi_poll tracepoint reported) go through GRO together, as
-    ``replay_gro`` does for a replayed ring: every skb the stack receives, with its poll."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, setup))
-    if c.mode != "big":
-        raise InputError(f"big_polls_gro models big mode; this device is in {c.mode} mode "
-                         "(replay it: vnetrx replay --gro)")
-    if sum(polls) != len(frames) or any(p < 1 for p in polls):
-        raise InputError(f"the polls ({', '.join(map(str, polls))}) must be at least 1 frame "
-                         f"each and add up to the {len(frames)} frame(s)")
-    segments: list[Segment] = []
-    for i, (hdr, frame) in enumerate(frames):
-        trace = trace_virtio(k, setup, virtio_net.RxFrame(len(frame), hdr))
-        if trace.skb is None or trace.outcome not in (Outcome.BUILD_SKB, Outcome.COPY):
-            raise InputError(f"frame {i} does not reach GRO: {trace.outcome}"
-                             + (f" ({trace.reason})" if trace.reason else ""))
-        gro_input = read_frame(frame, len(frame), whole=True)
-        head_frag = trace.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(i, trace.skb, head_frag, gro_input.tcp, "", 0,
-                                gro_input.udp_validated, gro_input.pull, gro_input.needs,
-                                gro_input.hbh_at))
-    first = 0
-    for poll, size in enumerate(polls):
-        run = gro_receive(k, [[segments[first:first + size]]], budget=NAPI_POLL_WEIGHT,
-                          steps=steps is not None)
-        first += size
-        if steps is not None:
-            steps.extend(run.steps)
-        yield from ((poll + 1, d) for d in run.delivered)
-
-
 VHOST_RX_NOTES = (
     "the guest's GRO: skb->hash is 0 (vhost-net offers no HASH_REPORT): every flow is in GRO "
     "bucket 0; HZ < 1000 (Debian's 250): a poll that uses its whole budget (64) flushes "

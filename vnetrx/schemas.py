@@ -576,10 +576,13 @@ REPLAY_FRAME = _obj(
         "ewma_after": _nullable(_NAT),
         "trace": TRACE,
         "refill": _nullable(_FILL),
-        "ring": _RING,
+        # null in big mode (page chains from rq->pages: no page_frag ring is followed)
+        "ring": _nullable(_RING),
     }
 )
-# Each --jsonl line of vnetrx replay (without --detail): one compact row per frame
+# Each --jsonl line of vnetrx replay (without --detail): one compact row per frame. Big mode
+# (no MRG_RXBUF; guest GSO or an MTU above 1500): "buffers" is [] (each frame's buffer is a page
+# chain of its own from rq->pages, no page_frag page and offset), "ewma" and "refill" null.
 REPLAY_ROW = _obj(
     {
         "schema": {"const": "vnetrx.replay-row/1"},
@@ -616,8 +619,8 @@ REPLAY_SUMMARY = _obj(
         "build_skb_share": _nullable({"type": "number", "minimum": 0, "maximum": 1}),
         "bytes_copied": _NAT,
         "allocations": _NAT,
-        "buffers": _NAT,
-        "pages": _NAT,
+        "buffers": _NAT,  # big mode: the pages of each received frame's chain
+        "pages": _nullable(_NAT),  # null in big mode: which rq->pages pages is not followed
         "truesize": _obj({"sum": _NAT, "min": _nullable(_NAT), "median": _nullable(_NAT),
                           "p99": _nullable(_NAT), "max": _nullable(_NAT)}),
         "truesize_per_byte": _nullable({"type": "number", "minimum": 0}),
@@ -655,9 +658,11 @@ REPLAY = _obj(
             }
         ),
         "min_buf_len": _nullable(_NAT),
-        "initial_fill": _FILL,
+        # big mode (no MRG_RXBUF; guest GSO or an MTU above 1500): null, as each frame's ring,
+        # refill and EWMA (its page chains come from rq->pages and are not followed)
+        "initial_fill": _nullable(_FILL),
         "frames": _arr(REPLAY_FRAME),
-        "final_ring": _RING,
+        "final_ring": _nullable(_RING),
         "notes": _arr(_STR),
         "interrupted": {"const": True},  # only when Ctrl-C/SIGTERM stopped the run early
     },

@@ -213,14 +213,9 @@ def _error(runner: CliRunner, args: list[str], code: int) -> str:
         (["--from", "/nonexistent/lens.txt"], "cannot read /nonexistent/lens.txt"),
         (["--len", "60", "--show", "1"], "--show 1: there are 1 frames (valid: 0..0)"),
         (["--len", "60", "--json", "--jsonl"], "exclude each other"),
-        (["--len", "9000", "--mtu", "9000"], "big mode"),
-        # big mode is said so, in one line naming what replay models and where big mode is
-        (["--len", "60", "--big"], "replay models the small and mergeable rings (--mergeable, "
-         "or neither); guest GSO without --mergeable selects big mode, which replay does not "
-         "model: each frame is what `vnetrx trace --guest-gso --len N` shows"),
-        (["--len", "60", "--guest-gso", "--mtu", "1400"], "`vnetrx sweep --guest-gso --mtu 1400 "
-         "--weights FILE` totals a capture"),
-        (["--len", "60", "--mtu", "1501"], "MTU 1501 (above 1500) without --mergeable"),
+        # big mode is replayed; with an XDP program it is not (no XDP hook in big mode)
+        (["--len", "60", "--mtu", "9000", "--xdp", "pass"], "replay of big mode (no "
+         "--mergeable; guest GSO or an MTU above 1500) with an XDP program is not modelled"),
         (["--len", "60", "--mergeable", "--buf-len", "2048"], "--buf-len does not apply to replay"),
     ],
 )

@@ -14,13 +14,10 @@ from jsonschema import Draft202012Validator
 
 from tests.lab.test_lab_vhost_user import FakeGuest, _frame
 from vnetrx.cli import cli
-from vnetrx.flow import big_polls_gro
-from vnetrx.kernel.registry import lookup
 from vnetrx.lab import gro
 from vnetrx.lab import vhost_user_proto as proto
 from vnetrx.lab import vhost_user_ring as vring
 from vnetrx.live import gro_frames
-from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.render.lab_gro_text import lab_gro_lines
 from vnetrx.schemas import schema
 
@@ -163,13 +160,18 @@ def test_compare_aligns_burst_by_burst_and_says_what_differs() -> None:
     assert "--mergeable --kernel 6.1.192 --gro --polls 2,1 --jsonl" in text
     assert "input 1: napi_gro_receive_exit NORMAL, the model MERGED_FREE" in text
     assert gro.verdict_differences(["HELD"], ["HELD", "NORMAL"]) == [(1, None, "NORMAL")]
-    # big mode: the host_mtu in the header, no replay command (replay does not model big mode)
+    # big mode: the host_mtu in the header, and the replay command with it (big mode from the
+    # MTU alone: no --mergeable, no --guest-gso)
     big = gro.GroReport("6.1.192", "6.1.0-57-amd64", "big", [2, 1], bursts, mtu=9000)
     doc = gro.report_to_dict(big)
     Draft202012Validator(schema("lab-gro")).validate(json.loads(json.dumps(doc)))
     assert doc["mtu"] == 9000 and gro.report_to_dict(report)["mtu"] is None
     text = "\n".join(lab_gro_lines(big, 1.0, 2.0, "in.json"))
-    assert "big (host_mtu 9000)" in text and "vnetrx replay" not in text
+    assert "big (host_mtu 9000)" in text
+    assert "replay: vnetrx replay --from in.json --mtu 9000 --kernel 6.1.192 --gro --polls 2,1" in text
+    gso = gro.GroReport("6.1.192", "6.1.0-57-amd64", "big-gso", [2, 1], bursts)
+    assert "vnetrx replay --from in.json --guest-gso --kernel" in "\n".join(
+        lab_gro_lines(gso, 1.0, 2.0, "in.json"))
 
 
 def test_init_script_waits_for_every_frame_and_dumps() -> None:
@@ -193,9 +195,6 @@ def test_the_bursts_fit_each_mode() -> None:
             70 if mergeable or not guest_gso else 12)
     with pytest.raises(Exception, match="unknown mode"):
         gro.bursts_for("big-tso")
-    with pytest.raises(Exception, match="big mode"):
-        list(big_polls_gro(lookup("6.1"), VirtioRxSetup(mergeable=True), [(None, _frame(60))],
-                           [1]))
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -1,5 +1,5 @@
 """vnetrx's GRO (vnetrx/paths/gro.py through `vnetrx replay --gro`'s code: vnetrx.replay.Stream
-and vnetrx.flow.replay_gro; big mode, which replay does not model: vnetrx.flow.big_polls_gro)
+and vnetrx.flow.replay_gro, in every mode: big mode's frames each in a page chain of its own)
 against real Debian 6.1.170, 6.1.192, 6.12.100 and 6.12.117 guests (tests/data/gro/
 guest-linux-*.json, recorded by
 `vnetrx lab virtio --gro`, vnetrx.lab.gro): per boot, 59-63 bursts of TCP flows (IPv4 and IPv6, 802.1Q-tagged in the newer mergeable boots,
@@ -41,7 +41,7 @@ def _predicted(name: str) -> tuple[list[gro.BurstCheck], list[str]]:
         doc = DOCS[name]
         frames, ranges = gro.data_frames(doc)
         verdicts: list[str] = []
-        predicted = gro.predictor(doc["mode"], doc.get("mtu"))(
+        predicted = gro.predictor(doc.get("mtu"))(
             lookup(doc["kernel"]), doc["mode"], frames, doc["polls"], verdicts)
         _PREDICTED[name] = gro.compare(gro.data_observed(doc), predicted, ranges), verdicts
     return _PREDICTED[name]
@@ -147,12 +147,13 @@ def test_big_mode_from_host_mtu_as_the_guests_showed_it(kernel: str) -> None:
         (65212, 45, 17, 2), (1500, 0, 0, 0)]
 
 
-@pytest.mark.parametrize("name", sorted(n for n, d in DOCS.items()
-                                        if d["mode"] not in gro.BIG_MODES))
+@pytest.mark.parametrize("name", sorted(DOCS))
 def test_the_replay_command_on_the_boots_input_agrees(name: str, tmp_path: Path) -> None:
-    """What the issue's check runs: `vnetrx replay --from FILE.json [--mergeable
-    [--guest-gso]] --gro --polls N1,N2,... --jsonl` on the boot's frames as {"frame", "hdr"}
-    objects (the 12-byte header the backend wrote), every row against the guest's skbs."""
+    """What the issue's check runs: `vnetrx replay --from FILE.json [--mergeable]
+    [--guest-gso] [--mtu 9000] --gro --polls N1,N2,... --jsonl` on the boot's frames as
+    {"frame", "hdr"} objects (the 12-byte header the backend wrote), every row against the
+    guest's skbs: the mergeable and small rings, and big mode (with guest GSO, and from
+    host_mtu 9000), each frame in a page chain of its own."""
     from click.testing import CliRunner
 
     from vnetrx.cli import cli
@@ -163,11 +164,16 @@ def test_the_replay_command_on_the_boots_input_agrees(name: str, tmp_path: Path)
     path.write_text(json.dumps(gro.input_objects(frames)))
     mergeable, guest_gso = gro.MODES[doc["mode"]]
     args = ["replay", "--from", str(path), *(["--mergeable"] if mergeable else []),
-            *(["--guest-gso"] if guest_gso else []), "--kernel", doc["kernel"], "--gro",
-            "--polls", ",".join(map(str, doc["polls"])), "--jsonl"]
+            *(["--guest-gso"] if guest_gso else []),
+            *(["--mtu", str(doc["mtu"])] if doc.get("mtu") else []), "--kernel", doc["kernel"],
+            "--gro", "--polls", ",".join(map(str, doc["polls"])), "--jsonl"]
+    assert args[3:args.index("--kernel")] == gro.replay_args(doc["mode"], doc.get("mtu"))
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     checks = gro.compare(gro.data_observed(doc), rows, ranges)
     assert [(c.name, [s.differ for s in c.skbs if not s.match]) for c in checks
             if not c.match] == []
+    # every skb the guest delivered, each matched, none left over
+    assert sum(len(c.skbs) for c in checks) == len(doc["delivered"])
+    assert all(c.match for c in checks) and not [c for c in checks if c.name == "?"]

@@ -111,9 +111,29 @@ def test_bad_input_is_an_input_error(cfg: RingConfig, frames: list[int], message
     assert info.value.exit_code == 2
 
 
-def test_big_mode_is_refused() -> None:
+def test_big_mode_has_no_ring_to_follow() -> None:
+    """Big mode (MTU 9000, no MRG_RXBUF): no initial fill, no EWMA, no ring view; each frame is
+    in a page chain of its own (no posted buffers), polled as --batch says. A 1514-byte frame
+    is build_skb with truesize 4352 and a 9014-byte one a copy with 3 frags and truesize 13568,
+    as a real 6.12.117 guest's skbs were (tests/data/gro/guest-linux-6.12.117.big.json:
+    frames 65 and 409); one longer than the chain's (3 + 1) * 4096 - sizeof(padded_vnet_hdr)
+    32 = 16352 bytes is the device's drop (no poll)."""
+    run = replay(lookup("6.12.117"), RingConfig(VirtioRxSetup(mtu=9000), batch=2),
+                 [1514, 9014, 16352, 16353])
+    assert (run.initial_fill, run.final, run.min_buf_len) == (None, None, None)
+    got = [(f.poll, f.buffers, f.ewma_after, f.ring, f.refill, f.decision.outcome,
+            None if f.decision.skb is None else (f.decision.skb.truesize,
+                                                 f.decision.skb.nr_frags))
+           for f in run.frames]
+    assert got[:2] == [(1, (), None, None, None, "build_skb", (4352, 0)),
+                       (1, (), None, None, None, "copy", (13568, 3))]
+    assert got[2][0] == 2 and got[2][5] == "copy"
+    assert got[3][0] is None and got[3][5] == "drop"
+
+
+def test_big_mode_with_xdp_is_refused() -> None:
     with pytest.raises(UnsupportedError, match="big mode"):
-        replay(lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=False, mtu=9000)), [1000])
+        replay(lookup("6.12"), RingConfig(VirtioRxSetup(mtu=9000, xdp="pass")), [1000])
 
 
 DATA = TESTS_DATA / "replay"
@@ -188,8 +208,23 @@ def test_real_guest_poll_boundary_found_by_the_model() -> None:
 
 
 def test_guest_gso_without_mergeable_is_big_mode() -> None:
-    with pytest.raises(UnsupportedError, match="guest GSO without --mergeable selects big mode"):
-        replay(lookup("6.1"), RingConfig(VirtioRxSetup(mergeable=False, guest_gso=True)), [60])
+    """Guest GSO, no MRG_RXBUF: big mode, each frame decided alone. A real 6.1.192 guest
+    (tests/data/gro/guest-linux-6.1.192.big-gso.json, frames 39 and 182, neither merged by
+    GRO) made a 60-byte frame an skb of truesize 1280 and a 5858-byte TCPv4 GSO frame
+    (NEEDS_CSUM at 34+16, gso_size 1448) one of truesize 9472 with 2 frags, SKB_GSO_TCPV4 |
+    SKB_GSO_DODGY (3), CHECKSUM_PARTIAL."""
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+
+    gso = VnetHdr.from_bytes(bytes.fromhex("01014200a80522001000"))
+    run = replay(lookup("6.1.192"), RingConfig(VirtioRxSetup(guest_gso=True), batch=2),
+                 [60, 5858], [None, gso])
+    skbs = [f.decision.skb for f in run.frames]
+    assert all(skb is not None for skb in skbs)
+    assert [(s.truesize, s.nr_frags) for s in skbs if s is not None] == [(1280, 0), (9472, 2)]
+    assert [(s.gso_size, s.gso_type, s.ip_summed) for s in skbs if s is not None][1] == (
+        1448, 3, 3)
+    assert [f.poll for f in run.frames] == [1, 1]
+    assert "no EWMA, no page_frag" in run.notes[0]
 
 
 # --- frames with their virtio_net_hdr (a JSON array of objects) ---------------------------------

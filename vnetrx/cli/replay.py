@@ -84,9 +84,9 @@ PROGRESS_FROM = 20_000
 )
 @device_options(
     "mergeable", "guest_gso", "mtu", "hdr_len", "ring_size", "buf_len",
-    where={"guest_gso": "Without --mergeable: not replayed, said so (big mode's page chains "
-           "carry no history: see `vnetrx trace --guest-gso` and `vnetrx sweep --guest-gso`).",
-           "mtu": "Without --mergeable it must be at most 1500 (small mode).",
+    where={"guest_gso": "Replayed without --mergeable too (as --mtu above 1500): each frame "
+           "in a chain of its own, decided alone in order with its NAPI poll; no EWMA, no "
+           "page_frag and no ring occupancy (those fields are null).",
            "buf_len": "Only with --path vhost-rx (default: get_mergeable_buf_len of a fresh "
            "ring, EWMA 0); --path virtio sizes each refill from the EWMA of the frames "
            "before it."},
@@ -187,6 +187,9 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
     next posted buffers in order, the EWMA of frame lengths sizes each refill, and NAPI
     refills only when more than min(budget 64, ring size) / 2 descriptors are free. Per frame:
     the buffers it used (page and offset), the skb (truesize, frags), the EWMA and the ring.
+    Big mode (no --mergeable; --guest-gso or --mtu above 1500) posts a page chain per buffer
+    from rq->pages: each frame is decided in a chain of its own, in order, with its NAPI poll
+    (no EWMA, no page_frag; the chains' places in the ring are not followed).
 
     \b
     Examples:
@@ -198,6 +201,7 @@ def replay(lengths: str | None, from_file: str | None, **o: Any) -> None:
       vnetrx replay --from lens.txt --mergeable --mtu 9000 --polls 33,31 --kernel 6.1
       vnetrx replay --from gso-frames.json --mergeable --guest-gso --kernel 6.6.44
       vnetrx replay --from flow.pcap --mergeable --batch 64 --gro --jsonl
+      vnetrx replay --from frames.json --mtu 9000 --kernel 6.12 --gro --polls 46,1
       vnetrx replay --from flow.pcap --path tap --gro --napi timeout --summary
       vnetrx replay --path vhost-rx --len 3000,100 --mergeable --buf-len 1536 --in-order
     """
@@ -335,9 +339,9 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         return _after(frames, None, beyond)
     if o["summary"] and o["as_json"]:
         from vnetrx.render.json_out import dumps
-        from vnetrx.replay.summary import Totals
+        from vnetrx.replay import new_totals
 
-        totals = Totals()
+        totals = new_totals(profile, config)
         for record in stream.records:
             totals.add(record)
         summary = totals.to_dict()

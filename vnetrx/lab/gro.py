@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 SCHEMA = "vnetrx.lab-gro/1"
 # mode → (mergeable, guest GSO); every one runs on the vhost-user backend (one used-ring update
 # per burst). Big mode (no MRG_RXBUF, guest GSO) posts chains of MAX_SKB_FRAGS + 2 = 19
-# descriptors, 13 in a 256-entry ring: its bursts are at most 12 frames (BIG_BURSTS), and
-# `replay` does not model big mode, so it is predicted by vnetrx.flow.big_polls_gro.
+# descriptors, 13 in a 256-entry ring: its bursts are at most 12 frames (BIG_BURSTS); replay
+# follows each frame in a chain of its own, not the chains' occupancy of the ring.
 #
 # Big mode without guest GSO ("big"): virtnet_set_big_packets (6.1, 6.12) chooses big packets
 # when the device's MTU (VIRTIO_NET_F_MTU, QEMU's host_mtu) is above ETH_DATA_LEN, with
@@ -531,8 +531,8 @@ VERDICTS = {"merged": "MERGED", "merged_free": "MERGED_FREE", "held": "HELD",
 def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
                    verdicts: list[str] | None = None, mtu: int | None = None,
                    ) -> list[dict[str, Any]]:
-    """What ``vnetrx replay --from FILE.json [--mergeable [--guest-gso]] --gro --polls
-    N1,N2,... --jsonl`` prints for the boot's frames: the same Stream and replay_gro the CLI
+    """What ``vnetrx replay --from FILE.json [--mergeable] [--guest-gso] [--mtu N] --gro
+    --polls N1,N2,... --jsonl`` prints for the boot's frames (``mtu``: host_mtu, big mode's): the same Stream and replay_gro the CLI
     runs (rows vnetrx.replay-gro-row/1). ``verdicts`` gets each input's gro_result, as
     napi_gro_receive_exit names it."""
     from vnetrx.codec import delivered_row
@@ -561,25 +561,6 @@ def _verdicts(steps: Sequence[Any], into: list[str] | None) -> None:
                     for step in sorted(steps, key=lambda step: step.frame))
 
 
-def big_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[int],
-                verdicts: list[str] | None = None, mtu: int | None = None,
-                ) -> list[dict[str, Any]]:
-    """Big mode: vnetrx.flow.big_polls_gro (each frame in a page chain of its own, each
-    observed poll through GRO; ``mtu``: the device's, host_mtu), rows as replay --gro --jsonl
-    prints them."""
-    from vnetrx.codec import delivered_row
-    from vnetrx.flow import big_polls_gro
-    from vnetrx.paths.virtio_net_hdr import VnetHdr
-
-    setup = _device(mode, frames, mtu)
-    items = [(VnetHdr.from_bytes(hdr) if any(hdr[:10]) else None, frame)
-             for hdr, frame in frames]
-    steps: list[Any] = []
-    rows = [delivered_row(poll, d) for poll, d in big_polls_gro(k, setup, items, polls, steps)]
-    _verdicts(steps, verdicts)
-    return rows
-
-
 def _device(mode: str, frames: Frames, mtu: int | None = None) -> VirtioRxSetup:
     """The boot's device: the mode's features, ``mtu`` (host_mtu; None: not offered, 1500),
     the header its frames carry."""
@@ -590,12 +571,19 @@ def _device(mode: str, frames: Frames, mtu: int | None = None) -> VirtioRxSetup:
                          hdr_len=len(frames[0][0]) if frames and frames[0][0] else 12)
 
 
-def predictor(mode: str, mtu: int | None = None) -> Predict:
-    """replay --gro's code, or big mode's (replay does not model big mode), for a device with
+def predictor(mtu: int | None = None) -> Predict:
+    """replay --gro's code (every mode's: its device is the prediction's ``mode`` argument) with
     ``mtu`` (host_mtu; None: not offered, 1500)."""
     import functools
 
-    return functools.partial(big_predict if mode in BIG_MODES else replay_predict, mtu=mtu)
+    return functools.partial(replay_predict, mtu=mtu)
+
+
+def replay_args(mode: str, mtu: int | None = None) -> list[str]:
+    """The device options of ``vnetrx replay`` for a mode's boot (``mtu``: host_mtu)."""
+    mergeable, guest_gso = MODES[mode]
+    return [*(["--mergeable"] if mergeable else []), *(["--guest-gso"] if guest_gso else []),
+            *(["--mtu", str(mtu)] if mtu else [])]
 
 
 def input_objects(frames: Frames) -> list[dict[str, str]]:
@@ -808,7 +796,7 @@ def run_gro(image: Path, mode: str, *, modules: Path | None = None, accel: str =
                             f"{len(frames)}: not replayed")
     else:
         verdicts: list[str] = []
-        predicted = (predict or predictor(mode, mtu))(profile, mode, frames, observed.polls,
+        predicted = (predict or predictor(mtu))(profile, mode, frames, observed.polls,
                                                       verdicts)
         report.bursts = compare(observed, predicted, ranges)
         wrong = verdict_differences(observed.verdicts, verdicts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vnetrx.lab.gro import BIG_MODES, FIELDS, MODES, GroReport
+from vnetrx.lab.gro import FIELDS, GroReport, replay_args
 
 
 def _skb(row: dict[str, object] | None) -> str:
@@ -46,11 +46,7 @@ def lab_gro_lines(r: GroReport, boot_s: float, total_s: float,
                f"{predicted or '(none)'}")
     for note in r.notes:
         yield f"  note: {note}"
-    if saved is not None and r.mode in BIG_MODES:
-        yield (f"  saved: {saved} (replay does not model big mode: each frame's page chain is "
-               "`vnetrx trace`'s)")
-    elif saved is not None:
-        mergeable, guest_gso = MODES[r.mode]
-        flags = (" --mergeable" if mergeable else "") + (" --guest-gso" if guest_gso else "")
+    if saved is not None:
+        flags = "".join(f" {arg}" for arg in replay_args(r.mode, r.mtu))
         yield (f"  replay: vnetrx replay --from {saved}{flags} --kernel {r.kernel} --gro "
                f"--polls {','.join(map(str, r.polls))} --jsonl")

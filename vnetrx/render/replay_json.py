@@ -8,6 +8,9 @@ vnetrx.replay/1: schema, kernel, input, min_buf_len, initial_fill, frames[], fin
   A fill: when, after_poll, ewma, buf_len, count, buffers[].
   A ring: ewma, mergeable_rx_buffer_size, allocator, page, offset, page_size, posted, num_free,
   posted_lens ([[len, count], ...] by length), next_buffer, polls, fills.
+  Big mode (no MRG_RXBUF; guest GSO or an MTU above 1500): each frame lands in a page chain of
+  its own, from rq->pages, whose places in the ring are not followed: min_buf_len,
+  initial_fill, final_ring, every frame's ring, refill and EWMA are null and its buffers [].
 """
 
 from __future__ import annotations
@@ -103,9 +106,9 @@ def replay_to_dict(r: Replay, source: str) -> dict[str, Any]:
         "kernel": kernel_to_dict(r.kernel),
         "input": _input(r.config, source, len(r.frames)),
         "min_buf_len": r.min_buf_len,
-        "initial_fill": _fill(r, r.initial_fill),
+        "initial_fill": None if r.initial_fill is None else _fill(r, r.initial_fill),
         "frames": [frame_to_dict(r, f) for f in r.frames],
-        "final_ring": _ring(r, r.final),
+        "final_ring": None if r.final is None else _ring(r, r.final),
         "notes": list(r.notes),
     }
 
@@ -121,7 +124,7 @@ def write_replay(s: Stream, source: str, count: int, out: TextIO,
         "kernel": kernel_to_dict(s.kernel),
         "input": _input(s.config, source, count),
         "min_buf_len": s.min_buf_len,
-        "initial_fill": _fill(s, s.initial_fill),
+        "initial_fill": None if s.initial_fill is None else _fill(s, s.initial_fill),
     }
     # at indent 2 a top-level key's text is the same in any top-level object: each part is
     # dumped on its own, less its braces; a frame is a top-level object indented two levels
@@ -131,7 +134,9 @@ def write_replay(s: Stream, source: str, count: int, out: TextIO,
         text = json.dumps(frame_to_dict(s, f), indent=2).replace("\n", "\n    ")
         out.write(("\n    " if not written else ",\n    ") + text)
         written += 1
-    tail: dict[str, Any] = {"final_ring": _ring(s, s.final()), "notes": list(s.notes)}
+    final = s.final()
+    tail: dict[str, Any] = {"final_ring": None if final is None else _ring(s, final),
+                            "notes": list(s.notes)}
     if interrupted():
         tail["interrupted"] = True
     out.write(("\n  ]," if written else "],") + dumps(tail)[1:])

@@ -21,8 +21,10 @@ from vnetrx.replay import (
     RingView,
     Stream,
     backing_page_size,
+    new_totals,
     page_label,
 )
+from vnetrx.replay.refill import ring_config
 from vnetrx.replay.state import Ring
 from vnetrx.replay.summary import Totals
 
@@ -52,15 +54,33 @@ def _fill_text(fill: Fill) -> str:
     return f"+{len(fill.buffers)}×{fill.buf_len}"
 
 
+def _chain(r: Ring) -> int | None:
+    """Big mode: the pages of one chain (big_packets_num_skbfrags + 1); None otherwise."""
+    c = ring_config(r.kernel, r.config)
+    return c.big_num_skbfrags + 1 if c.mode == "big" else None
+
+
 def _header(r: Ring) -> Text:
     k, c = r.kernel, r.config
     d = c.device
-    first = r.initial_fill.buffers
-    pages = sorted({p.buf.frag_index for p in first})
+    chain = _chain(r)
     line = Text()
     line.append("vnetrx replay ", style="bold")
-    line.append("virtio-mergeable" if d.mergeable else "virtio-small", style="bold cyan")
+    line.append("virtio-mergeable" if d.mergeable else "virtio-big" if chain
+                else "virtio-small", style="bold cyan")
     line.append(f" on Linux {k.name}", style="bold")
+    per_poll = f"{c.batch} frame(s) per poll" if not c.polls else "polls as given"
+    if chain is not None or r.initial_fill is None:
+        line.append(
+            f"  ({'guest GSO, ' if d.guest_gso else ''}MTU {d.mtu}, NAPI budget {c.budget}, "
+            f"{per_poll}; {k.build.arch}, {k.build.page_size // 1024} KiB pages)\n",
+            style="dim",
+        )
+        line.append(f"add_recvbuf_big: every buffer is a chain of {chain} pages from rq->pages; "
+                    "each frame lands in one of its own (no EWMA, no page_frag)")
+        return line
+    first = r.initial_fill.buffers
+    pages = sorted({p.buf.frag_index for p in first})
     line.append(
         f"  ({'guest GSO, ' if d.guest_gso else ''}ring {d.ring_size}, NAPI budget {c.budget}, "
         f"{c.batch} frame(s) per poll, refill "
@@ -104,22 +124,27 @@ def _table(r: Ring, frames: Iterable[FrameRecord], widths: Sequence[int] | None 
     """Fixed-width columns (never squeezed: a row may run past a narrow terminal): as wide as
     the block's values, or ``widths``; ``header`` False: the rows only."""
     rows: list[list[tuple[str, str]]] = []
+    chain = _chain(r)
+    page = r.kernel.build.page_size
     for f in frames:
         first = f.buffers[0] if f.buffers else None
-        outcome = _outcome(f) if f.buffers else Text("device drop: too long", style="bold red")
+        received = f.poll is not None
+        outcome = _outcome(f) if received else Text("device drop: too long", style="bold red")
+        if chain is not None:  # big mode: a page chain of its own, not followed in the ring
+            where = ("1", "page chain") if received else ("0", "-")
+            sizes = f"{chain}×{page}" if received else "(none used)"
+        else:
+            where = (str(len(f.buffers)), "-" if first is None else
+                     f"{page_label(r.kernel, r.config, first.buf.frag_index)}+{first.buf.offset}")
+            sizes = _sizes(f.buffers) or "(none used)"
         rows.append(
             [
                 (str(f.index), ""),
                 (str(f.frame_len), ""),
                 ("-" if f.poll is None else str(f.poll), ""),
-                (str(len(f.buffers)), ""),
-                (
-                    "-"
-                    if first is None
-                    else f"{page_label(r.kernel, r.config, first.buf.frag_index)}+{first.buf.offset}",
-                    "",
-                ),
-                (_sizes(f.buffers) or "(none used)", ""),
+                (where[0], ""),
+                (where[1], ""),
+                (sizes, ""),
                 (outcome.plain, str(outcome.style)),
                 ("-" if f.decision.skb is None else str(f.decision.skb.truesize), ""),
                 ("-" if f.decision.skb is None else str(f.decision.skb.nr_frags), ""),
@@ -234,12 +259,20 @@ def _show(r: Ring, f: FrameRecord) -> RenderableType:
     assert f.trace is not None, "replay --show N keeps frame N's trace"
     parts: list[RenderableType] = [
         Text(
-            f"Frame {f.index}: {f.frame_len} bytes in {len(f.buffers)} buffer(s)"
+            f"Frame {f.index}: {f.frame_len} bytes in "
+            + (f"{len(f.buffers)} buffer(s)" if f.buffers or f.poll is None
+               else "a page chain")
             + ("" if f.poll is None else f", NAPI poll {f.poll}"),
             style="bold underline",
         )
     ]
-    if f.buffers:
+    if not f.buffers and f.poll is not None:  # big mode: the chain, as the trace maps it
+        reached = [b for b in f.trace.buffers[1:] if b.used]
+        parts.append(Text(
+            f"a page chain of its own (add_recvbuf_big): {len(f.trace.buffers)} page(s); page 0 "
+            "is the first buffer below" + ("; the device wrote on into " + ", ".join(
+                f"{b.page} ({b.used} B)" for b in reached) if reached else "")))
+    elif f.buffers:
         parts.append(_page_bars(r, f))
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for name in (
@@ -277,20 +310,28 @@ def _show(r: Ring, f: FrameRecord) -> RenderableType:
 
 
 def replay_renderable(r: Replay, show: int | None = None) -> RenderableType:
-    totals = Totals()
+    totals = new_totals(r.kernel, r.config)
     for f in r.frames:
         totals.add(f)
     parts: list[RenderableType] = [
         _header(r),
         Text(),
         _table(r, r.frames),
-        _ring_line(r, r.final, "final ring"),
+        _final_line(r, r.final, totals),
         _totals_line(totals),
     ]
     parts.extend(Text(f"note: {note}", style="yellow") for note in r.notes)
     if show is not None:
         parts += [Text(), _show(r, r.frames[show])]
     return Group(*parts)
+
+
+def _final_line(r: Ring, final: RingView | None, totals: Totals) -> Text:
+    """The ring after the last frame; big mode: the polls only (its chains are not followed)."""
+    if final is not None:
+        return _ring_line(r, final, "final ring")
+    return Text("final: ", style="bold") + Text(
+        f"{totals.polls} NAPI poll(s); the page chains' places in the ring are not followed")
 
 
 def _totals_line(totals: Totals) -> Text:
@@ -310,7 +351,7 @@ def print_stream(s: Stream, console: Console, show: int | None = None,
     with its own column widths; ``live``: each row as soon as it is computed, under one header
     with fixed widths), then the final ring, the totals and the notes; ``show``: that frame's
     buffers and skb. Memory stays flat whatever the number of frames."""
-    totals = Totals()
+    totals = new_totals(s.kernel, s.config)
     if not summary_only:
         console.print(_header(s))
         console.print()
@@ -334,7 +375,7 @@ def print_stream(s: Stream, console: Console, show: int | None = None,
     if block:
         console.print(_table(s, block))
     if not summary_only:
-        console.print(_ring_line(s, s.final(), "final ring"))
+        console.print(_final_line(s, s.final(), totals))
     console.print(_totals_line(totals))
     if not summary_only:
         for note in s.notes:

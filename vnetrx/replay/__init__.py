@@ -6,8 +6,13 @@ The parts live next door, each with the kernel code it mirrors: state.py (the co
 result values), refill.py (the driver side: try_fill_recv and virtnet_open; the buffer sizes and
 the page_frag/page_pool carving are the receive path's own, paths/virtio_net/buffers.py) and
 napi.py (the device side and the NAPI loop: virtnet_receive, receive_mergeable's EWMA update, the
-refill check); frames.py reads the frames. This module checks the input, runs the replay and
+refill check; big mode's page chains, decided one frame at a time); frames.py reads the frames. This module checks the input, runs the replay and
 assembles its notes.
+
+Big mode (no MRG_RXBUF; guest GSO or an MTU above 1500) has no page_frag, no EWMA and no
+carved buffers: each frame lands in a page chain of its own, so a big-mode replay is each frame
+decided alone, in order, with its NAPI poll; the chains' occupancy of the ring is not followed
+(``big_notes``).
 
 Not modelled (stated in every replay's notes): ``skb_page_frag_refill``'s reuse of the current
 page from offset 0 when ``page_ref_count == 1`` (only possible once every buffer carved from it
@@ -20,7 +25,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vnetrx.errors import InputError, UnsupportedError
-from vnetrx.kernel.constants import ETH_DATA_LEN
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN
 from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -45,6 +49,7 @@ from vnetrx.replay.state import (
     RingState,
     RingView,
 )
+from vnetrx.replay.summary import Totals
 
 __all__ = [
     "MAX_FRAMES",
@@ -65,6 +70,7 @@ __all__ = [
     "check_ring",
     "feed",
     "min_buf_len",
+    "new_totals",
     "open_ring",
     "page_label",
     "replay",
@@ -125,13 +131,27 @@ class Stream:
         check_ring(k, cfg)
         self.kernel, self.config = k, cfg
         self.min_buf_len = min_buf_len(k, cfg) if cfg.device.mergeable else None
-        self.state, self.initial_fill = open_ring(k, cfg)
+        self.big = ring_config(k, cfg).mode == "big"
+        # big mode posts page chains from rq->pages, which are not followed: no initial fill
+        self.initial_fill: Fill | None = None
+        if self.big:
+            self.state = RingState()
+        else:
+            self.state, self.initial_fill = open_ring(k, cfg)
         self.records = feed(k, cfg, self.state, frames, want_trace=want_trace,
                             rings=rings, frags=frags)
         self.notes = replay_notes(k, cfg)
 
-    def final(self) -> RingView:
-        return view(self.kernel, self.config, self.state)
+    def final(self) -> RingView | None:
+        """The ring after the last frame (None in big mode: its chains are not followed)."""
+        return None if self.big else view(self.kernel, self.config, self.state)
+
+
+def new_totals(k: KernelProfile, cfg: RingConfig) -> Totals:
+    """Totals for this ring's frames (big mode: each received frame counts its chain's
+    pages as buffers)."""
+    c = ring_config(k, cfg)
+    return Totals(chain_pages=c.big_num_skbfrags + 1) if c.mode == "big" else Totals()
 
 
 def validate(k: KernelProfile, cfg: RingConfig, frames: Sequence[int]) -> None:
@@ -163,20 +183,18 @@ def check_ring(k: KernelProfile, cfg: RingConfig) -> None:
     if cfg.polls and min(cfg.polls) < 1:
         raise InputError(f"the batches ({', '.join(map(str, cfg.polls))}) must be at least 1 "
                          "frame each")
-    if not d.mergeable and (d.guest_gso or d.mtu > ETH_DATA_LEN):
-        why = "guest GSO" if d.guest_gso else f"MTU {d.mtu} (above 1500)"
-        mode = "--guest-gso" + (f" --mtu {d.mtu}" if d.mtu != ETH_DATA_LEN else "") \
-            if d.guest_gso else f"--mtu {d.mtu}"
+    c = ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
+    if c.mode == "big" and d.xdp is not None:
         raise UnsupportedError(
-            f"replay models the small and mergeable rings (--mergeable, or neither); {why} "
-            "without --mergeable selects big mode, which replay does not model: each frame "
-            f"is what `vnetrx trace {mode} --len N` shows (big-mode page chains are all "
-            f"alike, with no EWMA), and `vnetrx sweep {mode} --weights FILE` totals a capture"
+            "replay of big mode (no --mergeable; guest GSO or an MTU above 1500) with an XDP "
+            "program is not modelled: big mode has no XDP hook and virtnet_xdp_set's answer "
+            "depends on the offloads; `vnetrx trace --xdp ACTION` shows one frame"
         )
-    ring_config(k, cfg)  # the receive path's own checks of the setup (hdr_len, MTU, ...)
 
 
 def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
+    if ring_config(k, cfg).mode == "big":
+        return big_notes(k, cfg)
     notes = [
         f"the ring is filled at virtnet_open with the EWMA at 0 and refilled after a NAPI poll "
         f"(budget {cfg.budget}) only when more than {cfg.refill_threshold} descriptors are free; "
@@ -209,3 +227,27 @@ def replay_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
             f"every page_frag page starts with the {alloc.dma_header}-byte struct virtnet_rq_dma"
         )
     return tuple(notes)
+
+
+def big_notes(k: KernelProfile, cfg: RingConfig) -> tuple[str, ...]:
+    """What a big-mode replay follows and what it does not."""
+    c = ring_config(k, cfg)
+    n = c.big_num_skbfrags
+    descriptors = n + 2
+    return (
+        f"big mode: add_recvbuf_big posts each buffer as a chain of {n + 1} pages "
+        f"({descriptors} sg entries) from rq->pages (get_a_page, else alloc_page; never the "
+        "page_frag or a page_pool), and receive_big decides each frame in a chain of its own "
+        "(what `vnetrx trace` shows for it): there is no EWMA, no page_frag and no "
+        "mergeable_rx_buffer_size, so those fields are null",
+        "the chains' occupancy of the ring is not followed: without "
+        f"VIRTIO_RING_F_INDIRECT_DESC a chain takes {descriptors} descriptors (a ring of "
+        f"{cfg.device.ring_size} holds {cfg.device.ring_size // descriptors} chains), with it "
+        "one; a frame never waits for a chain and the refills (try_fill_recv when more than "
+        f"{cfg.refill_threshold} descriptors are free) are not shown: keep each batch within "
+        "the chains the ring holds",
+        (f"the device writes batches of {', '.join(map(str, cfg.polls))} frame(s), each "
+         "received before the next (--polls)" if cfg.polls
+         else f"the device writes {cfg.batch} frame(s) before each poll (--batch)")
+        + f"; a NAPI poll takes at most {cfg.budget}",
+    )

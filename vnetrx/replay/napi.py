@@ -16,6 +16,11 @@ The device side follows QEMU's virtio_net_receive_rcu: buffers are used in the o
 posted; a mergeable frame takes as many as it needs (``num_buffers``) and waits, unsplit, until
 that many are posted; a small-mode frame longer than one buffer is not delivered and uses none.
 
+Big mode (no MRG_RXBUF; guest GSO or an MTU above 1500) is ``_BigRun``: each frame in a page
+chain of its own (add_recvbuf_big), decided by receive_big's stage alone; the chains' places in
+the ring are not followed, so a frame never waits and no refill is shown (the replay's notes say
+so); a frame longer than a chain holds is dropped by the device, as in small mode.
+
 When the driver polls is timing, not code: ``RingConfig.batch`` (or ``polls``) says how many
 frames the device writes before each poll. It only matters once frames reach buffers posted by
 a refill: real 6.1.192 and 6.12.117 guests matched frame for frame over 64 jumbo frames (305
@@ -42,7 +47,7 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Frag, Skb, Step, Trace
 from vnetrx.paths import virtio_net
 from vnetrx.paths.steps import StepLog
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, mergeable, small
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, big, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
@@ -68,9 +73,13 @@ def buffers_needed(
     k: KernelProfile, cfg: RingConfig, posted: deque[Posted] | tuple[Posted, ...], frame_len: int
 ) -> int | None:
     """How many posted buffers the device fills with this frame: None if it must wait for more;
-    0 if it drops the frame without using any (small mode, longer than one buffer holds)."""
+    0 if it drops the frame without using any (small or big mode, longer than one buffer
+    holds). Big mode's chains are not followed: a frame that fits one takes it (1)."""
     if not cfg.device.mergeable:
-        if frame_len > ring_config(k, cfg).good_packet_len:
+        c = ring_config(k, cfg)
+        if c.mode == "big":
+            return 0 if frame_len > c.big_capacity else 1
+        if frame_len > c.good_packet_len:
             return 0
         return 1 if posted else None
     return _mergeable_buffers(posted, cfg.hdr_len + frame_len, buffer_room(k, cfg))
@@ -155,6 +164,8 @@ class _Run:
         if self.mergeable:
             p = mergeable.plan_on(c, frame_len, buffers[0].len, carved_info(buffers),
                                   hdr is not None or self.frags)
+        elif c.mode == "big":  # a page chain of its own (_BigRun): no posted buffer to read
+            p = big.plan_big(c, frame_len, hdr is not None or self.frags)
         else:
             p = small.plan_on(c, frame_len, buffers[0])
         d = deliver_with(c, p, hdr, narrate=False)  # a record shows no checks
@@ -326,6 +337,71 @@ class _Run:
         return dropped
 
 
+class _BigRun(_Run):
+    """Big mode (no MRG_RXBUF; guest GSO or an MTU above 1500): add_recvbuf_big posts one
+    chain of big_packets_num_skbfrags + 1 pages per buffer, taken from rq->pages (get_a_page,
+    else alloc_page: never the page_frag or a page_pool in any version read, 5.15 to 7.3.4:
+    docs/kernel/virtio-net-rx.md §5.3), and a frame lands in a chain of its own: receive_big
+    decides it alone (``_Run._decision`` with ``big.plan_big``, the trace's own stage),
+    whatever came before. There is no EWMA and no page_frag, so a record has none (None); the
+    chains' occupancy of the ring is not followed (``vnetrx.replay.big_notes``): a frame never
+    waits for a chain and no refill is shown. The NAPI polls are the ring's: ``batch`` / ``polls``
+    frames written, taken at most ``budget`` a poll."""
+
+    def __init__(self, k: KernelProfile, cfg: RingConfig, state: RingState,
+                 want_trace: Callable[[int], bool], rings: bool = True,
+                 frags: bool = False) -> None:
+        super().__init__(k, cfg, state, want_trace, rings, frags)
+        self.view = None  # no ring view: nothing of the page_frag ring exists in big mode
+
+    def _frame(self, frame_len: int, hdr: VnetHdr | None,
+               shown: tuple[Posted, ...]) -> RxFrame:  # noqa: ARG002  (no posted buffer)
+        """The frame in a page chain of its own (the trace posts it: add_recvbuf_big)."""
+        return RxFrame(frame_len, hdr)
+
+    def _ring_steps(self, frame_len: int, used: tuple[Posted, ...],  # noqa: ARG002
+                    poll: int | None) -> tuple[Step, ...]:
+        """The device's drop (no poll), or the poll that took the frame's chain."""
+        if poll is None:
+            return (
+                Step(
+                    function="virtio_net_receive_rcu",
+                    source="hw/net/virtio-net.c:virtio_net_receive_rcu (QEMU, the device)",
+                    summary=f"a {frame_len}-byte frame does not fit a big-mode page chain "
+                    f"({self.c.big_capacity} bytes after the header): the device drops it and "
+                    "puts the chain back (virtqueue_unpop); the driver never sees it",
+                    values=(("len", frame_len), ("capacity", self.c.big_capacity)),
+                ),
+            )
+        log = StepLog(self.k)
+        log.add(
+            SRC,
+            "virtnet_receive",
+            f"NAPI poll {poll}: virtqueue_get_buf returns the next page chain (big mode: the "
+            "chains' places in the ring are not followed)",
+            poll=poll,
+        )
+        return tuple(log.steps)
+
+    def refill_check(self, last: FrameRecord) -> None:
+        """try_fill_recv in big mode posts chains from rq->pages: not followed (no record)."""
+
+    def device_writes(self, arriving: deque[Arrival],
+                      used: deque[tuple[Arrival, tuple[Posted, ...]]]) -> list[FrameRecord]:
+        """Every arriving frame goes into a chain of its own, unless it is longer than a
+        chain holds: QEMU's virtio_net_receive_rcu drops it (without MRG_RXBUF the whole
+        frame must fit one buffer) and puts the chain back."""
+        dropped = []
+        capacity = self.c.big_capacity
+        while arriving:
+            arrival = arriving.popleft()
+            if arrival[1] > capacity:
+                dropped.append(self.decide(arrival, (), None, ()))
+                continue
+            used.append((arrival, ()))
+        return dropped
+
+
 # decisions by header and geometry: the frames of a flow share a few, random lengths need one
 # each; the bound keeps memory flat whatever a capture holds (65,536 held ~45 MB more on the
 # 1,000,000-frame benchmark)
@@ -381,7 +457,8 @@ def feed(
     Frames arrive ``cfg.batch`` at a time (or ``cfg.polls``' sizes, in order): the device writes
     a batch into the posted buffers (in order, each frame whole), then NAPI polls (at most
     ``budget`` frames each, the refill check after each) until the batch is received."""
-    run = _Run(k, cfg, state, want_trace, rings, frags)
+    mode = ring_config(k, cfg).mode
+    run = (_BigRun if mode == "big" else _Run)(k, cfg, state, want_trace, rings, frags)
     pending: dict[int, FrameRecord] = {}
     next_out = first_index
     source = iter(frames)

@@ -170,9 +170,9 @@ class Replay:
     kernel: KernelProfile
     config: RingConfig
     min_buf_len: int | None
-    initial_fill: Fill
+    initial_fill: Fill | None  # None in big mode (its page chains are not followed)
     frames: tuple[FrameRecord, ...]
-    final: RingView
+    final: RingView | None  # None in big mode
     notes: tuple[str, ...]
 
 
@@ -184,6 +184,6 @@ class Ring(Protocol):
     @property
     def config(self) -> RingConfig: ...
     @property
-    def initial_fill(self) -> Fill: ...
+    def initial_fill(self) -> Fill | None: ...
     @property
     def min_buf_len(self) -> int | None: ...

@@ -15,7 +15,10 @@ SUMMARY_SCHEMA = "vnetrx.replay-summary/1"
 class Totals:
     """Sums and counts, updated one frame at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, chain_pages: int | None = None) -> None:
+        # big mode: the pages of each frame's chain (big_packets_num_skbfrags + 1, counted as
+        # its buffers, as vnetrx sweep counts them); which pages (rq->pages) is not followed
+        self.chain_pages = chain_pages
         self.frames = 0
         self.frame_bytes = 0
         self.delivered = 0
@@ -30,6 +33,7 @@ class Totals:
         self._last_page = -1  # pages only grow, so a new page is one above the last
         self.truesizes: Counter[int] = Counter()  # skb->truesize → frames (few distinct values)
         self.frag_list = 0  # skbs chained on a frag_list
+        self.polls = 0  # the last NAPI poll a frame was received in (add() only)
 
     def add(self, f: FrameRecord) -> None:
         """One replayed frame."""
@@ -37,12 +41,19 @@ class Totals:
             if p.buf.frag_index > self._last_page:
                 self.pages += 1
                 self._last_page = p.buf.frag_index
-        # a small-mode frame longer than a buffer never reaches the driver (QEMU drops it)
+        # a small- or big-mode frame longer than a buffer never reaches the driver (QEMU drops
+        # it): it has no poll
         d = f.decision
-        reason = (d.reason or "drop") if f.buffers else "device_too_long"
-        self.add_frames(f.frame_len, d.outcome, reason, d.counter if f.buffers else None,
+        poll = f.poll
+        received = poll is not None
+        if poll is not None and poll > self.polls:
+            self.polls = poll
+        reason = (d.reason or "drop") if received else "device_too_long"
+        buffers = (self.chain_pages if self.chain_pages is not None and received
+                   else len(f.buffers))
+        self.add_frames(f.frame_len, d.outcome, reason, d.counter if received else None,
                         None if d.skb is None else d.skb.truesize, d.allocations,
-                        d.bytes_copied, len(f.buffers), d.frag_list)
+                        d.bytes_copied, buffers, d.frag_list)
 
     def add_frames(self, frame_len: int, outcome: str, reason: str | None, counter: str | None,
                    truesize: int | None, allocations: int | None, bytes_copied: int | None,
@@ -103,7 +114,8 @@ class Totals:
             "bytes_copied": self.bytes_copied,
             "allocations": self.allocations,
             "buffers": self.buffers,
-            "pages": self.pages,
+            # big mode: null (chains come from rq->pages, which pages is not followed)
+            "pages": None if self.chain_pages is not None else self.pages,
             "truesize": truesize,
             # what the socket is charged per byte it receives
             "truesize_per_byte": None if not self.delivered_bytes
@@ -128,7 +140,8 @@ class Totals:
         return (
             f"{d['frames']} frames, {d['frame_bytes']} bytes; {skbs}, drops: {drops}; "
             f"{d['bytes_copied']} bytes copied, {d['allocations']} allocations, "
-            f"{d['buffers']} buffers"
-            + (f" on {d['pages']} page(s)" if pages else "") + f"; {truesize}; "
+            + (f"{d['buffers']} chain pages" if self.chain_pages is not None
+               else f"{d['buffers']} buffers" + (f" on {d['pages']} page(s)" if pages else ""))
+            + f"; {truesize}; "
             f"{d['frag_list_skbs']} frag_list skb(s)"
         )
