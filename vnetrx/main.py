@@ -88,10 +88,28 @@ def main() -> None:
         cli_main()
     except KeyboardInterrupt:  # Ctrl-C before click runs (while the modules load)
         sys.stderr.write("\nvnetrx: interrupted\n")
+        interrupted_json(sys.argv[1:])
         sys.exit(130)
     except SystemExit as done:  # the CLI always ends here (click's standalone exit)
         exit_without_teardown(done.code)
         raise
+
+
+def interrupted_json(argv: list[str]) -> None:
+    """With --json/--jsonl, a run interrupted before its command began (while the modules load,
+    or at click's prompt) still prints a JSON document: the error object, exit_code 130."""
+    if "--json" not in argv and "--jsonl" not in argv:
+        return
+    try:
+        import json
+
+        from vnetrx.codec import error_to_dict
+
+        sys.stdout.write(json.dumps(error_to_dict(
+            "interrupted before the command began", 130)) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError, KeyboardInterrupt):  # a closed pipe, a second Ctrl-C
+        pass
 
 
 def modules_loaded() -> None:

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,15 @@ from vnetrx.stop import Deferred
 
 live = pytest.mark.skipif(bool(MISSING), reason="live tap check needs " + "; ".join(MISSING))
 VERIFY = [sys.executable, "-m", "vnetrx", "verify", "tap"]
+# `vnetrx verify tap --len 1-65535 --json`, its progress line (no terminal) at every step
+READY_THEN_VERIFY = """
+import sys
+import vnetrx.cli.verify
+vnetrx.cli.verify.PLAIN_EVERY = 0.0
+from vnetrx.main import main
+sys.argv = ["vnetrx", "verify", "tap", "--len", "1-65535", "--json"]
+main()
+"""
 
 
 def valid(name: str, text: str) -> dict[str, Any]:
@@ -41,16 +49,22 @@ def valid(name: str, text: str) -> dict[str, Any]:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_verify_interrupted_while_predicting_prints_an_empty_document(signum: int) -> None:
     mounts = tracefs_mounts()
-    proc = subprocess.Popen([*VERIFY, "--len", "1-65535", "--json"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-c", READY_THEN_VERIFY], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # imports done, predicting 65535 frames (several seconds)
+    assert proc.stderr is not None
+    # predicting has begun (on a loaded machine a fixed wait once signalled the imports)
+    first = proc.stderr.readline()
+    assert first.startswith("vnetrx: verify tap: predicting frames: "), first
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     doc = valid("verify", out)
     assert proc.returncode == 130, err
     assert (doc["interrupted"], doc["planned"], doc["total"], doc["frames"]) == (
         True, 65535, 0, [])
-    assert err == "vnetrx: interrupted after 0 of 65535 writes\n"
+    # after the progress lines of the prediction
+    assert err.splitlines()[-1] == "vnetrx: interrupted after 0 of 65535 writes"
+    assert all(line.startswith("vnetrx: verify tap: predicting frames: ")
+               for line in err.splitlines()[:-1])
     assert_nothing_left(mounts)
 
 
@@ -87,6 +101,20 @@ def test_verify_as_a_normal_user_says_root_before_predicting() -> None:
     assert lines[0].startswith("vnetrx: error: verify tap needs root") and len(lines) == 2
     # one case predicted (the shape), not 65535: the check came first (no timing asserted)
     assert lines[1].split()[3] == "1"
+
+
+def test_interrupted_while_the_modules_load_still_prints_json() -> None:
+    """Ctrl-C before the command began (here: before click runs): with --json the error
+    object (exit_code 130) on stdout, the one line on stderr."""
+    code = ("import os, signal, sys; from vnetrx.main import main; "
+            "sys.argv = ['vnetrx', 'replay', '--len', '60', '--json']; "
+            "import vnetrx.cli as c; c.main = lambda: os.kill(os.getpid(), signal.SIGINT); "
+            "main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, check=False)
+    assert proc.returncode == 130 and proc.stderr == "\nvnetrx: interrupted\n"
+    doc = valid("error", proc.stdout)
+    assert (doc["exit_code"], doc["error"]) == (130, "interrupted before the command began")
 
 
 def test_verify_progress_without_a_terminal(monkeypatch: pytest.MonkeyPatch,

@@ -111,7 +111,10 @@ class VnetrxGroup(click.Group):
             _report(exc.format_message(), exc.exit_code, None, argv)
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
+            from vnetrx.main import interrupted_json
+
             _write_quietly(sys.stderr, "vnetrx: interrupted")
+            interrupted_json(argv)
             sys.exit(130)
         except VnetrxError as exc:
             _report(exc.message, exc.exit_code, exc.hint, argv)
