@@ -20,7 +20,8 @@ COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.t
                      "vnetrx.paths.vhost")
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
                     "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
-                    "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.replay_json",
+                    "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.gro_json",
+                    "vnetrx.render.replay_json",
                     "vnetrx.sweep", "vnetrx.sweep_gro",
                     "vnetrx.values")
 

@@ -1,5 +1,5 @@
 """vnetrx's GRO (vnetrx/paths/gro.py through `vnetrx replay --gro`'s code: vnetrx.replay.Stream
-and vnetrx.flow.replay_gro; big mode, which replay does not model: vnetrx.flow.big_polls_gro)
+and vnetrx.replay.gro.replay_gro; big mode, which replay does not model: vnetrx.flow.big_polls_gro)
 against real Debian 6.1.170, 6.1.192, 6.12.100 and 6.12.117 guests (tests/data/gro/
 guest-linux-*.json, recorded by
 `vnetrx lab virtio --gro`, vnetrx.lab.gro): per boot, 59-62 bursts of TCP flows (IPv4 and IPv6,
