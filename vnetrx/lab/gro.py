@@ -519,10 +519,10 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
     runs (rows vnetrx.replay-gro-row/1). ``verdicts`` gets each input's gro_result, as
     napi_gro_receive_exit names it."""
     from vnetrx.codec import delivered_row
-    from vnetrx.replay.gro import replay_gro
     from vnetrx.paths.gro import GroStep, read_frame
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay import RingConfig, Stream
+    from vnetrx.replay.gro import replay_gro
 
     config = RingConfig(_device(mode, frames, mtu), polls=tuple(polls))
     # the whole frames: the TCP checksum is summed (GRO validates a CHECKSUM_NONE skb's)

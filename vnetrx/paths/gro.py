@@ -688,6 +688,17 @@ class GroState:
         # ipv6_gro_receive walks a hop-by-hop header: always before dff0b0161ad5
         # (ipv6_gso_pull_exthdrs takes NEXTHDR_HOP), after it only with hbh_offload
         self.walks_hbh = not k.has(GRO_IPV6_EXTHDR_GRO_PULL) or k.has(GRO_IPV6_HBH_OFFLOAD)
+        # what the per-segment decisions ask of the kernel, looked up once
+        self.cwr_compared = k.has(GRO_CWR_COMPARED)
+        self.fixedid_without_df = k.has(GRO_FIXEDID_WITHOUT_DF)
+        self.big_tcp_ipv4 = k.has(GRO_BIG_TCP_IPV4)
+        self.exthdr_gro_pull = k.has(GRO_IPV6_EXTHDR_GRO_PULL)
+        self.max_skb_frags = k.build.max_skb_frags
+        # the skbs a replay hands GRO are shared by the frames alike in geometry (its
+        # decisions): what GRO makes of one such skb, kept by its id (each entry holds the
+        # skb, so the id is not reused while it is kept)
+        self.moved: dict[int, _Moved] = {}  # the frags a merge moves (skb_gro_receive)
+        self.pulled: dict[int, tuple[Skb, int, Skb]] = {}  # the skb with its headers pulled
 
     def receive(self, seg: Segment) -> None:
         """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
@@ -718,7 +729,7 @@ class GroState:
         it). Before 6.3 the limit is gro_max_size, and past 64 KiB only an untagged IPv6
         packet whose next header is TCP (``ipv6_hdr(p)->nexthdr``: no extension header) may
         go [net/core/gro.c:skb_gro_receive @ 6.1.166, 6.12.15, 6.18.7]."""
-        if h.ipv6 and not h.nhoff and (self.k.has(GRO_BIG_TCP_IPV4) or h.network_len == 40):
+        if h.ipv6 and not h.nhoff and (self.big_tcp_ipv4 or h.network_len == 40):
             return self.limits.gro_max_size
         return self.limits.gro_ipv4_max_size
 
@@ -792,7 +803,7 @@ def _receive(state: GroState, seg: Segment) -> None:
             state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
             return
     if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
-            < seg.offset and not state.k.has(GRO_IPV6_EXTHDR_GRO_PULL)):
+            < seg.offset and not state.exthdr_gro_pull):
         raise InputError(
             f"GRO of an IPv6 skb with extension headers and {seg.skb.headlen} linear bytes on "
             f"{state.k.name} is not modelled: before dff0b0161ad5 ipv6_gro_receive pulls them "
@@ -844,7 +855,7 @@ def _receive(state: GroState, seg: Segment) -> None:
             break
     flags = h.flag_word
     if p is not None:
-        mismatch = _mismatch(state.k, p, h)
+        mismatch = _mismatch(state, p, h)
         refused: Flush | None = None
         if flush:
             refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE if skb.frag_list
@@ -859,11 +870,11 @@ def _receive(state: GroState, seg: Segment) -> None:
             refused = Flush.E2BIG
         if refused is None:
             before = p.truesize
-            how = _merge(state.k, p, seg, payload)
+            how = _merge(state, p, seg, payload)
             p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
-            result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
+                result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
                 state.steps.append(GroStep(seg.frame, result, how, payload,
                                            p.truesize - before, p.len, p.truesize,
                                            p.last_frags(), len(p.members)))
@@ -917,7 +928,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
         refused: Flush | None = None
         if flush or p.flist != flist:
             refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE)
-        elif _network_mismatch(state.k, p, h):
+        elif _network_mismatch(state, p, h):
             refused = Flush.MISMATCH
         elif h.udp_len > p.headers.udp_len:  # longer than the first: p completes
             refused = Flush.LONGER
@@ -928,7 +939,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
             refused = Flush.E2BIG
         if refused is None:
             before = p.truesize
-            how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            how = _merge_list(p, seg, payload) if flist else _merge(state, p, seg, payload)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
                 state.steps.append(GroStep(seg.frame, result, how, payload,
@@ -972,19 +983,19 @@ def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
     return How.FRAG_LIST
 
 
-def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+def _mismatch(state: GroState, p: _Held, h: TcpHeaders) -> bool:
     """tcp_gro_receive's flush terms for a segment of p's flow (and inet_gro_flush's)."""
     q = p.headers
     masked = TCP_FLAG_FIN | TCP_FLAG_PSH
-    if not k.has(GRO_CWR_COMPARED):  # before AccECN: a CWR difference alone does not flush
+    if not state.cwr_compared:  # before AccECN: a CWR difference alone does not flush
         masked |= TCP_FLAG_CWR
     if (h.flag_word & TCP_FLAG_CWR or (h.flag_word ^ p.flag_word) & ~masked
             or h.ack != q.ack or h.options != q.options or h.seq != p.next_seq):
         return True
-    return _network_mismatch(k, p, h)
+    return _network_mismatch(state, p, h)
 
 
-def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+def _network_mismatch(state: GroState, p: _Held, h: TcpHeaders) -> bool:
     """The IP layer's flush terms for a segment of p's flow (inet_gro_flush /
     gro_receive_network_flush; before 6.10 NAPI_GRO_CB(p)->flush and flush_id, read the same
     way by tcp_gro_receive and udp_gro_receive_segment)."""
@@ -996,7 +1007,7 @@ def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     # the IP ID: incrementing by the segments held, or fixed, decided at the second frame;
     # fixed only with DF before 21f7484220ac (6.18)
     offset = (h.ip_id - q.ip_id) & 0xFFFF
-    if len(p.frames) == 1 and offset == 0 and (h.df or k.has(GRO_FIXEDID_WITHOUT_DF)):
+    if len(p.frames) == 1 and offset == 0 and (h.df or state.fixedid_without_df):
         p.fixed_id = True
     return offset != (0 if p.fixed_id else len(p.frames))
 
@@ -1021,9 +1032,17 @@ def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
     GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
-    skb = _pull_headers(state.k, seg)
-    p = _Held(payload, seg.frame, h, skb._replace(gso_size=payload, ip_summed=ip_summed),
-              state.jiffies)
+    given, offset = seg.skb, seg.offset
+    kept = state.pulled.get(id(given))
+    if (kept is not None and kept[0] is given and kept[1] == offset
+            and kept[2].gso_size == payload and kept[2].ip_summed == ip_summed):
+        skb = kept[2]
+    else:
+        skb = _pull_headers(state.k, seg)._replace(gso_size=payload, ip_summed=ip_summed)
+        if len(state.pulled) >= MOVED_KEPT:
+            state.pulled.clear()
+        state.pulled[id(given)] = (given, offset, skb)
+    p = _Held(payload, seg.frame, h, skb, state.jiffies)
     state.held.append(p)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
@@ -1063,20 +1082,43 @@ def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> 
                         nr_frags=len(rest), frags=rest)
 
 
-def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
+class _Moved:
+    """What skb_gro_receive's first way makes of one skb whose headers end ``trim`` bytes
+    into frags[0]: the frags that move to p (the first trimmed) and the truesize they bring."""
+
+    __slots__ = ("delta", "frags", "skb", "trim")
+
+    def __init__(self, skb: Skb, trim: int, frags: tuple[Frag, ...], delta: int) -> None:
+        self.skb = skb
+        self.trim = trim
+        self.frags = frags
+        self.delta = delta
+
+
+MOVED_KEPT = 4096  # skbs whose moved frags a GroState keeps (a bound on memory)
+
+
+def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     """skb_gro_receive(p, skb): the three ways a segment joins the held skb."""
+    k = state.k
     skb = seg.skb
     offset, headlen = skb.len - payload, skb.len - skb.data_len
-    room = k.build.max_skb_frags - held.last_frags()
+    room = state.max_skb_frags - held.last_frags()
     held.frames.append(seg.frame)
     if headlen <= offset and len(skb.frags) <= room:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
-        first = skb.frags[0]
-        moved = (Frag(first.page, first.offset + trim, first.size - trim, first.truesize),
-                 *skb.frags[1:])
-        _add(held, moved, payload, skb.truesize - skb_truesize(k, skb.end))
+        moved = state.moved.get(id(skb))
+        if moved is None or moved.skb is not skb or moved.trim != trim:
+            first = skb.frags[0]
+            moved = _Moved(skb, trim, (Frag(first.page, first.offset + trim, first.size - trim,
+                                            first.truesize), *skb.frags[1:]),
+                           skb.truesize - skb_truesize(k, skb.end))
+            if len(state.moved) >= MOVED_KEPT:
+                state.moved.clear()
+            state.moved[id(skb)] = moved
+        _add(held, moved.frags, payload, moved.delta)
         return How.FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
@@ -1119,13 +1161,12 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     inet/ipv6_gro_complete → tcp4/6_gro_complete → tcp_gro_complete: gso_type TCPV4/TCPV6 (+
     FIXEDID for a fixed-ID flow, + TCP_ECN when its first segment has CWR), csum_start at the
     TCP header, csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
-    skb = held.skb()
     count = len(held.frames)
     if count == 1:
-        return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
+        return Delivered(held.base._replace(gso_size=0), tuple(held.frames), flush, 1)
     h = held.headers
     if h.udp_len:
-        return _complete_udp(held, skb, flush, count)
+        return _complete_udp(held, held.skb(), flush, count)
     gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
     names = gso_type_names(gso_type)
     if held.fixed_id:
@@ -1135,12 +1176,21 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if h.flag_word & TCP_FLAG_CWR:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
-    tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points
-    if h.ipv6 and skb.len - h.nhoff - 40 > 0xFFFF:
+    # p with what the merges added (held.skb()) and what completing it sets, in one copy
+    data, length = held.base.data, held.len
+    tcp_header = data + h.network_len  # tcp_hdr(): where csum_start points
+    if h.ipv6 and length - h.nhoff - 40 > 0xFFFF:
         # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
         # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
-        skb = skb._replace(data=skb.data - 8, len=skb.len + 8)
-    skb = skb._replace(
+        data, length = data - 8, length + 8
+    skb = held.base._replace(
+        data=data,
+        len=length,
+        data_len=held.data_len,
+        truesize=held.truesize,
+        nr_frags=held.nr_frags,
+        frags=tuple(held.frags),
+        frag_list=tuple(held.members),
         gso_type=gso_type,
         gso_type_names=names,
         gso_segs=count,
