@@ -329,9 +329,9 @@ def _capture_frames() -> list[tuple[bytes, int]]:
     from vnetrx.live.gro_frames import tcp_segment
 
     def seg(**kw: object) -> bytes:
-        base: dict[str, object] = dict(sport=40000, seq=0x01020304, ack=0xA0B0C0D0, flags=0x18,
-                                       window=512, options=bytes(12), payload=bytes(100),
-                                       ipid=7, df=True, ttl=64)
+        base: dict[str, object] = {"sport": 40000, "seq": 0x01020304, "ack": 0xA0B0C0D0,
+                                   "flags": 0x18, "window": 512, "options": bytes(12),
+                                   "payload": bytes(100), "ipid": 7, "df": True, "ttl": 64}
         base.update(kw)
         return tcp_segment(4, **base)  # type: ignore[arg-type]
 
@@ -344,8 +344,7 @@ def _capture_frames() -> list[tuple[bytes, int]]:
     for frame in shapes:
         out.append((frame, len(frame)))
         out.append((frame + bytes(6), len(frame) + 6))  # Ethernet padding past tot_len
-        for cut in range(0, 80):  # the snaplen cut it
-            out.append((frame[:cut], len(frame)))
+        out.extend((frame[:cut], len(frame)) for cut in range(80))  # the snaplen cut it
     doff = bytearray(seg())
     doff[46] = 0x40  # a data offset of 16 bytes: not a TCP header GRO takes
     out.append((bytes(doff), len(doff)))
