@@ -60,19 +60,26 @@ from vnetrx.paths.virtio_net_hdr import (
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
-NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
-MAX_GRO_SKBS = 8  # held skbs per GRO hash bucket (net/core/gro.c)
-HZ = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
-JIFFY_NS = 1_000_000_000 // HZ  # one jiffy: 4 ms
-TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
-CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL = 0, 1, 3
+GRO_MAX_SIZE: Final = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
+NAPI_POLL_WEIGHT: Final = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
+MAX_GRO_SKBS: Final = 8  # held skbs per GRO hash bucket (net/core/gro.c)
+HZ: Final = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
+JIFFY_NS: Final = 1_000_000_000 // HZ  # one jiffy: 4 ms
+TCP_CHECK_OFFSET: Final = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
+CHECKSUM_NONE: Final = 0
+CHECKSUM_UNNECESSARY: Final = 1
+CHECKSUM_PARTIAL: Final = 3
 # tcp_flag_word(): the TCP header's fourth 32-bit word (doff, flags, window), as the kernel
 # masks it
-TCP_FLAG_CWR, TCP_FLAG_URG, TCP_FLAG_PSH = 0x00800000, 0x00200000, 0x00080000
-TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_FIN = 0x00040000, 0x00020000, 0x00010000
-_ENDS = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
-SKB_GSO_TCP_FIXEDID_OLD, SKB_GSO_TCP_FIXEDID_NEW = 1 << 3, 1 << 30
+TCP_FLAG_CWR: Final = 0x00800000
+TCP_FLAG_URG: Final = 0x00200000
+TCP_FLAG_PSH: Final = 0x00080000
+TCP_FLAG_RST: Final = 0x00040000
+TCP_FLAG_SYN: Final = 0x00020000
+TCP_FLAG_FIN: Final = 0x00010000
+_ENDS: Final = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
+SKB_GSO_TCP_FIXEDID_OLD: Final = 1 << 3
+SKB_GSO_TCP_FIXEDID_NEW: Final = 1 << 30
 
 
 class TcpHeaders(Value):
@@ -156,7 +163,9 @@ NEEDS_HBH: Final = 2  # an IPv6 hop-by-hop header the extension header walk must
 # the IPv6 extension headers with an inet6_offloads entry flagged INET6_PROTO_GSO_EXTHDR
 # (net/ipv6/exthdrs_offload.c): routing, destination options, and hop-by-hop (hbh_offload,
 # f2e3fc2158e6; before dff0b0161ad5 ipv6_gso_pull_exthdrs took NEXTHDR_HOP without asking)
-NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST = 0, 43, 60
+NEXTHDR_HOP: Final = 0
+NEXTHDR_ROUTING: Final = 43
+NEXTHDR_DEST: Final = 60
 _EXTHDRS: Final = (NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST)
 
 
@@ -555,7 +564,7 @@ class GroLimits(NamedTuple):
     gro_ipv4_max_size: int = GRO_MAX_SIZE  # IPv4 from 6.3 (netif_get_gro_max_size)
 
 
-GRO_MAX_SIZE_BIG = 8 * 65535  # GRO_MAX_SIZE with BIG TCP (include/linux/netdevice.h)
+GRO_MAX_SIZE_BIG: Final = 8 * 65535  # GRO_MAX_SIZE with BIG TCP (include/linux/netdevice.h)
 
 
 def gro_limits(k: KernelProfile, gro_max_size: int | None = None,
@@ -606,9 +615,9 @@ class UdpGro(NamedTuple):
         return None
 
 
-UDP_GRO_CNT_MAX = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
-UDP_CHECK_OFFSET = 6  # offsetof(struct udphdr, check)
-SKB_GSO_FRAGLIST = 1 << 18
+UDP_GRO_CNT_MAX: Final = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
+UDP_CHECK_OFFSET: Final = 6  # offsetof(struct udphdr, check)
+SKB_GSO_FRAGLIST: Final = 1 << 18
 
 
 class GroRun(NamedTuple):
@@ -1095,7 +1104,7 @@ class _Moved:
         self.delta = delta
 
 
-MOVED_KEPT = 4096  # skbs whose moved frags a GroState keeps (a bound on memory)
+MOVED_KEPT: Final = 4096  # skbs whose moved frags a GroState keeps (a bound on memory)
 
 
 def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
