@@ -80,6 +80,13 @@ TCP_FLAG_FIN: Final = 0x00010000
 _ENDS: Final = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
 SKB_GSO_TCP_FIXEDID_OLD: Final = 1 << 3
 SKB_GSO_TCP_FIXEDID_NEW: Final = 1 << 30
+# the names an aggregate's gso_type gets and the ways a merge is named, looked up once (per
+# merge, an attribute of the enum class each was a lookup by name)
+_TCPV4_NAMES: Final = gso_type_names(SKB_GSO_TCPV4)
+_TCPV6_NAMES: Final = gso_type_names(SKB_GSO_TCPV6)
+_FRAGS: Final = How.FRAGS
+_HEAD_FRAG: Final = How.HEAD_FRAG
+_FRAG_LIST: Final = How.FRAG_LIST
 
 
 class TcpHeaders(Value):
@@ -1128,7 +1135,7 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
                 state.moved.clear()
             state.moved[id(skb)] = moved
         _add(held, moved.frags, payload, moved.delta)
-        return How.FRAGS
+        return _FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
         # delta = skb->truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff)): only the struct stays
@@ -1136,7 +1143,7 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
         head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
                     delta - sum(f.truesize for f in skb.frags))
         _add(held, (head, *skb.frags), payload, delta)
-        return How.HEAD_FRAG
+        return _HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
     # headers are not all linear); delta = skb->truesize
     frags = skb.frags
@@ -1148,7 +1155,7 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
-    return How.FRAG_LIST
+    return _FRAG_LIST
 
 
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
@@ -1177,7 +1184,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if h.udp_len:
         return _complete_udp(held, held.skb(), flush, count)
     gso_type = SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4
-    names = gso_type_names(gso_type)
+    names = _TCPV6_NAMES if h.ipv6 else _TCPV4_NAMES
     if held.fixed_id:
         gso_type |= SKB_GSO_TCP_FIXEDID_NEW if k.has(GRO_FIXEDID_BIT_30) else (
             SKB_GSO_TCP_FIXEDID_OLD)
