@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
     from vnetrx.paths.vhost.rx import GuestRx, Packet, VhostRxConfig
     from vnetrx.paths.virtio_net_hdr import VnetHdr
-    from vnetrx.replay.state import FrameRecord, RingConfig
 
 MAX_SEGMENTS = 4096
 
@@ -385,47 +384,6 @@ def _segment(seg: FlowSegment, frame: bytes) -> Segment:
                    gro_input.hbh_at)
 
 
-def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
-               read: Callable[[int], GroInput], gro: bool = True,
-               limits: GroLimits | None = None, steps: list[GroStep] | None = None,
-               udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
-    """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
-    go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
-    __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
-    ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
-    the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
-    what GRO did with each input (its gro_result), poll by poll."""
-    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
-    segments: list[Segment] = []
-    current = 0
-    for record in records:
-        skb = record.decision.skb
-        gro_input = read(record.index)
-        if record.poll is None or skb is None:  # dropped by the device or the driver
-            continue
-        if record.poll != current and segments:
-            yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
-            segments = []
-        current = record.poll
-        # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
-        head_frag = record.decision.outcome == Outcome.BUILD_SKB or c.napi_head.frag
-        segments.append(Segment(record.index, skb, head_frag, gro_input.tcp,
-                                udp_validated=gro_input.udp_validated, pull=gro_input.pull,
-                                needs=gro_input.needs, hbh_at=gro_input.hbh_at))
-    if segments:
-        yield from _poll_gro(k, cfg, current, segments, gro, limits, steps, udp_gro)
-
-
-def _poll_gro(k: KernelProfile, cfg: RingConfig, poll: int, segments: list[Segment], gro: bool,
-              limits: GroLimits | None, steps: list[GroStep] | None = None,
-              udp_gro: UdpGro | None = None,
-              ) -> Iterator[tuple[int, Delivered]]:
-    """One NAPI poll's skbs through GRO, with the poll's number."""
-    run = gro_receive(k, [[segments]], budget=cfg.budget, gro=gro, limits=limits,
-                      steps=steps is not None, udp_gro=udp_gro)
-    if steps is not None:
-        steps.extend(run.steps)
-    return ((poll, d) for d in run.delivered)
 
 
 VHOST_RX_NOTES = (

@@ -442,3 +442,32 @@ def test_udp_gro_options_need_gro(tmp_path: Path) -> None:
     path = capture(tmp_path / "udp.pcap", udp_flow(2))
     result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--udp-gro-socket", "5001"])
     assert result.exit_code == 2 and "--udp-gro-socket needs --gro" in result.stderr
+
+
+def test_each_row_is_the_json_of_its_record_to_the_byte(tmp_path: Path) -> None:
+    # render/gro_json.py writes the rows directly: the same text json.dumps makes of
+    # codec.delivered_row (aggregates with frag_list members, lone skbs, every flush reason)
+    from vnetrx.codec import delivered_row
+    from vnetrx.kernel.registry import lookup
+    from vnetrx.paths.gro import read_frame
+    from vnetrx.paths.virtio_net import VirtioRxSetup
+    from vnetrx.render.gro_json import delivered_line
+    from vnetrx.replay import RingConfig, Stream
+    from vnetrx.replay.gro import replay_gro
+
+    frames = flow(150)
+    frames.insert(70, build_frame(300, "udp4"))
+    k = lookup("6.12")
+    cfg = RingConfig(VirtioRxSetup(mergeable=True), batch=64)
+    inputs = [read_frame(f, len(f), False) for f in frames]
+    records = Stream(k, cfg, [len(f) for f in frames], rings=False, frags=True).records
+    delivered = list(replay_gro(k, cfg, records, inputs.__getitem__))
+    assert any(d.skb.frag_list for _, d in delivered)
+    assert any(d.skb.csum_start is None for _, d in delivered)
+    for poll, d in delivered:
+        assert delivered_line(poll, d) == json.dumps(delivered_row(poll, d))
+    path = capture(tmp_path / "flow.pcap", frames)
+    result = RUNNER.invoke(cli, ["replay", "--from", str(path), "--mergeable", "--batch", "64",
+                                 "--kernel", "6.12", "--gro", "--jsonl"])
+    assert result.stdout == "".join(json.dumps(delivered_row(poll, d)) + "\n"
+                                    for poll, d in delivered)

@@ -443,3 +443,73 @@ def test_network_pull_is_the_ip_header_inet_gro_receive_pulled() -> None:
     assert pull(udp6[:14 + 39]) == 0  # shorter than an IPv6 header
     other = bytes(12) + b"\x88\xb5" + bytes(46)
     assert pull(other) == 0
+
+
+# --- read_frame: a capture's common frame in one pass ---------------------------------------
+
+
+def _capture_frames() -> list[tuple[bytes, int]]:
+    """(captured bytes, wire length): IPv4/TCP frames, each in a shape the one-pass reading
+    takes or must leave to the general one (a VLAN tag, IP options, UDP, IPv6, a fragment, a
+    bad header checksum, padding, snaplen cuts at every boundary of the headers)."""
+    from vnetrx.live.gro_frames import tcp_segment
+
+    def seg(**kw: object) -> bytes:
+        base: dict[str, object] = {"sport": 40000, "seq": 0x01020304, "ack": 0xA0B0C0D0,
+                                   "flags": 0x18, "window": 512, "options": bytes(12),
+                                   "payload": bytes(100), "ipid": 7, "df": True, "ttl": 64}
+        base.update(kw)
+        return tcp_segment(4, **base)  # type: ignore[arg-type]
+
+    shapes = [seg(), seg(options=b""), seg(options=bytes(40)), seg(df=False, tos=4),
+              seg(bad_ip=True), seg(more_fragments=True), seg(ip_options=True), seg(udp=True),
+              seg(vlan=5), seg(payload=b""), tcp_segment(6, sport=1, seq=2, ack=3, flags=0x10,
+                                                         window=1, options=b"", payload=bytes(9),
+                                                         ipid=0, df=False, ttl=64)]
+    out: list[tuple[bytes, int]] = []
+    for frame in shapes:
+        out.append((frame, len(frame)))
+        out.append((frame + bytes(6), len(frame) + 6))  # Ethernet padding past tot_len
+        out.extend((frame[:cut], len(frame)) for cut in range(80))  # the snaplen cut it
+    doff = bytearray(seg())
+    doff[46] = 0x40  # a data offset of 16 bytes: not a TCP header GRO takes
+    out.append((bytes(doff), len(doff)))
+    arp = bytes(12) + b"\x08\x06" + bytes(46)
+    out.append((arp, len(arp)))
+    return out
+
+
+def test_a_capture_frame_read_in_one_pass_is_what_the_general_reading_makes() -> None:
+    from vnetrx.paths import gro
+
+    taken = 0
+    for data, length in _capture_frames():
+        fast = gro._read_tcp4(data, length) if len(data) >= 14 else None
+        general = gro._read_any(data, length, False)
+        assert gro.read_frame(data, length, False) == general
+        if fast is not None:
+            taken += 1
+            assert fast == general
+    assert taken > 100  # the common shapes, whole or cut past their headers, were taken
+
+
+def test_the_one_pass_reading_reads_the_fields_where_the_headers_have_them() -> None:
+    import struct
+
+    from vnetrx.live.gro_frames import tcp_segment
+    from vnetrx.paths import gro
+
+    frame = tcp_segment(4, sport=40001, seq=0xFEDCBA98, ack=0x12345678, flags=0x18,
+                        window=0x0203, options=bytes(12), payload=bytes(1448), ipid=0xBEEF,
+                        df=True, ttl=61, tos=8)
+    got = gro._read_tcp4(frame, len(frame))
+    assert got is not None and got.tcp is not None
+    h = got.tcp
+    assert (h.sport, h.dport, h.seq, h.ack) == (40001, 5001, 0xFEDCBA98, 0x12345678)
+    # tcp_flag_word: doff 8 (32 bytes), ACK|PSH, window 0x0203
+    assert h.flag_word == struct.unpack("!I", bytes([0x80, 0x18, 0x02, 0x03]))[0]
+    assert (h.ttl, h.tos, h.df, h.ip_id) == (61, 8, True, 0xBEEF)
+    assert (h.network_len, h.tcp_len, h.options, h.nhoff) == (20, 32, bytes(12), 0)
+    assert h.network_ok and h.tot_len_ok and h.tcp_csum_ok and not h.ipv6
+    assert h.addresses == bytes([192, 0, 2, 1, 192, 0, 2, 2, 6]) and h.mac == frame[:14]
+    assert (got.udp_validated, got.pull, got.needs, got.hbh_at) == (False, 0, 0, 0)

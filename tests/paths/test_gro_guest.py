@@ -1,8 +1,9 @@
 """vnetrx's GRO (vnetrx/paths/gro.py through `vnetrx replay --gro`'s code: vnetrx.replay.Stream
-and vnetrx.flow.replay_gro, in every mode: big mode's frames each in a page chain of its own)
+and vnetrx.replay.gro.replay_gro, in every mode: big mode's frames each in a page chain of its own)
 against real Debian 6.1.170, 6.1.192, 6.12.100 and 6.12.117 guests (tests/data/gro/
 guest-linux-*.json, recorded by
-`vnetrx lab virtio --gro`, vnetrx.lab.gro): per boot, 59-63 bursts of TCP flows (IPv4 and IPv6, 802.1Q-tagged in the newer mergeable boots,
+`vnetrx lab virtio --gro`, vnetrx.lab.gro): per boot, 59-63 bursts of TCP flows (IPv4 and IPv6,
+802.1Q-tagged in the newer 6.1.192 and 6.12.117 boots,
 counts around MAX_SKB_FRAGS and 64 KiB, every flush trigger, other frames in between, two and
 nine flows, a burst of the budget and one larger; big mode with guest GSO: 23 bursts of at most
 12, its 13 page chains; big mode without guest GSO, from host_mtu 9000 (VIRTIO_NET_F_MTU): 38

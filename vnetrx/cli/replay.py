@@ -31,14 +31,14 @@ from vnetrx.replay.frames import (
     BeyondMtu,
     Frames,
     Item,
-    Keep,
     open_frames,
     parse_list,
 )
 from vnetrx.replay.napi import every_frame, no_frame
 
 if TYPE_CHECKING:
-    from vnetrx.paths.gro import Delivered, GroInput, UdpGro
+    from vnetrx.paths.gro import Delivered, UdpGro
+    from vnetrx.replay.gro import GroFrames
     from vnetrx.stop import StopOnSignal
 
 PROGRESS_FROM = 20_000
@@ -250,10 +250,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.packet import capture_deriver
 
         derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
-    headers: dict[int, GroInput] = {}
-    splits: dict[int, tuple[int, ...]] = {}
-    times: dict[int, int | None] = {}
-    keep = None
+    kept: GroFrames | None = None
     if o["gro"]:
         if lengths is not None:
             raise click.UsageError("--gro merges by the frames' TCP/IP headers: give a capture "
@@ -262,15 +259,18 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if o["as_json"] or o["show"] is not None or o["detail"]:
             raise click.UsageError("--gro prints the skbs GRO delivers: as text, --jsonl or "
                                    "--summary (not --json, --show or --detail)")
-        keep = _keeping_headers(headers, splits, o["path"] == "tap" and o["napi"] == "frags",
-                                times if o["path"] == "tap" else None)
+        from vnetrx.replay.gro import GroFrames
+
+        # what GRO reads of each frame, its writev boundaries (--napi frags) and, on the
+        # tap, its capture time: kept by frame index as the frames are read
+        kept = GroFrames(o["path"] == "tap" and o["napi"] == "frags", o["path"] == "tap")
     live = (from_file == "-" and _live_input()) or o["line_buffered"]
     if o["line_buffered"]:
         with contextlib.suppress(AttributeError, ValueError):
             sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
-                               before_read=_flush_output if live else None, keep=keep))
+                               before_read=_flush_output if live else None, keep=kept))
     if o["count"] is not None:  # tcpdump -c: the frames after the Nth are not read
         frames = frames._replace(items=_first(frames.items, o["count"]))
     if o["ifindex"] is not None and from_file is None:
@@ -290,7 +290,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["path"] == "tap":
         writes = stop.items(_nonempty(_progress(frames.items, known, quiet=False), source,
                                       frames))
-        return _after(frames, _tap_gro(profile, writes, headers, splits, o, source, times,
+        assert kept is not None  # --path tap needs --gro (_check_path_options)
+        return _after(frames, _tap_gro(profile, writes, kept, o, source,
                                        timed=known is None))
     device = VirtioRxSetup(mergeable=o["mergeable"], guest_gso=o["guest_gso"], mtu=o["mtu"],
                            hdr_len=int(o["hdr_len"]), ring_size=o["ring_size"], xdp=o["xdp"],
@@ -331,7 +332,8 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
     if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
-        return _after(frames, _gro(profile, config, stream, headers, o, source), beyond)
+        assert kept is not None
+        return _after(frames, _gro(profile, config, stream, kept, o, source), beyond)
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
@@ -388,26 +390,6 @@ def _offload_note(mode: str, mtu: int, mss: int | None) -> str:
     )
 
 
-def _keeping_headers(headers: dict[int, GroInput], splits: dict[int, tuple[int, ...]],
-                     napi_frags: bool, times: dict[int, int | None] | None = None) -> Keep:
-    """Keeps what GRO reads of each frame, its writev boundaries when ``napi_frags``, and its
-    capture time in ``times`` (by frame index, until GRO has taken them)."""
-    from vnetrx.paths.gro import read_frame
-
-    def keep(index: int, length: int, data: bytes, whole: bool, split: tuple[int, ...],
-             time: int | None) -> None:
-        if split:
-            if not napi_frags:
-                raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
-                                 "--path tap --gro --napi frags")
-            splits[index] = split
-        headers[index] = read_frame(data, length, whole)
-        if times is not None:
-            times[index] = time
-
-    return keep
-
-
 def _udp_gro(o: dict[str, Any]) -> UdpGro:
     """--udp-gro-socket, --udp-gro-forwarding, --gro-list."""
     from vnetrx.paths.gro import UdpGro
@@ -415,16 +397,15 @@ def _udp_gro(o: dict[str, Any]) -> UdpGro:
     return UdpGro(tuple(o["udp_gro_socket"]), o["udp_gro_forwarding"], o["gro_list"])
 
 
-def _gro(profile: KernelProfile, config: RingConfig, stream: Stream,
-         headers: dict[int, GroInput],
+def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFrames,
          o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
-    from vnetrx.flow import replay_gro
     from vnetrx.paths.gro import gro_limits, gso_window_note
     from vnetrx.render.gro_text import virtio_gro_heading
+    from vnetrx.replay.gro import replay_gro
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
-    delivered = replay_gro(profile, config, stream.records, headers.pop, not o["no_gro"],
+    delivered = replay_gro(profile, config, stream.records, kept.headers.pop, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
     window = gso_window_note(profile)
     return _print_gro(delivered, o, virtio_gro_heading(stream, source),
@@ -435,24 +416,17 @@ def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], he
                notes: tuple[str, ...]) -> int:
     """The skbs GRO delivers, as --jsonl rows or text; returns the frames they carry."""
     if o["as_jsonl"]:
-        import json
+        from vnetrx.render.gro_json import write_delivered
 
-        from vnetrx.codec import delivered_row
-
-        count = 0
-        for poll, d in delivered:
-            sys.stdout.write(json.dumps(delivered_row(poll, d)) + "\n")
-            count += len(d.frames)
-        return count
+        return write_delivered(delivered, sys.stdout)
     from vnetrx.render.gro_text import print_replay_gro
     from vnetrx.render.text import stdout_console
 
     return print_replay_gro(heading, notes, delivered, stdout_console(), o["summary"])
 
 
-def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, GroInput],
-             splits: dict[int, tuple[int, ...]], o: dict[str, Any], source: str,
-             times: dict[int, int | None], timed: bool) -> int:
+def _tap_gro(profile: KernelProfile, items: Iterable[Item], kept: GroFrames,
+             o: dict[str, Any], source: str, timed: bool) -> int:
     """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO.
     ``timed``: a capture, whose record times age the held skbs when --gro-flush-timeout NS
     is given."""
@@ -480,7 +454,8 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], headers: dict[int, G
                 raise InputError(f"frame {index} gives a virtio_net_hdr, but the tap has no "
                                  "IFF_VNET_HDR (--no-vnet-hdr)")
             yield TapWrite(index, length, hdr.to_bytes(size) if hdr is not None else None,
-                           headers.pop(index), splits.pop(index, ()), times.pop(index, None))
+                           kept.headers.pop(index), kept.splits.pop(index, ()),
+                           kept.times.pop(index, None))
 
     refused: list[str] = []
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])

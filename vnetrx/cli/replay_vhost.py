@@ -228,10 +228,9 @@ def _vhost_gro(profile: Any, c: Any, xmits: Any, skbs: Any, data: tuple[bytes | 
     delivered = vhost_rx_gro(profile, vhost_rx_stream(profile, c, xmits, skbs),
                              inputs.__getitem__, polls, not o["no_gro"], limits)
     if o["as_jsonl"]:
-        from vnetrx.codec import delivered_row
+        from vnetrx.render.gro_json import write_delivered
 
-        for poll, d in delivered:
-            sys.stdout.write(json.dumps(delivered_row(poll, d)) + "\n")
+        write_delivered(delivered, sys.stdout)
         return
     from vnetrx.render.gro_text import print_replay_gro
     from vnetrx.render.text import stdout_console

@@ -14,7 +14,7 @@ observed, never assumed: they become the prediction's ``--polls``.
 
 The prediction replays the whole boot's frames (the bytes and the virtio-net header the backend
 wrote, the sentinel included) through ``vnetrx replay --gro``'s code (vnetrx.replay.Stream and
-vnetrx.flow.replay_gro) with the observed polls; :func:`compare` takes any prediction callable.
+vnetrx.replay.gro.replay_gro) with the observed polls; :func:`compare` takes any prediction callable.
 Guests get no IP networking: the frames carry a foreign destination MAC, and what GRO delivers
 is dropped by the guest's stack (PACKET_OTHERHOST).
 """
@@ -536,10 +536,10 @@ def replay_predict(k: KernelProfile, mode: str, frames: Frames, polls: Sequence[
     runs (rows vnetrx.replay-gro-row/1). ``verdicts`` gets each input's gro_result, as
     napi_gro_receive_exit names it."""
     from vnetrx.codec import delivered_row
-    from vnetrx.flow import replay_gro
     from vnetrx.paths.gro import GroStep, read_frame
     from vnetrx.paths.virtio_net_hdr import VnetHdr
     from vnetrx.replay import RingConfig, Stream
+    from vnetrx.replay.gro import replay_gro
 
     config = RingConfig(_device(mode, frames, mtu), polls=tuple(polls))
     # the whole frames: the TCP checksum is summed (GRO validates a CHECKSUM_NONE skb's)

@@ -65,19 +65,33 @@ from vnetrx.paths.virtio_net_hdr import (
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-GRO_MAX_SIZE = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
-NAPI_POLL_WEIGHT = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
-MAX_GRO_SKBS = 8  # held skbs per GRO hash bucket (net/core/gro.c)
-HZ = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
-JIFFY_NS = 1_000_000_000 // HZ  # one jiffy: 4 ms
-TCP_CHECK_OFFSET = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
-CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_PARTIAL = 0, 1, 3
+GRO_MAX_SIZE: Final = 65536  # dev->gro_max_size's default (GRO_LEGACY_MAX_SIZE; a literal in 5.x)
+NAPI_POLL_WEIGHT: Final = 64  # the budget of one poll (virtnet_poll, tun_napi_poll)
+MAX_GRO_SKBS: Final = 8  # held skbs per GRO hash bucket (net/core/gro.c)
+HZ: Final = 250  # CONFIG_HZ of Debian's configs and of this machine's 6.18.44 (/proc/config.gz)
+JIFFY_NS: Final = 1_000_000_000 // HZ  # one jiffy: 4 ms
+TCP_CHECK_OFFSET: Final = 16  # offsetof(struct tcphdr, check): tcp_gro_complete's csum_offset
+CHECKSUM_NONE: Final = 0
+CHECKSUM_UNNECESSARY: Final = 1
+CHECKSUM_PARTIAL: Final = 3
 # tcp_flag_word(): the TCP header's fourth 32-bit word (doff, flags, window), as the kernel
 # masks it
-TCP_FLAG_CWR, TCP_FLAG_URG, TCP_FLAG_PSH = 0x00800000, 0x00200000, 0x00080000
-TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_FIN = 0x00040000, 0x00020000, 0x00010000
-_ENDS = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
-SKB_GSO_TCP_FIXEDID_OLD, SKB_GSO_TCP_FIXEDID_NEW = 1 << 3, 1 << 30
+TCP_FLAG_CWR: Final = 0x00800000
+TCP_FLAG_URG: Final = 0x00200000
+TCP_FLAG_PSH: Final = 0x00080000
+TCP_FLAG_RST: Final = 0x00040000
+TCP_FLAG_SYN: Final = 0x00020000
+TCP_FLAG_FIN: Final = 0x00010000
+_ENDS: Final = TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN
+SKB_GSO_TCP_FIXEDID_OLD: Final = 1 << 3
+SKB_GSO_TCP_FIXEDID_NEW: Final = 1 << 30
+# the names an aggregate's gso_type gets and the ways a merge is named, looked up once (per
+# merge, an attribute of the enum class each was a lookup by name)
+_TCPV4_NAMES: Final = gso_type_names(SKB_GSO_TCPV4)
+_TCPV6_NAMES: Final = gso_type_names(SKB_GSO_TCPV6)
+_FRAGS: Final = How.FRAGS
+_HEAD_FRAG: Final = How.HEAD_FRAG
+_FRAG_LIST: Final = How.FRAG_LIST
 
 
 class TcpHeaders(Value):
@@ -161,7 +175,9 @@ NEEDS_HBH: Final = 2  # an IPv6 hop-by-hop header the extension header walk must
 # the IPv6 extension headers with an inet6_offloads entry flagged INET6_PROTO_GSO_EXTHDR
 # (net/ipv6/exthdrs_offload.c): routing, destination options, and hop-by-hop (hbh_offload,
 # f2e3fc2158e6; before dff0b0161ad5 ipv6_gso_pull_exthdrs took NEXTHDR_HOP without asking)
-NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST = 0, 43, 60
+NEXTHDR_HOP: Final = 0
+NEXTHDR_ROUTING: Final = 43
+NEXTHDR_DEST: Final = 60
 _EXTHDRS: Final = (NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST)
 
 
@@ -420,25 +436,72 @@ def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
     the whole frame (``whole``: its TCP and UDP checksums are summed, as GRO sums them for a
     CHECKSUM_NONE skb) or a capture's bytes, maybe cut by the snaplen (checksums trusted; a
     TCP header the snaplen cut reads as not TCP)."""
+    if not whole and len(data) >= 14:
+        common = _read_tcp4(data, length)
+        if common is not None:
+            return common
+    return _read_any(data, length, whole)
+
+
+def _read_any(data: bytes, length: int, whole: bool) -> GroInput:
+    """``read_frame`` of any frame."""
     if len(data) < 14:
         return GroInput(None)
-    pull = network_pull(data[:14], data[14:], length - 14)
     needs, hbh_at = frame_needs(data, length)
     if whole:
         tcp = parse_tcp(data)
         if tcp is None:  # a UDP datagram's headers: for a UDP GRO socket (GroState.udp_gro)
             tcp = parse_udp(data)
-        return GroInput(tcp, udp_checksum_validated(data),
-                        pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
+        return GroInput(tcp, udp_checksum_validated(data), _pull(data, length, tcp), needs,
+                        hbh_at)
     try:
         tcp = _parse(data, length - 14, True)
         if tcp is None:
             tcp = _parse(data, length - 14, True, udp=True)
     except InputError:  # the snaplen cut the TCP header
-        return GroInput(None, False, pull, needs, hbh_at)
+        return GroInput(None, False, _pull(data, length, None), needs, hbh_at)
     return GroInput(tcp, (tcp is None or bool(tcp.udp_len))
                     and udp_checksum_validated(data, summed=False),
-                    pull if tcp is None or tcp.udp_len else 0, needs, hbh_at)
+                    _pull(data, length, tcp), needs, hbh_at)
+
+
+def _pull(data: bytes, length: int, tcp: TcpHeaders | None) -> int:
+    """GroInput.pull: network_pull for a frame that is not TCP (or is UDP), else 0."""
+    if tcp is None or tcp.udp_len:
+        return network_pull(data[:14], data[14:], length - 14)
+    return 0
+
+
+def _read_tcp4(data: bytes, length: int) -> GroInput | None:
+    """``read_frame`` of a capture's frame in its most common shape, read in one pass: an
+    untagged IPv4 packet with a 20-byte header carrying TCP, whose TCP header the bytes hold
+    whole. The same record the general reading (``_parse``, ``frame_needs``) makes of it: no
+    VLAN tag or hop-by-hop header (needs 0), nothing pulled for a TCP frame, the checksum
+    trusted. None for any other frame (the general reading takes it)."""
+    have = min(len(data), length) - 14  # the packet's bytes the capture holds
+    if have < 40 or data[12] != 0x08 or data[13] != 0 or data[14] != 0x45 or data[23] != 6:
+        return None
+    tcp_len = (data[46] >> 4) * 4
+    if tcp_len < 20 or have < 20 + tcp_len:  # _parse: not TCP, or the snaplen cut it
+        return None
+    # ip_fast_csum of the 20-byte header (inet_gro_receive): its ten 16-bit words summed
+    total = 0
+    for at in range(14, 34, 2):
+        total += (data[at] << 8) | data[at + 1]
+    total = (total & 0xFFFF) + (total >> 16)
+    total = (total & 0xFFFF) + (total >> 16)
+    frag_off = (data[20] << 8) | data[21]
+    tcp = TcpHeaders(
+        data[:14], False, data[26:34] + b"\x06",
+        not frag_off & 0x3FFF and total == 0xFFFF,
+        ((data[16] << 8) | data[17]) == length - 14,
+        20, data[22], data[15], bool(data[20] & 0x40), (data[18] << 8) | data[19],
+        (data[34] << 8) | data[35], (data[36] << 8) | data[37],
+        (data[38] << 24) | (data[39] << 16) | (data[40] << 8) | data[41],
+        (data[42] << 24) | (data[43] << 16) | (data[44] << 8) | data[45],
+        (data[46] << 24) | (data[47] << 16) | (data[48] << 8) | data[49],
+        data[54:34 + tcp_len], tcp_len, True, 0)
+    return GroInput(tcp)
 
 
 class Segment(Value):
@@ -513,7 +576,7 @@ class GroLimits(NamedTuple):
     gro_ipv4_max_size: int = GRO_MAX_SIZE  # IPv4 from 6.3 (netif_get_gro_max_size)
 
 
-GRO_MAX_SIZE_BIG = 8 * 65535  # GRO_MAX_SIZE with BIG TCP (include/linux/netdevice.h)
+GRO_MAX_SIZE_BIG: Final = 8 * 65535  # GRO_MAX_SIZE with BIG TCP (include/linux/netdevice.h)
 
 
 def gro_limits(k: KernelProfile, gro_max_size: int | None = None,
@@ -564,9 +627,9 @@ class UdpGro(NamedTuple):
         return None
 
 
-UDP_GRO_CNT_MAX = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
-UDP_CHECK_OFFSET = 6  # offsetof(struct udphdr, check)
-SKB_GSO_FRAGLIST = 1 << 18
+UDP_GRO_CNT_MAX: Final = 64  # include/net/udp.h: a UDP aggregate completes at 64 segments
+UDP_CHECK_OFFSET: Final = 6  # offsetof(struct udphdr, check)
+SKB_GSO_FRAGLIST: Final = 1 << 18
 
 
 class GroRun(NamedTuple):
@@ -649,6 +712,17 @@ class GroState:
         # ipv6_gro_receive walks a hop-by-hop header: always before dff0b0161ad5
         # (ipv6_gso_pull_exthdrs takes NEXTHDR_HOP), after it only with hbh_offload
         self.walks_hbh = not k.has(GRO_IPV6_EXTHDR_GRO_PULL) or k.has(GRO_IPV6_HBH_OFFLOAD)
+        # what the per-segment decisions ask of the kernel, looked up once
+        self.cwr_compared = k.has(GRO_CWR_COMPARED)
+        self.fixedid_without_df = k.has(GRO_FIXEDID_WITHOUT_DF)
+        self.big_tcp_ipv4 = k.has(GRO_BIG_TCP_IPV4)
+        self.exthdr_gro_pull = k.has(GRO_IPV6_EXTHDR_GRO_PULL)
+        self.max_skb_frags = k.build.max_skb_frags
+        # the skbs a replay hands GRO are shared by the frames alike in geometry (its
+        # decisions): what GRO makes of one such skb, kept by its id (each entry holds the
+        # skb, so the id is not reused while it is kept)
+        self.moved: dict[int, _Moved] = {}  # the frags a merge moves (skb_gro_receive)
+        self.pulled: dict[int, tuple[Skb, int, Skb]] = {}  # the skb with its headers pulled
 
     def receive(self, seg: Segment) -> None:
         """napi_gro_receive(seg): held, merged, or on to the stack (``delivered``)."""
@@ -686,7 +760,7 @@ class GroState:
         it). Before 6.3 the limit is gro_max_size, and past 64 KiB only an untagged IPv6
         packet whose next header is TCP (``ipv6_hdr(p)->nexthdr``: no extension header) may
         go [net/core/gro.c:skb_gro_receive @ 6.1.166, 6.12.15, 6.18.7]."""
-        if h.ipv6 and not h.nhoff and (self.k.has(GRO_BIG_TCP_IPV4) or h.network_len == 40):
+        if h.ipv6 and not h.nhoff and (self.big_tcp_ipv4 or h.network_len == 40):
             return self.limits.gro_max_size
         return self.limits.gro_ipv4_max_size
 
@@ -772,7 +846,7 @@ def _receive(state: GroState, seg: Segment) -> None:
             state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
             return
     if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
-            < seg.offset and not state.k.has(GRO_IPV6_EXTHDR_GRO_PULL)):
+            < seg.offset and not state.exthdr_gro_pull):
         raise InputError(
             f"GRO of an IPv6 skb with extension headers and {seg.skb.headlen} linear bytes on "
             f"{state.k.name} is not modelled: before dff0b0161ad5 ipv6_gro_receive pulls them "
@@ -831,7 +905,7 @@ def _receive(state: GroState, seg: Segment) -> None:
             break
     flags = h.flag_word
     if p is not None:
-        mismatch = _mismatch(state.k, p, h)
+        mismatch = _mismatch(state, p, h)
         refused: Flush | None = None
         if flush:
             refused = (Flush.GSO if gso_flush else Flush.UNMERGEABLE if skb.frag_list
@@ -852,14 +926,14 @@ def _receive(state: GroState, seg: Segment) -> None:
             refused = Flush.E2BIG
         if refused is None:
             before = p.truesize
-            how = _merge(state.k, p, seg, payload)
+            how = _merge(state, p, seg, payload)
             # skb_gro_receive: "NAPI_GRO_CB(p)->count += segs", segs = NAPI_GRO_CB(skb)->count
             # [net/core/gro.c:skb_gro_receive @ 6.1.0] (5.15: count++)
             p.count += count
             p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
-            result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
+                result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
                 state.steps.append(GroStep(seg.frame, result, how, payload,
                                            p.truesize - before, p.len, p.truesize,
                                            p.last_frags(), len(p.members)))
@@ -930,7 +1004,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
         refused: Flush | None = None
         if flush or p.flist != flist:
             refused = (Flush.GSO if skb.gso_size else Flush.UNMERGEABLE)
-        elif _network_mismatch(state.k, p, h):
+        elif _network_mismatch(state, p, h):
             refused = Flush.MISMATCH
         elif h.udp_len > p.headers.udp_len:  # longer than the first: p completes
             refused = Flush.LONGER
@@ -941,7 +1015,7 @@ def _receive_udp(state: GroState, seg: Segment, h: TcpHeaders, flist: bool) -> N
             refused = Flush.E2BIG
         if refused is None:
             before = p.truesize
-            how = _merge_list(p, seg, payload) if flist else _merge(state.k, p, seg, payload)
+            how = _merge_list(p, seg, payload) if flist else _merge(state, p, seg, payload)
             p.count += 1  # skb_gro_receive(_list): count += 1 (a UDP GSO skb never merges)
             result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
             if state.record_steps:
@@ -986,19 +1060,19 @@ def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
     return How.FRAG_LIST
 
 
-def _mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+def _mismatch(state: GroState, p: _Held, h: TcpHeaders) -> bool:
     """tcp_gro_receive's flush terms for a segment of p's flow (and inet_gro_flush's)."""
     q = p.headers
     masked = TCP_FLAG_FIN | TCP_FLAG_PSH
-    if not k.has(GRO_CWR_COMPARED):  # before AccECN: a CWR difference alone does not flush
+    if not state.cwr_compared:  # before AccECN: a CWR difference alone does not flush
         masked |= TCP_FLAG_CWR
     if (h.flag_word & TCP_FLAG_CWR or (h.flag_word ^ p.flag_word) & ~masked
             or h.ack != q.ack or h.options != q.options or h.seq != p.next_seq):
         return True
-    return _network_mismatch(k, p, h)
+    return _network_mismatch(state, p, h)
 
 
-def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
+def _network_mismatch(state: GroState, p: _Held, h: TcpHeaders) -> bool:
     """The IP layer's flush terms for a segment of p's flow (inet_gro_flush /
     gro_receive_network_flush; before 6.10 NAPI_GRO_CB(p)->flush and flush_id, read the same
     way by tcp_gro_receive and udp_gro_receive_segment)."""
@@ -1011,7 +1085,7 @@ def _network_mismatch(k: KernelProfile, p: _Held, h: TcpHeaders) -> bool:
     # counts its gso_segs), or fixed, decided at the second frame (count 1); fixed only with
     # DF before 21f7484220ac (6.18). A held GSO skb counting more than 1 is refused (_receive)
     offset = (h.ip_id - q.ip_id) & 0xFFFF
-    if p.count == 1 and offset == 0 and (h.df or k.has(GRO_FIXEDID_WITHOUT_DF)):
+    if p.count == 1 and offset == 0 and (h.df or state.fixedid_without_df):
         p.fixed_id = True
     return offset != (0 if p.fixed_id else p.count)
 
@@ -1037,12 +1111,19 @@ def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
     headers GRO parsed pulled into the linear area; a ninth held skb completes the oldest."""
     if len(state.held) >= MAX_GRO_SKBS:
         state.complete(state.held[0], Flush.EVICTED)  # gro_flush_oldest
-    skb = _pull_headers(state.k, seg)
-    gso = bool(skb.gso_size)
-    p = _Held(payload, seg.frame, h,
-              skb._replace(ip_summed=ip_summed) if gso
-              else skb._replace(gso_size=payload, ip_summed=ip_summed),
-              state.jiffies, skb.gso_segs if gso else 1)
+    given, offset = seg.skb, seg.offset
+    gso = bool(given.gso_size)  # _pull_headers keeps gso_size
+    mss = given.gso_size if gso else payload
+    kept = state.pulled.get(id(given))
+    if (kept is not None and kept[0] is given and kept[1] == offset
+            and kept[2].gso_size == mss and kept[2].ip_summed == ip_summed):
+        skb = kept[2]
+    else:
+        skb = _pull_headers(state.k, seg)._replace(gso_size=mss, ip_summed=ip_summed)
+        if len(state.pulled) >= MOVED_KEPT:
+            state.pulled.clear()
+        state.pulled[id(given)] = (given, offset, skb)
+    p = _Held(payload, seg.frame, h, skb, state.jiffies, skb.gso_segs if gso else 1)
     state.held.append(p)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.HELD, how, payload, 0, skb.len,
@@ -1082,21 +1163,44 @@ def _pull_headers(k: KernelProfile, seg: Segment, offset: int | None = None) -> 
                         nr_frags=len(rest), frags=rest)
 
 
-def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
+class _Moved:
+    """What skb_gro_receive's first way makes of one skb whose headers end ``trim`` bytes
+    into frags[0]: the frags that move to p (the first trimmed) and the truesize they bring."""
+
+    __slots__ = ("delta", "frags", "skb", "trim")
+
+    def __init__(self, skb: Skb, trim: int, frags: tuple[Frag, ...], delta: int) -> None:
+        self.skb = skb
+        self.trim = trim
+        self.frags = frags
+        self.delta = delta
+
+
+MOVED_KEPT: Final = 4096  # skbs whose moved frags a GroState keeps (a bound on memory)
+
+
+def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     """skb_gro_receive(p, skb): the three ways a segment joins the held skb."""
+    k = state.k
     skb = seg.skb
     offset, headlen = skb.len - payload, skb.len - skb.data_len
-    room = k.build.max_skb_frags - held.last_frags()
+    room = state.max_skb_frags - held.last_frags()
     held.frames.append(seg.frame)
     if headlen <= offset and len(skb.frags) <= room:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
-        first = skb.frags[0]
-        moved = (Frag(first.page, first.offset + trim, first.size - trim, first.truesize),
-                 *skb.frags[1:])
-        _add(held, moved, payload, skb.truesize - skb_truesize(k, skb.end))
-        return How.FRAGS
+        moved = state.moved.get(id(skb))
+        if moved is None or moved.skb is not skb or moved.trim != trim:
+            first = skb.frags[0]
+            moved = _Moved(skb, trim, (Frag(first.page, first.offset + trim, first.size - trim,
+                                            first.truesize), *skb.frags[1:]),
+                           skb.truesize - skb_truesize(k, skb.end))
+            if len(state.moved) >= MOVED_KEPT:
+                state.moved.clear()
+            state.moved[id(skb)] = moved
+        _add(held, moved.frags, payload, moved.delta)
+        return _FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
         # delta = skb->truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff)): only the struct stays
@@ -1104,7 +1208,7 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
         head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
                     delta - sum(f.truesize for f in skb.frags))
         _add(held, (head, *skb.frags), payload, delta)
-        return How.HEAD_FRAG
+        return _HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
     # headers are not all linear); delta = skb->truesize
     frags = skb.frags
@@ -1116,7 +1220,7 @@ def _merge(k: KernelProfile, held: _Held, seg: Segment, payload: int) -> How:
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
-    return How.FRAG_LIST
+    return _FRAG_LIST
 
 
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
@@ -1141,16 +1245,16 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     tcp4/6_gro_complete → tcp_gro_complete: gso_type |= TCPV4/TCPV6 (+ FIXEDID for a fixed-ID
     flow, + TCP_ECN when its first segment has CWR), csum_start at the TCP header,
     csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
-    skb = held.skb()
     count = held.count
     if count == 1:
-        return Delivered(skb._replace(gso_size=0), tuple(held.frames), flush, 1)
+        return Delivered(held.skb()._replace(gso_size=0), tuple(held.frames), flush, 1)
     h = held.headers
     if h.udp_len:
-        return _complete_udp(held, skb, flush, count)
+        return _complete_udp(held, held.skb(), flush, count)
     # "gso_type |=": a held GSO skb keeps its own bits (SKB_GSO_DODGY)
-    gso_type = skb.gso_type | (SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4)
-    names = gso_type_names(gso_type)
+    own = held.base.gso_type
+    gso_type = own | (SKB_GSO_TCPV6 if h.ipv6 else SKB_GSO_TCPV4)
+    names = gso_type_names(gso_type) if own else _TCPV6_NAMES if h.ipv6 else _TCPV4_NAMES
     if held.fixed_id:
         gso_type |= SKB_GSO_TCP_FIXEDID_NEW if k.has(GRO_FIXEDID_BIT_30) else (
             SKB_GSO_TCP_FIXEDID_OLD)
@@ -1158,12 +1262,21 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if h.flag_word & TCP_FLAG_CWR and not gso_type & SKB_GSO_TCP_ECN:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
-    tcp_header = skb.data + h.network_len  # tcp_hdr(): where csum_start points
-    if h.ipv6 and skb.len - h.nhoff - 40 > 0xFFFF:
+    # p with what the merges added (held.skb()) and what completing it sets, in one copy
+    data, length = held.base.data, held.len
+    tcp_header = data + h.network_len  # tcp_hdr(): where csum_start points
+    if h.ipv6 and length - h.nhoff - 40 > 0xFFFF:
         # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
         # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
-        skb = skb._replace(data=skb.data - 8, len=skb.len + 8)
-    skb = skb._replace(
+        data, length = data - 8, length + 8
+    skb = held.base._replace(
+        data=data,
+        len=length,
+        data_len=held.data_len,
+        truesize=held.truesize,
+        nr_frags=held.nr_frags,
+        frags=tuple(held.frags),
+        frag_list=tuple(held.members),
         gso_type=gso_type,
         gso_type_names=names,
         gso_segs=count,

@@ -1,0 +1,53 @@
+"""``replay --gro --jsonl``'s rows (vnetrx.replay-gro-row/1) written out directly: one line per
+skb GRO delivers, ``json.dumps(codec.delivered_row(poll, d))`` to the byte, built as an f-string
+(compiled with the per-frame modules: vnetrx/compiled.py), as render/replay_json.py's
+``row_line`` writes the replay's own rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TextIO
+
+from vnetrx.codec import REPLAY_GRO_ROW_SCHEMA
+from vnetrx.paths.gro import Delivered
+
+# each flush reason as a JSON string, by the reason's id (the entry holds the reason)
+_QUOTED: dict[int, tuple[object, str]] = {}
+
+
+def delivered_line(poll: int, d: Delivered) -> str:
+    """``json.dumps(delivered_row(poll, d))``."""
+    s = d.skb
+    known = _QUOTED.get(id(d.flush))
+    if known is None or known[0] is not d.flush:
+        if len(_QUOTED) >= 64:  # GroFlush has fewer: a bound on memory for any other
+            _QUOTED.clear()
+        known = _QUOTED[id(d.flush)] = (d.flush, json.dumps(str(d.flush)))
+    quoted = known[1]
+    frames = ", ".join([str(i) for i in d.frames])
+    frags = ", ".join([str(f.size) for f in s.frags])
+    members = ", ".join([f'{{"len": {m.len}, "truesize": {m.truesize}, '
+                         f'"nr_frags": {len(m.frags)}}}' for m in s.frag_list])
+    listed = 0
+    for m in s.frag_list:
+        listed += m.len
+    start = "null" if s.csum_start is None else str(s.csum_start)
+    offset = "null" if s.csum_offset is None else str(s.csum_offset)
+    return (f'{{"schema": "{REPLAY_GRO_ROW_SCHEMA}", "poll": {poll}, "frames": [{frames}], '
+            f'"segs": {d.segs}, "flush": {quoted}, "len": {s.len}, "data_len": {s.data_len}, '
+            f'"headlen": {s.len - s.data_len}, "truesize": {s.truesize}, '
+            f'"nr_frags": {s.nr_frags}, "frags": [{frags}], "frag_list": {{"count": '
+            f'{len(s.frag_list)}, "bytes": {listed}, "members": [{members}]}}, '
+            f'"gso_size": {s.gso_size}, "gso_segs": {s.gso_segs}, "gso_type": {s.gso_type}, '
+            f'"ip_summed": {s.ip_summed}, "csum_start": {start}, "csum_offset": {offset}}}')
+
+
+def write_delivered(delivered: Iterable[tuple[int, Delivered]], out: TextIO) -> int:
+    """Each skb's row, written as it comes; returns the frames they carry."""
+    write = out.write
+    count = 0
+    for poll, d in delivered:
+        write(delivered_line(poll, d) + "\n")
+        count += len(d.frames)
+    return count

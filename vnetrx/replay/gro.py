@@ -1,0 +1,102 @@
+"""GRO over a replayed ring (``replay --gro``): what GRO reads of each frame, kept as the
+capture is read (``GroFrames``), and the skbs of each NAPI poll through GRO (``replay_gro``).
+Compiled with the rest of vnetrx.replay (vnetrx/compiled.py): both run once per frame. The
+GRO decisions are vnetrx.paths.gro's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from vnetrx.errors import InputError
+from vnetrx.kernel.profile import KernelProfile
+from vnetrx.model import GroFlush, Outcome
+from vnetrx.paths import virtio_net
+from vnetrx.paths.gro import (
+    Delivered,
+    GroInput,
+    GroLimits,
+    GroState,
+    GroStep,
+    Segment,
+    UdpGro,
+    read_frame,
+)
+from vnetrx.replay.state import FrameRecord, RingConfig
+
+
+class GroFrames:
+    """What GRO reads of each frame (``headers``), its writev boundaries (``splits``, with
+    ``napi_frags``: --path tap --napi frags) and its capture time (``times``, when kept), by
+    frame index, from when the frame is read until GRO takes it. Called as a
+    replay.frames.Keep."""
+
+    def __init__(self, napi_frags: bool = False, timed: bool = False) -> None:
+        self.headers: dict[int, GroInput] = {}
+        self.splits: dict[int, tuple[int, ...]] = {}
+        self.times: dict[int, int | None] = {}
+        self.napi_frags = napi_frags
+        self.timed = timed
+
+    def __call__(self, index: int, length: int, data: bytes, whole: bool,
+                 split: tuple[int, ...], time: int | None) -> None:
+        if split:
+            if not self.napi_frags:
+                raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
+                                 "--path tap --gro --napi frags")
+            self.splits[index] = split
+        self.headers[index] = read_frame(data, length, whole)
+        if self.timed:
+            self.times[index] = time
+
+
+def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
+               read: Callable[[int], GroInput], gro: bool = True,
+               limits: GroLimits | None = None, steps: list[GroStep] | None = None,
+               udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
+    """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
+    go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
+    __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
+    ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``); ``gro`` False:
+    the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
+    what GRO did with each input (its gro_result), poll by poll."""
+    c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
+    # a poll's skbs go to GRO as they are received; one state serves every poll, as each
+    # poll ends with everything flushed (what a state of its own per poll would hold)
+    state = GroState(k, limits, gro, steps is not None, udp_gro)
+    budget = cfg.budget
+    build_skb = Outcome.BUILD_SKB
+    napi_frag = c.napi_head.frag
+    current = 0
+    in_poll = 0
+    for record in records:
+        decision = record.decision
+        skb = decision.skb
+        gro_input = read(record.index)
+        poll = record.poll
+        if poll is None or skb is None:  # dropped by the device or the driver
+            continue
+        if poll != current and in_poll:
+            yield from _end_poll(state, current, in_poll >= budget, steps)
+            in_poll = 0
+        current = poll
+        # build_skb wraps the rx buffer (a page fragment); a copy's head is napi_alloc_skb's
+        head_frag = decision.outcome == build_skb or napi_frag
+        state.receive(Segment(record.index, skb, head_frag, gro_input.tcp, "", 0,
+                              gro_input.udp_validated, gro_input.pull, gro_input.needs,
+                              gro_input.hbh_at))
+        in_poll += 1
+    if in_poll:
+        yield from _end_poll(state, current, in_poll >= budget, steps)
+
+
+def _end_poll(state: GroState, poll: int, whole_budget: bool,
+              steps: list[GroStep] | None) -> list[tuple[int, Delivered]]:
+    """The end of a poll: after a whole budget __napi_poll flushes everything, then
+    napi_complete_done (what is left); every skb delivered in the poll, with its number."""
+    if whole_budget:
+        state.flush_all(GroFlush.BUDGET)
+    state.flush_all(GroFlush.POLL_END)
+    if steps is not None:
+        steps.extend(state.steps)
+        state.steps.clear()
+    return [(poll, d) for d in state.take()]
