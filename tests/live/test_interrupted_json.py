@@ -106,10 +106,10 @@ def test_verify_as_a_normal_user_says_root_before_predicting() -> None:
 def test_interrupted_while_the_modules_load_still_prints_json() -> None:
     """Ctrl-C before the command began (here: before click runs): with --json the error
     object (exit_code 130) on stdout, the one line on stderr."""
-    code = ("import os, signal, sys; from vnetrx.main import main; "
-            "sys.argv = ['vnetrx', 'replay', '--len', '60', '--json']; "
-            "import vnetrx.cli as c; c.main = lambda: os.kill(os.getpid(), signal.SIGINT); "
-            "main()")
+    # Ctrl-C's KeyboardInterrupt raised where importing the CLI would be
+    code = ("import sys; from vnetrx.main import main; import vnetrx.cli as c\n"
+            "def ctrl_c(): raise KeyboardInterrupt\n"
+            "c.main = ctrl_c; sys.argv = ['vnetrx', 'replay', '--len', '60', '--json']; main()")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=ROOT, check=False)
     assert proc.returncode == 130 and proc.stderr == "\nvnetrx: interrupted\n"
