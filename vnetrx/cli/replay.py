@@ -342,8 +342,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.replay import new_totals
 
         totals = new_totals(profile, config)
-        for record in stream.records:
-            totals.add(record)
+        totals.add_all(stream.records)
         summary = totals.to_dict()
         if stop.stopped:
             summary["interrupted"] = True

@@ -5,6 +5,7 @@ skbs cost in all, in constant memory whatever the number of frames. Pure."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from vnetrx.replay.state import FrameRecord
@@ -54,6 +55,11 @@ class Totals:
         self.add_frames(f.frame_len, d.outcome, reason, d.counter if received else None,
                         None if d.skb is None else d.skb.truesize, d.allocations,
                         d.bytes_copied, buffers, d.frag_list)
+
+    def add_all(self, records: Iterable[FrameRecord]) -> None:
+        """Every frame of a replay, as it runs (a loop compiled with the rest of replay/)."""
+        for f in records:
+            self.add(f)
 
     def add_frames(self, frame_len: int, outcome: str, reason: str | None, counter: str | None,
                    truesize: int | None, allocations: int | None, bytes_copied: int | None,
