@@ -32,6 +32,7 @@ from vnetrx.replay.frames import (
     Frames,
     Item,
     Keep,
+    nonempty,
     open_frames,
     parse_list,
 )
@@ -561,13 +562,8 @@ def _first(items: Iterable[Item], count: int) -> Iterable[Item]:
 
 
 def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:
-    """The frames, or an error if there are none."""
-    it = iter(items)
-    first = next(it, None)
-    if first is None:
-        raise _no_frames(source, frames)
-    yield first
-    yield from it
+    """The frames, or an error if there are none (when the first is asked for)."""
+    return nonempty(items, lambda: _no_frames(source, frames))
 
 
 def _progress(items: Iterable[Item], total: int | None, quiet: bool) -> Iterable[Item]:

@@ -199,15 +199,15 @@ class _Run:
         d = deliver_with(c, p, hdr, narrate=False)  # a record shows no checks
         skb = _without_frags(d.skb, self.frags)
         return Decision(
-            "drop" if skb is None else p.outcome,
-            None if d.reason is None else str(d.reason),
-            None if d.reason is None else COUNTER[d.reason],
-            skb,
-            None if skb is None else p.allocations,
-            None if skb is None else p.copy,
-            p.frag_list_skbs,
+            outcome="drop" if skb is None else p.outcome,
+            reason=None if d.reason is None else str(d.reason),
+            counter=None if d.reason is None else COUNTER[d.reason],
+            skb=skb,
+            allocations=None if skb is None else p.allocations,
+            bytes_copied=None if skb is None else p.copy,
+            frag_list=p.frag_list_skbs,
             # receive_mergeable adds every skb it built, receive_buf's own drops included
-            self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
+            moves_ewma=self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
     def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
@@ -217,10 +217,11 @@ class _Run:
         EWMA, which does not size XDP buffers, is left out."""
         c = virtio_net.for_frame(self.c, self._frame(frame_len, hdr, shown))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
-        return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
-                        _without_frags(r.skb, self.frags),
-                        None if r.cost is None else r.cost.allocations,
-                        None if r.cost is None else r.cost.bytes_copied, 0, False)
+        return Decision(outcome=r.outcome, reason=None if r.reason is None else str(r.reason),
+                        counter=r.counter, skb=_without_frags(r.skb, self.frags),
+                        allocations=None if r.cost is None else r.cost.allocations,
+                        bytes_copied=None if r.cost is None else r.cost.bytes_copied,
+                        frag_list=0, moves_ewma=False)
 
     def _frame(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                ) -> RxFrame:
