@@ -99,7 +99,7 @@ def _mergeable_buffers(posted: deque[Posted] | tuple[Posted, ...], need: int, ro
 
 
 def _stall(cfg: RingConfig, state: RingState, index: int, frame_len: int) -> VnetrxError:
-    posted = sum(length * n for length, n in state.lens.items())
+    posted = sum(length * n for length, n in state.posted_lens().items())
     return VnetrxError(
         f"rx stall at frame {index}: {cfg.hdr_len + frame_len} bytes (header + frame) need more "
         f"than the {len(state.posted)} posted buffer(s) hold ({posted} bytes); "
@@ -121,6 +121,8 @@ class _Run:
         self.c = ring_config(k, cfg)
         viewer = Viewer(k, cfg)
         self.view: Callable[[RingState], RingView] | None = viewer if rings else None
+        if not rings:  # no per-frame ring view: the posted lengths are counted when asked
+            state.stop_counting()
         # resolved once: a replay asks these per frame
         self.traces = want_trace is not no_frame
         self.mergeable, self.hdr_len = cfg.device.mergeable, self.c.hdr_len

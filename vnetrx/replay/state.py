@@ -78,13 +78,17 @@ class RingState:
     order), the page cursor buffers are carved from, the EWMA and the counters. Mutable, and
     every operation on it is O(1) per buffer: a replay of 10^7 frames never scans the ring."""
 
-    __slots__ = ("alloc", "ewma", "fills", "lens", "next_seq", "num_free", "polls", "posted")
+    __slots__ = ("alloc", "counting", "ewma", "fills", "lens", "next_seq", "num_free", "polls",
+                 "posted")
 
     def __init__(self, num_free: int = 0) -> None:
         self.posted: deque[Posted] = deque()
         # posted buffers by length (a dict, not a Counter: compiled, a dict's item access is
-        # direct, a Counter's goes through its Python methods)
+        # direct, a Counter's goes through its Python methods), kept as buffers come and go
+        # while ``counting``; otherwise ``posted_lens`` counts them when asked (a replay that
+        # shows no per-frame ring asks once, at its end)
         self.lens: dict[int, int] = {}
+        self.counting = True
         self.ewma = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
         self.alloc = PageCursor()  # rq->alloc_frag / the page_pool
         self.next_seq = 0
@@ -94,22 +98,39 @@ class RingState:
 
     def post(self, buffers: tuple[Posted, ...]) -> None:
         self.posted.extend(buffers)
-        lens = self.lens
-        for p in buffers:
-            lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
+        if self.counting:
+            lens = self.lens
+            for p in buffers:
+                lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
 
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""
-        posted, lens = self.posted, self.lens
+        posted = self.posted
         taken = (posted.popleft(),) if count == 1 else tuple([posted.popleft()
                                                               for _ in range(count)])
-        for p in taken:
-            left = lens[p.buf.len] - 1
-            if left:
-                lens[p.buf.len] = left
-            else:
-                del lens[p.buf.len]
+        if self.counting:
+            lens = self.lens
+            for p in taken:
+                left = lens[p.buf.len] - 1
+                if left:
+                    lens[p.buf.len] = left
+                else:
+                    del lens[p.buf.len]
         return taken
+
+    def stop_counting(self) -> None:
+        """From now on ``posted_lens`` counts the posted buffers only when asked."""
+        self.counting = False
+        self.lens = {}
+
+    def posted_lens(self) -> dict[int, int]:
+        """The posted buffers by length."""
+        if self.counting:
+            return self.lens
+        lens: dict[int, int] = {}
+        for p in self.posted:
+            lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
+        return lens
 
 
 class RingView(NamedTuple):
