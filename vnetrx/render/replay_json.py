@@ -183,23 +183,18 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 
 
 # row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
-# the dict: a replay writes one per frame); an int-valued field printed as json.dumps does
-_SKB_KEYS = tuple(f'"{name}": ' for name in _ROW_SKB)
+# the dict: a replay writes one per frame); %d prints an int-valued field as json.dumps does
+_SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 _skb_values = attrgetter(*_ROW_SKB)
 PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
 def decision_part(d: Decision) -> str:
-    """The row's fields from the frame's decision: outcome to frag_list (an f-string:
-    compiled, it is joined without parsing a template, which `%` does on every call)."""
+    """The row's fields from the frame's decision: outcome to frag_list (an f-string around
+    the skb's fields: compiled, it is joined without parsing a template, which `%` does)."""
     skb = d.skb
-    if skb is None:
-        fields = _NO_SKB_PART
-    else:
-        # int(): an int-valued field as json.dumps prints it (an IntEnum's str is its name)
-        fields = ", ".join([key + str(int(value))
-                            for key, value in zip(_SKB_KEYS, _skb_values(skb), strict=True)])
+    fields = _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb)
     reason = "null" if d.reason is None else json.dumps(d.reason)
     counter = "null" if d.counter is None else json.dumps(d.counter)
     allocations = "null" if d.allocations is None else str(d.allocations)
