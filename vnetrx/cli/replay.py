@@ -31,6 +31,7 @@ from vnetrx.replay.frames import (
     BeyondMtu,
     Frames,
     Item,
+    nonempty,
     open_frames,
     parse_list,
 )
@@ -344,8 +345,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         from vnetrx.replay import new_totals
 
         totals = new_totals(profile, config)
-        for record in stream.records:
-            totals.add(record)
+        totals.add_all(stream.records)
         summary = totals.to_dict()
         if stop.stopped:
             summary["interrupted"] = True
@@ -537,13 +537,8 @@ def _first(items: Iterable[Item], count: int) -> Iterable[Item]:
 
 
 def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:
-    """The frames, or an error if there are none."""
-    it = iter(items)
-    first = next(it, None)
-    if first is None:
-        raise _no_frames(source, frames)
-    yield first
-    yield from it
+    """The frames, or an error if there are none (when the first is asked for)."""
+    return nonempty(items, lambda: _no_frames(source, frames))
 
 
 def _progress(items: Iterable[Item], total: int | None, quiet: bool) -> Iterable[Item]:

@@ -187,51 +187,70 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 _SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 _skb_values = attrgetter(*_ROW_SKB)
-_DECISION_PART = ('"outcome": "%s", "reason": %s, "counter": %s, %s, "allocations": %s, '
-                  '"bytes_copied": %s, "frag_list": %d')
 PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
 def decision_part(d: Decision) -> str:
-    """The row's fields from the frame's decision: outcome to frag_list."""
+    """The row's fields from the frame's decision: outcome to frag_list (an f-string around
+    the skb's fields: compiled, it is joined without parsing a template, which `%` does)."""
     skb = d.skb
-    return _DECISION_PART % (
-        d.outcome,
-        "null" if d.reason is None else json.dumps(d.reason),
-        "null" if d.counter is None else json.dumps(d.counter),
-        _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb),
-        "null" if d.allocations is None else d.allocations,
-        "null" if d.bytes_copied is None else d.bytes_copied,
-        d.frag_list,
-    )
+    fields = _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb)
+    reason = "null" if d.reason is None else json.dumps(d.reason)
+    counter = "null" if d.counter is None else json.dumps(d.counter)
+    allocations = "null" if d.allocations is None else str(d.allocations)
+    copied = "null" if d.bytes_copied is None else str(d.bytes_copied)
+    return (f'"outcome": "{d.outcome}", "reason": {reason}, "counter": {counter}, {fields}, '
+            f'"allocations": {allocations}, "bytes_copied": {copied}, '
+            f'"frag_list": {d.frag_list}')
 
 
 def row_line(label: Callable[[int], str], f: FrameRecord,
              parts: dict[int, tuple[Decision, str]] | None = None) -> str:
-    """``json.dumps(row_to_dict(...))`` of one frame, written out directly (an f-string:
-    compiled, it is joined without parsing a template, which `%` does on every call). ``parts``:
-    the decision parts already written, by decision (frames alike in geometry share one)."""
-    d = f.decision
-    if parts is None:
-        middle = decision_part(d)
-    else:
+    """``json.dumps(row_to_dict(...))`` of one frame, written out directly. ``parts``: the
+    decision parts already written, by decision (frames alike in geometry share one)."""
+    rows = _Rows(label)
+    if parts is not None:
+        rows.parts = parts
+    return rows.line(f)
+
+
+class _Rows:
+    """What a replay's rows share: the decision parts already written, by decision (frames
+    alike in geometry share one; at most PARTS_KEPT), and the label of the last page a buffer
+    was on (buffers are used in posting order: most are on the page of the one before)."""
+
+    def __init__(self, label: Callable[[int], str]) -> None:
+        self.label = label
+        self.parts: dict[int, tuple[Decision, str]] = {}
+        self.page = -1
+        self.page_label = ""
+
+    def line(self, f: FrameRecord) -> str:
+        """One row, an f-string (compiled, it is joined without parsing a template, which `%`
+        does on every call)."""
+        d = f.decision
+        parts = self.parts
         known = parts.get(id(d))
         if known is None or known[0] is not d:  # (the entry holds d: its id is not reused)
             if len(parts) >= PARTS_KEPT:
                 parts.clear()
             known = parts[id(d)] = (d, decision_part(d))
-        middle = known[1]
-    buffers = ", ".join([_buffer_json(label, p.buf) for p in f.buffers])
-    poll = "null" if f.poll is None else f.poll
-    ewma = "null" if f.ewma_after is None else f.ewma_after
-    refill = "null" if f.refill is None else len(f.refill.buffers)
-    return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
-            f'"poll": {poll}, "buffers": [{buffers}], {middle}, "ewma": {ewma}, '
-            f'"refill": {refill}}}')
+        used = f.buffers
+        if len(used) == 1:
+            buffers = self.buffer(used[0].buf)
+        else:
+            buffers = ", ".join([self.buffer(p.buf) for p in used])
+        poll = "null" if f.poll is None else str(f.poll)
+        ewma = "null" if f.ewma_after is None else str(f.ewma_after)
+        refill = "null" if f.refill is None else str(len(f.refill.buffers))
+        return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
+                f'"poll": {poll}, "buffers": [{buffers}], {known[1]}, "ewma": {ewma}, '
+                f'"refill": {refill}}}')
 
-
-def _buffer_json(label: Callable[[int], str], b: PostedBuffer) -> str:
-    return f'["{label(b.frag_index)}", {b.offset}, {b.len}]'
+    def buffer(self, b: PostedBuffer) -> str:
+        if b.frag_index != self.page:
+            self.page, self.page_label = b.frag_index, self.label(b.frag_index)
+        return f'["{self.page_label}", {b.offset}, {b.len}]'
 
 
 def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False) -> None:
@@ -244,11 +263,11 @@ def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False)
         for f in s.records:
             write(json.dumps(frame_to_dict(s, f)) + "\n")
         return
-    label = ring_config(s.kernel, s.config).alloc.label
+    rows = _Rows(ring_config(s.kernel, s.config).alloc.label)
+    line = rows.line
     lines: list[str] = []
-    parts: dict[int, tuple[Decision, str]] = {}
     for f in s.records:
-        lines.append(row_line(label, f, parts))
+        lines.append(line(f))
         if len(lines) == 256 or live:  # a few writes, whole lines only
             write("\n".join(lines) + "\n")
             lines = []

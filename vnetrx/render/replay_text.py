@@ -352,6 +352,10 @@ def print_stream(s: Stream, console: Console, show: int | None = None,
     with fixed widths), then the final ring, the totals and the notes; ``show``: that frame's
     buffers and skb. Memory stays flat whatever the number of frames."""
     totals = new_totals(s.kernel, s.config)
+    if summary_only and show is None:  # the totals alone: no row to print
+        totals.add_all(s.records)
+        console.print(_totals_line(totals))
+        return totals
     if not summary_only:
         console.print(_header(s))
         console.print()

@@ -109,18 +109,19 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
     has been yielded, as tcpdump prints them before its error. A capture of another link type
     than Ethernet gives Ethernet frames (``cooked`` records how; see the module docstring).
     ``before_read``: called before each read from the stream (a live feed: the caller flushes
-    the output it has made so far, before the read may wait for the next packets)."""
+    the output it has made so far, before the read may wait for the next packets). The file
+    header is read and checked at the call; the records as they are asked for (the reader is
+    returned, not wrapped in another generator: a replay takes every frame through it)."""
     reads = _Reads(stream, before_read)
     cooked = cooked if cooked is not None else Cooked()
     if not reads.fill(4):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS:
-        yield from _pcap(reads, name, PCAP_MAGICS[magic], data, cooked)
-    elif magic == PCAPNG_SHB:
-        yield from _pcapng(reads, name, data, cooked)
-    else:
-        raise InputError(f"{name} is not a pcap or pcapng capture")
+        return _pcap(reads, name, PCAP_MAGICS[magic], data, cooked)
+    if magic == PCAPNG_SHB:
+        return _pcapng(reads, name, data, cooked)
+    raise InputError(f"{name} is not a pcap or pcapng capture")
 
 
 CHUNK = 1 << 20  # bytes read at a time

@@ -16,13 +16,14 @@ import io
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Union
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
-from vnetrx.replay.capture import Cooked, Frame, is_capture, read_capture
+from vnetrx.replay.capture import Cooked, is_capture, read_capture
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -222,6 +223,17 @@ class BeyondMtu:
                 "read long TCP/UDP frames as GSO")
 
 
+def nonempty(items: Iterable[Item], empty: Callable[[], Exception]) -> Iterator[Item]:
+    """``items``, or ``empty()`` raised when the first is asked for and there is none (a
+    compiled generator: a replay's frames pass through it one by one)."""
+    it = iter(items)
+    first = next(it, None)
+    if first is None:
+        raise empty()
+    yield first
+    yield from it
+
+
 def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
@@ -229,32 +241,38 @@ def _open(path: str) -> io.BufferedReader:
 def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
              cooked: Cooked, before_read: Callable[[], None] | None,
              keep: Keep | None) -> Iterator[int]:
-    """The wire lengths of a capture's frames, read as they are needed."""
-    for frame in _captured(stream, name, damage, cooked, before_read, keep, keep is not None):
-        yield frame.length
+    """The wire lengths of a capture's frames, read as they are needed (each frame handed to
+    ``keep`` first)."""
+    with _reading(stream, name, damage):
+        for index, frame in enumerate(read_capture(stream, name, data=keep is not None,
+                                                   cooked=cooked, before_read=before_read)):
+            if keep is not None:
+                keep(index, frame.length, frame.data, False, (), frame.time)
+            yield frame.length
 
 
 def _derived(stream: io.BufferedReader, name: str, derive: Derive,
              damage: list[DamagedInput] | None, cooked: Cooked,
              before_read: Callable[[], None] | None,
              keep: Keep | None) -> Iterator[tuple[int, VnetHdr | None]]:
-    """Each captured frame's wire length and the header ``derive`` gives it."""
-    for frame in _captured(stream, name, damage, cooked, before_read, keep, True):
-        yield frame.length, derive(frame.length, frame.data)
-
-
-def _captured(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
-              cooked: Cooked, before_read: Callable[[], None] | None, keep: Keep | None,
-              data: bool) -> Iterator[Frame]:
-    """A capture's frames (``data``: with their bytes), each handed to ``keep`` first; damage
-    after whole records is kept in ``damage`` (the replay goes on with what was read), a read
-    error is an InputError, and the file is closed at the end."""
-    try:
-        for index, frame in enumerate(read_capture(stream, name, data=data, cooked=cooked,
+    """Each captured frame's wire length and the header ``derive`` gives it (each frame handed
+    to ``keep`` first)."""
+    with _reading(stream, name, damage):
+        for index, frame in enumerate(read_capture(stream, name, data=True, cooked=cooked,
                                                    before_read=before_read)):
             if keep is not None:
                 keep(index, frame.length, frame.data, False, (), frame.time)
-            yield frame
+            yield frame.length, derive(frame.length, frame.data)
+
+
+@contextmanager
+def _reading(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None
+             ) -> Iterator[None]:
+    """Around the reading of a capture: damage after whole records is kept in ``damage`` (the
+    replay goes on with what was read), a read error is an InputError, and the file is closed
+    at the end."""
+    try:
+        yield
     except DamagedInput as exc:
         if damage is None or not exc.read:
             raise

@@ -88,6 +88,8 @@ def buffers_needed(
 def _mergeable_buffers(posted: deque[Posted] | tuple[Posted, ...], need: int, room: int
                        ) -> int | None:
     """How many of the oldest posted buffers (each ``room`` bytes short) hold ``need`` bytes."""
+    if posted and posted[0].buf.len - room >= need:  # most frames: the first is enough
+        return 1
     covered = 0
     for count, p in enumerate(posted, 1):
         covered += p.buf.len - room
@@ -97,7 +99,7 @@ def _mergeable_buffers(posted: deque[Posted] | tuple[Posted, ...], need: int, ro
 
 
 def _stall(cfg: RingConfig, state: RingState, index: int, frame_len: int) -> VnetrxError:
-    posted = sum(length * n for length, n in state.lens.items())
+    posted = sum(length * n for length, n in state.posted_lens().items())
     return VnetrxError(
         f"rx stall at frame {index}: {cfg.hdr_len + frame_len} bytes (header + frame) need more "
         f"than the {len(state.posted)} posted buffer(s) hold ({posted} bytes); "
@@ -119,6 +121,8 @@ class _Run:
         self.c = ring_config(k, cfg)
         viewer = Viewer(k, cfg)
         self.view: Callable[[RingState], RingView] | None = viewer if rings else None
+        if not rings:  # no per-frame ring view: the posted lengths are counted when asked
+            state.stop_counting()
         # resolved once: a replay asks these per frame
         self.traces = want_trace is not no_frame
         self.mergeable, self.hdr_len = cfg.device.mergeable, self.c.hdr_len
@@ -126,35 +130,61 @@ class _Run:
         self.good_packet_len = self.c.good_packet_len
         self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
         self.decisions: dict[tuple[VnetHdr | None, tuple[int, ...]], Decision] = {}
+        self.single: dict[int, Decision] = {}  # see ``decided``
 
     # --- one frame -------------------------------------------------------------------------
-    def decide(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
+    def decide(self, index: int, frame_len: int, hdr: VnetHdr | None,
+               used: tuple[Posted, ...], poll: int | None,
                shown: tuple[Posted, ...]) -> FrameRecord:
         """receive_buf on the buffers the frame used (``shown``: the buffer a device-dropped
         small frame would have had), from the plan layer; the narrated trace when wanted. The
         record's ring (and, for a poll's last frame, its refill) is filled in by the caller."""
-        index, frame_len, hdr = arrival
         state = self.state
         state.num_free += len(used)
         before = state.ewma
-        # nothing in a decision depends on where the buffers are, only on the frame's length,
-        # its header and the buffers' lengths and contiguity: each such geometry is decided once
-        key = (hdr, _geometry(frame_len, shown))
-        decision = self.decisions.get(key)
-        if decision is None:
-            if len(self.decisions) >= DECISIONS_KEPT:
-                self.decisions.clear()  # a bound on memory, not a cache policy
-            if self.c.xdp is not None:
-                decision = self._xdp_decision(frame_len, hdr, shown)
-            else:
-                decision = self._decision(frame_len, hdr, shown)
-            self.decisions[key] = decision
+        decision = self.decided(frame_len, hdr, shown)
         if decision.moves_ewma:
             state.ewma = ewma_pkt_len_add(before, frame_len)  # head_skb->len before eth pull
         trace = None
         if self.traces and self.want_trace(index):
-            trace = self._trace(arrival, used, poll, shown, before)
-        return self._record(arrival, used, poll, decision, before, trace)
+            trace = self._trace(frame_len, hdr, used, poll, shown, before)
+        # the frame's record; its ring and refill are the poll's to fill in
+        if self.mergeable:
+            return FrameRecord(index, frame_len, poll, used, decision, before, state.ewma, None,
+                               None, trace)
+        return FrameRecord(index, frame_len, poll, used, decision, None, None, None, None, trace)
+
+    def decided(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
+                ) -> Decision:
+        """The decision of this geometry: nothing in one depends on where the buffers are, only
+        on the frame's length, its header and the buffers' lengths and contiguity, so each
+        geometry is decided once. The commonest, a frame without a header in one buffer, is
+        kept by one int (its length and the buffer's), the others by a tuple."""
+        single = hdr is None and len(shown) == 1
+        if single:
+            small_key = frame_len << 32 | shown[0].buf.len
+            decision = self.single.get(small_key)
+            if decision is not None:
+                return decision
+            key: tuple[VnetHdr | None, tuple[int, ...]] = (None, ())
+        else:
+            small_key = 0
+            key = (hdr, _geometry(frame_len, shown))
+            found = self.decisions.get(key)
+            if found is not None:
+                return found
+        if len(self.decisions) + len(self.single) >= DECISIONS_KEPT:
+            self.decisions.clear()  # a bound on memory, not a cache policy
+            self.single.clear()
+        if self.c.xdp is not None:
+            decision = self._xdp_decision(frame_len, hdr, shown)
+        else:
+            decision = self._decision(frame_len, hdr, shown)
+        if single:
+            self.single[small_key] = decision
+        else:
+            self.decisions[key] = decision
+        return decision
 
     def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                   ) -> Decision:
@@ -171,15 +201,15 @@ class _Run:
         d = deliver_with(c, p, hdr, narrate=False)  # a record shows no checks
         skb = _without_frags(d.skb, self.frags)
         return Decision(
-            "drop" if skb is None else p.outcome,
-            None if d.reason is None else str(d.reason),
-            None if d.reason is None else COUNTER[d.reason],
-            skb,
-            None if skb is None else p.allocations,
-            None if skb is None else p.copy,
-            p.frag_list_skbs,
+            outcome="drop" if skb is None else p.outcome,
+            reason=None if d.reason is None else str(d.reason),
+            counter=None if d.reason is None else COUNTER[d.reason],
+            skb=skb,
+            allocations=None if skb is None else p.allocations,
+            bytes_copied=None if skb is None else p.copy,
+            frag_list=p.frag_list_skbs,
             # receive_mergeable adds every skb it built, receive_buf's own drops included
-            self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
+            moves_ewma=self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
         )
 
     def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
@@ -189,10 +219,11 @@ class _Run:
         EWMA, which does not size XDP buffers, is left out."""
         c = virtio_net.for_frame(self.c, self._frame(frame_len, hdr, shown))
         r = xdp_received(c, frame_len, False)  # a record shows no checks
-        return Decision(r.outcome, None if r.reason is None else str(r.reason), r.counter,
-                        _without_frags(r.skb, self.frags),
-                        None if r.cost is None else r.cost.allocations,
-                        None if r.cost is None else r.cost.bytes_copied, 0, False)
+        return Decision(outcome=r.outcome, reason=None if r.reason is None else str(r.reason),
+                        counter=r.counter, skb=_without_frags(r.skb, self.frags),
+                        allocations=None if r.cost is None else r.cost.allocations,
+                        bytes_copied=None if r.cost is None else r.cost.bytes_copied,
+                        frag_list=0, moves_ewma=False)
 
     def _frame(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                ) -> RxFrame:
@@ -200,27 +231,8 @@ class _Run:
         index = shown[0].seq % self.cfg.device.ring_size if shown else 0
         return RxFrame(frame_len, hdr, index, tuple(p.buf for p in shown))
 
-    def _record(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
-                d: Decision, ewma_before: int, trace: Trace | None) -> FrameRecord:
-        """The frame's record; its ring and refill are the poll's to fill in."""
-        index, frame_len, _hdr = arrival
-        mergeable_ = self.mergeable
-        return FrameRecord(
-            index,
-            frame_len,
-            poll,
-            used,
-            d,
-            ewma_before if mergeable_ else None,
-            self.state.ewma if mergeable_ else None,
-            None,
-            None,
-            trace,
-        )
-
-    def _trace(self, arrival: Arrival, used: tuple[Posted, ...], poll: int | None,
-               shown: tuple[Posted, ...], ewma: int) -> Trace:
-        _index, frame_len, hdr = arrival
+    def _trace(self, frame_len: int, hdr: VnetHdr | None, used: tuple[Posted, ...],
+               poll: int | None, shown: tuple[Posted, ...], ewma: int) -> Trace:
         setup = self.cfg.device._replace(ewma=ewma if self.mergeable else None)
         trace = trace_virtio(self.k, setup, self._frame(frame_len, hdr, shown))
         return trace._replace(steps=self._ring_steps(frame_len, used, poll) + trace.steps)
@@ -302,8 +314,8 @@ class _Run:
         decide, take, view, state = self.decide, used.popleft, self.view, self.state
         count = min(self.cfg.budget, len(used))
         for n in range(1, count + 1):
-            arrival, taken = take()
-            record = decide(arrival, taken, poll, taken)
+            (index, frame_len, hdr), taken = take()
+            record = decide(index, frame_len, hdr, taken, poll, taken)
             if view is not None and n < count:  # the last one's ring is after the refill
                 record.ring = view(state)
             out.append(record)
@@ -328,7 +340,8 @@ class _Run:
                 break
             arriving.popleft()
             if count == 0:  # small mode, too long: QEMU drops it and uses no buffer
-                record = self.decide(arrival, (), None, (state.posted[0],))
+                record = self.decide(arrival[0], arrival[1], arrival[2], (), None,
+                                     (state.posted[0],))
                 if self.view is not None:
                     record.ring = self.view(state)
                 dropped.append(record)
@@ -396,7 +409,7 @@ class _BigRun(_Run):
         while arriving:
             arrival = arriving.popleft()
             if arrival[1] > capacity:
-                dropped.append(self.decide(arrival, (), None, ()))
+                dropped.append(self.decide(arrival[0], arrival[1], arrival[2], (), None, ()))
                 continue
             used.append((arrival, ()))
         return dropped
@@ -457,8 +470,57 @@ def feed(
     Frames arrive ``cfg.batch`` at a time (or ``cfg.polls``' sizes, in order): the device writes
     a batch into the posted buffers (in order, each frame whole), then NAPI polls (at most
     ``budget`` frames each, the refill check after each) until the batch is received."""
-    mode = ring_config(k, cfg).mode
-    run = (_BigRun if mode == "big" else _Run)(k, cfg, state, want_trace, rings, frags)
+    if ring_config(k, cfg).mode == "big":
+        return _batched(_BigRun(k, cfg, state, want_trace, rings, frags), frames, first_index)
+    run = _Run(k, cfg, state, want_trace, rings, frags)
+    if cfg.batch == 1 and not cfg.polls:
+        return _one_by_one(run, iter(frames), first_index)
+    return _batched(run, frames, first_index)
+
+
+def _one_by_one(run: _Run, source: Iterator[int | tuple[int, VnetHdr | None]],
+                first_index: int) -> Iterator[FrameRecord]:
+    """``feed`` with batches of one frame (the default): the device writes a frame, a NAPI poll
+    receives it and checks for a refill, then the next frame comes; the same steps as
+    ``_batched``'s, without its queues (a replay's per-frame cost)."""
+    state, cfg = run.state, run.cfg
+    mergeable, hdr_len, room = run.mergeable, run.hdr_len, run.room
+    good_packet_len, view = run.good_packet_len, run.view
+    index = first_index
+    for item in source:
+        if isinstance(item, int):
+            length, hdr = item, None
+        else:
+            length, hdr = item
+        if not 0 <= length <= MAX_FRAME_LEN:  # 0: a header-only write (a short packet)
+            raise InputError(f"frame {index - first_index}: length {length} out of range "
+                             f"(valid: 0..{MAX_FRAME_LEN})")
+        posted = state.posted
+        if mergeable:
+            count = _mergeable_buffers(posted, hdr_len + length, room)
+        elif not posted:
+            count = None
+        else:
+            count = 0 if length > good_packet_len else 1
+        if count is None:
+            raise _stall(cfg, state, index, length)
+        if count == 0:  # small mode, too long: QEMU drops it and uses no buffer
+            record = run.decide(index, length, hdr, (), None, (posted[0],))
+            if view is not None:
+                record.ring = view(state)
+        else:
+            taken = state.take(count)
+            state.polls += 1  # virtnet_poll → virtnet_receive: this frame, then the refill
+            record = run.decide(index, length, hdr, taken, state.polls, taken)
+            run.refill_check(record)
+        yield record
+        index += 1
+
+
+def _batched(run: _Run, frames: Iterable[int | tuple[int, VnetHdr | None]],
+             first_index: int) -> Iterator[FrameRecord]:
+    """``feed`` with batches of more than one frame, --polls' sizes, or big mode's chains."""
+    state, cfg = run.state, run.cfg
     pending: dict[int, FrameRecord] = {}
     next_out = first_index
     source = iter(frames)

@@ -126,7 +126,7 @@ class Viewer:
             cursor.size,
             len(posted),
             state.num_free,
-            tuple(sorted(state.lens.items())),
+            tuple(sorted(state.posted_lens().items())),
             posted[0] if posted else None,
             state.polls,
             state.fills,

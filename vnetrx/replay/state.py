@@ -78,13 +78,17 @@ class RingState:
     order), the page cursor buffers are carved from, the EWMA and the counters. Mutable, and
     every operation on it is O(1) per buffer: a replay of 10^7 frames never scans the ring."""
 
-    __slots__ = ("alloc", "ewma", "fills", "lens", "next_seq", "num_free", "polls", "posted")
+    __slots__ = ("alloc", "counting", "ewma", "fills", "lens", "next_seq", "num_free", "polls",
+                 "posted")
 
     def __init__(self, num_free: int = 0) -> None:
         self.posted: deque[Posted] = deque()
         # posted buffers by length (a dict, not a Counter: compiled, a dict's item access is
-        # direct, a Counter's goes through its Python methods)
+        # direct, a Counter's goes through its Python methods), kept as buffers come and go
+        # while ``counting``; otherwise ``posted_lens`` counts them when asked (a replay that
+        # shows no per-frame ring asks once, at its end)
         self.lens: dict[int, int] = {}
+        self.counting = True
         self.ewma = 0  # rq->mrg_avg_pkt_len (mergeable); stays 0 in small mode
         self.alloc = PageCursor()  # rq->alloc_frag / the page_pool
         self.next_seq = 0
@@ -94,22 +98,39 @@ class RingState:
 
     def post(self, buffers: tuple[Posted, ...]) -> None:
         self.posted.extend(buffers)
-        lens = self.lens
-        for p in buffers:
-            lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
+        if self.counting:
+            lens = self.lens
+            for p in buffers:
+                lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
 
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""
-        posted, lens = self.posted, self.lens
+        posted = self.posted
         taken = (posted.popleft(),) if count == 1 else tuple([posted.popleft()
                                                               for _ in range(count)])
-        for p in taken:
-            left = lens[p.buf.len] - 1
-            if left:
-                lens[p.buf.len] = left
-            else:
-                del lens[p.buf.len]
+        if self.counting:
+            lens = self.lens
+            for p in taken:
+                left = lens[p.buf.len] - 1
+                if left:
+                    lens[p.buf.len] = left
+                else:
+                    del lens[p.buf.len]
         return taken
+
+    def stop_counting(self) -> None:
+        """From now on ``posted_lens`` counts the posted buffers only when asked."""
+        self.counting = False
+        self.lens = {}
+
+    def posted_lens(self) -> dict[int, int]:
+        """The posted buffers by length."""
+        if self.counting:
+            return self.lens
+        lens: dict[int, int] = {}
+        for p in self.posted:
+            lens[p.buf.len] = lens.get(p.buf.len, 0) + 1
+        return lens
 
 
 class RingView(NamedTuple):
@@ -130,39 +151,78 @@ class RingView(NamedTuple):
     fills: int
 
 
-class Decision(NamedTuple):
+class Decision(Value):
     """What receive_buf made of a frame: nothing that depends on where its buffers are (the
     skb without its frags' pages and offsets), so frames alike in length, header and buffer
-    lengths share one (vnetrx/replay/napi.py decides each such geometry once)."""
+    lengths share one (vnetrx/replay/napi.py decides each such geometry once). Immutable; a
+    plain class (vnetrx/values.py): a replay of random lengths makes one every few frames."""
 
-    outcome: str  # "build_skb" | "copy" | "drop"
-    reason: str | None  # why it was dropped
-    counter: str | None  # the device counter the drop moved
-    skb: Skb | None  # as napi_gro_receive sees it, without its frags (a trace lists them; by
-    # size only for GRO over the replay: feed(frags=True))
-    allocations: int | None  # Cost.allocations, bytes_copied (None on a drop)
-    bytes_copied: int | None
-    frag_list: int  # skbs chained on the head's frag_list
-    moves_ewma: bool  # ewma_pkt_len_add ran (mergeable: an skb was built)
+    __slots__ = ("allocations", "bytes_copied", "counter", "frag_list", "moves_ewma",
+                 "outcome", "reason", "skb")
+    _names = ("outcome", "reason", "counter", "skb", "allocations", "bytes_copied",
+              "frag_list", "moves_ewma")
+
+    def __init__(self, outcome: str, reason: str | None, counter: str | None, skb: Skb | None,
+                 allocations: int | None, bytes_copied: int | None, frag_list: int,
+                 moves_ewma: bool) -> None:
+        self.outcome: Final = outcome  # "build_skb" | "copy" | "drop"
+        self.reason: Final = reason  # why it was dropped
+        self.counter: Final = counter  # the device counter the drop moved
+        # as napi_gro_receive sees it, without its frags (a trace lists them; by size only for
+        # GRO over the replay: feed(frags=True))
+        self.skb: Final = skb
+        # Cost.allocations, bytes_copied (None on a drop)
+        self.allocations: Final = allocations
+        self.bytes_copied: Final = bytes_copied
+        self.frag_list: Final = frag_list  # skbs chained on the head's frag_list
+        self.moves_ewma: Final = moves_ewma  # ewma_pkt_len_add ran (mergeable: an skb was built)
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.outcome, self.reason, self.counter, self.skb, self.allocations,
+                self.bytes_copied, self.frag_list, self.moves_ewma)
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a replay per frame
 class FrameRecord:
     """One frame of a replay: the buffers it used, its ``decision`` (shared with the frames
     alike in geometry), ``trace`` (the narrated trace, with the ring steps) only for the frames
     asked for; ``ring`` unless the replay was asked not to keep it (the compact rows and the
-    totals do not show it)."""
+    totals do not show it). Mutable (its poll fills in ``refill`` and ``ring``), and a plain
+    class, equal by its fields: compiled, mypyc makes it a native class, made in tens of ns (a
+    dataclass's generated ``__init__`` runs as Python, ~0.5 us a frame)."""
 
-    index: int
-    frame_len: int
-    poll: int | None  # the NAPI poll that received it (None: the device dropped it)
-    buffers: tuple[Posted, ...]  # the posted buffers the device filled (num_buffers of them)
-    decision: Decision
-    ewma_before: int | None
-    ewma_after: int | None
-    refill: Fill | None  # the refill that ended this frame's poll, if any
-    ring: RingView | None  # after this frame and that refill
-    trace: Trace | None = None
+    __slots__ = ("buffers", "decision", "ewma_after", "ewma_before", "frame_len", "index",
+                 "poll", "refill", "ring", "trace")
+
+    def __init__(self, index: int, frame_len: int, poll: int | None,
+                 buffers: tuple[Posted, ...], decision: Decision, ewma_before: int | None,
+                 ewma_after: int | None, refill: Fill | None, ring: RingView | None,
+                 trace: Trace | None = None) -> None:
+        self.index = index
+        self.frame_len = frame_len
+        self.poll = poll  # the NAPI poll that received it (None: the device dropped it)
+        self.buffers = buffers  # the posted buffers the device filled (num_buffers of them)
+        self.decision = decision
+        self.ewma_before = ewma_before
+        self.ewma_after = ewma_after
+        self.refill = refill  # the refill that ended this frame's poll, if any
+        self.ring = ring  # after this frame and that refill
+        self.trace = trace
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.index, self.frame_len, self.poll, self.buffers, self.decision,
+                self.ewma_before, self.ewma_after, self.refill, self.ring, self.trace)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, FrameRecord)
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        names = ("index", "frame_len", "poll", "buffers", "decision", "ewma_before",
+                 "ewma_after", "refill", "ring", "trace")
+        fields = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._values(), strict=True))
+        return f"FrameRecord({fields})"
 
 
 @dataclass(frozen=True)

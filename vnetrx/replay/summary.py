@@ -4,7 +4,7 @@ skbs cost in all, in constant memory whatever the number of frames. Pure."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from vnetrx.replay.state import FrameRecord
@@ -23,15 +23,17 @@ class Totals:
         self.frame_bytes = 0
         self.delivered = 0
         self.delivered_bytes = 0  # frame bytes of the frames that became skbs
-        self.outcomes: Counter[str] = Counter()  # build_skb / copy
-        self.drops: Counter[str] = Counter()  # by reason ("device" for the device's own)
-        self.counters: Counter[str] = Counter()
+        # counts in dicts, not Counters: compiled, a dict's item access is direct, a Counter's
+        # goes through its Python methods
+        self.outcomes: dict[str, int] = {}  # build_skb / copy
+        self.drops: dict[str, int] = {}  # by reason ("device" for the device's own)
+        self.counters: dict[str, int] = {}
         self.bytes_copied = 0
         self.allocations = 0
         self.buffers = 0
         self.pages = 0  # backing pages touched: buffers are used in posting order, and their
         self._last_page = -1  # pages only grow, so a new page is one above the last
-        self.truesizes: Counter[int] = Counter()  # skb->truesize → frames (few distinct values)
+        self.truesizes: dict[int, int] = {}  # skb->truesize → frames (few distinct values)
         self.frag_list = 0  # skbs chained on a frag_list
         self.polls = 0  # the last NAPI poll a frame was received in (add() only)
 
@@ -55,6 +57,11 @@ class Totals:
                         None if d.skb is None else d.skb.truesize, d.allocations,
                         d.bytes_copied, buffers, d.frag_list)
 
+    def add_all(self, records: Iterable[FrameRecord]) -> None:
+        """Every frame of a replay, as it runs (a loop compiled with the rest of replay/)."""
+        for f in records:
+            self.add(f)
+
     def add_frames(self, frame_len: int, outcome: str, reason: str | None, counter: str | None,
                    truesize: int | None, allocations: int | None, bytes_copied: int | None,
                    buffers: int, frag_list: int, count: int = 1) -> None:
@@ -63,16 +70,17 @@ class Totals:
         self.frame_bytes += frame_len * count
         self.buffers += buffers * count
         if truesize is None:
-            self.drops[reason or "drop"] += count
+            why = reason or "drop"
+            self.drops[why] = self.drops.get(why, 0) + count
             if counter:
-                self.counters[counter] += count
+                self.counters[counter] = self.counters.get(counter, 0) + count
             return
         self.delivered += count
         self.delivered_bytes += frame_len * count
-        self.outcomes[outcome] += count
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
         self.bytes_copied += (bytes_copied or 0) * count
         self.allocations += (allocations or 0) * count
-        self.truesizes[truesize] += count
+        self.truesizes[truesize] = self.truesizes.get(truesize, 0) + count
         self.frag_list += frag_list * count
 
     def truesize(self) -> dict[str, Any]:

@@ -156,13 +156,22 @@ def carve_fresh(a: RxAllocator, length: int, mergeable: bool) -> Iterator[Posted
         yield buf
 
 
-class Carved(NamedTuple):
+class Carved(Value):
     """Posted buffers with what lets a plan skip walking them: prefix sums of their lengths and
-    runs of buffers that follow each other in the same page (which skb_coalesce_rx_frag merges)."""
+    runs of buffers that follow each other in the same page (which skb_coalesce_rx_frag merges).
+    Immutable; a plain class (vnetrx/values.py): a replay makes one per geometry it decides."""
 
-    buffers: tuple[PostedBuffer, ...]
-    prefix: tuple[int, ...]  # prefix[i] = total length of buffers[:i]
-    run: tuple[int, ...]  # run[i] = how many times contiguity breaks among buffers[0..i]
+    __slots__ = ("buffers", "prefix", "run")
+    _names = ("buffers", "prefix", "run")
+
+    def __init__(self, buffers: tuple[PostedBuffer, ...], prefix: tuple[int, ...],
+                 run: tuple[int, ...]) -> None:
+        self.buffers: Final = buffers
+        self.prefix: Final = prefix  # prefix[i] = total length of buffers[:i]
+        self.run: Final = run  # run[i] = how many times contiguity breaks among buffers[0..i]
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.buffers, self.prefix, self.run)
 
 
 class CarvedMemo(dict[int, Carved]):
@@ -201,6 +210,8 @@ def carved(alloc: RxAllocator, buffer_index: int, buf_len: int, need: int) -> Ca
 
 
 def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:
+    if len(buffers) == 1:  # most frames of a replay
+        return Carved(buffers=buffers, prefix=(0, buffers[0].len), run=(0,))
     prefix, run = [0], [0]
     for i, buf in enumerate(buffers):
         prefix.append(prefix[-1] + buf.len)
@@ -208,7 +219,7 @@ def carved_info(buffers: tuple[PostedBuffer, ...]) -> Carved:
             prev = buffers[i - 1]
             contiguous = prev.frag_index == buf.frag_index and prev.offset + prev.len == buf.offset
             run.append(run[-1] + (0 if contiguous else 1))
-    return Carved(buffers, tuple(prefix), tuple(run))
+    return Carved(buffers=buffers, prefix=tuple(prefix), run=tuple(run))
 
 
 def num_buffers(prefix: tuple[int, ...], total: int) -> int | None:
