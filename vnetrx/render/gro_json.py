@@ -10,21 +10,17 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from vnetrx.codec import REPLAY_GRO_ROW_SCHEMA
+from vnetrx.model import GroFlush
 from vnetrx.paths.gro import Delivered
 
-# each flush reason as a JSON string, by the reason's id (the entry holds the reason)
-_QUOTED: dict[int, tuple[object, str]] = {}
+# each flush reason as its JSON string
+_QUOTED: dict[str, str] = {f: json.dumps(str(f)) for f in GroFlush}
 
 
 def delivered_line(poll: int, d: Delivered) -> str:
     """``json.dumps(delivered_row(poll, d))``."""
     s = d.skb
-    known = _QUOTED.get(id(d.flush))
-    if known is None or known[0] is not d.flush:
-        if len(_QUOTED) >= 64:  # GroFlush has fewer: a bound on memory for any other
-            _QUOTED.clear()
-        known = _QUOTED[id(d.flush)] = (d.flush, json.dumps(str(d.flush)))
-    quoted = known[1]
+    quoted = _QUOTED[d.flush]
     frames = ", ".join([str(i) for i in d.frames])
     frags = ", ".join([str(f.size) for f in s.frags])
     members = ", ".join([f'{{"len": {m.len}, "truesize": {m.truesize}, '
