@@ -72,6 +72,13 @@ def test_a_tap_trace_does_use_construct_and_the_tap_path() -> None:
     assert loaded(setup, "construct", "vnetrx.paths.tun") == "construct,vnetrx.paths.tun"
 
 
+def test_replay_summary_into_a_pipe_does_not_import_rich() -> None:
+    """--summary's one line into a pipe or file is written plain; with colour it is rich's."""
+    argv = ("replay", "--len", "60x10,1514x3", "--mergeable", "--summary")
+    assert loaded(command(*argv), "rich") == ""
+    assert loaded(command("--color", "always", *argv), "rich") == "rich"
+
+
 def test_text_trace_does_use_rich() -> None:
     """The check above can fail: the text path really loads rich."""
     assert loaded(command("trace", "--len", "1000"), "rich") == "rich"

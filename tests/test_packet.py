@@ -142,6 +142,24 @@ def test_transport_of_captured_frames() -> None:
     assert transport_of(bytes(60)).l4 is None and transport_of(b"").l4 is None
 
 
+def test_derive_is_given_enough_of_a_frame_for_the_longest_headers() -> None:
+    """A replay that derives headers from a capture copies only DERIVE_HEAD bytes of each
+    frame: transport_of of the longest headers it reads (two VLAN tags, a 60-byte IPv4 header,
+    a 60-byte TCP header) finds the same there as in the whole frame."""
+    from vnetrx.packet import transport_of
+    from vnetrx.replay.frames import DERIVE_HEAD
+
+    frame = bytearray(build_frame(1514, "tcp4", 40))  # TCP: 20 + 40 option bytes
+    ip = bytes(frame[14:34]) + bytes(40)  # IPv4 with 40 option bytes: IHL 15
+    frame = (frame[:12] + bytes.fromhex("88a8000a 8100 0014 0800") + bytes([0x4F])
+             + ip[1:] + frame[34:])
+    h = transport_of(bytes(frame))
+    assert (h.l4, h.network, h.transport, h.transport_len) == ("tcp4", 22, 82, 60)
+    assert h.end == 142 <= DERIVE_HEAD
+    assert transport_of(bytes(frame[:DERIVE_HEAD])) == h
+    assert transport_of(bytes(frame[:h.transport + 12])).l4 is None  # the data offset is read
+
+
 def test_capture_headers() -> None:
     """A host's tap: frames up to MTU + Ethernet header get NEEDS_CSUM; longer ones are GSO,
     gso_size the MTU less the IP and TCP headers (1500 - 20 - 32 with timestamps = 1448)."""

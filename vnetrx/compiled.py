@@ -1,8 +1,8 @@
 """What setup.py compiles with mypyc, and what this installation runs compiled.
 
 The modules a replay or a sweep runs per frame: replay's ring model and reader, the virtio-net
-plans, the skb and virtio_net_hdr helpers they call, GRO (``replay --gro``), and the row
-writers. Compiled from the same
+plans, the skb and virtio_net_hdr helpers they call, GRO (``replay --gro``), the row
+writers, and the signal check every frame passes (``stop.items``). Compiled from the same
 source (mypyc turns the type hints ``mypy --strict`` checks into C), a replay and a sweep run
 about twice as fast; without a C compiler, with VNETRX_PURE=1 and in editable installs they stay
 plain Python, with the same output (issue 15; benchmarks/ measure both). Everything else stays
@@ -22,7 +22,7 @@ COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.t
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
                     "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
                     "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.gro_json",
-                    "vnetrx.render.replay_json",
+                    "vnetrx.render.replay_json", "vnetrx.stop",
                     "vnetrx.sweep", "vnetrx.sweep_gro",
                     "vnetrx.values")
 

@@ -323,9 +323,14 @@ def test_summary_text_and_json(runner: CliRunner) -> None:
     doc = json.loads(runner.invoke(cli, ["replay", *SEQ, "--summary", "--json"]).stdout)
     assert (doc["schema"], doc["frames"], doc["frame_bytes"]) == (
         "vnetrx.replay-summary/1", 13, 11 * 60 + 9014 + 9018)
-    # the last line of the text table is the same totals
+    # the text table (rich) ends with the same totals line, word for word, as the plain line
+    # --summary writes into a pipe; with colour --summary prints rich's, in bold
     table = runner.invoke(cli, ["replay", *SEQ]).stdout
-    assert any(line.startswith("totals: 13 frames") for line in table.splitlines())
+    assert text.stdout.endswith("\n") and text.stdout.count("\n") == 1
+    assert text.stdout[:-1] in table.splitlines()
+    coloured = runner.invoke(cli, ["--color", "always", "replay", *SEQ, "--summary"]).stdout
+    assert coloured.startswith("\x1b[1mtotals: ")
+    assert coloured.replace("\x1b[1m", "").replace("\x1b[0m", "") == text.stdout
 
 
 def _long_capture(tmp_path: Path) -> Path:

@@ -76,16 +76,24 @@ class Trickle(io.RawIOBase):
         return len(chunk)
 
 
-@pytest.mark.parametrize("reader", ["file", "trickle", "buffered trickle"])
-def test_frames_keep_their_bytes(reader: str) -> None:
+def on_disk(tmp_path: Any, data: bytes) -> Any:
+    """``data`` as a regular file opened as ``--from`` opens one: read through mmap."""
+    path = tmp_path / "capture.pcap"
+    path.write_bytes(data)
+    return path.open("rb")
+
+
+@pytest.mark.parametrize("reader", ["file", "trickle", "buffered trickle", "mapped"])
+def test_frames_keep_their_bytes(reader: str, tmp_path: Any) -> None:
     """Every frame's bytes are its own, also after later reads have reused the read buffer;
     records of up to libpcap's 262144 bytes, and reads that end anywhere in a record."""
     sizes = [60, 9014, 1514, MAX_CAPLEN, 66, *[MAX_CAPLEN - 1] * 5, 1, 200]
     out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
     for i, size in enumerate(sizes):
         out += struct.pack("<IIII", 0, 0, size, size) + bytes([i + 1]) * size
-    stream: Any = {"file": io.BytesIO(out), "trickle": Trickle(out, 997),
-                   "buffered trickle": io.BufferedReader(Trickle(out, 4093))}[reader]
+    stream: Any = (on_disk(tmp_path, out) if reader == "mapped" else
+                   {"file": io.BytesIO(out), "trickle": Trickle(out, 997),
+                    "buffered trickle": io.BufferedReader(Trickle(out, 4093))}[reader])
     frames = list(read_capture(stream, "f"))  # all read before any is looked at
     assert [f.length for f in frames] == sizes
     for i, (frame, size) in enumerate(zip(frames, sizes, strict=True)):
@@ -105,13 +113,14 @@ def pcapng_of(sizes: list[int], order: str = "<", extra: bytes = b"") -> bytes:
 
 
 @pytest.mark.parametrize("order", ["<", ">"])
-@pytest.mark.parametrize("reader", ["file", "trickle"])
-def test_pcapng_frames_keep_their_bytes(order: str, reader: str) -> None:
+@pytest.mark.parametrize("reader", ["file", "trickle", "mapped"])
+def test_pcapng_frames_keep_their_bytes(order: str, reader: str, tmp_path: Any) -> None:
     """As for pcap: every frame's bytes its own, reads ending anywhere in a block, and a block
     (here a 2 MiB one vnetrx skips) larger than the 1 MiB read buffer."""
     sizes = [60, 9014, MAX_CAPLEN, 1, 1514]
     data = pcapng_of(sizes, order, extra=block(order, 0x0BAD, bytes(2 << 20)))
-    stream: Any = io.BytesIO(data) if reader == "file" else Trickle(data, 1021)
+    stream: Any = (io.BytesIO(data) if reader == "file" else on_disk(tmp_path, data)
+                   if reader == "mapped" else Trickle(data, 1021))
     frames = list(read_capture(stream, "f"))
     assert [f.length for f in frames] == sizes
     for i, (frame, size) in enumerate(zip(frames, sizes, strict=True)):
@@ -197,3 +206,74 @@ def test_pcapng_if_tsoffset_adds_seconds() -> None:
     epb = block("<", 6, struct.pack("<IIIII", 0, 0, 7, 60, 60) + bytes(60))
     (frame,) = read_capture(io.BytesIO(shb + _idb("<", opts) + epb), "f")
     assert frame.time == 100 * 10**9 + 7000
+
+
+# --- a regular file, read through mmap ------------------------------------------------------
+def test_mapped_file_across_its_windows(tmp_path: Any) -> None:
+    """A file of ~27 MB (three 8 MiB windows and more): every record whole, records that cross
+    a window's end included, the same as reading it through a buffer."""
+    sizes = [9014, 60, 1514, 4093, 262144] * 110
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for i, size in enumerate(sizes):
+        out += struct.pack("<IIII", 0, 0, size, size) + bytes([i % 251]) * size
+    assert len(out) > 3 * (8 << 20)
+    with on_disk(tmp_path, out) as stream:
+        got = [(f.length, f.data[:1], f.data[-1:]) for f in read_capture(stream, "f")]
+    assert got == [(size, bytes([i % 251]), bytes([i % 251])) for i, size in enumerate(sizes)]
+    with on_disk(tmp_path, out) as stream:
+        assert [f.length for f in read_capture(stream, "f", data=False)] == sizes
+
+
+def test_mapped_file_that_grows_is_read_to_its_new_end(tmp_path: Any) -> None:
+    """A capture still being written (tcpdump -w FILE running): the records appended after the
+    file was opened are read, as read() would reach them."""
+    first = pcap([(100, 100)] * 3)
+    path = tmp_path / "growing.pcap"
+    path.write_bytes(first)
+    with path.open("rb") as stream:
+        frames = read_capture(stream, "f")
+        assert next(frames).length == 100
+        with path.open("ab") as writer:
+            writer.write(struct.pack("<IIII", 0, 0, 1514, 1514) + bytes(1514))
+        assert [f.length for f in frames] == [100, 100, 1514]
+
+
+def test_mapped_file_cut_inside_a_record_names_the_file_offset(tmp_path: Any) -> None:
+    """Damage in a mapped file: the whole records before it, then the error with the byte
+    offset in the file (24-byte header, then records of 16 + 100 bytes)."""
+    from vnetrx.errors import DamagedInput
+
+    data = pcap([(100, 100)] * 3)[:-40]
+    with on_disk(tmp_path, data) as stream:
+        frames = read_capture(stream, "f")
+        assert [next(frames).length for _ in range(2)] == [100, 100]
+        with pytest.raises(DamagedInput, match=r"record 2 at byte 256 "):
+            next(frames)
+
+
+def test_mapped_file_read_from_where_the_stream_is(tmp_path: Any) -> None:
+    """A stream already read past a prefix (peek does not move it) is read on from its
+    position (through reads, not the mapping, which starts at the file's start)."""
+    data = pcap([(60, 60), (70, 70)])
+    path = tmp_path / "prefixed.bin"
+    path.write_bytes(b"JUNK" * 3 + data)
+    with path.open("rb") as stream:
+        stream.read(12)
+        assert [f.length for f in read_capture(stream, "f")] == [60, 70]
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "mapped pcap"])
+def test_head_keeps_the_first_bytes_of_each_frame(kind: str, tmp_path: Any) -> None:
+    """``head``: a reader of headers gets each frame's first ``head`` bytes (all of a shorter
+    one), the wire length unchanged."""
+    sizes = [60, 99, 100, 101, 9014]
+    if kind == "pcapng":
+        data = pcapng_of(sizes)
+    else:
+        data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + b"".join(
+            struct.pack("<IIII", 0, 0, n, n) + bytes([i + 1]) * n for i, n in enumerate(sizes))
+    stream: Any = on_disk(tmp_path, data) if kind == "mapped pcap" else io.BytesIO(data)
+    frames = list(read_capture(stream, "f", head=100))
+    assert [f.length for f in frames] == sizes
+    assert [f.data for f in frames] == [bytes([i + 1]) * min(n, 100)
+                                       for i, n in enumerate(sizes)]

@@ -351,6 +351,15 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             summary["interrupted"] = True
         sys.stdout.write(dumps(summary))
         return _after(frames, totals.frames, beyond)
+    from vnetrx.render.totals_text import plain_stdout, totals_line
+
+    if o["summary"] and show is None and plain_stdout():  # one plain line: rich not loaded
+        from vnetrx.replay import new_totals
+
+        totals = new_totals(profile, config)
+        totals.add_all(stream.records)
+        sys.stdout.write(totals_line(totals) + "\n")
+        return _after(frames, totals.frames, beyond)
     from vnetrx.render.replay_text import print_stream
     from vnetrx.render.text import stdout_console
 

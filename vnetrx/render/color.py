@@ -32,7 +32,7 @@ def console_kwargs() -> dict[str, Any]:
         out = {"force_terminal": True, "no_color": False, "color_system": "standard"}
     elif MODE == "never":
         out = {"color_system": None, "no_color": True}
-    if not _is_terminal(sys.stdout):
+    if not is_terminal(sys.stdout):
         out["file"] = _TrimmedLines(sys.stdout)
         if not os.environ.get("COLUMNS"):
             out["width"] = FILE_WIDTH
@@ -66,7 +66,7 @@ class _TrimmedLines:
     def fileno(self) -> int:
         return int(self.stream.fileno())
 
-def _is_terminal(stream: Any) -> bool:
+def is_terminal(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # replaced or closed streams

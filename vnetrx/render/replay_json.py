@@ -236,13 +236,17 @@ class _Rows:
                 parts.clear()
             known = parts[id(d)] = (d, decision_part(d))
         used = f.buffers
-        if len(used) == 1:
-            buffers = self.buffer(used[0].buf)
-        else:
-            buffers = ", ".join([self.buffer(p.buf) for p in used])
         poll = "null" if f.poll is None else str(f.poll)
         ewma = "null" if f.ewma_after is None else str(f.ewma_after)
         refill = "null" if f.refill is None else str(len(f.refill.buffers))
+        if len(used) == 1:  # most frames: the one buffer written into the row's own string
+            b = used[0].buf
+            if b.frag_index != self.page:
+                self.page, self.page_label = b.frag_index, self.label(b.frag_index)
+            return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": '
+                    f'{f.frame_len}, "poll": {poll}, "buffers": [["{self.page_label}", '
+                    f'{b.offset}, {b.len}]], {known[1]}, "ewma": {ewma}, "refill": {refill}}}')
+        buffers = ", ".join([self.buffer(p.buf) for p in used])
         return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
                 f'"poll": {poll}, "buffers": [{buffers}], {known[1]}, "ewma": {ewma}, '
                 f'"refill": {refill}}}')

@@ -13,6 +13,7 @@ from rich.text import Text
 from vnetrx.model import Frag
 from vnetrx.render.tables import Table
 from vnetrx.render.text import buffer_map, skb_map
+from vnetrx.render.totals_text import LABEL
 from vnetrx.replay import (
     Fill,
     FrameRecord,
@@ -335,7 +336,7 @@ def _final_line(r: Ring, final: RingView | None, totals: Totals) -> Text:
 
 
 def _totals_line(totals: Totals) -> Text:
-    return Text("totals: ", style="bold") + Text(totals.line())
+    return Text(LABEL, style="bold") + Text(totals.line())
 
 
 BLOCK = 1000  # rows per table block when a replay is printed as it runs

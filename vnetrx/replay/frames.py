@@ -102,6 +102,10 @@ class Frames(NamedTuple):
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
+# the bytes of a frame a Derive is given (when nothing else reads them): more than the headers
+# packet.transport_of reads (Ethernet, two VLAN tags, a 60-byte IPv4 header and TCP's data
+# offset: 96 bytes; tests/replay/test_frames.py checks the longest)
+DERIVE_HEAD = 256
 # keep(index, length, data, whole, split, time): a frame's bytes, for a caller that reads them
 # (GRO): the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its
 # snaplen), a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; ()
@@ -203,13 +207,20 @@ class BeyondMtu:
 
     def watch(self, items: Iterable[Item]) -> Iterator[Item]:
         limit = self.mtu + VLAN_ETH_HLEN
-        for index, item in enumerate(items):
-            length, hdr = (item, None) if isinstance(item, int) else item
-            if length > limit and (hdr is None or not hdr.gso_type):
-                self.count += 1
-                if self.first is None:
-                    self.first = (index, length)
+        index = 0
+        for item in items:  # (every frame of a replay passes here: no tuple made per frame)
+            if isinstance(item, int):
+                if item > limit:
+                    self._beyond(index, item)
+            elif item[0] > limit and (item[1] is None or not item[1].gso_type):
+                self._beyond(index, item[0])
+            index += 1
             yield item
+
+    def _beyond(self, index: int, length: int) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = (index, length)
 
     def note(self) -> str | None:
         if self.first is None:
@@ -244,10 +255,14 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
     """The wire lengths of a capture's frames, read as they are needed (each frame handed to
     ``keep`` first)."""
     with _reading(stream, name, damage):
-        for index, frame in enumerate(read_capture(stream, name, data=keep is not None,
-                                                   cooked=cooked, before_read=before_read)):
-            if keep is not None:
-                keep(index, frame.length, frame.data, False, (), frame.time)
+        frames = read_capture(stream, name, data=keep is not None, cooked=cooked,
+                              before_read=before_read)
+        if keep is None:  # (the commonest replay: every frame passes here)
+            for frame in frames:
+                yield frame.length
+            return
+        for index, frame in enumerate(frames):
+            keep(index, frame.length, frame.data, False, (), frame.time)
             yield frame.length
 
 
@@ -258,8 +273,10 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
     """Each captured frame's wire length and the header ``derive`` gives it (each frame handed
     to ``keep`` first)."""
     with _reading(stream, name, damage):
+        # the headers alone when nothing else reads the bytes (their copy is most of a frame's)
         for index, frame in enumerate(read_capture(stream, name, data=True, cooked=cooked,
-                                                   before_read=before_read)):
+                                                   before_read=before_read,
+                                                   head=0 if keep is not None else DERIVE_HEAD)):
             if keep is not None:
                 keep(index, frame.length, frame.data, False, (), frame.time)
             yield frame.length, derive(frame.length, frame.data)
