@@ -277,3 +277,25 @@ def test_head_keeps_the_first_bytes_of_each_frame(kind: str, tmp_path: Any) -> N
     assert [f.length for f in frames] == sizes
     assert [f.data for f in frames] == [bytes([i + 1]) * min(n, 100)
                                        for i, n in enumerate(sizes)]
+
+
+def test_mapped_file_shortened_between_windows_ends_where_it_ends_now(tmp_path: Any) -> None:
+    """The size is read again when the reader moves on to the next 8 MiB: a capture cut short
+    meanwhile (inside record 127, the first past the first window) is damage at that record,
+    as a reader through read() would find it, not a read past the end of the file."""
+    from vnetrx.errors import DamagedInput
+
+    size = 65536
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + b"".join(
+        struct.pack("<IIII", 0, 0, size, size) + bytes([i % 251]) * size for i in range(140))
+    path = tmp_path / "shrinking.pcap"
+    path.write_bytes(data)
+    with path.open("rb") as stream:
+        frames = read_capture(stream, "f")
+        assert [next(frames).data[:1] for _ in range(127)][-1] == bytes([126])
+        at = 24 + 127 * (16 + size)  # record 127 begins here, past the first window (8 MiB)
+        assert at < 8 << 20 < at + 16 + size
+        with path.open("r+b") as writer:
+            writer.truncate(at + 100)
+        with pytest.raises(DamagedInput, match=f"record 127 at byte {at} "):
+            next(frames)

@@ -214,9 +214,10 @@ class _Mapped(_Reads):
     ``end`` is a window of WINDOW bytes that ``fill`` moves on, returning the pages behind it
     (MADV_DONTNEED: the resident memory stays flat, as with a reused buffer); a file that grew
     since it was mapped (tcpdump still writing it) is mapped again at its new size when the
-    window reaches the old end, as reads would go on to the new end of file. A file shortened
-    while it is read (which a reader through read() survives) is not guarded against: the
-    pages past its new end fault (SIGBUS)."""
+    window reaches the old end, as reads would go on to the new end of file. The size is read
+    again at each window, so a file shortened meanwhile ends there; one shortened while a
+    window of it is being parsed is not guarded against (its pages past the new end fault:
+    SIGBUS), which a reader through read() would survive."""
 
     __slots__ = ("dropped", "fd", "size")
 
@@ -237,13 +238,15 @@ class _Mapped(_Reads):
         if done - self.dropped >= WINDOW:  # the pages parsed: back to the page cache
             buf.madvise(mmap.MADV_DONTNEED, self.dropped, done - self.dropped)
             self.dropped = done
-        if self.pos + need > self.size:
-            grown = os.fstat(self.fd).st_size
-            if grown > self.size:  # (the old mapping goes when the last view of it does)
-                self.buf = mmap.mmap(self.fd, grown, access=mmap.ACCESS_READ)
-                self.view = memoryview(self.buf)
-                self.size = grown
-        self.end = min(self.size, self.pos + max(need, WINDOW))
+        # the file's size now, at each window (a cheap fstat every 8 MiB): a file that grew is
+        # mapped again (the old mapping goes when the last view of it does); one that shrank
+        # ends where it ends now, not where it was mapped
+        now = os.fstat(self.fd).st_size
+        if now > self.size:
+            self.buf = mmap.mmap(self.fd, now, access=mmap.ACCESS_READ)
+            self.view = memoryview(self.buf)
+        self.size = now
+        self.end = min(now, self.pos + max(need, WINDOW))
         return self.end - self.pos >= need
 
 
