@@ -214,7 +214,7 @@ class BeyondMtu:
                     self._beyond(index, item)
             elif item[0] > limit and (item[1] is None or not item[1].gso_type):
                 self._beyond(index, item[0])
-            index += 1
+            index += 1  # noqa: SIM113  (enumerate makes a tuple per frame)
             yield item
 
     def _beyond(self, index: int, length: int) -> None:
