@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.profiles import VIRTIO
@@ -279,3 +279,36 @@ def test_header_less_frames_are_planned_once_per_geometry() -> None:
     assert set(decided) == {(60, 1536), (60, 2048), (1514, 1536), (1514, 2048)}
     assert all(len(ids) == 1 for ids in decided.values()), decided
     assert len({i for ids in decided.values() for i in ids}) == 4
+
+
+_BUFFER = st.tuples(st.integers(0, 3), st.integers(0, 40000), st.integers(1, (1 << 20) - 1))
+
+
+@given(st.lists(st.tuples(st.integers(0, 65535), st.lists(_BUFFER, max_size=6)),
+                min_size=2, max_size=2))
+# the same geometry in other places (contiguous in page 0 / in page 3): one key
+@example([(3000, [(0, 0, 1536), (0, 1536, 1536)]), (3000, [(3, 64, 1536), (3, 1600, 1536)])])
+# a 0-byte frame in two buffers against a frame in one: the leading bit keeps them apart
+@example([(0, [(0, 0, 3), (0, 3, 5)]), (3 << 1 | 1 << 17, [(0, 0, 5)])])
+def test_geometry_keys_tell_geometries_apart(pair: list[tuple[int, list[Any]]]) -> None:
+    """Two frames share a decision key exactly when their lengths, buffer lengths and
+    contiguity (what a decision reads) are the same; a frame in one buffer gets the key
+    ``decided`` makes for it inline."""
+    from itertools import pairwise
+
+    from vnetrx.paths.virtio_net.buffers import PostedBuffer
+    from vnetrx.replay.napi import BUFFER_BITS, FIRST_BIT, _geometry
+    from vnetrx.replay.state import Posted
+
+    def shown(bufs: list[Any]) -> tuple[Posted, ...]:
+        return tuple(Posted(i, PostedBuffer(*b)) for i, b in enumerate(bufs))
+
+    def read(frame_len: int, bufs: list[Any]) -> tuple[object, ...]:  # what a decision reads
+        return (frame_len, tuple(b[2] for b in bufs),
+                tuple(a[0] == b[0] and a[1] + a[2] == b[1] for a, b in pairwise(bufs)))
+
+    (len_a, a), (len_b, b) = pair
+    same = read(len_a, a) == read(len_b, b)
+    assert (_geometry(len_a, shown(a)) == _geometry(len_b, shown(b))) == same
+    if len(a) == 1:
+        assert _geometry(len_a, shown(a)) == (FIRST_BIT | len_a) << BUFFER_BITS | a[0][2] << 1

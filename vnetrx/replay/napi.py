@@ -129,8 +129,9 @@ class _Run:
         self.refill_threshold = cfg.refill_threshold
         self.good_packet_len = self.c.good_packet_len
         self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
-        self.decisions: dict[tuple[VnetHdr | None, tuple[int, ...]], Decision] = {}
-        self.single: dict[int, Decision] = {}  # see ``decided``
+        # by geometry (``_geometry``'s int), and by header and geometry: see ``decided``
+        self.plain: dict[int, Decision] = {}
+        self.decisions: dict[tuple[VnetHdr, int], Decision] = {}
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, index: int, frame_len: int, hdr: VnetHdr | None,
@@ -158,32 +159,28 @@ class _Run:
                 ) -> Decision:
         """The decision of this geometry: nothing in one depends on where the buffers are, only
         on the frame's length, its header and the buffers' lengths and contiguity, so each
-        geometry is decided once. The commonest, a frame without a header in one buffer, is
-        kept by one int (its length and the buffer's), the others by a tuple."""
-        single = hdr is None and len(shown) == 1
-        if single:
-            small_key = frame_len << 32 | shown[0].buf.len
-            decision = self.single.get(small_key)
-            if decision is not None:
-                return decision
-            key: tuple[VnetHdr | None, tuple[int, ...]] = (None, ())
+        geometry is decided once. The geometry is one int (``_geometry``; a frame in one
+        buffer, the commonest, is made here); frames without a header are kept by it alone,
+        the others by (header, geometry)."""
+        if len(shown) == 1:  # _geometry of one buffer
+            geometry = (FIRST_BIT | frame_len) << BUFFER_BITS | shown[0].buf.len << 1
         else:
-            small_key = 0
-            key = (hdr, _geometry(frame_len, shown))
-            found = self.decisions.get(key)
-            if found is not None:
-                return found
-        if len(self.decisions) + len(self.single) >= DECISIONS_KEPT:
+            geometry = _geometry(frame_len, shown)
+        decision = (self.plain.get(geometry) if hdr is None
+                    else self.decisions.get((hdr, geometry)))
+        if decision is not None:
+            return decision
+        if len(self.decisions) + len(self.plain) >= DECISIONS_KEPT:
             self.decisions.clear()  # a bound on memory, not a cache policy
-            self.single.clear()
+            self.plain.clear()
         if self.c.xdp is not None:
             decision = self._xdp_decision(frame_len, hdr, shown)
         else:
             decision = self._decision(frame_len, hdr, shown)
-        if single:
-            self.single[small_key] = decision
+        if hdr is None:
+            self.plain[geometry] = decision
         else:
-            self.decisions[key] = decision
+            self.decisions[(hdr, geometry)] = decision
         return decision
 
     def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
@@ -437,20 +434,26 @@ def _sizes(frags: tuple[Frag, ...]) -> tuple[Frag, ...]:
     return tuple(Frag("", 0, f.size, f.truesize) for f in frags)
 
 
-def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> tuple[int, ...]:
+# _geometry's fields: a frame is at most MAX_FRAME_LEN (65535 < 2**17) bytes, a buffer's length
+# below 2**20 (buffers.carve_key); the leading bit keeps keys of different buffer counts apart
+FRAME_BITS, BUFFER_BITS = 17, 21
+FIRST_BIT = 1 << FRAME_BITS
+
+
+def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:
     """The frame's length, each buffer's length and whether it follows the one before in the
-    same page (skb_coalesce_rx_frag merges those): all a decision reads but the header."""
-    if len(shown) == 1:
-        return (frame_len, shown[0].buf.len)
-    key = [frame_len]
+    same page (skb_coalesce_rx_frag merges those): all a decision reads but the header, as one
+    int (hashed and compared as one number: a tuple is hashed anew at every lookup): a 1 bit,
+    the frame's length in FRAME_BITS, then per buffer its length and that bit in BUFFER_BITS."""
+    key = FIRST_BIT | frame_len
     prev = None
     for p in shown:
         b = p.buf
-        key.append(b.len)
-        if prev is not None:
-            key.append(prev.frag_index == b.frag_index and prev.offset + prev.len == b.offset)
+        follows = (prev is not None and prev.frag_index == b.frag_index
+                   and prev.offset + prev.len == b.offset)
+        key = key << BUFFER_BITS | b.len << 1 | follows
         prev = b
-    return tuple(key)
+    return key
 
 
 def feed(
