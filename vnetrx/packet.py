@@ -253,7 +253,7 @@ def read_frame(path: str) -> bytes:
                     f"{path}: the capture holds {len(first.data)} of the first frame's "
                     f"{first.length} bytes (its snaplen cut it); --frame needs all of them"
                 )
-            return first.data
+            return bytes(first.data)  # (copied by the reader: bytes, returned as they are)
         data = stream.read(MAX_FRAME + 1)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -299,3 +299,22 @@ def test_mapped_file_shortened_between_windows_ends_where_it_ends_now(tmp_path: 
             writer.truncate(at + 100)
         with pytest.raises(DamagedInput, match=f"record 127 at byte {at} "):
             next(frames)
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "mapped pcap", "trickle"])
+def test_views_of_the_frames_read_at_once(kind: str, tmp_path: Any) -> None:
+    """``copy`` False: each frame's bytes are a view of the reader's buffer, right when read
+    at once (before the next frame is asked for), across refills of the buffer too."""
+    sizes = [60, 9014, MAX_CAPLEN, 1, 1514] * 3
+    if kind == "pcapng":
+        data = pcapng_of(sizes)
+    else:
+        data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1) + b"".join(
+            struct.pack("<IIII", 0, 0, n, n) + bytes([i + 1]) * n for i, n in enumerate(sizes))
+    stream: Any = (on_disk(tmp_path, data) if kind == "mapped pcap" else
+                   Trickle(data, 1021) if kind == "trickle" else io.BytesIO(data))
+    seen = []
+    for frame in read_capture(stream, "f", copy=False):
+        assert isinstance(frame.data, memoryview)
+        seen.append((frame.length, frame.data.tobytes()))
+    assert seen == [(n, bytes([i + 1]) * n) for i, n in enumerate(sizes)]

@@ -57,9 +57,12 @@ class Frame(Value):
 
     __slots__ = ("data", "length", "time")
 
-    def __init__(self, length: int, data: bytes, time: int | None = None) -> None:
+    def __init__(self, length: int, data: bytes | memoryview, time: int | None = None
+                 ) -> None:
         self.length: Final = length  # on the wire
-        self.data: Final = data  # what the capture holds of it (all unless the snaplen cut it)
+        # what the capture holds of it (all unless the snaplen cut it): bytes, or a view into
+        # the reader's buffer (read_capture's ``copy`` False), valid until the next frame
+        self.data: Final = data
         # its record's time stamp in ns (pcap ts_sec/ts_usec or ts_nsec; pcapng EPB/PB in the
         # interface's if_tsresol units plus if_tsoffset); None: a Simple Packet Block has none,
         # and a pcap record read for its length alone (``data`` False) is not given one
@@ -105,11 +108,13 @@ class Cooked:
 
 def read_capture(stream: BinaryIO, name: str, data: bool = True,
                  cooked: Cooked | None = None,
-                 before_read: Callable[[], None] | None = None, head: int = 0
-                 ) -> Iterator[Frame]:
+                 before_read: Callable[[], None] | None = None, head: int = 0,
+                 copy: bool = True) -> Iterator[Frame]:
     """The frames of a pcap or pcapng capture, in order, as they are read (``data`` False:
     their lengths only, the bytes left out; ``head``: at most the first ``head`` bytes of each
-    Ethernet frame, for a caller that reads its headers alone: the payload is not copied). What libpcap 1.10 refuses is refused: a problem
+    Ethernet frame, for a caller that reads its headers alone: the payload is not copied;
+    ``copy`` False: an Ethernet frame's bytes are a memoryview into the reader's buffer, valid
+    until the next frame is asked for, for a caller that reads them at once and keeps none). What libpcap 1.10 refuses is refused: a problem
     in the file header is an ``InputError``; damage after it (a capture cut inside a record, a
     block whose lengths disagree) a ``DamagedInput`` raised once every whole record before it
     has been yielded, as tcpdump prints them before its error. A capture of another link type
@@ -125,9 +130,9 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS:
-        return _pcap(reads, name, PCAP_MAGICS[magic], data, cooked, head)
+        return _pcap(reads, name, PCAP_MAGICS[magic], data, cooked, head, copy)
     if magic == PCAPNG_SHB:
-        return _pcapng(reads, name, data, cooked, head)
+        return _pcapng(reads, name, data, cooked, head, copy)
     raise InputError(f"{name} is not a pcap or pcapng capture")
 
 
@@ -319,8 +324,8 @@ def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
         f"file\"); the {read} whole record(s) before it were read", read)
 
 
-def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head: int = 0
-          ) -> Iterator[Frame]:
+def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head: int = 0,
+          copy: bool = True) -> Iterator[Frame]:
     if not reads.fill(24):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     major, minor = struct.unpack_from(order + "HH", reads.buf, 4)
@@ -374,6 +379,8 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
             if ethernet:
                 if not data:
                     yield Frame(length, b"", time)
+                elif not copy:
+                    yield Frame(length, view[start:pos], time)
                 else:
                     yield Frame(length, bytes(view[start:pos if not head or caplen <= head
                                                    else start + head]), time)
@@ -405,8 +412,8 @@ class _Section:
         self.clocks: list[tuple[int, int]] = []
 
 
-def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked, head: int = 0
-            ) -> Iterator[Frame]:
+def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked, head: int = 0,
+            copy: bool = True) -> Iterator[Frame]:
     if not reads.fill(12):
         raise InputError(f"{name}: unreadable capture (it ends inside the section header)")
     bom = bytes(reads.view[8:12])
@@ -447,7 +454,7 @@ def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked, head: int = 0
         reads.pos = at + total
         if kind in (6, 3, 2):
             if s.link == LINKTYPE_ETHERNET:
-                yield _packet(kind, body, s, data, head)
+                yield _packet(kind, body, s, data, head, copy)
             else:
                 cooked.link = s.link
                 packet = _packet(kind, body, s, True)
@@ -585,7 +592,8 @@ def _read_options(opts: memoryview, order: str) -> str:
     return ""
 
 
-def _packet(kind: int, body: memoryview, s: _Section, data: bool, head: int = 0) -> Frame:
+def _packet(kind: int, body: memoryview, s: _Section, data: bool, head: int = 0,
+            copy: bool = True) -> Frame:
     """A packet block's frame (``_block`` has checked it)."""
     order = s.order
     time: int | None = None
@@ -602,4 +610,7 @@ def _packet(kind: int, body: memoryview, s: _Section, data: bool, head: int = 0)
                                          if 1_000_000_000 % per_second == 0
                                          else ticks * 1_000_000_000 // per_second)
     kept = caplen if not head or caplen <= head else head
-    return Frame(length, bytes(body[start:start + kept]) if data else b"", time)
+    if not data:
+        return Frame(length, b"", time)
+    return Frame(length, bytes(body[start:start + kept]) if copy else body[start:start + caplen],
+                 time)

@@ -262,7 +262,7 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
                 yield frame.length
             return
         for index, frame in enumerate(frames):
-            keep(index, frame.length, frame.data, False, (), frame.time)
+            keep(index, frame.length, _copied(frame.data), False, (), frame.time)
             yield frame.length
 
 
@@ -277,9 +277,16 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
         for index, frame in enumerate(read_capture(stream, name, data=True, cooked=cooked,
                                                    before_read=before_read,
                                                    head=0 if keep is not None else DERIVE_HEAD)):
+            data = _copied(frame.data)
             if keep is not None:
-                keep(index, frame.length, frame.data, False, (), frame.time)
-            yield frame.length, derive(frame.length, frame.data)
+                keep(index, frame.length, data, False, (), frame.time)
+            yield frame.length, derive(frame.length, data)
+
+
+def _copied(data: bytes | memoryview) -> bytes:
+    """A frame's bytes as read_capture copies them by default."""
+    assert isinstance(data, bytes)
+    return data
 
 
 @contextmanager
