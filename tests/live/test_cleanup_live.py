@@ -198,3 +198,47 @@ def test_sigkill_leaves_a_private_mount_the_next_run_removes() -> None:
     assert report["mounts_after"] == [] and report["dirs_after"] == [], report
     assert_nothing_left(mounts)
     assert not Path(report["left_mounts"][0]).exists()
+
+
+# In a private mount namespace: the only tracefs mount is one a user made for a moment (a name
+# vnetrx does not own, so a run adopts it); it is lazily unmounted while the run records, then
+# the run ends. Prints the instance's name, whether its path was still reachable, and the lock.
+MOUNT_PULLED = """
+import ctypes, json, os, tempfile
+from pathlib import Path
+from vnetrx import owner
+from vnetrx.live import tracefs
+libc = ctypes.CDLL(None, use_errno=True)
+for point in tracefs._all_tracefs_mounts():
+    libc.umount2(point.encode(), 2)
+point = tempfile.mkdtemp(prefix="users-tracefs-")
+assert libc.mount(b"nodev", point.encode(), b"tracefs", 0, None) == 0
+with tracefs.DeviceWatch("lo", "netif_receive_skb_entry") as watch:
+    name = watch.owner.name()
+    lock = owner.lock_dir() / f"{watch.owner.token}.lock"
+    assert watch.tracefs == Path(point) and watch.mounted is None
+    assert libc.umount2(point.encode(), 2) == 0
+    reachable = (Path(point) / "instances" / name).exists()
+os.rmdir(point)
+print(json.dumps({"name": name, "reachable": reachable, "lock_left": lock.exists()}))
+"""
+
+
+@pytest.mark.skipif(UNSHARE is None, reason="needs unshare(1) from util-linux")
+def test_an_adopted_mount_pulled_away_still_loses_the_instance() -> None:
+    """A run that adopted a tracefs mount someone unmounts (umount -l) while it records still
+    removes its instance when it ends: by its path it was unreachable, and a run that took
+    "not there" for "removed" dropped its lock file and left an instance recording that no
+    later run could remove (CI, 2026-12-03: ``vnetrx-25211x07b3a854`` filtered on a tap)."""
+    mounts = tracefs_mounts()
+    assert UNSHARE is not None
+    out = subprocess.run(
+        [UNSHARE, "--mount", "--propagation", "private", sys.executable, "-c", MOUNT_PULLED],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["reachable"] is False  # the path no longer led to it
+    assert report["name"] not in our_instances(live_too=True)
+    assert report["lock_left"] is False
+    assert_nothing_left(mounts)

@@ -89,12 +89,15 @@ def remove_stale(tracefs: Path) -> None:
     (:func:`vnetrx.owner.is_stale`). A name without a token, or with a live owner or one this
     run cannot see (another container's), is left alone."""
     dead: set[str] = set()
-    for entry in _entries(tracefs / "instances"):
-        token = owners.token_of(entry.name)
-        if token is None or not owners.is_stale(token):
-            continue
-        if _remove_instance(entry):
-            dead.add(token)  # else its lock stays: a later run tries again
+    instances = _open_dir(tracefs / "instances")
+    if instances is not None:
+        for entry in _entries(tracefs / "instances"):
+            token = owners.token_of(entry.name)
+            if token is None or not owners.is_stale(token):
+                continue
+            if _remove_instance(instances, entry.name):
+                dead.add(token)  # else its lock stays: a later run tries again
+        os.close(instances)
     for point in _all_tracefs_mounts():
         token = owners.token_of(Path(point).name, MOUNT_KIND)
         if token is None or not (token in dead or owners.is_stale(token)):
@@ -130,27 +133,34 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
-def _remove_instance(instance: Path) -> bool:
-    """Disable and remove an instance; False when the kernel still refused after 10 s."""
+def _open_dir(folder: Path) -> int | None:
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _remove_instance(instances: int, name: str) -> bool:
+    """Disable and remove instance ``name`` of the directory open as ``instances`` (through
+    the fd, it works after that directory's mount has been detached from every path); False
+    when the kernel still refused after 10 s."""
     for event in EVENTS:
         with contextlib.suppress(OSError):
-            (instance / "events" / "net" / event / "enable").write_text("0\n")
+            fd = os.open(f"{name}/events/net/{event}/enable", os.O_WRONLY, dir_fd=instances)
+            try:
+                os.write(fd, b"0\n")
+            finally:
+                os.close(fd)
     for _ in range(200):  # the kernel refuses (EBUSY) while a trace_pipe reader is still open
-        if _rmdir(instance):
+        try:
+            os.rmdir(name, dir_fd=instances)
+        except FileNotFoundError:
             return True
-        time.sleep(0.05)
-    return False
-
-
-def _rmdir(folder: Path) -> bool:
-    """Removed, or not there; False while the kernel refuses."""
-    try:
-        folder.rmdir()
-    except FileNotFoundError:
+        except OSError:
+            time.sleep(0.05)
+            continue
         return True
-    except OSError:
-        return False
-    return True
+    return False
 
 
 def _unmount(point: Path) -> None:
@@ -174,6 +184,7 @@ class DeviceWatch:
         self.mounted: Path | None = None  # the temporary mount point we created, if any
         self.instance: Path | None = None
         self._pipe: int | None = None  # trace_pipe fd
+        self._instances: int | None = None  # fd of <tracefs>/instances, where ours is removed
         self._pending = ""
         self._serial = 0
 
@@ -204,9 +215,15 @@ class DeviceWatch:
                   f"mount tracefs on {point}")
             self.tracefs = point
         remove_stale(self.tracefs)
+        # Cleanup goes through this descriptor, not the path: a mount we adopted can be
+        # unmounted under us (umount -l, or a user's script that mounted tracefs for a moment),
+        # and then the path no longer leads to the instance while the kernel keeps it recording.
+        # Its lock file would have gone with a "not there" rmdir, and nothing could remove it.
+        self._instances = os.open(self.tracefs / "instances",
+                                  os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         instance = self.tracefs / "instances" / self.owner.name()
         self.instance = instance  # first, as above
-        instance.mkdir()
+        os.mkdir(instance.name, dir_fd=self._instances)
         if not (instance / self.event).is_dir():
             raise VnetrxError(f"this kernel has no tracepoint net:{Path(self.event).name}")
         (instance / self.event / "filter").write_text(f'name == "{self.dev}"\n')
@@ -278,10 +295,13 @@ class DeviceWatch:
             self._pipe = None
         removed = True
         if self.instance is not None:
-            with contextlib.suppress(OSError):
-                (self.instance / self.event / "enable").write_text("0\n")
-            removed = _remove_instance(self.instance)
+            removed = self._instances is not None and _remove_instance(
+                self._instances, self.instance.name)
             self.instance = None
+        if self._instances is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._instances)
+            self._instances = None
         if self.mounted is not None:
             _unmount(self.mounted)
             self.mounted = None
