@@ -19,9 +19,10 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
-from vnetrx.model import Frag, FragListSkb, Skb
+from vnetrx.model import IP_SUMMED, Frag, FragListSkb, Skb
 from vnetrx.records import NamedTuple
 
+_CHECKSUM_PARTIAL = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
 KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
@@ -217,6 +218,17 @@ def skb_at(skb: Skb, data: int, length: int, mac_header: int | None) -> Skb:
                skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
+def skb_partial_csum(skb: Skb, csum_start: int, csum_offset: int) -> Skb:
+    """What skb_partial_csum_set sets once its tests pass (net/core/skbuff.c @6.12.117):
+    ip_summed = CHECKSUM_PARTIAL, csum_start (from skb->head) and csum_offset; the rest kept,
+    in one construction (a replay does it for every frame it decides with NEEDS_CSUM)."""
+    return Skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+               skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
+               _CHECKSUM_PARTIAL,
+               csum_start, csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
+               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+
+
 def eth_type_trans_of(
     head: str,
     head_size: int,
@@ -318,12 +330,17 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
             left -= first.size
             frags.pop(0)
         else:
-            frags[0] = first._replace(offset=first.offset + left, size=first.size - left)
+            frags[0] = Frag(first.page, first.offset + left, first.size - left, first.truesize)
             left = 0
     if left:
         raise UnsupportedError(
             f"pulling {delta} header bytes reaches past the head skb's frags into its frag_list: "
             "__pskb_pull_tail's frag_list case is not modelled"
         )
-    return skb._replace(tail=skb.tail + delta, data_len=skb.data_len - delta,
-                        frags=tuple(frags), nr_frags=len(frags))
+    # tail, data_len, nr_frags and frags move (one construction: a replay pulls the headers of
+    # every frame it decides with a NEEDS_CSUM header)
+    return Skb(skb.head, skb.head_size, skb.data, skb.tail + delta, skb.end, skb.len,
+               skb.data_len - delta, skb.truesize, len(frags), skb.mac_header, tuple(frags),
+               skb.frag_list, skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,
+               skb.gso_type, skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash,
+               skb.meta_len)

@@ -40,7 +40,7 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN, TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Refusal, Skb
-from vnetrx.paths.skbuff import pskb_may_pull, skb_reset_mac_header
+from vnetrx.paths.skbuff import pskb_may_pull, skb_partial_csum, skb_reset_mac_header
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 
@@ -268,6 +268,10 @@ class _Gso(NamedTuple):
     ecn: bool
 
 
+# section 1's answer for GSO_NONE (without, with the ECN bit): made once
+_NO_GSO = (_Gso(0, 0, IPHDR_LEN, False), _Gso(0, 0, IPHDR_LEN, True))
+
+
 class _ToSkb:
     """One run of virtio_net_hdr_to_skb: the skb as its sections leave it and their checks."""
 
@@ -441,7 +445,7 @@ class _ToSkb:
         base = h.gso_type & ~GSO_ECN & 0xFF
         ecn = bool(h.gso_type & GSO_ECN)
         if not h.gso:
-            return _Gso(0, 0, IPHDR_LEN, ecn)
+            return _NO_GSO[ecn]
         known = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
                  GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
         if r.udp_l4:
@@ -513,8 +517,7 @@ class _ToSkb:
             f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
             "\"bad partial csum\" is logged)"):
             return None
-        self.skb = skb._replace(ip_summed=CHECKSUM_PARTIAL, csum_start=csum_start,
-                                csum_offset=off)
+        self.skb = skb_partial_csum(skb, csum_start, off)  # ip_summed = CHECKSUM_PARTIAL
         transport = start  # skb_transport_offset: transport_header = csum_start
         nh_min_len = g.nh_min_len
         if r.transport_floor and not w.add(

@@ -424,8 +424,11 @@ def _without_frags(skb: Skb | None, sizes: bool = False) -> Skb | None:
     ``sizes``: the frags stay, by size (the geometry's: GRO over a replay reads them)."""
     if skb is None or not (skb.frags or skb.frag_list):
         return skb
-    if not sizes:
-        return skb._replace(frags=(), frag_list=())
+    if not sizes:  # one construction (a decision with a header keeps an skb with frags)
+        return Skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+                   skb.truesize, skb.nr_frags, skb.mac_header, (), (), skb.ip_summed,
+                   skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type,
+                   skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
     return skb._replace(frags=_sizes(skb.frags), frag_list=tuple(
         member._replace(frags=_sizes(member.frags)) for member in skb.frag_list))
 
