@@ -23,6 +23,32 @@ from vnetrx.model import IP_SUMMED, Frag, FragListSkb, Skb
 from vnetrx.records import NamedTuple
 
 _CHECKSUM_PARTIAL = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
+
+
+def new_skb(head: str, head_size: int, data: int, tail: int, end: int, length: int,
+            data_len: int, truesize: int, nr_frags: int = 0, mac_header: int | None = None,
+            frags: tuple[Frag, ...] = (), frag_list: tuple[FragListSkb, ...] = (),
+            ip_summed: int = 0, csum_start: int | None = None, csum_offset: int | None = None,
+            gso_size: int = 0, gso_type: int = 0, gso_type_names: tuple[str, ...] = (),
+            gso_segs: int = 0, skb_hash: int = 0, l4_hash: bool = False,
+            meta_len: int = 0) -> Skb:
+    """``Skb(...)``, its fields in ``Skb``'s order and with its defaults, made by
+    ``tuple.__new__`` as the record's own ``_make`` does: the record's ``__new__`` is a Python
+    function (~2 us a call from compiled code) and a replay's stages make several skbs for each
+    frame they decide. The same record as ``Skb(...)`` of the same fields (tests/paths/
+    test_skbuff.py checks it, defaults included)."""
+    return tuple.__new__(Skb, (head, head_size, data, tail, end, length, data_len, truesize,
+                               nr_frags, mac_header, frags, frag_list, ip_summed, csum_start,
+                               csum_offset, gso_size, gso_type, gso_type_names, gso_segs,
+                               skb_hash, l4_hash, meta_len))
+
+
+def skb_headlen(skb: Skb) -> int:
+    """skb_headlen(): skb->len - skb->data_len, the bytes in the linear area (``Skb.headlen``,
+    read without a Python property call: virtio_net_hdr_to_skb reads it at every pull)."""
+    return skb.len - skb.data_len
+
+
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
 KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
@@ -212,21 +238,20 @@ def skb_at(skb: Skb, data: int, length: int, mac_header: int | None) -> Skb:
     """``skb`` with data, len and mac_header moved, the rest kept: what a pull or a header reset
     changes, in one construction (``_replace`` walks all the fields; a sweep does this for
     every length)."""
-    return Skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
-               skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
-               skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
-               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+    return new_skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
+                   skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
+                   skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
+                   skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def skb_partial_csum(skb: Skb, csum_start: int, csum_offset: int) -> Skb:
     """What skb_partial_csum_set sets once its tests pass (net/core/skbuff.c @6.12.117):
     ip_summed = CHECKSUM_PARTIAL, csum_start (from skb->head) and csum_offset; the rest kept,
     in one construction (a replay does it for every frame it decides with NEEDS_CSUM)."""
-    return Skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
-               skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
-               _CHECKSUM_PARTIAL,
-               csum_start, csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
-               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+                   skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
+                   _CHECKSUM_PARTIAL, csum_start, csum_offset, skb.gso_size, skb.gso_type,
+                   skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def eth_type_trans_of(
@@ -248,8 +273,8 @@ def eth_type_trans_of(
     the fields after frag_list, kept as they are."""
     if tail - data < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {tail - data} linear bytes (< ETH_HLEN)")
-    return Skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len, truesize,
-               nr_frags, data, frags, frag_list, *rest)
+    return new_skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len,
+                   truesize, nr_frags, data, frags, frag_list, *rest)
 
 
 def frag_chunks(
@@ -313,11 +338,12 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
     skb->len; else the head grows when the tail would pass end (pskb_expand_head(skb, 0, eat +
     128)), the bytes are copied out of the frags and the frags shrink from the front (a frag
     eaten whole is released). Pulling into frag_list skbs is not modelled."""
-    if length <= skb.headlen:
+    headlen = skb_headlen(skb)
+    if length <= headlen:
         return skb
     if length > skb.len:
         return None
-    delta = length - skb.headlen
+    delta = length - headlen
     eat = skb.tail + delta - skb.end
     if eat > 0:
         skb = pskb_expand_head(k, skb, 0, eat + 128, owned)
@@ -339,8 +365,8 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
         )
     # tail, data_len, nr_frags and frags move (one construction: a replay pulls the headers of
     # every frame it decides with a NEEDS_CSUM header)
-    return Skb(skb.head, skb.head_size, skb.data, skb.tail + delta, skb.end, skb.len,
-               skb.data_len - delta, skb.truesize, len(frags), skb.mac_header, tuple(frags),
-               skb.frag_list, skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,
-               skb.gso_type, skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash,
-               skb.meta_len)
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail + delta, skb.end, skb.len,
+                   skb.data_len - delta, skb.truesize, len(frags), skb.mac_header, tuple(frags),
+                   skb.frag_list, skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,
+                   skb.gso_type, skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash,
+                   skb.meta_len)
