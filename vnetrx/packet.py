@@ -147,7 +147,7 @@ def find_headers(frame: bytes) -> Headers:
     return Headers(None, 0, 0)
 
 
-_VLAN_TYPES = (0x8100, 0x88A8)
+ETH_P_8021Q, ETH_P_8021AD = 0x8100, 0x88A8  # the VLAN tags transport_key steps over
 # transport_key's l4 codes (0: no transport), and the Headers each key stands for
 _L4_CODES = (None, "tcp4", "tcp6", "udp4", "udp6")
 _NO_TRANSPORT = Headers(None, 0, 0)
@@ -165,7 +165,7 @@ def transport_key(frame: bytes) -> int:
     at = 12
     ethertype = frame[12] << 8 | frame[13]
     for _ in range(2):  # up to two 802.1Q / 802.1ad tags
-        if (ethertype != 0x8100 and ethertype != 0x88A8) or size < at + 6:
+        if (ethertype != ETH_P_8021Q and ethertype != ETH_P_8021AD) or size < at + 6:
             break
         at += 4
         ethertype = frame[at] << 8 | frame[at + 1]
