@@ -18,7 +18,8 @@ reference in the same round:
 and the peak memory of one run of each vnetrx command (/usr/bin/time). Goals: issue 15, at
 least 100,000 frames/s for --jsonl and at most 2x tcpdump, peak memory under 100 MB; issue 28,
 --jsonl (also with --offload auto) within 1.5x tcpdump and --summary faster than tcpdump.
-``--busy`` keeps every core busy with another process meanwhile.
+``--busy`` keeps every core busy with another process meanwhile; ``--offload-only`` times the
+TCP/UDP capture's two commands alone.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--kernel", default="6.12")
+    parser.add_argument("--offload-only", action="store_true",
+                        help="time only the TCP/UDP capture: tcpdump and --offload auto --jsonl")
     round_options(parser, 3)
     args = parser.parse_args()
     # the installed script next to this python (`python -m vnetrx` in the project root would
@@ -73,8 +76,9 @@ def main() -> None:
     tcpdump = shutil.which("tcpdump")
     with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
         mixed, real = Path(tmp) / "mixed.pcap", Path(tmp) / "tcp-udp.pcap"
-        size = write_capture(mixed, args.frames)
-        write_capture(real, args.frames, headers=True)
+        size = write_capture(real, args.frames, headers=True)
+        if not args.offload_only:
+            size = write_capture(mixed, args.frames)
         print(f"{args.frames:,} frames, {size / 1e9:.2f} GB of frame bytes in each capture")
         # (name, the reference it is compared with, shell line)
         commands = [
@@ -88,6 +92,8 @@ def main() -> None:
             ("TCP/UDP frames: --offload auto --jsonl", "tcpdump -nr TCP/UDP-FILE",
              f"{vnetrx} --from {real} {opts} --offload auto --jsonl"),
         ]
+        if args.offload_only:
+            commands = [c for c in commands if c[0].startswith(("TCP/UDP", "tcpdump -nr TCP"))]
         if not tcpdump:
             commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
         times = interleaved({name: cmd for name, _, cmd in commands}, args.rounds, args.busy)

@@ -193,3 +193,38 @@ def test_capture_deriver_gives_each_frame_capture_header(mode: str) -> None:
     assert derive(1514, tcp) is derive(1000, tcp)  # the same header object, made once
     assert derive(1515, tcp) is not derive(1514, tcp)
     assert derive(1515, tcp).gso_size == mtu - 20 - 20  # type: ignore[union-attr]
+
+
+def test_transport_of_boundaries() -> None:
+    """transport_of's reads at their edges: two tags followed, a third not; each header needed
+    whole (IPv4's 20 bytes, IPv6's 40, TCP's first 13 for its data offset; UDP's none); DF is
+    not a fragment, an offset is; a TCP data offset below 5 reads as 20 bytes."""
+    from vnetrx.packet import transport_of
+
+    def where(frame: bytes) -> tuple[object, ...]:
+        h = transport_of(frame)
+        return (h.l4, h.transport, h.transport_len, h.network)
+
+    tcp = build_frame(100, "tcp4")
+    qinq = tcp[:12] + bytes.fromhex("88a8000a81000064") + tcp[12:]
+    assert where(qinq) == ("tcp4", 42, 20, 22)
+    three = tcp[:12] + bytes.fromhex("88a8000a8100006481000065") + tcp[12:]
+    assert where(three)[0] is None
+    assert where(tcp[:14 + 19])[0] is None and where(tcp[:14 + 20])[0] is None  # no TCP bytes
+    assert where(tcp[:34 + 12])[0] is None and where(tcp[:34 + 13]) == ("tcp4", 34, 20, 14)
+    udp = build_frame(100, "udp4")
+    assert where(udp[:33])[0] is None and where(udp[:34]) == ("udp4", 34, 8, 14)
+    tcp6 = build_frame(100, "tcp6")
+    assert where(tcp6[:53])[0] is None and where(tcp6[:54 + 13]) == ("tcp6", 54, 20, 14)
+    ext = bytearray(tcp6)
+    ext[20] = 0  # a hop-by-hop options header next: not followed
+    assert where(bytes(ext))[0] is None
+    frag = bytearray(udp)
+    frag[21] = 1  # fragment offset 1 (x 8 bytes)
+    assert where(bytes(frag))[0] is None
+    frag[20], frag[21] = 0x40, 0  # DF alone
+    assert where(bytes(frag)) == ("udp4", 34, 8, 14)
+    small, big = bytearray(tcp), bytearray(tcp)
+    small[34 + 12], big[34 + 12] = 0x20, 0xF0  # data offset 2 (invalid), 15
+    assert where(bytes(small))[2] == 20 and where(bytes(big))[2] == 60
+    assert where(bytes(13))[0] is None and where(bytes(14)) == (None, 0, 0, 14)

@@ -147,41 +147,61 @@ def find_headers(frame: bytes) -> Headers:
     return Headers(None, 0, 0)
 
 
-_VLAN_TYPES = (0x8100, 0x88A8)
+ETH_P_8021Q, ETH_P_8021AD = 0x8100, 0x88A8  # the VLAN tags transport_key steps over
+# transport_key's l4 codes (0: no transport), and the Headers each key stands for
+_L4_CODES = (None, "tcp4", "tcp6", "udp4", "udp6")
+_NO_TRANSPORT = Headers(None, 0, 0)
+
+
+def transport_key(frame: bytes) -> int:
+    """``transport_of``'s answer as one int, read with byte indexing alone (a replay's
+    ``--offload`` asks it of every frame; ``headers_of_key`` turns it into the ``Headers``):
+    0 for no transport, else the l4 code (1 tcp4, 2 tcp6, 3 udp4, 4 udp6) in bits 0-2, the
+    network header's offset in bits 3-7 (14, 18 or 22), the transport header's length in bits
+    8-13 (20-60) and its offset from bit 14 on."""
+    size = len(frame)
+    if size < 14:
+        return 0
+    at = 12
+    ethertype = frame[12] << 8 | frame[13]
+    for _ in range(2):  # up to two 802.1Q / 802.1ad tags
+        if (ethertype != ETH_P_8021Q and ethertype != ETH_P_8021AD) or size < at + 6:
+            break
+        at += 4
+        ethertype = frame[at] << 8 | frame[at + 1]
+    at += 2
+    if ethertype == ETH_P_IP and size >= at + 20:
+        l3 = (frame[at] & 0x0F) * 4
+        proto = frame[at + 9]
+        # the flags' MF bit and the fragment offset (frag_off & 0x3FFF): a fragment
+        if l3 < 20 or frame[at + 6] & 0x3F or frame[at + 7]:
+            return 0
+        code = 1
+    elif ethertype == ETH_P_IPV6 and size >= at + 40:
+        proto, l3, code = frame[at + 6], IPV6HDR_LEN, 2
+    else:
+        return 0
+    start = at + l3
+    if proto == 6 and size >= start + 13:
+        tcp_len = (frame[start + 12] >> 4) * 4
+        return start << 14 | (tcp_len if tcp_len > TCPHDR_LEN else TCPHDR_LEN) << 8 | at << 3 | code
+    if proto == 17:
+        return start << 14 | UDPHDR_LEN << 8 | at << 3 | (code + 2)
+    return 0
+
+
+def headers_of_key(key: int) -> Headers:
+    """The ``Headers`` a ``transport_key`` stands for."""
+    if not key:
+        return _NO_TRANSPORT
+    return Headers(_L4_CODES[key & 7], key >> 14, key >> 8 & 0x3F, key >> 3 & 0x1F)
 
 
 def transport_of(frame: bytes) -> Headers:
     """Where a captured frame's TCP/UDP header is, read fast (replays call it per frame):
     Ethernet, up to two 802.1Q/802.1ad tags, IPv4 with options or IPv6 (a TCP or UDP next
     header directly; extension headers and IPv4 fragments are not followed: no transport)."""
-    at = 12
-    if len(frame) < 14:
-        return Headers(None, 0, 0)
-    ethertype = struct.unpack_from("!H", frame, at)[0]
-    for _ in range(2):
-        if ethertype not in _VLAN_TYPES or len(frame) < at + 6:
-            break
-        at += 4
-        ethertype = struct.unpack_from("!H", frame, at)[0]
-    at += 2
-    if ethertype == ETH_P_IP and len(frame) >= at + 20:
-        ihl = (frame[at] & 0x0F) * 4
-        proto = frame[at + 9]
-        fragment = struct.unpack_from("!H", frame, at + 6)[0] & 0x3FFF
-        if ihl < 20 or fragment:
-            return Headers(None, 0, 0)
-        l3, v6 = ihl, False
-    elif ethertype == ETH_P_IPV6 and len(frame) >= at + 40:
-        proto, l3, v6 = frame[at + 6], IPV6HDR_LEN, True
-    else:
-        return Headers(None, 0, 0)
-    start = at + l3
-    if proto == 6 and len(frame) >= start + 13:
-        tcp_len = max(TCPHDR_LEN, (frame[start + 12] >> 4) * 4)
-        return Headers("tcp6" if v6 else "tcp4", start, tcp_len, at)
-    if proto == 17:
-        return Headers("udp6" if v6 else "udp4", start, UDPHDR_LEN, at)
-    return Headers(None, 0, 0)
+    return headers_of_key(transport_key(frame))
 
 
 OFFLOAD_CHOICES = ("none", "auto", "auto-valid")
@@ -218,18 +238,25 @@ HEADERS_KEPT = 4096
 def capture_deriver(mode: str, mtu: int, mss: int | None
                     ) -> Callable[[int, bytes], VnetHdr | None]:
     """``derive(length, captured bytes)``: ``capture_header`` for each frame of a replayed
-    capture. The header reads only where the frame's headers are and whether the frame is longer
-    than the MTU, so each such pair is made once and shared by the frames that have it."""
-    made: dict[tuple[Headers, bool], VnetHdr | None] = {}
+    capture. The header reads only where the frame's headers are (``transport_key``) and
+    whether the frame is longer than the MTU, so each such pair is made once and shared by the
+    frames that have it: a frame whose headers were seen costs its few byte reads and one
+    dict lookup."""
+    made: dict[int, VnetHdr] = {}
 
     def derive(length: int, data: bytes) -> VnetHdr | None:
-        h = transport_of(data)
-        key = (h, length - h.network > mtu)  # capture_header's one use of the length
-        if key in made:
-            return made[key]
-        if len(made) >= HEADERS_KEPT:
-            made.clear()
-        hdr = made[key] = capture_header(h, length, mtu, mss, mode)
+        key = transport_key(data)
+        if not key:  # no TCP/UDP header: no virtio_net_hdr, whatever the length
+            return None
+        # capture_header's one use of the length: over the MTU past the network header
+        over = key << 1 | (length - (key >> 3 & 0x1F) > mtu)
+        hdr = made.get(over)
+        if hdr is None:
+            if len(made) >= HEADERS_KEPT:
+                made.clear()
+            made_hdr = capture_header(headers_of_key(key), length, mtu, mss, mode)
+            assert made_hdr is not None  # a TCP/UDP frame always gets one
+            hdr = made[over] = made_hdr
         return hdr
 
     return derive

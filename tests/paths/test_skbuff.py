@@ -32,3 +32,19 @@ def test_eth_type_trans_pulls_the_ethernet_header() -> None:
 
 def test_skb_reset_mac_header() -> None:
     assert skb_reset_mac_header(FULL) == FULL._replace(mac_header=66)
+
+
+def test_new_skb_is_the_record_skb_makes() -> None:
+    """new_skb builds the record without Skb's Python-level __new__: the same class, the same
+    fields, and Skb's defaults for the fields left out."""
+    from vnetrx.paths.skbuff import new_skb, skb_headlen
+
+    frag = Frag("frag0", 128, 1000, 1536)
+    member = FragListSkb(100, 868, (frag,))
+    given = ("kmalloc-512", 512, 64, 142, 192, 1078, 1000, 2048)
+    short = new_skb(*given)
+    assert type(short) is Skb and short == Skb(*given) and short._fields == Skb._fields
+    full = (*given, 1, 50, (frag,), (member,), 3, 98, 16, 1448, 0x11, ("SKB_GSO_TCPV4",), 2,
+            0xABCD, True, 8)
+    assert new_skb(*full) == Skb(*full) and len(new_skb(*full)) == len(Skb._fields)
+    assert skb_headlen(short) == short.headlen == 78  # len 1078 - data_len 1000

@@ -19,8 +19,35 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.kernel.profile import KernelProfile, align
 from vnetrx.layouts.skbuff import skb_shared_info
-from vnetrx.model import Frag, FragListSkb, Skb
+from vnetrx.model import IP_SUMMED, Frag, FragListSkb, Skb
 from vnetrx.records import NamedTuple
+
+_CHECKSUM_PARTIAL = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
+
+
+def new_skb(head: str, head_size: int, data: int, tail: int, end: int, length: int,
+            data_len: int, truesize: int, nr_frags: int = 0, mac_header: int | None = None,
+            frags: tuple[Frag, ...] = (), frag_list: tuple[FragListSkb, ...] = (),
+            ip_summed: int = 0, csum_start: int | None = None, csum_offset: int | None = None,
+            gso_size: int = 0, gso_type: int = 0, gso_type_names: tuple[str, ...] = (),
+            gso_segs: int = 0, skb_hash: int = 0, l4_hash: bool = False,
+            meta_len: int = 0) -> Skb:
+    """``Skb(...)``, its fields in ``Skb``'s order and with its defaults, made by
+    ``tuple.__new__`` as the record's own ``_make`` does: the record's ``__new__`` is a Python
+    function (~2 us a call from compiled code) and a replay's stages make several skbs for each
+    frame they decide. The same record as ``Skb(...)`` of the same fields (tests/paths/
+    test_skbuff.py checks it, defaults included)."""
+    return tuple.__new__(Skb, (head, head_size, data, tail, end, length, data_len, truesize,
+                               nr_frags, mac_header, frags, frag_list, ip_summed, csum_start,
+                               csum_offset, gso_size, gso_type, gso_type_names, gso_segs,
+                               skb_hash, l4_hash, meta_len))
+
+
+def skb_headlen(skb: Skb) -> int:
+    """skb_headlen(): skb->len - skb->data_len, the bytes in the linear area (``Skb.headlen``,
+    read without a Python property call: virtio_net_hdr_to_skb reads it at every pull)."""
+    return skb.len - skb.data_len
+
 
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
@@ -211,10 +238,20 @@ def skb_at(skb: Skb, data: int, length: int, mac_header: int | None) -> Skb:
     """``skb`` with data, len and mac_header moved, the rest kept: what a pull or a header reset
     changes, in one construction (``_replace`` walks all the fields; a sweep does this for
     every length)."""
-    return Skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
-               skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
-               skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
-               skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+    return new_skb(skb.head, skb.head_size, data, skb.tail, skb.end, length, skb.data_len,
+                   skb.truesize, skb.nr_frags, mac_header, skb.frags, skb.frag_list, skb.ip_summed,
+                   skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type, skb.gso_type_names,
+                   skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+
+
+def skb_partial_csum(skb: Skb, csum_start: int, csum_offset: int) -> Skb:
+    """What skb_partial_csum_set sets once its tests pass (net/core/skbuff.c @6.12.117):
+    ip_summed = CHECKSUM_PARTIAL, csum_start (from skb->head) and csum_offset; the rest kept,
+    in one construction (a replay does it for every frame it decides with NEEDS_CSUM)."""
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+                   skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
+                   _CHECKSUM_PARTIAL, csum_start, csum_offset, skb.gso_size, skb.gso_type,
+                   skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def eth_type_trans_of(
@@ -236,8 +273,8 @@ def eth_type_trans_of(
     the fields after frag_list, kept as they are."""
     if tail - data < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {tail - data} linear bytes (< ETH_HLEN)")
-    return Skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len, truesize,
-               nr_frags, data, frags, frag_list, *rest)
+    return new_skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len,
+                   truesize, nr_frags, data, frags, frag_list, *rest)
 
 
 def frag_chunks(
@@ -301,11 +338,12 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
     skb->len; else the head grows when the tail would pass end (pskb_expand_head(skb, 0, eat +
     128)), the bytes are copied out of the frags and the frags shrink from the front (a frag
     eaten whole is released). Pulling into frag_list skbs is not modelled."""
-    if length <= skb.headlen:
+    headlen = skb_headlen(skb)
+    if length <= headlen:
         return skb
     if length > skb.len:
         return None
-    delta = length - skb.headlen
+    delta = length - headlen
     eat = skb.tail + delta - skb.end
     if eat > 0:
         skb = pskb_expand_head(k, skb, 0, eat + 128, owned)
@@ -318,12 +356,17 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
             left -= first.size
             frags.pop(0)
         else:
-            frags[0] = first._replace(offset=first.offset + left, size=first.size - left)
+            frags[0] = Frag(first.page, first.offset + left, first.size - left, first.truesize)
             left = 0
     if left:
         raise UnsupportedError(
             f"pulling {delta} header bytes reaches past the head skb's frags into its frag_list: "
             "__pskb_pull_tail's frag_list case is not modelled"
         )
-    return skb._replace(tail=skb.tail + delta, data_len=skb.data_len - delta,
-                        frags=tuple(frags), nr_frags=len(frags))
+    # tail, data_len, nr_frags and frags move (one construction: a replay pulls the headers of
+    # every frame it decides with a NEEDS_CSUM header)
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail + delta, skb.end, skb.len,
+                   skb.data_len - delta, skb.truesize, len(frags), skb.mac_header, tuple(frags),
+                   skb.frag_list, skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,
+                   skb.gso_type, skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash,
+                   skb.meta_len)

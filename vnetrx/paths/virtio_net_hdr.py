@@ -40,7 +40,12 @@ from vnetrx.kernel.changes import (
 from vnetrx.kernel.constants import ETH_HLEN, TCP_MIN_GSO_SIZE, U16_MAX, UDP_MAX_SEGMENTS
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Refusal, Skb
-from vnetrx.paths.skbuff import pskb_may_pull, skb_reset_mac_header
+from vnetrx.paths.skbuff import (
+    pskb_may_pull,
+    skb_headlen,
+    skb_partial_csum,
+    skb_reset_mac_header,
+)
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 
@@ -268,6 +273,13 @@ class _Gso(NamedTuple):
     ecn: bool
 
 
+# NEEDS_CSUM's second pull, in words (made once, not per header)
+_P_OFF_MAX_PULL = "pskb_may_pull(p_off = max(nh_min_len, transport offset) + thlen)"
+_P_OFF_PULL = "pskb_may_pull(p_off = transport offset + thlen)"
+# section 1's answer for GSO_NONE (without, with the ECN bit): made once
+_NO_GSO = (_Gso(0, 0, IPHDR_LEN, False), _Gso(0, 0, IPHDR_LEN, True))
+
+
 class _ToSkb:
     """One run of virtio_net_hdr_to_skb: the skb as its sections leave it and their checks."""
 
@@ -276,7 +288,7 @@ class _ToSkb:
         self.k, self.r, self.h, self.owned = k, r, h, owned
         self.skb = skb
         self.w = _Walk(k, narrate)
-        self.start_len = skb.headlen
+        self.start_len = skb_headlen(skb)
         self.expanded = False  # pskb_expand_head gave the skb a new head
         self.encap: Encap | None = None  # virtio_net_hdr_tnl_to_skb's inner headers
 
@@ -287,7 +299,7 @@ class _ToSkb:
 
     def result(self) -> HdrResult:
         skb = self.skb
-        return HdrResult(skb, tuple(self.w.checks), None, skb.headlen - self.start_len,
+        return HdrResult(skb, tuple(self.w.checks), None, skb_headlen(skb) - self.start_len,
                          self.expanded, self.encap)
 
     def pull(self, length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
@@ -302,7 +314,7 @@ class _ToSkb:
                        "(pskb_may_pull fails)")
             return False
         grew = pulled.head_size != before.head_size or pulled.head != before.head
-        moved = pulled.headlen - before.headlen
+        moved = skb_headlen(pulled) - skb_headlen(before)
         self.w.add(VIRTIO_NET_H, FN, test, True,
                    lambda: f"{length} ≤ skb->len {before.len}; "
                    + (f"{moved} byte(s) pulled from the frags into the linear area"
@@ -323,13 +335,13 @@ class _ToSkb:
         self.skb = skb_reset_mac_header(self.skb)  # skb_reset_mac_header(skb): mac_header = data
         if h.flags & NEEDS_CSUM:  # 2. the checksum's place, and the headers it needs linear
             p_off = self.needs_csum(g)
-        elif h.gso:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
+        elif h.gso_type != GSO_NONE:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
             p_off = self.gso_pull(g)
         else:
             p_off = 0
         if p_off is None:
             return self.refused()
-        if h.gso and not self.gso_fields(g, p_off):  # 3. the GSO fields
+        if h.gso_type != GSO_NONE and not self.gso_fields(g, p_off):  # 3. the GSO fields
             return self.refused()
         return self.result()
 
@@ -440,8 +452,8 @@ class _ToSkb:
         h, r, w = self.h, self.r, self.w
         base = h.gso_type & ~GSO_ECN & 0xFF
         ecn = bool(h.gso_type & GSO_ECN)
-        if not h.gso:
-            return _Gso(0, 0, IPHDR_LEN, ecn)
+        if h.gso_type == GSO_NONE:
+            return _NO_GSO[ecn]
         known = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
                  GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
         if r.udp_l4:
@@ -499,7 +511,7 @@ class _ToSkb:
                          "csum_start + max(thlen, csum_offset + 2)"):
             return None
         skb = self.skb
-        headroom, headlen = skb.data, skb.headlen
+        headroom, headlen = skb.data, skb_headlen(skb)
         csum_start = headroom + start
         too_far = csum_start >= U16_MAX if r.partial_csum_strict else csum_start > U16_MAX
         ok = not too_far and start + off + 2 <= headlen
@@ -513,8 +525,7 @@ class _ToSkb:
             f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
             "\"bad partial csum\" is logged)"):
             return None
-        self.skb = skb._replace(ip_summed=CHECKSUM_PARTIAL, csum_start=csum_start,
-                                csum_offset=off)
+        self.skb = skb_partial_csum(skb, csum_start, off)  # ip_summed = CHECKSUM_PARTIAL
         transport = start  # skb_transport_offset: transport_header = csum_start
         nh_min_len = g.nh_min_len
         if r.transport_floor and not w.add(
@@ -525,10 +536,8 @@ class _ToSkb:
             "header before the transport header)"):
             return None
         p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + g.thlen
-        if not self.pull(p_off, "pskb_may_pull(p_off = "
-                         + ("max(nh_min_len, transport offset)" if r.csum_p_off_max
-                            else "transport offset") + " + thlen)",
-                         "p_off", r.cite("csum_p_off_max")):
+        if not self.pull(p_off, _P_OFF_MAX_PULL if r.csum_p_off_max else _P_OFF_PULL, "p_off",
+                         r.cite("csum_p_off_max")):
             return None
         return p_off
 

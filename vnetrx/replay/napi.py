@@ -46,6 +46,7 @@ from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.model import Frag, Skb, Step, Trace
 from vnetrx.paths import virtio_net
+from vnetrx.paths.skbuff import new_skb
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, big, mergeable, small
 from vnetrx.paths.virtio_net.buffers import carved_info, ewma_pkt_len_add
@@ -424,8 +425,12 @@ def _without_frags(skb: Skb | None, sizes: bool = False) -> Skb | None:
     ``sizes``: the frags stay, by size (the geometry's: GRO over a replay reads them)."""
     if skb is None or not (skb.frags or skb.frag_list):
         return skb
-    if not sizes:
-        return skb._replace(frags=(), frag_list=())
+    if not sizes:  # one construction (a decision with a header keeps an skb with frags)
+        return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len,
+                       skb.data_len, skb.truesize, skb.nr_frags, skb.mac_header, (), (),
+                       skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,
+                       skb.gso_type, skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash,
+                       skb.meta_len)
     return skb._replace(frags=_sizes(skb.frags), frag_list=tuple(
         member._replace(frags=_sizes(member.frags)) for member in skb.frag_list))
 

@@ -58,7 +58,8 @@ def walk_frags(
             if posted[last.buffer].frag_index == buf.frag_index and (
                 last.offset + last.size == buf.offset
             ):
-                curr[-1] = last._replace(size=last.size + size, truesize=last.truesize + buf.len)
+                curr[-1] = PlanFrag(last.buffer, last.offset, last.size + size,
+                                    last.truesize + buf.len)
                 appends.append(Append(len(skbs) - 1, len(curr) - 1, True, new_skb))
                 continue
         curr.append(PlanFrag(index, buf.offset, size, buf.len))

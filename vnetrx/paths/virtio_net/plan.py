@@ -9,7 +9,6 @@ from typing import Final, Literal
 
 from vnetrx.paths.reason import Reason
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
-from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
 
@@ -45,22 +44,41 @@ COUNTER: dict[Drop, str | None] = {
 Outcome = Literal["build_skb", "copy", "drop"]
 
 
-class PlanFrag(NamedTuple):
-    """A frag a plan attaches: which buffer (mergeable) or chain page (big), where, how much."""
+class PlanFrag(Value):
+    """A frag a plan attaches: which buffer (mergeable) or chain page (big), where, how much.
+    Immutable; a plain ``Value`` class, not a record: a replay makes them for every geometry it
+    decides with a header (the record idioms: README, "Records")."""
 
-    buffer: int
-    offset: int  # in the backing page
-    size: int
-    truesize: int  # what skb_add_rx_frag / skb_coalesce_rx_frag added to skb->truesize
+    __slots__ = ("buffer", "offset", "size", "truesize")
+    _names = ("buffer", "offset", "size", "truesize")
+
+    def __init__(self, buffer: int, offset: int, size: int, truesize: int) -> None:
+        self.buffer: Final = buffer
+        self.offset: Final = offset  # in the backing page
+        self.size: Final = size
+        # what skb_add_rx_frag / skb_coalesce_rx_frag added to skb->truesize
+        self.truesize: Final = truesize
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.buffer, self.offset, self.size, self.truesize)
 
 
-class Append(NamedTuple):
-    """What receive_mergeable's loop did with one buffer after the first."""
+class Append(Value):
+    """What receive_mergeable's loop did with one buffer after the first. Immutable; a plain
+    ``Value`` class, like ``PlanFrag``."""
 
-    skb: int  # 0: the head skb; n: the n-th skb chained on its frag_list
-    frag: int  # the frag of that skb it became or continued
-    coalesced: bool  # skb_coalesce_rx_frag grew the last frag (else skb_add_rx_frag)
-    new_skb: bool  # the previous skb was full: this buffer starts skb ``skb``
+    __slots__ = ("coalesced", "frag", "new_skb", "skb")
+    _names = ("skb", "frag", "coalesced", "new_skb")
+
+    def __init__(self, skb: int, frag: int, coalesced: bool, new_skb: bool) -> None:
+        self.skb: Final = skb  # 0: the head skb; n: the n-th skb chained on its frag_list
+        self.frag: Final = frag  # the frag of that skb it became or continued
+        # skb_coalesce_rx_frag grew the last frag (else skb_add_rx_frag)
+        self.coalesced: Final = coalesced
+        self.new_skb: Final = new_skb  # the previous skb was full: this buffer starts ``skb``
+
+    def _values(self) -> tuple[object, ...]:
+        return (self.skb, self.frag, self.coalesced, self.new_skb)
 
 
 class Plan(Value):

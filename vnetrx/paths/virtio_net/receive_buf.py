@@ -19,7 +19,7 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Received, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
-from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of
+from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of, new_skb
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
@@ -95,9 +95,10 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) ->
         return Delivery(None, p.reason, None)
     if h is None:
         return Delivery(plain_skb(c, p), None, None)
-    skb = Skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
-              p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None,
-              *_frag_parts(c, p))
+    frags, frag_list = _frag_parts(c, p)
+    skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
+                  p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
+                  frag_list)
     if c.rx_hash:  # virtio_skb_set_hash → skb_set_hash(skb, hash_value, type)
         skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
     refused = _csum_offload(c, h)
