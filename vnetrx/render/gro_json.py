@@ -21,9 +21,8 @@ def delivered_line(poll: int, d: Delivered) -> str:
     """``json.dumps(delivered_row(poll, d))``."""
     s = d.skb
     quoted = _QUOTED[d.flush]
-    # a list of ints prints as JSON prints it ("[1, 2]"), in one C call
-    frames = repr(list(d.frames))
-    frags = repr([f.size for f in s.frags])
+    frames = ", ".join([str(i) for i in d.frames])
+    frags = ", ".join([str(f.size) for f in s.frags])
     members = ", ".join([f'{{"len": {m.len}, "truesize": {m.truesize}, '
                          f'"nr_frags": {len(m.frags)}}}' for m in s.frag_list])
     listed = 0
@@ -31,10 +30,10 @@ def delivered_line(poll: int, d: Delivered) -> str:
         listed += m.len
     start = "null" if s.csum_start is None else str(s.csum_start)
     offset = "null" if s.csum_offset is None else str(s.csum_offset)
-    return (f'{{"schema": "{REPLAY_GRO_ROW_SCHEMA}", "poll": {poll}, "frames": {frames}, '
+    return (f'{{"schema": "{REPLAY_GRO_ROW_SCHEMA}", "poll": {poll}, "frames": [{frames}], '
             f'"segs": {d.segs}, "flush": {quoted}, "len": {s.len}, "data_len": {s.data_len}, '
             f'"headlen": {s.len - s.data_len}, "truesize": {s.truesize}, '
-            f'"nr_frags": {s.nr_frags}, "frags": {frags}, "frag_list": {{"count": '
+            f'"nr_frags": {s.nr_frags}, "frags": [{frags}], "frag_list": {{"count": '
             f'{len(s.frag_list)}, "bytes": {listed}, "members": [{members}]}}, '
             f'"gso_size": {s.gso_size}, "gso_segs": {s.gso_segs}, "gso_type": {s.gso_type}, '
             f'"ip_summed": {s.ip_summed}, "csum_start": {start}, "csum_offset": {offset}}}')
