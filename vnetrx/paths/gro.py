@@ -463,12 +463,12 @@ def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
         if not whole:
             # a capture's checksums are trusted: only the headers are read (the same record
             # as from all the bytes: _read_tcp4 reads no byte past TCP4_HEADERS)
-            head = bytes(data[:TCP4_HEADERS])
+            head = data[:TCP4_HEADERS].tobytes()  # (bytes(view) is a slower way)
             if len(head) >= 14:
                 common = _read_tcp4(head, length)
                 if common is not None:
                     return common
-        data = bytes(data)
+        data = data.tobytes()
     if not whole and len(data) >= 14:
         common = _read_tcp4(data, length)
         if common is not None:
