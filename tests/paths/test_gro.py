@@ -493,6 +493,30 @@ def test_a_capture_frame_read_in_one_pass_is_what_the_general_reading_makes() ->
     assert taken > 100  # the common shapes, whole or cut past their headers, were taken
 
 
+def test_a_frame_given_as_a_view_reads_as_its_bytes_and_the_view_is_not_kept() -> None:
+    """A reader may hand a view of its buffer: the record is the one the bytes make (a
+    capture's frame, checksums trusted, and a whole frame, summed), its byte fields are
+    bytes, and no view of the buffer outlives the call (the buffer can be resized)."""
+    from vnetrx.paths import gro
+
+    frames = _capture_frames()
+    frames.append((bytes(10), 60))  # shorter than an Ethernet header
+    for data, length in frames:
+        for whole in (False, True):
+            if whole and len(data) != length:
+                continue
+            buffer = bytearray(b"\xAA" * 7 + data + b"\x55" * 5)
+            view = memoryview(buffer)
+            got = gro.read_frame(view[7:7 + len(data)], length, whole)
+            view.release()
+            buffer.extend(b"\0")  # BufferError while any view of it is alive
+            buffer[:] = bytes(len(buffer))  # what the reader reads next
+            assert got == gro.read_frame(data, length, whole), (data.hex(), length, whole)
+            if got.tcp is not None:
+                h = got.tcp
+                assert {type(h.mac), type(h.addresses), type(h.options)} == {bytes}
+
+
 def test_the_one_pass_reading_reads_the_fields_where_the_headers_have_them() -> None:
     import struct
 

@@ -72,3 +72,6 @@ def test_kept_frames_refuse_writev_boundaries_outside_napi_frags() -> None:
     untimed = GroFrames()
     untimed(0, len(frame), frame, False, (), 99)
     assert untimed.times == {}
+    viewed = GroFrames()
+    viewed(5, len(frame), memoryview(frame), False, (), None)
+    assert viewed.headers[5] == read_frame(frame, len(frame), False)

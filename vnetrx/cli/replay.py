@@ -410,15 +410,18 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFr
          o: dict[str, Any], source: str) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.paths.gro import gro_limits, gso_window_note
-    from vnetrx.render.gro_text import virtio_gro_heading
     from vnetrx.replay.gro import replay_gro
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
     delivered = replay_gro(profile, config, stream.records, kept.headers.pop, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
     window = gso_window_note(profile)
-    return _print_gro(delivered, o, virtio_gro_heading(stream, source),
-                      (*stream.notes, *((window,) if window else ())))
+    heading = ""  # --jsonl rows have none: the text renderer (and rich) is not imported
+    if not o["as_jsonl"]:
+        from vnetrx.render.gro_text import virtio_gro_heading
+
+        heading = virtio_gro_heading(stream, source)
+    return _print_gro(delivered, o, heading, (*stream.notes, *((window,) if window else ())))
 
 
 def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], heading: str,

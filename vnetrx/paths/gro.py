@@ -92,6 +92,23 @@ _TCPV6_NAMES: Final = gso_type_names(SKB_GSO_TCPV6)
 _FRAGS: Final = How.FRAGS
 _HEAD_FRAG: Final = How.HEAD_FRAG
 _FRAG_LIST: Final = How.FRAG_LIST
+# the positions of the Skb fields GRO sets (its declaration, vnetrx.model): an skb GRO
+# completes is made from a list of its fields (Skb._make), which is what Skb._replace does
+# without looking each field up by name (a Python method: ~4 us per delivered skb compiled)
+_DATA: Final = Skb._fields.index("data")
+_LEN: Final = Skb._fields.index("len")
+_DATA_LEN: Final = Skb._fields.index("data_len")
+_TRUESIZE: Final = Skb._fields.index("truesize")
+_NR_FRAGS: Final = Skb._fields.index("nr_frags")
+_FRAGS_AT: Final = Skb._fields.index("frags")
+_FRAG_LIST_AT: Final = Skb._fields.index("frag_list")
+_IP_SUMMED: Final = Skb._fields.index("ip_summed")
+_CSUM_START: Final = Skb._fields.index("csum_start")
+_CSUM_OFFSET: Final = Skb._fields.index("csum_offset")
+_GSO_SIZE: Final = Skb._fields.index("gso_size")
+_GSO_TYPE: Final = Skb._fields.index("gso_type")
+_GSO_TYPE_NAMES: Final = Skb._fields.index("gso_type_names")
+_GSO_SEGS: Final = Skb._fields.index("gso_segs")
 
 
 class TcpHeaders(Value):
@@ -431,11 +448,27 @@ def frame_needs(data: bytes, length: int) -> tuple[int, int]:
     return needs, hbh - 14 if hbh else 0
 
 
-def read_frame(data: bytes, length: int, whole: bool) -> GroInput:
+# the bytes of a capture's frame ``_read_tcp4`` reads at most: Ethernet 14, IPv4 20, TCP 60
+TCP4_HEADERS: Final = 94
+
+
+def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
     """What GRO reads of a frame of ``length`` bytes (Ethernet header on) given as ``data``:
     the whole frame (``whole``: its TCP and UDP checksums are summed, as GRO sums them for a
     CHECKSUM_NONE skb) or a capture's bytes, maybe cut by the snaplen (checksums trusted; a
-    TCP header the snaplen cut reads as not TCP)."""
+    TCP header the snaplen cut reads as not TCP). ``data`` may be a view of the bytes (a
+    reader's buffer): it is read now and not kept; of a capture's frame in the common shape
+    only the headers are copied out of it."""
+    if not isinstance(data, bytes):
+        if not whole:
+            # a capture's checksums are trusted: only the headers are read (the same record
+            # as from all the bytes: _read_tcp4 reads no byte past TCP4_HEADERS)
+            head = data[:TCP4_HEADERS].tobytes()  # (bytes(view) is a slower way)
+            if len(head) >= 14:
+                common = _read_tcp4(head, length)
+                if common is not None:
+                    return common
+        data = data.tobytes()
     if not whole and len(data) >= 14:
         common = _read_tcp4(data, length)
         if common is not None:
@@ -676,9 +709,18 @@ class _Held:
         """p with what the merges added (and its frag_list members)."""
         if len(self.frames) == 1:
             return self.base
-        return self.base._replace(len=self.len, data_len=self.data_len, truesize=self.truesize,
-                                  nr_frags=self.nr_frags, frags=tuple(self.frags),
-                                  frag_list=tuple(self.members))
+        return Skb._make(self._merged())
+
+    def _merged(self) -> list[object]:
+        """p's fields (``Skb`` by position) with what the merges added."""
+        v: list[object] = list(self.base)
+        v[_LEN] = self.len
+        v[_DATA_LEN] = self.data_len
+        v[_TRUESIZE] = self.truesize
+        v[_NR_FRAGS] = self.nr_frags
+        v[_FRAGS_AT] = tuple(self.frags)
+        v[_FRAG_LIST_AT] = tuple(self.members)
+        return v
 
     def same_flow(self, h: TcpHeaders) -> bool:
         """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
@@ -722,6 +764,7 @@ class GroState:
         # decisions): what GRO makes of one such skb, kept by its id (each entry holds the
         # skb, so the id is not reused while it is kept)
         self.moved: dict[int, _Moved] = {}  # the frags a merge moves (skb_gro_receive)
+        self.last_moved: _Moved | None = None  # the last of them used
         self.pulled: dict[int, tuple[Skb, int, Skb]] = {}  # the skb with its headers pulled
 
     def receive(self, seg: Segment) -> None:
@@ -1190,7 +1233,9 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
         # the payload is all in frags: they move, the first trimmed by offset - headlen;
         # delta = skb->truesize - SKB_TRUESIZE(skb_end_offset(skb))
         trim = offset - headlen
-        moved = state.moved.get(id(skb))
+        moved = state.last_moved  # a flow's segments mostly share one skb: the last one first
+        if moved is None or moved.skb is not skb or moved.trim != trim:
+            moved = state.moved.get(id(skb))
         if moved is None or moved.skb is not skb or moved.trim != trim:
             first = skb.frags[0]
             moved = _Moved(skb, trim, (Frag(first.page, first.offset + trim, first.size - trim,
@@ -1199,6 +1244,7 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
             if len(state.moved) >= MOVED_KEPT:
                 state.moved.clear()
             state.moved[id(skb)] = moved
+        state.last_moved = moved
         _add(held, moved.frags, payload, moved.delta)
         return _FRAGS
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
@@ -1247,7 +1293,9 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     csum_offset 16, CHECKSUM_PARTIAL, gso_segs = count."""
     count = held.count
     if count == 1:
-        return Delivered(held.skb()._replace(gso_size=0), tuple(held.frames), flush, 1)
+        v = list(held.base) if len(held.frames) == 1 else held._merged()
+        v[_GSO_SIZE] = 0
+        return Delivered(Skb._make(v), tuple(held.frames), flush, 1)
     h = held.headers
     if h.udp_len:
         return _complete_udp(held, held.skb(), flush, count)
@@ -1262,28 +1310,23 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if h.flag_word & TCP_FLAG_CWR and not gso_type & SKB_GSO_TCP_ECN:
         gso_type |= SKB_GSO_TCP_ECN
         names += ("SKB_GSO_TCP_ECN",)
-    # p with what the merges added (held.skb()) and what completing it sets, in one copy
+    # p with what the merges added (held._merged()) and what completing it sets, in one copy
     data, length = held.base.data, held.len
     tcp_header = data + h.network_len  # tcp_hdr(): where csum_start points
     if h.ipv6 and length - h.nhoff - 40 > 0xFFFF:
         # ipv6_gro_complete: a payload past IPV6_MAXPLEN gets the 8-byte hop-by-hop jumbo
         # header pushed in front of the TCP header (BIG TCP): data moves back 8 bytes
         data, length = data - 8, length + 8
-    skb = held.base._replace(
-        data=data,
-        len=length,
-        data_len=held.data_len,
-        truesize=held.truesize,
-        nr_frags=held.nr_frags,
-        frags=tuple(held.frags),
-        frag_list=tuple(held.members),
-        gso_type=gso_type,
-        gso_type_names=names,
-        gso_segs=count,
-        ip_summed=CHECKSUM_PARTIAL,
-        csum_start=tcp_header,
-        csum_offset=TCP_CHECK_OFFSET,
-    )
+    v = held._merged()
+    v[_DATA] = data
+    v[_LEN] = length
+    v[_GSO_TYPE] = gso_type
+    v[_GSO_TYPE_NAMES] = names
+    v[_GSO_SEGS] = count
+    v[_IP_SUMMED] = CHECKSUM_PARTIAL
+    v[_CSUM_START] = tcp_header
+    v[_CSUM_OFFSET] = TCP_CHECK_OFFSET
+    skb = Skb._make(v)
     return Delivered(skb, tuple(held.frames), flush, count)
 
 

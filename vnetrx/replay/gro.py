@@ -28,7 +28,8 @@ class GroFrames:
     """What GRO reads of each frame (``headers``), its writev boundaries (``splits``, with
     ``napi_frags``: --path tap --napi frags) and its capture time (``times``, when kept), by
     frame index, from when the frame is read until GRO takes it. Called as a
-    replay.frames.Keep."""
+    replay.frames.Keep, with the frame's bytes or a view of them (read at once, not kept: of
+    a capture's frame only its headers are read, see ``gro.read_frame``)."""
 
     def __init__(self, napi_frags: bool = False, timed: bool = False) -> None:
         self.headers: dict[int, GroInput] = {}
@@ -37,7 +38,7 @@ class GroFrames:
         self.napi_frags = napi_frags
         self.timed = timed
 
-    def __call__(self, index: int, length: int, data: bytes, whole: bool,
+    def __call__(self, index: int, length: int, data: bytes | memoryview, whole: bool,
                  split: tuple[int, ...], time: int | None) -> None:
         if split:
             if not self.napi_frags:
