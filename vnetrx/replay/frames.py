@@ -110,8 +110,9 @@ DERIVE_HEAD = 256
 # (GRO): the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its
 # snaplen), a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; ()
 # otherwise), and the capture record's time stamp in ns (None: a JSON object, or a pcapng
-# Simple Packet Block)
-Keep = Callable[[int, int, bytes, bool, tuple[int, ...], "int | None"], None]
+# Simple Packet Block). A capture's bytes may be a view of its reader's buffer, valid during
+# the call only (read_capture's ``copy`` False): a caller reads them at once, or copies.
+Keep = Callable[[int, int, "bytes | memoryview", bool, tuple[int, ...], "int | None"], None]
 
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
@@ -256,13 +257,13 @@ def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | 
     ``keep`` first)."""
     with _reading(stream, name, damage):
         frames = read_capture(stream, name, data=keep is not None, cooked=cooked,
-                              before_read=before_read)
+                              before_read=before_read, copy=False)
         if keep is None:  # (the commonest replay: every frame passes here)
             for frame in frames:
                 yield frame.length
             return
         for index, frame in enumerate(frames):
-            keep(index, frame.length, _copied(frame.data), False, (), frame.time)
+            keep(index, frame.length, frame.data, False, (), frame.time)
             yield frame.length
 
 
@@ -273,20 +274,16 @@ def _derived(stream: io.BufferedReader, name: str, derive: Derive,
     """Each captured frame's wire length and the header ``derive`` gives it (each frame handed
     to ``keep`` first)."""
     with _reading(stream, name, damage):
-        # the headers alone when nothing else reads the bytes (their copy is most of a frame's)
+        if keep is None:  # the headers alone (their copy is most of a frame's)
+            for frame in read_capture(stream, name, data=True, cooked=cooked,
+                                      before_read=before_read, head=DERIVE_HEAD):
+                yield frame.length, derive(frame.length, bytes(frame.data))
+            return
+        # the whole frame, seen in the reader's buffer by ``keep``; ``derive`` gets its headers
         for index, frame in enumerate(read_capture(stream, name, data=True, cooked=cooked,
-                                                   before_read=before_read,
-                                                   head=0 if keep is not None else DERIVE_HEAD)):
-            data = _copied(frame.data)
-            if keep is not None:
-                keep(index, frame.length, data, False, (), frame.time)
-            yield frame.length, derive(frame.length, data)
-
-
-def _copied(data: bytes | memoryview) -> bytes:
-    """A frame's bytes as read_capture copies them by default."""
-    assert isinstance(data, bytes)
-    return data
+                                                   before_read=before_read, copy=False)):
+            keep(index, frame.length, frame.data, False, (), frame.time)
+            yield frame.length, derive(frame.length, bytes(frame.data[:DERIVE_HEAD]))
 
 
 @contextmanager
