@@ -80,3 +80,14 @@ def test_hash_report_sets_skb_hash(report: int, l4_hash: bool) -> None:
     assert (t.skb.hash, t.skb.l4_hash) == (0xDEADBEEF, l4_hash)
     plain = run("6.12", frame_len=1000, mergeable=True, hdr_len=12, hdr=hdr)
     assert plain.skb is not None and plain.skb.hash == 0  # no hash report negotiated
+
+
+def test_delivery_record_made_without_its_python_new() -> None:
+    """_delivery is ``Delivery(...)`` built by tuple.__new__: the same class and fields, the
+    csum_check default included (a field added to Delivery and not to _delivery fails here)."""
+    from vnetrx.paths.virtio_net.receive_buf import Delivery, _delivery
+    from vnetrx.paths.virtio_net.plan import Drop
+
+    made = _delivery(None, Drop.BAD_GSO, None)
+    assert type(made) is Delivery and made == Delivery(None, Drop.BAD_GSO, None)
+    assert made.csum_check is None and len(made) == len(Delivery._fields)
