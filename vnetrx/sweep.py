@@ -14,21 +14,21 @@ from typing import Any, Final
 
 from vnetrx.engine import trace_virtio
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import SKB_FIELDS, Cost, Skb
+from vnetrx.model import Cost, Skb
 from vnetrx.paths import tun, virtio_net
 from vnetrx.paths.tun import TapSetup
 from vnetrx.paths.vhost.tx import VhostTxSetup
 from vnetrx.paths.virtio_net.receive_buf import plain_skb, xdp_received
 from vnetrx.records import NamedTuple
 from vnetrx.replay.summary import Totals
+from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 from vnetrx.values import Value
 
 ROW_SCHEMA = "vnetrx.sweep-row/1"
 SWEEP_SCHEMA = "vnetrx.sweep/1"
 
 
-# The skb fields a row carries (model.SKB_FIELDS marked ``row``), in that order.
-ROW_SKB_FIELDS = tuple(f.name for f in SKB_FIELDS if f.row)
+# the skb fields a row carries, read from a record (vnetrx.skb_row: which, and as JSON)
 _row_skb = attrgetter(*ROW_SKB_FIELDS)
 CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allocations",
               "bytes_copied", "buffers")
@@ -207,8 +207,8 @@ _NO_SKB_PART = ", ".join(f'"{name}": null' for name in ROW_SKB_FIELDS)
 # fields, buffers, allocations, bytes_copied, frags
 _SKB_ROW = (
     '{"schema": "' + ROW_SCHEMA + '", "frame_len": %s, "kernel": %s, "outcome": "%s", '
-    '"reason": null, ' + ", ".join(f'"{name}": %s' for name in ROW_SKB_FIELDS)
-    + ', "buffers": %s, "cost": {"allocations": %s, "bytes_copied": %s, "frags": %s}}'
+    '"reason": null, %s, "buffers": %s, "cost": {"allocations": %s, "bytes_copied": %s, '
+    '"frags": %s}}'
 )
 _KERNEL_JSON: dict[str, str] = {}
 
@@ -224,7 +224,7 @@ def row_line(row: Row) -> str:
         return (f'{{"schema": "{ROW_SCHEMA}", "frame_len": {row.frame_len}, "kernel": {kernel}, '
                 f'"outcome": "{row.outcome}", "reason": {reason}, {_NO_SKB_PART}, '
                 f'"buffers": {row.buffers}, "cost": null}}')
-    return _SKB_ROW % (row.frame_len, kernel, row.outcome, *_row_skb(skb), row.buffers,
+    return _SKB_ROW % (row.frame_len, kernel, row.outcome, row_skb_json(skb), row.buffers,
                        row.allocations, row.bytes_copied, skb.nr_frags)
 
 

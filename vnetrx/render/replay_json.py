@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
-from vnetrx.model import SKB_FIELDS
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
 from vnetrx.replay.state import Decision, Ring, RingConfig
+from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 
 REPLAY_SCHEMA = "vnetrx.replay/1"
 
@@ -153,7 +152,7 @@ def render_replay_lines(r: Replay) -> str:
 
 
 ROW_SCHEMA = "vnetrx.replay-row/1"
-_ROW_SKB = tuple(f.name for f in SKB_FIELDS if f.row)
+_ROW_SKB = ROW_SKB_FIELDS
 _NO_SKB = dict.fromkeys(_ROW_SKB)
 
 
@@ -183,10 +182,8 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 
 
 # row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
-# the dict: a replay writes one per frame); %d prints an int-valued field as json.dumps does
-_SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
+# the dict: a replay writes one per frame)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
-_skb_values = attrgetter(*_ROW_SKB)
 PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
@@ -194,7 +191,7 @@ def decision_part(d: Decision) -> str:
     """The row's fields from the frame's decision: outcome to frag_list (an f-string around
     the skb's fields: compiled, it is joined without parsing a template, which `%` does)."""
     skb = d.skb
-    fields = _NO_SKB_PART if skb is None else _SKB_PART % _skb_values(skb)
+    fields = _NO_SKB_PART if skb is None else row_skb_json(skb)
     reason = "null" if d.reason is None else json.dumps(d.reason)
     counter = "null" if d.counter is None else json.dumps(d.counter)
     allocations = "null" if d.allocations is None else str(d.allocations)
