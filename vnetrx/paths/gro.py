@@ -450,6 +450,7 @@ def frame_needs(data: bytes, length: int) -> tuple[int, int]:
 
 # the bytes of a capture's frame ``_read_tcp4`` reads at most: Ethernet 14, IPv4 20, TCP 60
 TCP4_HEADERS: Final = 94
+_HEAD: Final = struct.Struct(f"{TCP4_HEADERS}s").unpack_from  # a view's first TCP4_HEADERS bytes
 
 
 def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
@@ -463,7 +464,10 @@ def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
         if not whole:
             # a capture's checksums are trusted: only the headers are read (the same record
             # as from all the bytes: _read_tcp4 reads no byte past TCP4_HEADERS)
-            head = data[:TCP4_HEADERS].tobytes()  # (bytes(view) is a slower way)
+            # (one call of a bound Struct method: a slice of the view and its tobytes cost
+            # about twice as much compiled, bytes(view[:N]) more)
+            head = (_HEAD(data)[0] if len(data) >= TCP4_HEADERS
+                    else data.tobytes())
             if len(head) >= 14:
                 common = _read_tcp4(head, length)
                 if common is not None:
@@ -517,10 +521,13 @@ def _read_tcp4(data: bytes, length: int) -> GroInput | None:
     tcp_len = (data[46] >> 4) * 4
     if tcp_len < 20 or have < 20 + tcp_len:  # _parse: not TCP, or the snaplen cut it
         return None
-    # ip_fast_csum of the 20-byte header (inet_gro_receive): its ten 16-bit words summed
-    total = 0
-    for at in range(14, 34, 2):
-        total += (data[at] << 8) | data[at + 1]
+    # ip_fast_csum of the 20-byte header (inet_gro_receive): its ten 16-bit words summed (as
+    # their high bytes' sum times 256 plus their low bytes' sum: the same total)
+    high = (data[14] + data[16] + data[18] + data[20] + data[22] + data[24] + data[26]
+            + data[28] + data[30] + data[32])
+    low = (data[15] + data[17] + data[19] + data[21] + data[23] + data[25] + data[27]
+           + data[29] + data[31] + data[33])
+    total = (high << 8) + low
     total = (total & 0xFFFF) + (total >> 16)
     total = (total & 0xFFFF) + (total >> 16)
     frag_off = (data[20] << 8) | data[21]
@@ -676,11 +683,12 @@ class _Held:
     """A held skb (p) with its frag_list members (NAPI_GRO_CB(p)->last is the last member, or
     p itself), and what tcp_gro_receive compares the next segment with. What merges change of
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
-    is completed (``skb()``)."""
+    is completed (``skb()``); so are the last frag_list member's (lp: ``lp_len``,
+    ``lp_truesize``, ``lp_frags``), which ``members`` holds as it was chained."""
 
     __slots__ = ("age", "base", "count", "data_len", "fixed_id", "flag_word", "flist",
-                 "frags", "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
-                 "truesize")
+                 "frags", "frames", "headers", "len", "lp_frags", "lp_len", "lp_truesize",
+                 "members", "mss", "next_seq", "nr_frags", "truesize")
 
     def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
                  age: int = 0, count: int = 1) -> None:
@@ -697,13 +705,40 @@ class _Held:
         self.mss = skb.gso_size  # skb_shinfo(p)->gso_size: tcp_gro_receive's mss
         self.frames = [frame]
         self.members: list[FragListSkb] = []
+        self.lp_len = 0
+        self.lp_truesize = 0
+        self.lp_frags: list[Frag] = []
         self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
         self.flist = False  # a UDP aggregate chained by skb_gro_receive_list
 
     def last_frags(self) -> int:
-        return len(self.members[-1].frags) if self.members else self.nr_frags
+        return len(self.lp_frags) if self.members else self.nr_frags
+
+    def chain(self, member: FragListSkb) -> None:
+        """A member chained on p's frag_list: it is lp now (the one before it as it ends)."""
+        if self.members:
+            self.members[-1] = self._last()
+        self.members.append(member)
+        self.lp_len = member.len
+        self.lp_truesize = member.truesize
+        self.lp_frags = list(member.frags)
+
+    def _members(self) -> tuple[FragListSkb, ...]:
+        """p's frag_list members, lp with what the merges added to it."""
+        members = self.members
+        if not members:
+            return ()
+        return (*members[:-1], self._last())
+
+    def _last(self) -> FragListSkb:
+        """lp with what the merges added to it."""
+        lp = self.members[-1]
+        if (lp.len == self.lp_len and lp.truesize == self.lp_truesize
+                and len(lp.frags) == len(self.lp_frags)):
+            return lp  # (nothing was added to it)
+        return FragListSkb(self.lp_len, self.lp_truesize, tuple(self.lp_frags))
 
     def skb(self) -> Skb:
         """p with what the merges added (and its frag_list members)."""
@@ -719,14 +754,15 @@ class _Held:
         v[_TRUESIZE] = self.truesize
         v[_NR_FRAGS] = self.nr_frags
         v[_FRAGS_AT] = tuple(self.frags)
-        v[_FRAG_LIST_AT] = tuple(self.members)
+        v[_FRAG_LIST_AT] = self._members()
         return v
 
     def same_flow(self, h: TcpHeaders) -> bool:
         """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
         p = self.headers
-        return (p.mac == h.mac and p.ipv6 == h.ipv6 and p.addresses == h.addresses
-                and p.sport == h.sport and p.dport == h.dport)
+        # (the ports first: two ints, where flows of one host pair differ)
+        return (p.sport == h.sport and p.dport == h.dport and p.mac == h.mac
+                and p.ipv6 == h.ipv6 and p.addresses == h.addresses)
 
 
 class GroState:
@@ -1096,7 +1132,7 @@ def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
         raise InputError("fraglist GRO of an skb whose headers are not all linear is not "
                          "modelled (pskb_may_pull)")
     held.frames.append(seg.frame)
-    held.members.append(FragListSkb(payload, skb.truesize, skb.frags))
+    held.chain(FragListSkb(payload, skb.truesize, skb.frags))
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
@@ -1262,7 +1298,7 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
         eat = offset - headlen
         frags = (frags[0]._replace(offset=frags[0].offset + eat, size=frags[0].size - eat),
                  *frags[1:])
-    held.members.append(FragListSkb(payload, skb.truesize, frags))
+    held.chain(FragListSkb(payload, skb.truesize, frags))
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
@@ -1272,9 +1308,10 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
     """``done:`` p (and lp, the last frag_list member, when there is one) gain len, data_len
     and truesize; the frags go to lp."""
-    if held.members:
-        lp = held.members[-1]
-        held.members[-1] = FragListSkb(lp.len + payload, lp.truesize + delta, lp.frags + frags)
+    if held.members:  # lp gains them (put into its FragListSkb when p completes)
+        held.lp_len += payload
+        held.lp_truesize += delta
+        held.lp_frags.extend(frags)
     else:
         held.frags.extend(frags)
         held.nr_frags += len(frags)

@@ -17,6 +17,7 @@ from vnetrx.model import GroHow as How
 from vnetrx.paths.gro import Delivered
 from vnetrx.render.tables import Table
 from vnetrx.replay import Stream
+from vnetrx.replay.gro import GroTotals
 
 HOW = {
     How.FIRST: "the first of the flow, held (gso_size = its payload: the mss)",
@@ -186,32 +187,28 @@ def print_replay_gro(heading: str, notes: Sequence[str],
     printed as they come), then the totals; returns the frames they carry."""
     if not summary_only:
         console.print(Text(heading, style="bold"))
-    frames = skbs = merged = truesize = most = 0
-    counted_one = False  # an skb that merged others but counts 1 (COUNT_ONE)
-    block: list[tuple[int, Delivered]] = []
-    for poll, d in delivered:
-        frames += len(d.frames)
-        counted_one = counted_one or (len(d.frames) > 1 and d.segs == 1)
-        skbs += 1
-        merged += len(d.frames) > 1
-        most = max(most, len(d.frames))
-        truesize += d.skb.truesize
-        if summary_only:
-            continue
-        block.append((poll, d))
-        if len(block) == BLOCK:
+    totals = GroTotals()
+    if summary_only:
+        totals.add_all(delivered)
+    else:
+        block: list[tuple[int, Delivered]] = []
+        for poll, d in delivered:
+            totals.add(d)
+            block.append((poll, d))
+            if len(block) == BLOCK:
+                console.print(_delivered_table(block))
+                block = []
+        if block:
             console.print(_delivered_table(block))
-            block = []
-    if block:
-        console.print(_delivered_table(block))
-    console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
-                       f"{most} segments each); truesize {truesize}"))
-    if counted_one:
+    console.print(Text(f"totals: {totals.frames} frames in {totals.skbs} skb(s) "
+                       f"({totals.merged} aggregate(s), up to {totals.most} segments each); "
+                       f"truesize {totals.truesize}"))
+    if totals.counted_one:
         console.print(Text(f"note: an skb of several frames with segs 1: {COUNT_ONE}",
                            style="yellow"))
     for note in notes:
         console.print(Text(f"note: {note}", style="yellow"))
-    return frames
+    return totals.frames
 
 
 def _delivered_table(rows: list[tuple[int, Delivered]]) -> Table:

@@ -101,3 +101,31 @@ def _end_poll(state: GroState, poll: int, whole_budget: bool,
         steps.extend(state.steps)
         state.steps.clear()
     return [(poll, d) for d in state.take()]
+
+
+class GroTotals:
+    """What ``replay --gro``'s totals line counts of the skbs GRO delivers (compiled: with
+    --summary every delivered skb passes here and nothing else is printed of it)."""
+
+    def __init__(self) -> None:
+        self.frames = 0  # the frames they carry
+        self.skbs = 0
+        self.merged = 0  # skbs of more than one frame
+        self.most = 0  # the most frames one carries
+        self.truesize = 0
+        self.counted_one = False  # an skb that merged others but counts 1 (segs 1)
+
+    def add(self, d: Delivered) -> None:
+        n = len(d.frames)
+        self.frames += n
+        self.counted_one = self.counted_one or (n > 1 and d.segs == 1)
+        self.skbs += 1
+        if n > 1:
+            self.merged += 1
+        if n > self.most:
+            self.most = n
+        self.truesize += d.skb.truesize
+
+    def add_all(self, delivered: Iterable[tuple[int, Delivered]]) -> None:
+        for _, d in delivered:
+            self.add(d)
