@@ -93,7 +93,7 @@ _FRAGS: Final = How.FRAGS
 _HEAD_FRAG: Final = How.HEAD_FRAG
 _FRAG_LIST: Final = How.FRAG_LIST
 # the positions of the Skb fields GRO sets (its declaration, vnetrx.model): an skb GRO
-# completes is made from a list of its fields (Skb._make), which is what Skb._replace does
+# completes is made from a list of its fields (_RECORD below), which is what Skb._replace does
 # without looking each field up by name (a Python method: ~4 us per delivered skb compiled)
 _DATA: Final = Skb._fields.index("data")
 _LEN: Final = Skb._fields.index("len")
@@ -109,6 +109,9 @@ _GSO_SIZE: Final = Skb._fields.index("gso_size")
 _GSO_TYPE: Final = Skb._fields.index("gso_type")
 _GSO_TYPE_NAMES: Final = Skb._fields.index("gso_type_names")
 _GSO_SEGS: Final = Skb._fields.index("gso_segs")
+# what a record's _make does with its fields (without the length check: ours are whole), as a
+# bound builtin: compiled, a record's class called (or its _make) runs its Python __new__
+_RECORD: Final = tuple.__new__
 
 
 class TcpHeaders(Value):
@@ -744,7 +747,7 @@ class _Held:
         """p with what the merges added (and its frag_list members)."""
         if len(self.frames) == 1:
             return self.base
-        return Skb._make(self._merged())
+        return _RECORD(Skb, self._merged())
 
     def _merged(self) -> list[object]:
         """p's fields (``Skb`` by position) with what the merges added."""
@@ -1332,7 +1335,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if count == 1:
         v = list(held.base) if len(held.frames) == 1 else held._merged()
         v[_GSO_SIZE] = 0
-        return Delivered(Skb._make(v), tuple(held.frames), flush, 1)
+        return _RECORD(Delivered, (_RECORD(Skb, v), tuple(held.frames), flush, 1))
     h = held.headers
     if h.udp_len:
         return _complete_udp(held, held.skb(), flush, count)
@@ -1363,8 +1366,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     v[_IP_SUMMED] = CHECKSUM_PARTIAL
     v[_CSUM_START] = tcp_header
     v[_CSUM_OFFSET] = TCP_CHECK_OFFSET
-    skb = Skb._make(v)
-    return Delivered(skb, tuple(held.frames), flush, count)
+    return _RECORD(Delivered, (_RECORD(Skb, v), tuple(held.frames), flush, count))
 
 
 def _complete_udp(held: _Held, skb: Skb, flush: Flush, count: int) -> Delivered:

@@ -65,7 +65,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     # poll ends with everything flushed (what a state of its own per poll would hold)
     state = GroState(k, limits, gro, steps is not None, udp_gro)
     budget = cfg.budget
-    build_skb = Outcome.BUILD_SKB
+    build_skb: str = Outcome.BUILD_SKB  # (a str: compared as strings, compiled)
     napi_frag = c.napi_head.frag
     current = 0
     in_poll = 0
