@@ -741,7 +741,7 @@ class _Held:
         if (lp.len == self.lp_len and lp.truesize == self.lp_truesize
                 and len(lp.frags) == len(self.lp_frags)):
             return lp  # (nothing was added to it)
-        return FragListSkb(self.lp_len, self.lp_truesize, tuple(self.lp_frags))
+        return _RECORD(FragListSkb, (self.lp_len, self.lp_truesize, tuple(self.lp_frags)))
 
     def skb(self) -> Skb:
         """p with what the merges added (and its frag_list members)."""
@@ -1179,7 +1179,9 @@ def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = Non
     ``ip_summed`` when tcp_gro_receive validated its checksum."""
     skb = _pull_headers(state.k, seg, pulled)
     if ip_summed is not None and ip_summed != skb.ip_summed:
-        skb = skb._replace(ip_summed=ip_summed)
+        fields: list[object] = list(skb)  # skb._replace(ip_summed=ip_summed)
+        fields[_IP_SUMMED] = ip_summed
+        skb = _RECORD(Skb, fields)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
                                    skb.truesize, skb.nr_frags, 0))
@@ -1277,8 +1279,9 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
             moved = state.moved.get(id(skb))
         if moved is None or moved.skb is not skb or moved.trim != trim:
             first = skb.frags[0]
-            moved = _Moved(skb, trim, (Frag(first.page, first.offset + trim, first.size - trim,
-                                            first.truesize), *skb.frags[1:]),
+            moved = _Moved(skb, trim, (_RECORD(Frag, (first.page, first.offset + trim,
+                                                      first.size - trim, first.truesize)),
+                                       *skb.frags[1:]),
                            skb.truesize - skb_truesize(k, skb.end))
             if len(state.moved) >= MOVED_KEPT:
                 state.moved.clear()
@@ -1299,9 +1302,10 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     frags = skb.frags
     if offset > headlen:
         eat = offset - headlen
-        frags = (frags[0]._replace(offset=frags[0].offset + eat, size=frags[0].size - eat),
-                 *frags[1:])
-    held.chain(FragListSkb(payload, skb.truesize, frags))
+        first = frags[0]  # first._replace(offset=offset + eat, size=size - eat)
+        frags = (_RECORD(Frag, (first.page, first.offset + eat, first.size - eat,
+                                first.truesize)), *frags[1:])
+    held.chain(_RECORD(FragListSkb, (payload, skb.truesize, frags)))
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
