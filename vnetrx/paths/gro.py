@@ -92,6 +92,31 @@ _TCPV6_NAMES: Final = gso_type_names(SKB_GSO_TCPV6)
 _FRAGS: Final = How.FRAGS
 _HEAD_FRAG: Final = How.HEAD_FRAG
 _FRAG_LIST: Final = How.FRAG_LIST
+# the enum members the per-frame paths name, looked up once (compiled, an enum class's
+# attribute is a generic lookup: ~900 instructions each)
+_F_E2BIG: Final = Flush.E2BIG
+_F_FLAGS: Final = Flush.FLAGS
+_F_GSO: Final = Flush.GSO
+_F_GSO_SEGS: Final = Flush.GSO_SEGS
+_F_GSO_SIZE: Final = Flush.GSO_SIZE
+_F_LONGER: Final = Flush.LONGER
+_F_MISMATCH: Final = Flush.MISMATCH
+_F_NOT_HELD: Final = Flush.NOT_HELD
+_F_SHORT: Final = Flush.SHORT
+_F_UNMERGEABLE: Final = Flush.UNMERGEABLE
+_H_AFTER_MISMATCH: Final = How.AFTER_MISMATCH
+_H_BAD_CHECKSUM: Final = How.BAD_CHECKSUM
+_H_BAD_NETWORK: Final = How.BAD_NETWORK
+_H_FIRST: Final = How.FIRST
+_H_FLAGS: Final = How.FLAGS
+_H_GSO: Final = How.GSO
+_H_GSO_SEGS: Final = How.GSO_SEGS
+_H_HAS_FRAG_LIST: Final = How.HAS_FRAG_LIST
+_H_NOT_PARSED: Final = How.NOT_PARSED
+_H_NOT_TCP: Final = How.NOT_TCP
+_H_NO_PAYLOAD: Final = How.NO_PAYLOAD
+# how a segment refused by its flow's held skb is then held, by the reason (else AFTER_MISMATCH)
+_AFTER: Final = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}
 # the positions of the Skb fields GRO sets (its declaration, vnetrx.model): an skb GRO
 # completes is made from a list of its fields (_RECORD below), which is what Skb._replace does
 # without looking each field up by name (a Python method: ~4 us per delivered skb compiled)
@@ -923,9 +948,9 @@ def _receive(state: GroState, seg: Segment) -> None:
         if pulled is not None:
             skb = _pull_headers(state.k, seg, pulled)
             if state.record_steps:
-                state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_PARSED, 0, 0,
+                state.steps.append(GroStep(seg.frame, Result.NORMAL, _H_NOT_PARSED, 0, 0,
                                            skb.len, skb.truesize, skb.nr_frags, 0))
-            state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+            state.delivered.append(Delivered(skb, (seg.frame,), _F_NOT_HELD, 1))
             return
     if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
             < seg.offset and not state.exthdr_gro_pull):
@@ -948,14 +973,14 @@ def _receive(state: GroState, seg: Segment) -> None:
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
         if state.record_steps:
-            state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
+            state.steps.append(GroStep(seg.frame, Result.NORMAL, _H_NOT_TCP, 0, 0, skb.len,
                                        skb.truesize, skb.nr_frags, 0))
-        state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+        state.delivered.append(Delivered(skb, (seg.frame,), _F_NOT_HELD, 1))
         return
     if not h.network_ok:
         # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
         # flush set, before the IP header is pulled; no held skb is completed
-        _normal(state, seg, How.BAD_NETWORK, pulled=0)
+        _normal(state, seg, _H_BAD_NETWORK, pulled=0)
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb it does not let in
     # (gso_flushed); inet_gro_receive: tot_len must be the packet's
@@ -973,7 +998,7 @@ def _receive(state: GroState, seg: Segment) -> None:
         if not h.tcp_csum_ok:
             # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
             # IP header was pulled (inet/ipv6_gro_receive)
-            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
+            _normal(state, seg, _H_BAD_CHECKSUM, pulled=h.network_len)
             return
         ip_summed = CHECKSUM_UNNECESSARY
     payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
@@ -990,22 +1015,22 @@ def _receive(state: GroState, seg: Segment) -> None:
         mismatch = _mismatch(state, p, h)
         refused: Flush | None = None
         if flush:
-            refused = (Flush.GSO if gso_flush else Flush.UNMERGEABLE if skb.frag_list
-                       else Flush.MISMATCH)
+            refused = (_F_GSO if gso_flush else _F_UNMERGEABLE if skb.frag_list
+                       else _F_MISMATCH)
         elif mismatch:
-            refused = Flush.MISMATCH
+            refused = _F_MISMATCH
         elif gso:
             # tcp_gro_receive: "if (unlikely(skb_is_gso(skb))) flush |= (mss !=
             # skb_shinfo(skb)->gso_size)", instead of the length test below
             # [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0, 6.1.166]
             if skb.gso_size != p.mss:
-                refused = Flush.GSO_SIZE
+                refused = _F_GSO_SIZE
         elif payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
-            refused = Flush.UNMERGEABLE
+            refused = _F_UNMERGEABLE
         elif payload > p.mss:  # "flush |= (len - 1) >= mss"
-            refused = Flush.LONGER
+            refused = _F_LONGER
         if refused is None and p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
-            refused = Flush.E2BIG
+            refused = _F_E2BIG
         if refused is None:
             before = p.truesize
             how = _merge(state, p, seg, payload)
@@ -1015,37 +1040,36 @@ def _receive(state: GroState, seg: Segment) -> None:
             p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             if state.record_steps:
-                result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
+                result = Result.MERGED if how is _FRAG_LIST else Result.MERGED_FREE
                 state.steps.append(GroStep(seg.frame, result, how, payload,
                                            p.truesize - before, p.len, p.truesize,
                                            p.last_frags(), len(p.members)))
             # out_check_final: a segment shorter than mss (a GSO skb: whose len is not
             # count * gso_size), or URG/PSH/RST/SYN/FIN, ends it
             if gso and payload != count * skb.gso_size:
-                state.complete(p, Flush.GSO_SEGS)
+                state.complete(p, _F_GSO_SEGS)
             elif not gso and payload < p.mss:
-                state.complete(p, Flush.SHORT)
+                state.complete(p, _F_SHORT)
             elif flags & _ENDS:
-                state.complete(p, Flush.FLAGS)
+                state.complete(p, _F_FLAGS)
             return
         state.complete(p, refused)
-        after = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}.get(
-            refused, How.AFTER_MISMATCH)
+        after = _AFTER.get(refused, _H_AFTER_MISMATCH)
     else:
-        after = How.FIRST
+        after = _H_FIRST
     # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload), a GSO skb
     # on "len != NAPI_GRO_CB(skb)->count * gso_size" (gso_segs 0 from virtio_net_hdr_to_skb:
     # always) [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0], and on URG/PSH/RST/SYN/FIN; a
     # flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if gso_flush else How.HAS_FRAG_LIST
-                if skb.frag_list else How.BAD_NETWORK)
+        _normal(state, seg, _H_GSO if gso_flush else _H_HAS_FRAG_LIST
+                if skb.frag_list else _H_BAD_NETWORK)
     elif gso and payload != count * skb.gso_size:
-        _normal(state, seg, How.GSO_SEGS, ip_summed)
+        _normal(state, seg, _H_GSO_SEGS, ip_summed)
     elif payload == 0:
-        _normal(state, seg, How.NO_PAYLOAD, ip_summed)
+        _normal(state, seg, _H_NO_PAYLOAD, ip_summed)
     elif flags & _ENDS:
-        _normal(state, seg, How.FLAGS, ip_summed)
+        _normal(state, seg, _H_FLAGS, ip_summed)
     else:
         if gso and count != 1:
             raise InputError(
@@ -1185,7 +1209,7 @@ def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = Non
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
                                    skb.truesize, skb.nr_frags, 0))
-    state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+    state.delivered.append(_RECORD(Delivered, (skb, (seg.frame,), _F_NOT_HELD, 1)))
 
 
 def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,

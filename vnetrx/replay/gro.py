@@ -6,6 +6,7 @@ GRO decisions are vnetrx.paths.gro's."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
@@ -90,13 +91,18 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         yield from _end_poll(state, current, in_poll >= budget, steps)
 
 
+# (looked up once: compiled, an enum class's attribute is a generic lookup)
+_BUDGET: Final = GroFlush.BUDGET
+_POLL_END: Final = GroFlush.POLL_END
+
+
 def _end_poll(state: GroState, poll: int, whole_budget: bool,
               steps: list[GroStep] | None) -> list[tuple[int, Delivered]]:
     """The end of a poll: after a whole budget __napi_poll flushes everything, then
     napi_complete_done (what is left); every skb delivered in the poll, with its number."""
     if whole_budget:
-        state.flush_all(GroFlush.BUDGET)
-    state.flush_all(GroFlush.POLL_END)
+        state.flush_all(_BUDGET)
+    state.flush_all(_POLL_END)
     if steps is not None:
         steps.extend(state.steps)
         state.steps.clear()
