@@ -16,6 +16,7 @@ from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.paths.gro import Delivered
 from vnetrx.render.tables import Table
+from vnetrx.render.totals_text import COUNT_ONE, gro_totals_lines
 from vnetrx.replay import Stream
 from vnetrx.replay.gro import GroTotals
 
@@ -74,12 +75,6 @@ FLUSH = {
 }
 
 
-# an skb that merged others and still counts 1 (6.1.0-6.1.6: a GSO skb merged counts its
-# gso_segs, 0) [net/core/gro.c:napi_gro_complete, net/ipv4/ip_input.c:ip_rcv_core,
-# net/ipv6/ip6_input.c:ip6_rcv_core @ 6.1.0]
-COUNT_ONE = ("count 1: napi_gro_complete only cleared gso_size (no inet_gro_complete): the IP "
-             "header keeps the first skb's length, and ip_rcv_core / ip6_rcv_core trim the skb "
-             "to it (pskb_trim_rcsum): the merged payload is lost after GRO")
 
 
 def flow_renderable(run: FlowRun) -> RenderableType:
@@ -200,14 +195,8 @@ def print_replay_gro(heading: str, notes: Sequence[str],
                 block = []
         if block:
             console.print(_delivered_table(block))
-    console.print(Text(f"totals: {totals.frames} frames in {totals.skbs} skb(s) "
-                       f"({totals.merged} aggregate(s), up to {totals.most} segments each); "
-                       f"truesize {totals.truesize}"))
-    if totals.counted_one:
-        console.print(Text(f"note: an skb of several frames with segs 1: {COUNT_ONE}",
-                           style="yellow"))
-    for note in notes:
-        console.print(Text(f"note: {note}", style="yellow"))
+    for text, style in gro_totals_lines(totals, notes):
+        console.print(Text(text, style=style) if style else Text(text))
     return totals.frames
 
 
