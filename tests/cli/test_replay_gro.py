@@ -476,13 +476,14 @@ def test_each_row_is_the_json_of_its_record_to_the_byte(tmp_path: Path) -> None:
 
 
 def test_gro_rows_do_not_import_rich(tmp_path: Path) -> None:
-    """--gro --jsonl writes rows only: the text renderer and rich (~0.1 s of start-up under
-    load, a tenth of a 200,000-frame replay) are not imported; the text output needs them."""
+    """--gro --jsonl writes rows only, and --gro --summary into a pipe or a file its plain
+    lines: the text renderer and rich (~0.1 s of start-up under load, a tenth of a
+    200,000-frame replay) are not imported; the table needs them."""
     path = capture(tmp_path / "flow.pcap", flow(3))
     code = (
         "import sys, io, contextlib\n"
         f"sys.argv = ['vnetrx', 'replay', '--from', {str(path)!r}, '--mergeable', '--gro', "
-        "sys.argv[1]]\n"
+        "*sys.argv[1:]]\n"
         "from vnetrx.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
@@ -491,7 +492,7 @@ def test_gro_rows_do_not_import_rich(tmp_path: Path) -> None:
         "        assert exc.code == 0, exc.code\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich'}))\n"
     )
-    for output, imported in (("--jsonl", "[]"), ("--summary", "['rich']")):
-        out = subprocess.run([sys.executable, "-c", code, output], capture_output=True,
+    for output, imported in ((["--jsonl"], "[]"), (["--summary"], "[]"), ([], "['rich']")):
+        out = subprocess.run([sys.executable, "-c", code, *output], capture_output=True,
                              text=True, check=True)
         assert out.stdout.strip() == imported

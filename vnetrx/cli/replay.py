@@ -416,8 +416,9 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFr
     delivered = replay_gro(profile, config, stream.records, kept.headers.pop, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
     window = gso_window_note(profile)
-    heading = ""  # --jsonl rows have none: the text renderer (and rich) is not imported
-    if not o["as_jsonl"]:
+    # --jsonl rows and --summary have none: the text renderer (and rich) is not imported
+    heading = ""
+    if not o["as_jsonl"] and not o["summary"]:
         from vnetrx.render.gro_text import virtio_gro_heading
 
         heading = virtio_gro_heading(stream, source)
@@ -431,6 +432,16 @@ def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], he
         from vnetrx.render.gro_json import write_delivered
 
         return write_delivered(delivered, sys.stdout)
+    from vnetrx.render.totals_text import plain_stdout
+
+    if o["summary"] and plain_stdout():  # the totals and notes, plain: rich not loaded
+        from vnetrx.render.totals_text import gro_totals_lines, write_plain
+        from vnetrx.replay.gro import GroTotals
+
+        totals = GroTotals()
+        totals.add_all(delivered)
+        write_plain(gro_totals_lines(totals, notes))
+        return totals.frames
     from vnetrx.render.gro_text import print_replay_gro
     from vnetrx.render.text import stdout_console
 

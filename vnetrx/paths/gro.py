@@ -92,8 +92,33 @@ _TCPV6_NAMES: Final = gso_type_names(SKB_GSO_TCPV6)
 _FRAGS: Final = How.FRAGS
 _HEAD_FRAG: Final = How.HEAD_FRAG
 _FRAG_LIST: Final = How.FRAG_LIST
+# the enum members the per-frame paths name, looked up once (compiled, an enum class's
+# attribute is a generic lookup: ~900 instructions each)
+_F_E2BIG: Final = Flush.E2BIG
+_F_FLAGS: Final = Flush.FLAGS
+_F_GSO: Final = Flush.GSO
+_F_GSO_SEGS: Final = Flush.GSO_SEGS
+_F_GSO_SIZE: Final = Flush.GSO_SIZE
+_F_LONGER: Final = Flush.LONGER
+_F_MISMATCH: Final = Flush.MISMATCH
+_F_NOT_HELD: Final = Flush.NOT_HELD
+_F_SHORT: Final = Flush.SHORT
+_F_UNMERGEABLE: Final = Flush.UNMERGEABLE
+_H_AFTER_MISMATCH: Final = How.AFTER_MISMATCH
+_H_BAD_CHECKSUM: Final = How.BAD_CHECKSUM
+_H_BAD_NETWORK: Final = How.BAD_NETWORK
+_H_FIRST: Final = How.FIRST
+_H_FLAGS: Final = How.FLAGS
+_H_GSO: Final = How.GSO
+_H_GSO_SEGS: Final = How.GSO_SEGS
+_H_HAS_FRAG_LIST: Final = How.HAS_FRAG_LIST
+_H_NOT_PARSED: Final = How.NOT_PARSED
+_H_NOT_TCP: Final = How.NOT_TCP
+_H_NO_PAYLOAD: Final = How.NO_PAYLOAD
+# how a segment refused by its flow's held skb is then held, by the reason (else AFTER_MISMATCH)
+_AFTER: Final = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}
 # the positions of the Skb fields GRO sets (its declaration, vnetrx.model): an skb GRO
-# completes is made from a list of its fields (Skb._make), which is what Skb._replace does
+# completes is made from a list of its fields (_RECORD below), which is what Skb._replace does
 # without looking each field up by name (a Python method: ~4 us per delivered skb compiled)
 _DATA: Final = Skb._fields.index("data")
 _LEN: Final = Skb._fields.index("len")
@@ -109,6 +134,9 @@ _GSO_SIZE: Final = Skb._fields.index("gso_size")
 _GSO_TYPE: Final = Skb._fields.index("gso_type")
 _GSO_TYPE_NAMES: Final = Skb._fields.index("gso_type_names")
 _GSO_SEGS: Final = Skb._fields.index("gso_segs")
+# what a record's _make does with its fields (without the length check: ours are whole), as a
+# bound builtin: compiled, a record's class called (or its _make) runs its Python __new__
+_RECORD: Final = tuple.__new__
 
 
 class TcpHeaders(Value):
@@ -450,6 +478,7 @@ def frame_needs(data: bytes, length: int) -> tuple[int, int]:
 
 # the bytes of a capture's frame ``_read_tcp4`` reads at most: Ethernet 14, IPv4 20, TCP 60
 TCP4_HEADERS: Final = 94
+_HEAD: Final = struct.Struct(f"{TCP4_HEADERS}s").unpack_from  # a view's first TCP4_HEADERS bytes
 
 
 def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
@@ -463,7 +492,10 @@ def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
         if not whole:
             # a capture's checksums are trusted: only the headers are read (the same record
             # as from all the bytes: _read_tcp4 reads no byte past TCP4_HEADERS)
-            head = data[:TCP4_HEADERS].tobytes()  # (bytes(view) is a slower way)
+            # (one call of a bound Struct method: a slice of the view and its tobytes cost
+            # about twice as much compiled, bytes(view[:N]) more)
+            head = (_HEAD(data)[0] if len(data) >= TCP4_HEADERS
+                    else data.tobytes())
             if len(head) >= 14:
                 common = _read_tcp4(head, length)
                 if common is not None:
@@ -517,10 +549,13 @@ def _read_tcp4(data: bytes, length: int) -> GroInput | None:
     tcp_len = (data[46] >> 4) * 4
     if tcp_len < 20 or have < 20 + tcp_len:  # _parse: not TCP, or the snaplen cut it
         return None
-    # ip_fast_csum of the 20-byte header (inet_gro_receive): its ten 16-bit words summed
-    total = 0
-    for at in range(14, 34, 2):
-        total += (data[at] << 8) | data[at + 1]
+    # ip_fast_csum of the 20-byte header (inet_gro_receive): its ten 16-bit words summed (as
+    # their high bytes' sum times 256 plus their low bytes' sum: the same total)
+    high = (data[14] + data[16] + data[18] + data[20] + data[22] + data[24] + data[26]
+            + data[28] + data[30] + data[32])
+    low = (data[15] + data[17] + data[19] + data[21] + data[23] + data[25] + data[27]
+           + data[29] + data[31] + data[33])
+    total = (high << 8) + low
     total = (total & 0xFFFF) + (total >> 16)
     total = (total & 0xFFFF) + (total >> 16)
     frag_off = (data[20] << 8) | data[21]
@@ -676,11 +711,12 @@ class _Held:
     """A held skb (p) with its frag_list members (NAPI_GRO_CB(p)->last is the last member, or
     p itself), and what tcp_gro_receive compares the next segment with. What merges change of
     p (len, data_len, truesize, its frags) is kept here and put into its ``Skb`` once, when it
-    is completed (``skb()``)."""
+    is completed (``skb()``); so are the last frag_list member's (lp: ``lp_len``,
+    ``lp_truesize``, ``lp_frags``), which ``members`` holds as it was chained."""
 
     __slots__ = ("age", "base", "count", "data_len", "fixed_id", "flag_word", "flist",
-                 "frags", "frames", "headers", "len", "members", "mss", "next_seq", "nr_frags",
-                 "truesize")
+                 "frags", "frames", "headers", "len", "lp_frags", "lp_len", "lp_truesize",
+                 "members", "mss", "next_seq", "nr_frags", "truesize")
 
     def __init__(self, payload: int, frame: int, headers: TcpHeaders, skb: Skb,
                  age: int = 0, count: int = 1) -> None:
@@ -697,19 +733,46 @@ class _Held:
         self.mss = skb.gso_size  # skb_shinfo(p)->gso_size: tcp_gro_receive's mss
         self.frames = [frame]
         self.members: list[FragListSkb] = []
+        self.lp_len = 0
+        self.lp_truesize = 0
+        self.lp_frags: list[Frag] = []
         self.next_seq = (headers.seq + payload) & 0xFFFFFFFF
         self.flag_word = headers.flag_word
         self.fixed_id = False
         self.flist = False  # a UDP aggregate chained by skb_gro_receive_list
 
     def last_frags(self) -> int:
-        return len(self.members[-1].frags) if self.members else self.nr_frags
+        return len(self.lp_frags) if self.members else self.nr_frags
+
+    def chain(self, member: FragListSkb) -> None:
+        """A member chained on p's frag_list: it is lp now (the one before it as it ends)."""
+        if self.members:
+            self.members[-1] = self._last()
+        self.members.append(member)
+        self.lp_len = member.len
+        self.lp_truesize = member.truesize
+        self.lp_frags = list(member.frags)
+
+    def _members(self) -> tuple[FragListSkb, ...]:
+        """p's frag_list members, lp with what the merges added to it."""
+        members = self.members
+        if not members:
+            return ()
+        return (*members[:-1], self._last())
+
+    def _last(self) -> FragListSkb:
+        """lp with what the merges added to it."""
+        lp = self.members[-1]
+        if (lp.len == self.lp_len and lp.truesize == self.lp_truesize
+                and len(lp.frags) == len(self.lp_frags)):
+            return lp  # (nothing was added to it)
+        return _RECORD(FragListSkb, (self.lp_len, self.lp_truesize, tuple(self.lp_frags)))
 
     def skb(self) -> Skb:
         """p with what the merges added (and its frag_list members)."""
         if len(self.frames) == 1:
             return self.base
-        return Skb._make(self._merged())
+        return _RECORD(Skb, self._merged())
 
     def _merged(self) -> list[object]:
         """p's fields (``Skb`` by position) with what the merges added."""
@@ -719,14 +782,15 @@ class _Held:
         v[_TRUESIZE] = self.truesize
         v[_NR_FRAGS] = self.nr_frags
         v[_FRAGS_AT] = tuple(self.frags)
-        v[_FRAG_LIST_AT] = tuple(self.members)
+        v[_FRAG_LIST_AT] = self._members()
         return v
 
     def same_flow(self, h: TcpHeaders) -> bool:
         """gro_list_prepare (MAC header), inet/ipv6_gro_receive (addresses), tcp_gro_lookup."""
         p = self.headers
-        return (p.mac == h.mac and p.ipv6 == h.ipv6 and p.addresses == h.addresses
-                and p.sport == h.sport and p.dport == h.dport)
+        # (the ports first: two ints, where flows of one host pair differ)
+        return (p.sport == h.sport and p.dport == h.dport and p.mac == h.mac
+                and p.ipv6 == h.ipv6 and p.addresses == h.addresses)
 
 
 class GroState:
@@ -884,9 +948,9 @@ def _receive(state: GroState, seg: Segment) -> None:
         if pulled is not None:
             skb = _pull_headers(state.k, seg, pulled)
             if state.record_steps:
-                state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_PARSED, 0, 0,
+                state.steps.append(GroStep(seg.frame, Result.NORMAL, _H_NOT_PARSED, 0, 0,
                                            skb.len, skb.truesize, skb.nr_frags, 0))
-            state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+            state.delivered.append(Delivered(skb, (seg.frame,), _F_NOT_HELD, 1))
             return
     if (h is not None and h.ipv6 and h.network_len > h.nhoff + 40 and seg.skb.headlen
             < seg.offset and not state.exthdr_gro_pull):
@@ -909,14 +973,14 @@ def _receive(state: GroState, seg: Segment) -> None:
         if seg.udp_validated and skb.ip_summed == CHECKSUM_NONE:
             skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
         if state.record_steps:
-            state.steps.append(GroStep(seg.frame, Result.NORMAL, How.NOT_TCP, 0, 0, skb.len,
+            state.steps.append(GroStep(seg.frame, Result.NORMAL, _H_NOT_TCP, 0, 0, skb.len,
                                        skb.truesize, skb.nr_frags, 0))
-        state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+        state.delivered.append(Delivered(skb, (seg.frame,), _F_NOT_HELD, 1))
         return
     if not h.network_ok:
         # inet_gro_receive: IP options, a fragment or a bad header checksum: "goto out" with
         # flush set, before the IP header is pulled; no held skb is completed
-        _normal(state, seg, How.BAD_NETWORK, pulled=0)
+        _normal(state, seg, _H_BAD_NETWORK, pulled=0)
         return
     # dev_gro_receive: "flush = skb_has_frag_list(skb)", and a GSO skb it does not let in
     # (gso_flushed); inet_gro_receive: tot_len must be the packet's
@@ -934,7 +998,7 @@ def _receive(state: GroState, seg: Segment) -> None:
         if not h.tcp_csum_ok:
             # tcp4/6_gro_receive returns before tcp_gro_receive pulls the TCP header: only the
             # IP header was pulled (inet/ipv6_gro_receive)
-            _normal(state, seg, How.BAD_CHECKSUM, pulled=h.network_len)
+            _normal(state, seg, _H_BAD_CHECKSUM, pulled=h.network_len)
             return
         ip_summed = CHECKSUM_UNNECESSARY
     payload = skb.len - h.network_len - h.tcp_len  # skb_gro_len()
@@ -951,22 +1015,22 @@ def _receive(state: GroState, seg: Segment) -> None:
         mismatch = _mismatch(state, p, h)
         refused: Flush | None = None
         if flush:
-            refused = (Flush.GSO if gso_flush else Flush.UNMERGEABLE if skb.frag_list
-                       else Flush.MISMATCH)
+            refused = (_F_GSO if gso_flush else _F_UNMERGEABLE if skb.frag_list
+                       else _F_MISMATCH)
         elif mismatch:
-            refused = Flush.MISMATCH
+            refused = _F_MISMATCH
         elif gso:
             # tcp_gro_receive: "if (unlikely(skb_is_gso(skb))) flush |= (mss !=
             # skb_shinfo(skb)->gso_size)", instead of the length test below
             # [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0, 6.1.166]
             if skb.gso_size != p.mss:
-                refused = Flush.GSO_SIZE
+                refused = _F_GSO_SIZE
         elif payload == 0:  # "(len - 1) >= mss" in unsigned: a pure ACK never merges
-            refused = Flush.UNMERGEABLE
+            refused = _F_UNMERGEABLE
         elif payload > p.mss:  # "flush |= (len - 1) >= mss"
-            refused = Flush.LONGER
+            refused = _F_LONGER
         if refused is None and p.len + payload >= state.limit(h):  # skb_gro_receive: -E2BIG
-            refused = Flush.E2BIG
+            refused = _F_E2BIG
         if refused is None:
             before = p.truesize
             how = _merge(state, p, seg, payload)
@@ -976,37 +1040,36 @@ def _receive(state: GroState, seg: Segment) -> None:
             p.next_seq = (p.next_seq + payload) & 0xFFFFFFFF
             p.flag_word |= flags & (TCP_FLAG_FIN | TCP_FLAG_PSH)
             if state.record_steps:
-                result = Result.MERGED if how is How.FRAG_LIST else Result.MERGED_FREE
+                result = Result.MERGED if how is _FRAG_LIST else Result.MERGED_FREE
                 state.steps.append(GroStep(seg.frame, result, how, payload,
                                            p.truesize - before, p.len, p.truesize,
                                            p.last_frags(), len(p.members)))
             # out_check_final: a segment shorter than mss (a GSO skb: whose len is not
             # count * gso_size), or URG/PSH/RST/SYN/FIN, ends it
             if gso and payload != count * skb.gso_size:
-                state.complete(p, Flush.GSO_SEGS)
+                state.complete(p, _F_GSO_SEGS)
             elif not gso and payload < p.mss:
-                state.complete(p, Flush.SHORT)
+                state.complete(p, _F_SHORT)
             elif flags & _ENDS:
-                state.complete(p, Flush.FLAGS)
+                state.complete(p, _F_FLAGS)
             return
         state.complete(p, refused)
-        after = {Flush.E2BIG: How.AFTER_E2BIG, Flush.LONGER: How.AFTER_LONGER}.get(
-            refused, How.AFTER_MISMATCH)
+        after = _AFTER.get(refused, _H_AFTER_MISMATCH)
     else:
-        after = How.FIRST
+        after = _H_FIRST
     # not merged: out_check_final with mss 1 flushes on "len < mss" (no payload), a GSO skb
     # on "len != NAPI_GRO_CB(skb)->count * gso_size" (gso_segs 0 from virtio_net_hdr_to_skb:
     # always) [net/ipv4/tcp_offload.c:tcp_gro_receive @ 6.1.0], and on URG/PSH/RST/SYN/FIN; a
     # flushed skb goes on as GRO_NORMAL, any other is held
     if flush:
-        _normal(state, seg, How.GSO if gso_flush else How.HAS_FRAG_LIST
-                if skb.frag_list else How.BAD_NETWORK)
+        _normal(state, seg, _H_GSO if gso_flush else _H_HAS_FRAG_LIST
+                if skb.frag_list else _H_BAD_NETWORK)
     elif gso and payload != count * skb.gso_size:
-        _normal(state, seg, How.GSO_SEGS, ip_summed)
+        _normal(state, seg, _H_GSO_SEGS, ip_summed)
     elif payload == 0:
-        _normal(state, seg, How.NO_PAYLOAD, ip_summed)
+        _normal(state, seg, _H_NO_PAYLOAD, ip_summed)
     elif flags & _ENDS:
-        _normal(state, seg, How.FLAGS, ip_summed)
+        _normal(state, seg, _H_FLAGS, ip_summed)
     else:
         if gso and count != 1:
             raise InputError(
@@ -1096,7 +1159,7 @@ def _merge_list(held: _Held, seg: Segment, payload: int) -> How:
         raise InputError("fraglist GRO of an skb whose headers are not all linear is not "
                          "modelled (pskb_may_pull)")
     held.frames.append(seg.frame)
-    held.members.append(FragListSkb(payload, skb.truesize, skb.frags))
+    held.chain(FragListSkb(payload, skb.truesize, skb.frags))
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
@@ -1140,11 +1203,13 @@ def _normal(state: GroState, seg: Segment, how: How, ip_summed: int | None = Non
     ``ip_summed`` when tcp_gro_receive validated its checksum."""
     skb = _pull_headers(state.k, seg, pulled)
     if ip_summed is not None and ip_summed != skb.ip_summed:
-        skb = skb._replace(ip_summed=ip_summed)
+        fields: list[object] = list(skb)  # skb._replace(ip_summed=ip_summed)
+        fields[_IP_SUMMED] = ip_summed
+        skb = _RECORD(Skb, fields)
     if state.record_steps:
         state.steps.append(GroStep(seg.frame, Result.NORMAL, how, seg.payload, 0, skb.len,
                                    skb.truesize, skb.nr_frags, 0))
-    state.delivered.append(Delivered(skb, (seg.frame,), Flush.NOT_HELD, 1))
+    state.delivered.append(_RECORD(Delivered, (skb, (seg.frame,), _F_NOT_HELD, 1)))
 
 
 def _hold(state: GroState, seg: Segment, h: TcpHeaders, payload: int, how: How,
@@ -1238,8 +1303,9 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
             moved = state.moved.get(id(skb))
         if moved is None or moved.skb is not skb or moved.trim != trim:
             first = skb.frags[0]
-            moved = _Moved(skb, trim, (Frag(first.page, first.offset + trim, first.size - trim,
-                                            first.truesize), *skb.frags[1:]),
+            moved = _Moved(skb, trim, (_RECORD(Frag, (first.page, first.offset + trim,
+                                                      first.size - trim, first.truesize)),
+                                       *skb.frags[1:]),
                            skb.truesize - skb_truesize(k, skb.end))
             if len(state.moved) >= MOVED_KEPT:
                 state.moved.clear()
@@ -1260,9 +1326,10 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     frags = skb.frags
     if offset > headlen:
         eat = offset - headlen
-        frags = (frags[0]._replace(offset=frags[0].offset + eat, size=frags[0].size - eat),
-                 *frags[1:])
-    held.members.append(FragListSkb(payload, skb.truesize, frags))
+        first = frags[0]  # first._replace(offset=offset + eat, size=size - eat)
+        frags = (_RECORD(Frag, (first.page, first.offset + eat, first.size - eat,
+                                first.truesize)), *frags[1:])
+    held.chain(_RECORD(FragListSkb, (payload, skb.truesize, frags)))
     held.len += payload
     held.data_len += payload
     held.truesize += skb.truesize
@@ -1272,9 +1339,10 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
     """``done:`` p (and lp, the last frag_list member, when there is one) gain len, data_len
     and truesize; the frags go to lp."""
-    if held.members:
-        lp = held.members[-1]
-        held.members[-1] = FragListSkb(lp.len + payload, lp.truesize + delta, lp.frags + frags)
+    if held.members:  # lp gains them (put into its FragListSkb when p completes)
+        held.lp_len += payload
+        held.lp_truesize += delta
+        held.lp_frags.extend(frags)
     else:
         held.frags.extend(frags)
         held.nr_frags += len(frags)
@@ -1295,7 +1363,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     if count == 1:
         v = list(held.base) if len(held.frames) == 1 else held._merged()
         v[_GSO_SIZE] = 0
-        return Delivered(Skb._make(v), tuple(held.frames), flush, 1)
+        return _RECORD(Delivered, (_RECORD(Skb, v), tuple(held.frames), flush, 1))
     h = held.headers
     if h.udp_len:
         return _complete_udp(held, held.skb(), flush, count)
@@ -1326,8 +1394,7 @@ def _complete(k: KernelProfile, held: _Held, flush: Flush) -> Delivered:
     v[_IP_SUMMED] = CHECKSUM_PARTIAL
     v[_CSUM_START] = tcp_header
     v[_CSUM_OFFSET] = TCP_CHECK_OFFSET
-    skb = Skb._make(v)
-    return Delivered(skb, tuple(held.frames), flush, count)
+    return _RECORD(Delivered, (_RECORD(Skb, v), tuple(held.frames), flush, count))
 
 
 def _complete_udp(held: _Held, skb: Skb, flush: Flush, count: int) -> Delivered:

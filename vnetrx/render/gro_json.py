@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from vnetrx.codec import REPLAY_GRO_ROW_SCHEMA
-from vnetrx.model import GroFlush
+from vnetrx.model import Frag, GroFlush
 from vnetrx.paths.gro import Delivered
 
 # each flush reason as its JSON string
@@ -22,7 +22,7 @@ def delivered_line(poll: int, d: Delivered) -> str:
     s = d.skb
     quoted = _QUOTED[d.flush]
     frames = ", ".join([str(i) for i in d.frames])
-    frags = ", ".join([str(f.size) for f in s.frags])
+    frags = ", ".join(_sizes(s.frags))
     members = ", ".join([f'{{"len": {m.len}, "truesize": {m.truesize}, '
                          f'"nr_frags": {len(m.frags)}}}' for m in s.frag_list])
     listed = 0
@@ -37,6 +37,21 @@ def delivered_line(poll: int, d: Delivered) -> str:
             f'{len(s.frag_list)}, "bytes": {listed}, "members": [{members}]}}, '
             f'"gso_size": {s.gso_size}, "gso_segs": {s.gso_segs}, "gso_type": {s.gso_type}, '
             f'"ip_summed": {s.ip_summed}, "csum_start": {start}, "csum_offset": {offset}}}')
+
+
+def _sizes(frags: tuple[Frag, ...]) -> list[str]:
+    """Each frag's size as text: a run of frags of one size (a flow's segments) shares the
+    first one's text (str() of an int once per run, not per frag)."""
+    out: list[str] = []
+    last = -1
+    text = ""
+    for f in frags:
+        size = f.size
+        if size != last:
+            text = str(size)
+            last = size
+        out.append(text)
+    return out
 
 
 def write_delivered(delivered: Iterable[tuple[int, Delivered]], out: TextIO) -> int:

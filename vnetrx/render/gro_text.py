@@ -16,7 +16,9 @@ from vnetrx.model import GroFlush as Flush
 from vnetrx.model import GroHow as How
 from vnetrx.paths.gro import Delivered
 from vnetrx.render.tables import Table
+from vnetrx.render.totals_text import COUNT_ONE, gro_totals_lines
 from vnetrx.replay import Stream
+from vnetrx.replay.gro import GroTotals
 
 HOW = {
     How.FIRST: "the first of the flow, held (gso_size = its payload: the mss)",
@@ -73,12 +75,6 @@ FLUSH = {
 }
 
 
-# an skb that merged others and still counts 1 (6.1.0-6.1.6: a GSO skb merged counts its
-# gso_segs, 0) [net/core/gro.c:napi_gro_complete, net/ipv4/ip_input.c:ip_rcv_core,
-# net/ipv6/ip6_input.c:ip6_rcv_core @ 6.1.0]
-COUNT_ONE = ("count 1: napi_gro_complete only cleared gso_size (no inet_gro_complete): the IP "
-             "header keeps the first skb's length, and ip_rcv_core / ip6_rcv_core trim the skb "
-             "to it (pskb_trim_rcsum): the merged payload is lost after GRO")
 
 
 def flow_renderable(run: FlowRun) -> RenderableType:
@@ -186,32 +182,22 @@ def print_replay_gro(heading: str, notes: Sequence[str],
     printed as they come), then the totals; returns the frames they carry."""
     if not summary_only:
         console.print(Text(heading, style="bold"))
-    frames = skbs = merged = truesize = most = 0
-    counted_one = False  # an skb that merged others but counts 1 (COUNT_ONE)
-    block: list[tuple[int, Delivered]] = []
-    for poll, d in delivered:
-        frames += len(d.frames)
-        counted_one = counted_one or (len(d.frames) > 1 and d.segs == 1)
-        skbs += 1
-        merged += len(d.frames) > 1
-        most = max(most, len(d.frames))
-        truesize += d.skb.truesize
-        if summary_only:
-            continue
-        block.append((poll, d))
-        if len(block) == BLOCK:
+    totals = GroTotals()
+    if summary_only:
+        totals.add_all(delivered)
+    else:
+        block: list[tuple[int, Delivered]] = []
+        for poll, d in delivered:
+            totals.add(d)
+            block.append((poll, d))
+            if len(block) == BLOCK:
+                console.print(_delivered_table(block))
+                block = []
+        if block:
             console.print(_delivered_table(block))
-            block = []
-    if block:
-        console.print(_delivered_table(block))
-    console.print(Text(f"totals: {frames} frames in {skbs} skb(s) ({merged} aggregate(s), up to "
-                       f"{most} segments each); truesize {truesize}"))
-    if counted_one:
-        console.print(Text(f"note: an skb of several frames with segs 1: {COUNT_ONE}",
-                           style="yellow"))
-    for note in notes:
-        console.print(Text(f"note: {note}", style="yellow"))
-    return frames
+    for text, style in gro_totals_lines(totals, notes):
+        console.print(Text(text, style=style) if style else Text(text))
+    return totals.frames
 
 
 def _delivered_table(rows: list[tuple[int, Delivered]]) -> Table:

@@ -6,6 +6,7 @@ GRO decisions are vnetrx.paths.gro's."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.profile import KernelProfile
@@ -65,7 +66,7 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     # poll ends with everything flushed (what a state of its own per poll would hold)
     state = GroState(k, limits, gro, steps is not None, udp_gro)
     budget = cfg.budget
-    build_skb = Outcome.BUILD_SKB
+    build_skb: str = Outcome.BUILD_SKB  # (a str: compared as strings, compiled)
     napi_frag = c.napi_head.frag
     current = 0
     in_poll = 0
@@ -90,14 +91,47 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
         yield from _end_poll(state, current, in_poll >= budget, steps)
 
 
+# (looked up once: compiled, an enum class's attribute is a generic lookup)
+_BUDGET: Final = GroFlush.BUDGET
+_POLL_END: Final = GroFlush.POLL_END
+
+
 def _end_poll(state: GroState, poll: int, whole_budget: bool,
               steps: list[GroStep] | None) -> list[tuple[int, Delivered]]:
     """The end of a poll: after a whole budget __napi_poll flushes everything, then
     napi_complete_done (what is left); every skb delivered in the poll, with its number."""
     if whole_budget:
-        state.flush_all(GroFlush.BUDGET)
-    state.flush_all(GroFlush.POLL_END)
+        state.flush_all(_BUDGET)
+    state.flush_all(_POLL_END)
     if steps is not None:
         steps.extend(state.steps)
         state.steps.clear()
     return [(poll, d) for d in state.take()]
+
+
+class GroTotals:
+    """What ``replay --gro``'s totals line counts of the skbs GRO delivers (compiled: with
+    --summary every delivered skb passes here and nothing else is printed of it)."""
+
+    def __init__(self) -> None:
+        self.frames = 0  # the frames they carry
+        self.skbs = 0
+        self.merged = 0  # skbs of more than one frame
+        self.most = 0  # the most frames one carries
+        self.truesize = 0
+        self.counted_one = False  # an skb that merged others but counts 1 (segs 1)
+
+    def add(self, d: Delivered) -> None:
+        n = len(d.frames)
+        self.frames += n
+        self.counted_one = self.counted_one or (n > 1 and d.segs == 1)
+        self.skbs += 1
+        if n > 1:
+            self.merged += 1
+        if n > self.most:
+            self.most = n
+        self.truesize += d.skb.truesize
+
+    def add_all(self, delivered: Iterable[tuple[int, Delivered]]) -> None:
+        for _, d in delivered:
+            self.add(d)
