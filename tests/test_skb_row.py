@@ -11,7 +11,7 @@ from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 def test_row_fields_are_the_model_s_row_fields_in_order() -> None:
     assert ROW_SKB_FIELDS == ("len", "data_len", "truesize", "nr_frags", "ip_summed",
                               "gso_size", "gso_type")
-    assert ROW_SKB_FIELDS == tuple(f.name for f in SKB_FIELDS if f.row)
+    assert tuple(f.name for f in SKB_FIELDS if f.row) == ROW_SKB_FIELDS
 
 
 def test_row_skb_json_is_json_dumps_of_the_row_fields() -> None:

@@ -85,8 +85,8 @@ def test_hash_report_sets_skb_hash(report: int, l4_hash: bool) -> None:
 def test_delivery_record_made_without_its_python_new() -> None:
     """_delivery is ``Delivery(...)`` built by tuple.__new__: the same class and fields, the
     csum_check default included (a field added to Delivery and not to _delivery fails here)."""
-    from vnetrx.paths.virtio_net.receive_buf import Delivery, _delivery
     from vnetrx.paths.virtio_net.plan import Drop
+    from vnetrx.paths.virtio_net.receive_buf import Delivery, _delivery
 
     made = _delivery(None, Drop.BAD_GSO, None)
     assert type(made) is Delivery and made == Delivery(None, Drop.BAD_GSO, None)
