@@ -7,7 +7,6 @@ Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from typing import Any
 
 from vnetrx.errors import SimulationError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -266,15 +265,15 @@ def eth_type_trans_of(
     nr_frags: int,
     frags: tuple[Frag, ...],
     frag_list: tuple[FragListSkb, ...],
-    *rest: Any,
 ) -> Skb:
     """eth_type_trans on an skb given by its fields (receive paths build the skb the stack sees
-    in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN. ``rest``:
-    the fields after frag_list, kept as they are."""
+    in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN; the fields
+    after frag_list are ``new_skb``'s defaults (no ``*rest``: compiled, the call stays a direct
+    C call instead of one through Python's argument parsing)."""
     if tail - data < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {tail - data} linear bytes (< ETH_HLEN)")
     return new_skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len,
-                   truesize, nr_frags, data, frags, frag_list, *rest)
+                   truesize, nr_frags, data, frags, frag_list)
 
 
 def frag_chunks(
