@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.model import SKB_FIELDS
@@ -152,7 +152,7 @@ def render_replay_lines(r: Replay) -> str:
     return "".join(json.dumps(frame_to_dict(r, f)) + "\n" for f in r.frames)
 
 
-ROW_SCHEMA = "vnetrx.replay-row/1"
+ROW_SCHEMA: Final = "vnetrx.replay-row/1"
 _ROW_SKB = tuple(f.name for f in SKB_FIELDS if f.row)
 _NO_SKB = dict.fromkeys(_ROW_SKB)
 
@@ -187,7 +187,7 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 _SKB_PART = ", ".join(f'"{name}": %d' for name in _ROW_SKB)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 _skb_values = attrgetter(*_ROW_SKB)
-PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
+PARTS_KEPT: Final = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
 def decision_part(d: Decision) -> str:

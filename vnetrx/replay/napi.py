@@ -92,8 +92,9 @@ def _mergeable_buffers(posted: deque[Posted] | tuple[Posted, ...], need: int, ro
     """How many of the oldest posted buffers (each ``room`` bytes short) hold ``need`` bytes."""
     if posted and posted[0].buf.len - room >= need:  # most frames: the first is enough
         return 1
-    covered = 0
-    for count, p in enumerate(posted, 1):
+    covered = count = 0
+    for p in posted:  # (enumerate with a start is a Python call per frame, compiled)
+        count += 1  # noqa: SIM113
         covered += p.buf.len - room
         if covered >= need:
             return count

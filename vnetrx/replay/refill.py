@@ -82,8 +82,10 @@ def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str
     count = state.num_free  # buffers used but not yet processed are not free yet
     carved, cursor = bufs.carve_many(alloc, state.alloc, length, hole, count)
     seq, fills = state.next_seq, state.fills
-    fill = Fill(when, state.polls, state.ewma, length,
-                tuple([Posted(seq + i, buf, fills) for i, buf in enumerate(carved)]))
+    # Fill(...) by tuple.__new__ (the record's __new__ is a Python function; skbuff.new_skb)
+    fill = tuple.__new__(Fill, (when, state.polls, state.ewma, length,
+                                tuple([Posted(seq + i, buf, fills)
+                                       for i, buf in enumerate(carved)])))
     state.post(fill.buffers)
     state.alloc, state.next_seq, state.num_free = cursor, seq + count, 0
     state.fills += 1

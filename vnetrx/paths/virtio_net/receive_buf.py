@@ -63,6 +63,13 @@ class Delivery(NamedTuple):
     csum_check: Check | None = None  # 6.17+ virtio_net_handle_csum_offload, when it refused
 
 
+def _delivery(skb: Skb | None, reason: Drop | None, offload: HdrResult | None,
+              csum_check: Check | None = None) -> Delivery:
+    """``Delivery(...)`` made by ``tuple.__new__``, as ``skbuff.new_skb`` makes an Skb: the
+    record's ``__new__`` is a Python function, and a replay delivers every new geometry."""
+    return tuple.__new__(Delivery, (skb, reason, offload, csum_check))
+
+
 def plan(c: Config, frame: int, detail: bool = True) -> Plan:
     """One frame's plan; ``detail=False`` skips what only the narration needs (sweeps)."""
     return planner(c)(c, frame, detail)
@@ -95,9 +102,9 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
     skb's frags and frag_list are not made (nr_frags and truesize stay): a replay's record keeps
     none (vnetrx/replay/napi.py), so each Frag was made to be dropped."""
     if p.outcome == "drop":
-        return Delivery(None, p.reason, None)
+        return _delivery(None, p.reason, None)
     if h is None:
-        return Delivery(plain_skb(c, p, with_frags), None, None)
+        return _delivery(plain_skb(c, p, with_frags), None, None)
     frags, frag_list = _frag_parts(c, p)
     skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
                   p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
@@ -106,7 +113,7 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
         skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
     refused = _csum_offload(c, h)
     if refused is not None:
-        return Delivery(None, Drop.BAD_CSUM, None, refused)
+        return _delivery(None, Drop.BAD_CSUM, None, refused)
     if h.flags & DATA_VALID:
         skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
@@ -114,8 +121,8 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
                                    tunnel=c.rx_tnl, tunnel_csum=c.rx_tnl_csum,
                                    narrate=narrate)
     if result.skb is None:
-        return Delivery(None, Drop.BAD_GSO, result)
-    return Delivery(eth_type_trans(result.skb), None, result)
+        return _delivery(None, Drop.BAD_GSO, result)
+    return _delivery(eth_type_trans(result.skb), None, result)
 
 
 def plain_skb(c: Config, p: Plan, with_frags: bool = True) -> Skb:
