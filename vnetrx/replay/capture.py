@@ -344,7 +344,9 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
     reads.pos += 24
     # lengths alone: the time stamp's two fields are not unpacked
     unpack = struct.Struct(order + ("IIII" if data else "8xII")).unpack_from
-    seconds = fraction = 0
+    # ints, not the Any that unpack gives: compiled, the checks below are then C compares, not
+    # Python calls per record
+    seconds = fraction = caplen = length = 0
     index = 0
     while True:
         # the records wholly read, parsed with the buffer's fields in locals
