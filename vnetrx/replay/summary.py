@@ -5,11 +5,13 @@ skbs cost in all, in constant memory whatever the number of frames. Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from vnetrx.replay.state import Decision, FrameRecord
 
 SUMMARY_SCHEMA = "vnetrx.replay-summary/1"
+# decisions Totals counts frames by before it folds them into its counts (each holds its skb)
+SEEN_KEPT: Final = 4096
 
 
 class Totals:
@@ -68,6 +70,8 @@ class Totals:
             self.delivered_bytes += frame_len
         seen = self._seen.get(id(d))
         if seen is None:
+            if len(self._seen) >= SEEN_KEPT:  # memory stays flat: a replay of random lengths
+                self._settle()  # meets a new decision every few frames
             self._seen[id(d)] = _Seen(d)
         else:
             seen.count += 1
