@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vnetrx.kernel.registry import lookup
 from vnetrx.paths.virtio_net import VirtioRxSetup
-from vnetrx.replay import RingConfig, replay
+from vnetrx.replay import RingConfig, replay, summary
 from vnetrx.replay.summary import Totals
 
 
@@ -27,6 +29,24 @@ def test_totals_of_a_short_mergeable_replay() -> None:
                              "p99": 1792, "max": 1792}
     assert d["truesize_per_byte"] == round(4352 / 1120, 4)
 
+
+
+def test_the_hand_worked_totals_hold_when_decisions_are_folded_as_they_come(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Totals counts received frames by decision and folds them into its counts every
+    SEEN_KEPT decisions (memory stays flat): folded after every one, the same totals as worked
+    by hand above."""
+    monkeypatch.setattr(summary, "SEEN_KEPT", 1)
+    run = replay(lookup("6.12"), RingConfig(
+        VirtioRxSetup(mergeable=True, mtu=9000)), [60, 60, 1000, 10])
+    totals = Totals()
+    for f in run.frames:
+        totals.add(f)
+    d = totals.to_dict()
+    assert (d["frames"], d["skbs"], d["build_skb"], d["copy"]) == (4, 3, 1, 2)
+    assert d["drops"] == {"short_packet": 1} and d["counters"] == {"rx_length_errors": 1}
+    assert (d["bytes_copied"], d["allocations"], d["buffers"], d["pages"]) == (120, 5, 4, 1)
+    assert d["truesize"]["sum"] == 1280 + 1280 + 1792
 
 def test_no_skbs() -> None:
     d = Totals().to_dict()

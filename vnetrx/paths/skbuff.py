@@ -267,10 +267,9 @@ def eth_type_trans_of(
     frag_list: tuple[FragListSkb, ...],
 ) -> Skb:
     """eth_type_trans on an skb given by its fields (receive paths build the skb the stack sees
-    in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN; the other
-    fields have their defaults (CHECKSUM_NONE, no GSO). (No ``*rest`` of further fields: a
-    call passing it on is a generic call, ~3,000 instructions, compiled, of a replay's ~14,000
-    for a new geometry's decision.)"""
+    in one step, once per frame of a sweep): mac_header = data, then pull ETH_HLEN; the fields
+    after frag_list are ``new_skb``'s defaults (no ``*rest``: compiled, the call stays a direct
+    C call instead of one through Python's argument parsing)."""
     if tail - data < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {tail - data} linear bytes (< ETH_HLEN)")
     return new_skb(head, head_size, data + ETH_HLEN, tail, end, length - ETH_HLEN, data_len,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
@@ -151,7 +151,7 @@ def render_replay_lines(r: Replay) -> str:
     return "".join(json.dumps(frame_to_dict(r, f)) + "\n" for f in r.frames)
 
 
-ROW_SCHEMA = "vnetrx.replay-row/1"
+ROW_SCHEMA: Final = "vnetrx.replay-row/1"
 _ROW_SKB = ROW_SKB_FIELDS
 _NO_SKB = dict.fromkeys(_ROW_SKB)
 
@@ -184,7 +184,7 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 # row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
 # the dict: a replay writes one per frame)
 _NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
-PARTS_KEPT = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
+PARTS_KEPT: Final = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
 def decision_part(d: Decision) -> str:

@@ -142,7 +142,7 @@ PIPE_READ = 65536  # at most this much at a time from a live feed's read1: a pip
 # libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
 # capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
 # the same, which also bounds its read buffer
-MAX_CAPLEN = 262144  # also max_snaplen_for_dlt(DLT_EN10MB), the snaplen of a 0 or larger one
+MAX_CAPLEN: Final = 262144  # also max_snaplen_for_dlt(DLT_EN10MB), the snaplen of a 0 or larger one
 MAX_PCAPNG_BLOCK = 16 << 20
 MAX_SHB = 1 << 20  # libpcap's BT_SHB_INSANE_MAX: a first Section Header Block is at most 1 MiB
 SHB_MIN = 28  # block header 8, byte-order magic 4, versions 4, section length 8, trailer 4
@@ -344,7 +344,9 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
     reads.pos += 24
     # lengths alone: the time stamp's two fields are not unpacked
     unpack = struct.Struct(order + ("IIII" if data else "8xII")).unpack_from
-    seconds = fraction = 0
+    # ints, not the Any that unpack gives: compiled, the checks below are then C compares, not
+    # Python calls per record
+    seconds = fraction = caplen = length = 0
     index = 0
     while True:
         # the records wholly read, parsed with the buffer's fields in locals

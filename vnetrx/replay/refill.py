@@ -40,7 +40,11 @@ def min_buf_len(k: KernelProfile, cfg: RingConfig) -> int:
 def buffer_len(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
     """The length add_recvbuf_* asks for: get_mergeable_buf_len(ewma) or the small bufsize;
     with an XDP program the slot: len + room (PAGE_SIZE) or the small slot with headroom."""
-    c = ring_config(k, cfg)
+    return _buffer_len(ring_config(k, cfg), cfg, ewma)
+
+
+def _buffer_len(c: Config, cfg: RingConfig, ewma: int) -> int:
+    """``buffer_len`` with the ring's Config at hand."""
     if c.xdp is not None:
         return c.xdp.mrg_len + c.xdp.mrg_room if cfg.device.mergeable else c.xdp.small_slot
     if cfg.device.mergeable:
@@ -62,20 +66,26 @@ def sysfs_buffer_size(k: KernelProfile, cfg: RingConfig, ewma: int) -> int:
     return c.xdp.mrg_len if c.xdp is not None else buffer_len(k, cfg, ewma)
 
 
-def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str) -> Fill:
+def try_fill_recv(k: KernelProfile, cfg: RingConfig, state: RingState, when: str,
+                  c: Config | None = None) -> Fill:
     """try_fill_recv: post buffers ``while (rq->vq->num_free)``, one per free descriptor, every
     one sized with the EWMA as it is now (get_mergeable_buf_len reads it per buffer, and nothing
-    updates it during the fill). Changes ``state``; returns what it posted."""
-    c = ring_config(k, cfg)
+    updates it during the fill). Changes ``state``; returns what it posted. ``c``: the ring's
+    Config, if the caller has it (a replay refills every few dozen frames: ``ring_config``'s
+    cache hashes both arguments at every call)."""
+    if c is None:
+        c = ring_config(k, cfg)
     alloc = c.alloc
-    length = buffer_len(k, cfg, state.ewma)
+    length = _buffer_len(c, cfg, state.ewma)
     # 484beac2ffc1 (6.3): an XDP buffer never absorbs the page's hole
     hole = cfg.device.mergeable and not (c.xdp is not None and c.xdp.multi_buf)
     count = state.num_free  # buffers used but not yet processed are not free yet
     carved, cursor = bufs.carve_many(alloc, state.alloc, length, hole, count)
     seq, fills = state.next_seq, state.fills
-    fill = Fill(when, state.polls, state.ewma, length,
-                tuple([Posted(seq + i, buf, fills) for i, buf in enumerate(carved)]))
+    # Fill(...) by tuple.__new__ (the record's __new__ is a Python function; skbuff.new_skb)
+    fill = tuple.__new__(Fill, (when, state.polls, state.ewma, length,
+                                tuple([Posted(seq + i, buf, fills)
+                                       for i, buf in enumerate(carved)])))
     state.post(fill.buffers)
     state.alloc, state.next_seq, state.num_free = cursor, seq + count, 0
     state.fills += 1

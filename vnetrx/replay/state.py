@@ -7,6 +7,7 @@ vnetrx/replay/__init__.py maps which module mirrors which part of drivers/net/vi
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -78,11 +79,14 @@ class RingState:
     order), the page cursor buffers are carved from, the EWMA and the counters. Mutable, and
     every operation on it is O(1) per buffer: a replay of 10^7 frames never scans the ring."""
 
-    __slots__ = ("alloc", "counting", "ewma", "fills", "lens", "next_seq", "num_free", "polls",
-                 "posted")
+    __slots__ = ("_popleft", "alloc", "counting", "ewma", "fills", "lens", "next_seq",
+                 "num_free", "polls", "posted")
 
     def __init__(self, num_free: int = 0) -> None:
         self.posted: deque[Posted] = deque()
+        # the deque's popleft, bound once: compiled, ``posted.popleft()`` looks the method up by
+        # name at every call (a replay takes a buffer or more per frame)
+        self._popleft: Callable[[], Posted] = self.posted.popleft
         # posted buffers by length (a dict, not a Counter: compiled, a dict's item access is
         # direct, a Counter's goes through its Python methods), kept as buffers come and go
         # while ``counting``; otherwise ``posted_lens`` counts them when asked (a replay that
@@ -105,9 +109,8 @@ class RingState:
 
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""
-        posted = self.posted
-        taken = (posted.popleft(),) if count == 1 else tuple([posted.popleft()
-                                                              for _ in range(count)])
+        popleft = self._popleft
+        taken = (popleft(),) if count == 1 else tuple([popleft() for _ in range(count)])
         if self.counting:
             lens = self.lens
             for p in taken:

@@ -5,11 +5,13 @@ skbs cost in all, in constant memory whatever the number of frames. Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
-from vnetrx.replay.state import FrameRecord
+from vnetrx.replay.state import Decision, FrameRecord
 
 SUMMARY_SCHEMA = "vnetrx.replay-summary/1"
+# decisions Totals counts frames by before it folds them into its counts (each holds its skb)
+SEEN_KEPT: Final = 4096
 
 
 class Totals:
@@ -36,26 +38,53 @@ class Totals:
         self.truesizes: dict[int, int] = {}  # skb->truesize → frames (few distinct values)
         self.frag_list = 0  # skbs chained on a frag_list
         self.polls = 0  # the last NAPI poll a frame was received in (add() only)
+        # received frames counted by their decision (shared by the frames alike in geometry:
+        # one count per frame instead of four dict updates), by the decision's id: a decision
+        # hashes by value, its skb included; ``_Seen`` keeps it alive, so its id stays its own.
+        # Folded into the dicts above by ``_settle`` before any of them is read.
+        self._seen: dict[int, _Seen] = {}
 
     def add(self, f: FrameRecord) -> None:
         """One replayed frame."""
-        for p in f.buffers:
+        buffers = f.buffers
+        for p in buffers:
             if p.buf.frag_index > self._last_page:
                 self.pages += 1
                 self._last_page = p.buf.frag_index
-        # a small- or big-mode frame longer than a buffer never reaches the driver (QEMU drops
-        # it): it has no poll
         d = f.decision
         poll = f.poll
-        received = poll is not None
-        if poll is not None and poll > self.polls:
+        if poll is None:
+            # a small- or big-mode frame longer than a buffer never reaches the driver (QEMU
+            # drops it): it has no poll
+            self.add_frames(f.frame_len, d.outcome, "device_too_long", None,
+                            None if d.skb is None else d.skb.truesize, d.allocations,
+                            d.bytes_copied, len(buffers), d.frag_list)
+            return
+        if poll > self.polls:
             self.polls = poll
-        reason = (d.reason or "drop") if received else "device_too_long"
-        buffers = (self.chain_pages if self.chain_pages is not None and received
-                   else len(f.buffers))
-        self.add_frames(f.frame_len, d.outcome, reason, d.counter if received else None,
-                        None if d.skb is None else d.skb.truesize, d.allocations,
-                        d.bytes_copied, buffers, d.frag_list)
+        frame_len = f.frame_len
+        self.frames += 1
+        self.frame_bytes += frame_len
+        self.buffers += len(buffers) if self.chain_pages is None else self.chain_pages
+        if d.skb is not None:
+            self.delivered_bytes += frame_len
+        seen = self._seen.get(id(d))
+        if seen is None:
+            if len(self._seen) >= SEEN_KEPT:  # memory stays flat: a replay of random lengths
+                self._settle()  # meets a new decision every few frames
+            self._seen[id(d)] = _Seen(d)
+        else:
+            seen.count += 1
+
+    def _settle(self) -> None:
+        """The received frames counted by decision, into the counts by outcome, reason,
+        counter and truesize (``add_frames`` per decision, its bytes already counted)."""
+        seen, self._seen = self._seen, {}
+        for s in seen.values():
+            d, count = s.decision, s.count
+            truesize = None if d.skb is None else d.skb.truesize
+            self._fates(d.outcome, d.reason or "drop", d.counter, truesize, d.allocations,
+                        d.bytes_copied, d.frag_list, count)
 
     def add_all(self, records: Iterable[FrameRecord]) -> None:
         """Every frame of a replay, as it runs (a loop compiled with the rest of replay/)."""
@@ -69,6 +98,15 @@ class Totals:
         self.frames += count
         self.frame_bytes += frame_len * count
         self.buffers += buffers * count
+        if truesize is not None:
+            self.delivered_bytes += frame_len * count
+        self._fates(outcome, reason, counter, truesize, allocations, bytes_copied, frag_list,
+                    count)
+
+    def _fates(self, outcome: str, reason: str | None, counter: str | None,
+               truesize: int | None, allocations: int | None, bytes_copied: int | None,
+               frag_list: int, count: int) -> None:
+        """``count`` frames of one fate: the drops by reason and counter, or the skbs."""
         if truesize is None:
             why = reason or "drop"
             self.drops[why] = self.drops.get(why, 0) + count
@@ -76,7 +114,6 @@ class Totals:
                 self.counters[counter] = self.counters.get(counter, 0) + count
             return
         self.delivered += count
-        self.delivered_bytes += frame_len * count
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
         self.bytes_copied += (bytes_copied or 0) * count
         self.allocations += (allocations or 0) * count
@@ -85,6 +122,7 @@ class Totals:
 
     def truesize(self) -> dict[str, Any]:
         """Sum and distribution of skb->truesize (exact: the values are few)."""
+        self._settle()
         if not self.truesizes:
             return {"sum": 0, "min": None, "median": None, "p99": None, "max": None}
         values = sorted(self.truesizes.items())
@@ -107,6 +145,7 @@ class Totals:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        self._settle()
         truesize = self.truesize()
         built = self.outcomes.get("build_skb", 0)
         return {
@@ -153,3 +192,13 @@ class Totals:
             + f"; {truesize}; "
             f"{d['frag_list_skbs']} frag_list skb(s)"
         )
+
+
+class _Seen:
+    """A decision and how many received frames had it (``Totals.add``)."""
+
+    __slots__ = ("count", "decision")
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        self.count = 1

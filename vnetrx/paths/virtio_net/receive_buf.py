@@ -65,9 +65,8 @@ class Delivery(NamedTuple):
 
 def _delivery(skb: Skb | None, reason: Drop | None, offload: HdrResult | None,
               csum_check: Check | None = None) -> Delivery:
-    """``Delivery(...)`` made by ``tuple.__new__``, as the record's ``_make`` does: its
-    ``__new__`` is a Python function (~2,500 instructions a call from compiled code, and a
-    replay decides every new geometry through here)."""
+    """``Delivery(...)`` made by ``tuple.__new__``, as ``skbuff.new_skb`` makes an Skb: the
+    record's ``__new__`` is a Python function, and a replay delivers every new geometry."""
     return tuple.__new__(Delivery, (skb, reason, offload, csum_check))
 
 
@@ -92,17 +91,20 @@ def deliver(c: Config, p: Plan, narrate: bool = True) -> Delivery:
     return deliver_with(c, p, c.hdr, narrate)
 
 
-def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) -> Delivery:
+def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
+                 with_frags: bool = True) -> Delivery:
     """The skb receive_*() built, through the rest of receive_buf: the hash report, DATA_VALID,
     virtio_net_hdr_to_skb with the header ``h`` (a ring model gives each frame its own), then
     eth_type_trans. What napi_gro_receive and its tracepoint see. Without a header (None:
     flags 0, GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays
     CHECKSUM_NONE. ``narrate`` False: ``offload`` keeps virtio_net_hdr_to_skb's result without
-    the checks' words (sweeps and replays show none)."""
+    the checks' words (sweeps and replays show none). ``with_frags`` False: without a header, the
+    skb's frags and frag_list are not made (nr_frags and truesize stay): a replay's record keeps
+    none (vnetrx/replay/napi.py), so each Frag was made to be dropped."""
     if p.outcome == "drop":
         return _delivery(None, p.reason, None)
     if h is None:
-        return _delivery(plain_skb(c, p), None, None)
+        return _delivery(plain_skb(c, p, with_frags), None, None)
     frags, frag_list = _frag_parts(c, p)
     skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
                   p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
@@ -123,9 +125,14 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True) ->
     return _delivery(eth_type_trans(result.skb), None, result)
 
 
-def plain_skb(c: Config, p: Plan) -> Skb:
+def plain_skb(c: Config, p: Plan, with_frags: bool = True) -> Skb:
     """``deliver``'s skb when the device wrote no header (flags 0, GSO_NONE: virtio_net_hdr_to_skb
-    changes nothing): eth_type_trans on what receive_*() built. Sweeps call it per length."""
+    changes nothing): eth_type_trans on what receive_*() built. Sweeps call it per length.
+    ``with_frags`` False: its frags and frag_list left out (``deliver_with``)."""
+    if not with_frags:
+        return eth_type_trans_of(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label,
+                                 p.head_size, p.data, p.tail, p.end, p.len, p.data_len,
+                                 p.truesize, p.nr_frags, (), ())
     return eth_type_trans_of(
         BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label,
         p.head_size,

@@ -11,7 +11,7 @@ loaded only when there is one). Facts: docs/kernel/virtio-net-rx.md §3-§5.
 from __future__ import annotations
 
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -48,7 +48,7 @@ from vnetrx.records import NamedTuple
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 
-MAX_FRAME_LEN = 65535
+MAX_FRAME_LEN: Final = 65535
 MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
 MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
 
