@@ -140,3 +140,37 @@ def test_sigkill_then_the_next_run_removes_everything(when: str) -> None:
     assert [p.name for p in owner.lock_dir().glob(f"{mine}*")] == []
     assert [p.name for p in Path("/tmp").glob(f"vnetrx-tracefs-{mine}*")] == []
     assert tracefs_mounts() == mounts
+
+
+def test_a_signal_as_trace_pipe_opens_leaves_no_busy_instance(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM delivered the moment trace_pipe's open returns (here: sent to this process from
+    inside the open): its handler must not run before the fd is recorded. An unrecorded fd
+    kept the instance busy, cleanup retried rmdir for 10 s and left the instance behind (CI,
+    2026-12-03: one of 10 storm runs took 10.2 s to exit). In-process, under interrupt_once as
+    the commands run."""
+    from vnetrx import owner
+    from vnetrx.live import tracefs
+
+    real_open = os.open
+
+    def open_then_signal(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        fd = real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+        if str(path).endswith("/trace_pipe"):
+            os.kill(os.getpid(), signal.SIGTERM)  # its handler would run as this call returns
+        return fd
+
+    monkeypatch.setattr(tracefs.os, "open", open_then_signal)
+    watch = tracefs.DeviceWatch("lo", "netif_receive_skb_entry")
+
+    def trace() -> None:
+        with owner.interrupt_once(), watch:
+            pass
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        trace()
+    monkeypatch.undo()
+    took = time.monotonic() - started
+    assert watch.owner.name() not in instance_names(), "the instance was left behind"
+    assert took < 5, f"cleanup took {took:.1f} s (rmdir refused while an fd was open)"

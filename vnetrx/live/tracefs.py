@@ -219,8 +219,9 @@ class DeviceWatch:
         # unmounted under us (umount -l, or a user's script that mounted tracefs for a moment),
         # and then the path no longer leads to the instance while the kernel keeps it recording.
         # Its lock file would have gone with a "not there" rmdir, and nothing could remove it.
-        self._instances = os.open(self.tracefs / "instances",
-                                  os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        with owners.shielded():  # recorded before a signal can interrupt (see trace_pipe's)
+            self._instances = os.open(self.tracefs / "instances",
+                                      os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         instance = self.tracefs / "instances" / self.owner.name()
         self.instance = instance  # first, as above
         os.mkdir(instance.name, dir_fd=self._instances)
@@ -228,7 +229,13 @@ class DeviceWatch:
             raise VnetrxError(f"this kernel has no tracepoint net:{Path(self.event).name}")
         (instance / self.event / "filter").write_text(f'name == "{self.dev}"\n')
         (instance / self.event / "enable").write_text("1\n")
-        self._pipe = os.open(instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        # SIGINT/SIGTERM held while trace_pipe opens: a signal's handler runs as the call that
+        # opened it returns, before its fd is recorded, and that unrecorded fd kept the instance
+        # busy (rmdir EBUSY) until the process ended: cleanup retried for 10 s, then left the
+        # instance to the next run (CI, 2026-12-03: a run SIGTERMed just after tracing started
+        # took 10.2 s to exit)
+        with owners.shielded():
+            self._pipe = os.open(instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
 
     def _next_line(self, deadline: float) -> str | None:
         """The next trace line, or None once ``deadline`` (time.monotonic) has passed."""
