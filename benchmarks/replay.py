@@ -1,25 +1,28 @@
-"""Replay throughput on a capture, side by side with tcpdump reading the same file.
+"""Replay throughput on captures, side by side with tcpdump reading the same file.
 
 Run: python benchmarks/replay.py [--frames 1000000] [--kernel 6.12] [--rounds 3] [--busy]
-Writes two pcaps to a temporary directory: mixed-length full frames (60, 66, 1514, 9014 and
-uniform 60..9014, seeded), and the same lengths as TCP/UDP frames (Ethernet + IPv4 + TCP or UDP
-headers). Then times whole commands, interleaved round by round (so that a busy moment hits
-every command alike), their CPU time (user + system) and each one's median ratio to its
-reference in the same round:
+Writes three pcaps to a temporary directory (seeded):
+  ISSUE: issue 28's capture, Ethernet/IPv4/TCP frames whose lengths are drawn from 60, 66,
+         74, 200, 590, 1000, 1514, 3014 and 9014 bytes;
+  MIXED: harder: 60, 66, 1514, 9014 or uniform 60..9014 bytes, zero-filled (with the uniform
+         fifth about a quarter of the frames are a geometry never seen, a new decision);
+  TCP/UDP: MIXED's lengths with Ethernet + IPv4 + TCP (3 in 4) or UDP headers.
+Then times whole commands, interleaved round by round (so that a busy moment hits every
+command alike), their CPU time (user + system) and each one's median ratio to tcpdump on the
+same file in the same round:
 
   tcpdump -nr FILE > /dev/null                        (the reference; skipped if not installed)
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --jsonl > /dev/null
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --summary
+  ... --offload auto --jsonl: every frame then has a NEEDS_CSUM virtio_net_hdr (GSO beyond
+  the MTU), as traffic from a host does
   cat FILE | vnetrx replay --from - ... --summary     (a pipe: the capture is streamed)
-  tcpdump -nr TCP/UDP-FILE                            (the reference of the next one)
-  vnetrx replay --from TCP/UDP-FILE ... --offload auto --jsonl: every frame then has a
-  NEEDS_CSUM virtio_net_hdr, as traffic from a host does
 
 and the peak memory of one run of each vnetrx command (/usr/bin/time). Goals: issue 15, at
 least 100,000 frames/s for --jsonl and at most 2x tcpdump, peak memory under 100 MB; issue 28,
---jsonl (also with --offload auto) within 1.5x tcpdump and --summary faster than tcpdump.
-``--busy`` keeps every core busy with another process meanwhile; ``--offload-only`` times the
-TCP/UDP capture's two commands alone.
+on its capture (ISSUE), --jsonl (also with --offload auto) within 1.5x tcpdump and --summary
+faster than tcpdump. ``--busy`` keeps every core busy with another process meanwhile;
+``--offload-only`` times the --offload auto commands alone (and their references).
 """
 
 from __future__ import annotations
@@ -38,22 +41,28 @@ from common import heading, interleaved, paired_ratio, round_options
 
 from vnetrx.compiled import build_line
 
+ISSUE_LENGTHS = (60, 66, 74, 200, 590, 1000, 1514, 3014, 9014)  # issue 28's capture
+_TCP = (b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 8 + b"\x06" + b"\0" * 10
+        + b"\0" * 12 + b"\x50" + b"\0" * 7)
+_UDP = b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 8 + b"\x11" + b"\0" * 10 + b"\0" * 8
 
-def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False) -> int:
-    """Mixed lengths, every frame zero-filled; ``headers``: each starts with Ethernet, IPv4 and
-    a TCP (20-byte) or UDP header, what ``--offload auto`` gives a NEEDS_CSUM header."""
+
+def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False,
+                  issue: bool = False) -> int:
+    """Every frame zero-filled; ``headers``: each starts with Ethernet, IPv4 and a TCP
+    (20-byte) or UDP header (UDP every fourth frame; TCP only with ``issue``), what
+    ``--offload auto`` gives a NEEDS_CSUM header. Lengths: ``issue``, drawn from
+    ISSUE_LENGTHS; otherwise 60, 66, 1514, 9014 or uniform 60..9014."""
     rng = random.Random(seed)
     total = 0
-    tcp = (b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 8 + b"\x06" + b"\0" * 10
-           + b"\0" * 12 + b"\x50" + b"\0" * 7)
-    udp = b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 8 + b"\x11" + b"\0" * 10 + b"\0" * 8
     with path.open("wb") as out:
         out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         zeros = bytes(9014)
         for i in range(frames):
-            length = rng.choice([60, 66, 1514, 9014, rng.randint(60, 9014)])
+            length = (rng.choice(ISSUE_LENGTHS) if issue
+                      else rng.choice([60, 66, 1514, 9014, rng.randint(60, 9014)]))
             out.write(struct.pack("<IIII", i // 1000, i % 1000, length, length))
-            head = (tcp if i % 4 else udp) if headers else b""
+            head = (_TCP if i % 4 or issue else _UDP) if headers else b""
             out.write(head + zeros[: length - len(head)])
             total += length
     return total
@@ -75,37 +84,45 @@ def main() -> None:
     opts = f"--mergeable --mtu 9000 --kernel {args.kernel}"
     tcpdump = shutil.which("tcpdump")
     with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
-        mixed, real = Path(tmp) / "mixed.pcap", Path(tmp) / "tcp-udp.pcap"
-        size = write_capture(real, args.frames, headers=True)
-        if not args.offload_only:
-            size = write_capture(mixed, args.frames)
-        print(f"{args.frames:,} frames, {size / 1e9:.2f} GB of frame bytes in each capture")
+        issue, mixed, real = (Path(tmp) / name for name in ("issue.pcap", "mixed.pcap",
+                                                            "tcp-udp.pcap"))
+        print(f"{args.frames:,} frames in each capture: "
+              f"ISSUE {write_capture(issue, args.frames, 28, True, True) / 1e9:.2f} GB, "
+              f"TCP/UDP {write_capture(real, args.frames, headers=True) / 1e9:.2f} GB"
+              + ("" if args.offload_only else
+                 f", MIXED {write_capture(mixed, args.frames) / 1e9:.2f} GB"))
         # (name, the reference it is compared with, shell line)
-        commands = [
-            ("tcpdump -nr FILE", None, f"{tcpdump} -nr {mixed}"),
-            ("vnetrx replay --jsonl", "tcpdump -nr FILE", f"{vnetrx} --from {mixed} {opts} --jsonl"),
-            ("vnetrx replay --summary", "tcpdump -nr FILE",
-             f"{vnetrx} --from {mixed} {opts} --summary"),
-            ("cat FILE | vnetrx replay --from - --summary", "tcpdump -nr FILE",
-             f"cat {mixed} | {vnetrx} --from - {opts} --summary"),
-            ("tcpdump -nr TCP/UDP-FILE", None, f"{tcpdump} -nr {real}"),
-            ("TCP/UDP frames: --offload auto --jsonl", "tcpdump -nr TCP/UDP-FILE",
-             f"{vnetrx} --from {real} {opts} --offload auto --jsonl"),
-        ]
-        if args.offload_only:
-            commands = [c for c in commands if c[0].startswith(("TCP/UDP", "tcpdump -nr TCP"))]
+        commands: list[tuple[str, str | None, str]] = []
+        for label, path in (("ISSUE", issue), ("MIXED", mixed), ("TCP/UDP", real)):
+            reference = f"tcpdump -nr {label}"
+            rows = [(reference, None, f"{tcpdump} -nr {path}")]
+            if label != "TCP/UDP":
+                rows += [(f"{label}: --jsonl", reference, f"{vnetrx} --from {path} {opts} --jsonl"),
+                         (f"{label}: --summary", reference,
+                          f"{vnetrx} --from {path} {opts} --summary")]
+            if label != "MIXED":
+                rows.append((f"{label}: --offload auto --jsonl", reference,
+                             f"{vnetrx} --from {path} {opts} --offload auto --jsonl"))
+            if label == "ISSUE":
+                rows.append((f"{label}: cat FILE | --from - --summary", reference,
+                             f"cat {path} | {vnetrx} --from - {opts} --summary"))
+            if args.offload_only:
+                rows = [r for r in rows if r[1] is None or "offload" in r[0]]
+                if label == "MIXED":
+                    rows = []
+            commands += rows
         if not tcpdump:
             commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
         times = interleaved({name: cmd for name, _, cmd in commands}, args.rounds, args.busy)
-        peaks = {name: peak_kib(cmd) for name, _, cmd in commands if name.startswith("vnetrx")}
+        peaks = {name: peak_kib(cmd) for name, ref, cmd in commands if ref is not None}
     print(heading(args.rounds, args.busy))
     for name, reference, _ in commands:
         runs = times[name]
         median = statistics.median(runs)
-        ratio = (f"  {paired_ratio(runs, times[reference]):.2f}x"
-                 f" {reference.split(' -nr ')[0]}" if reference else "")
+        ratio = (f"  {paired_ratio(runs, times[reference]):.2f}x tcpdump" if reference
+                 and reference in times else "")
         peak = f"  peak {peaks[name] / 1024:6.1f} MB" if name in peaks else ""
-        print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
+        print(f"  {name:<40} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
 
 
 def peak_kib(cmd: str) -> int:

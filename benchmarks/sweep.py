@@ -80,7 +80,7 @@ def main() -> None:
         print(f"  sweep --len 1-65535 {' '.join(COMMANDS[name]):<28} "
               f"{statistics.median(runs):6.2f} s  {ratio:5.2f}x the virtio sweep")
     print("Ctrl-C: from SIGINT to exit, the slowest of the rounds:")
-    for name, extra in COMMANDS.items():
+    for extra in COMMANDS.values():
         waits = [_interrupted(script, extra) for _ in range(args.rounds)]
         print(f"  sweep --len 1-65535 {' '.join(extra):<28} {max(waits) * 1000:6.0f} ms")
 

@@ -22,7 +22,7 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.values import Value
@@ -292,14 +292,15 @@ def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool,
         head = 16
         if len(packet) < head:
             return None
-        pkttype, hatype, halen = struct.unpack_from(">HHH", packet)
+        pkttype, hatype, halen = cast("tuple[int, int, int]", struct.unpack_from(">HHH", packet))
         source = bytes(packet[6:6 + min(halen, 6)]).ljust(6, b"\0")
         proto = bytes(packet[14:16])
     elif link == LINKTYPE_LINUX_SLL2:  # protocol, reserved, ifindex, hatype, pkttype, halen
         head = 20
         if len(packet) < head:
             return None
-        ifindex, hatype, pkttype, halen = struct.unpack_from(">4xIHBB", packet)
+        ifindex, hatype, pkttype, halen = cast("tuple[int, int, int, int]",
+                                               struct.unpack_from(">4xIHBB", packet))
         if c.ifindex is not None and ifindex != c.ifindex:
             c.other_interface += 1
             return None
@@ -344,9 +345,10 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
     reads.pos += 24
     # lengths alone: the time stamp's two fields are not unpacked
     unpack = struct.Struct(order + ("IIII" if data else "8xII")).unpack_from
-    # ints, not the Any that unpack gives: compiled, the checks below are then C compares, not
-    # Python calls per record
-    seconds = fraction = caplen = length = 0
+    # cast: unpack gives Any, and a variable given Any is Any to mypy (even one declared int):
+    # compiled, the checks below would be Python calls per record (boxed ints, RichCompare),
+    # not C compares
+    seconds = fraction = 0
     index = 0
     while True:
         # the records wholly read, parsed with the buffer's fields in locals
@@ -354,9 +356,10 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
         need = 16
         while end - pos >= 16:
             if data:
-                seconds, fraction, caplen, length = unpack(buf, pos)
+                seconds, fraction, caplen, length = cast("tuple[int, int, int, int]",
+                                                         unpack(buf, pos))
             else:
-                caplen, length = unpack(buf, pos)
+                caplen, length = cast("tuple[int, int]", unpack(buf, pos))
             if swapped and (swapped == 2 or caplen > length):
                 caplen, length = length, caplen
             if caplen > MAX_CAPLEN:  # libpcap: "invalid packet capture length"
@@ -434,7 +437,7 @@ def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked, head: int = 0,
             return
         at = reads.pos
         offset = reads.base + at
-        kind, total = struct.unpack_from(s.order + "II", reads.buf, at)
+        kind, total = cast("tuple[int, int]", struct.unpack_from(s.order + "II", reads.buf, at))
         if first and not SHB_MIN <= total <= MAX_SHB:
             raise InputError(f"{name}: unreadable capture (a section header of {total} bytes; "
                              f"valid: {SHB_MIN}..{MAX_SHB})")
@@ -445,7 +448,7 @@ def _pcapng(reads: _Reads, name: str, data: bool, cooked: Cooked, head: int = 0,
         if not reads.fill(total):
             raise _cut(name, f"a block of {total} bytes", offset, index)
         at = reads.pos
-        trailer = struct.unpack_from(s.order + "I", reads.buf, at + total - 4)[0]
+        trailer = cast(int, struct.unpack_from(s.order + "I", reads.buf, at + total - 4)[0])
         body = reads.view[at + 8:at + total - 4]
         problem = (f"a block's total length is {total} in its header and {trailer} in its "
                    "trailer" if trailer != total else _block(name, kind, body, s, first))
@@ -600,11 +603,12 @@ def _packet(kind: int, body: memoryview, s: _Section, data: bool, head: int = 0,
     order = s.order
     time: int | None = None
     if kind == 3:  # a Simple Packet Block: no interface, no time stamp
-        (length,) = struct.unpack_from(order + "I", body)
+        (length,) = cast("tuple[int]", struct.unpack_from(order + "I", body))
         caplen, start = min(length, s.snapshot), 4
     else:
-        iface = struct.unpack_from(order + ("I" if kind == 6 else "H"), body)[0]
-        high, low, caplen, length = struct.unpack_from(order + "IIII", body, 4)
+        iface = cast(int, struct.unpack_from(order + ("I" if kind == 6 else "H"), body)[0])
+        high, low, caplen, length = cast("tuple[int, int, int, int]",
+                                         struct.unpack_from(order + "IIII", body, 4))
         start = 20
         per_second, offset = s.clocks[iface]
         ticks = (high << 32) | low
