@@ -446,6 +446,25 @@ def test_frames_longer_than_a_device_writes_are_pointed_out() -> None:
     assert result.exit_code == 0 and "longer than the MTU" not in result.stderr
 
 
+def test_frames_beyond_the_mtu_in_a_capture_read_list_by_list(tmp_path: Path) -> None:
+    """A capture's lengths are handed on in lists of 1,024 (BeyondMtu.watch_lists): the frame
+    indices go on across lists, as frame by frame (--count takes that path)."""
+    lengths = [1514] * 1500
+    lengths[1030] = lengths[1200] = 1519
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for n in lengths:
+        data += struct.pack("<IIII", 0, 0, 60, n) + bytes(60)
+    path = tmp_path / "beyond.pcap"
+    path.write_bytes(data)
+    for extra in ([], ["--count", "1500"]):
+        result = CliRunner().invoke(cli, ["replay", "--from", str(path), "--mergeable",
+                                          "--summary", *extra])
+        assert result.exit_code == 0, result.output
+        assert ("2 frame(s) (the first: frame 1030, 1519 bytes) are longer than the MTU (1500)"
+                in result.stderr)
+        assert result.stdout.startswith("totals: 1500 frames")
+
+
 def test_tcpdump_style_read_count_and_line_buffering(tmp_path: Path) -> None:
     # -r FILE is --from FILE; -c N stops after N frames (as tcpdump -c); -l writes each row at
     # once (checked as a process below, where buffering is real)

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from vnetrx.errors import InputError
-from vnetrx.replay.capture import MAX_CAPLEN, MAX_PCAPNG_BLOCK, read_capture
+from vnetrx.replay import capture
+from vnetrx.replay.capture import (
+    LENGTHS_BATCH,
+    MAX_CAPLEN,
+    MAX_PCAPNG_BLOCK,
+    Cooked,
+    read_capture,
+    read_lengths,
+)
 
 
 def pcap(frames: list[tuple[int, int]], order: str = "<", link: int = 1, nano: bool = False
@@ -318,3 +326,42 @@ def test_views_of_the_frames_read_at_once(kind: str, tmp_path: Any) -> None:
         assert isinstance(frame.data, memoryview)
         seen.append((frame.length, frame.data.tobytes()))
     assert seen == [(n, bytes([i + 1]) * n) for i, n in enumerate(sizes)]
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_read_lengths_hands_on_lists_of_at_most_a_batch(order: str) -> None:
+    """2,500 records: the wire lengths in order, in lists of at most LENGTHS_BATCH (1,024),
+    the first list as soon as its records are read."""
+    wire = [60 + i % 1455 for i in range(2500)]
+    data = pcap([(min(n, 96), n) for n in wire], order)
+    lists = list(read_lengths(io.BytesIO(data), "f"))
+    assert [n for batch in lists for n in batch] == wire
+    assert max(map(len, lists)) == LENGTHS_BATCH == 1024
+    assert len(lists) >= 3
+
+
+def test_read_lengths_of_a_mapped_file_across_windows(tmp_path: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A regular file is mapped and parsed a window at a time (WINDOW bytes; 4 KiB here):
+    records that straddle two windows are read whole, and the file's lengths come out as
+    read_capture gives them."""
+    monkeypatch.setattr(capture, "WINDOW", 4096)
+    wire = [60 + (i * 37) % 3000 for i in range(400)]
+    path = tmp_path / "w.pcap"
+    path.write_bytes(pcap([(n, n) for n in wire]))
+    with path.open("rb") as f:
+        got = [n for batch in read_lengths(f, "w") for n in batch]
+    assert got == wire
+
+
+def test_read_lengths_of_a_cooked_capture_leaves_out_what_read_capture_does() -> None:
+    """Not Ethernet (SLL2: tcpdump -i any): each packet through the cooked reader, one list
+    per frame; outgoing packets are left out and counted."""
+    sll2 = struct.pack(">HHIHBB8s", 0x0800, 0, 2, 1, 0, 6, bytes(8))
+    out = struct.pack(">HHIHBB8s", 0x0800, 0, 2, 1, 4, 6, bytes(8))  # PACKET_OUTGOING
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 276)
+    for head, size in ((sll2, 40), (out, 40), (sll2, 100)):
+        data += struct.pack("<IIII", 0, 0, len(head) + size, len(head) + size) + head + bytes(size)
+    cooked = Cooked()
+    assert list(read_lengths(io.BytesIO(data), "f", cooked)) == [[54], [114]]
+    assert cooked.outgoing == 1

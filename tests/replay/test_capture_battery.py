@@ -14,13 +14,14 @@ import re
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vnetrx.errors import DamagedInput, InputError
-from vnetrx.replay.capture import read_capture
+from vnetrx.replay.capture import read_capture, read_lengths
 
 SHB, IDB, EPB, SPB, OPB, ISB = 0x0A0D0D0A, 1, 6, 3, 2, 5
 
@@ -227,3 +228,28 @@ def test_a_sample_against_tcpdump(tmp_path: Path, base: str) -> None:
             assert error is not None, f"{base} {name}: tcpdump refuses it, vnetrx read it"
         if name.startswith("cut"):
             assert frames == printed, f"{base} {name}"
+
+
+# --- read_lengths: the lengths alone, in lists, exactly as read_capture gives them -----------
+
+
+def lengths_and_error(read: Callable[..., Iterator[Any]], capture: bytes, **options: Any
+                      ) -> tuple[list[int], str | None]:
+    got: list[int] = []
+    try:
+        for item in read(io.BytesIO(capture), "f", **options):
+            got.extend(item if isinstance(item, list) else [item.length])
+    except InputError as exc:
+        return got, f"{type(exc).__name__}: {exc.message}"
+    return got, None
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_read_lengths_agrees_with_read_capture_on_every_cut_and_mutant(base: str) -> None:
+    """The same lengths and the same error (class and words) as read_capture(data=False), for
+    every cut and every mutant of each file: the pcap fast path parses the records itself."""
+    data, _ = BASES[base]
+    variants = [data[:cut] for cut in range(len(data) + 1)] + [m for _, m in mutants(data)]
+    for variant in variants:
+        want = lengths_and_error(read_capture, variant, data=False)
+        assert lengths_and_error(read_lengths, variant) == want

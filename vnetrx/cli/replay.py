@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterable, Iterator
-from itertools import islice
-from typing import TYPE_CHECKING, Any
+from itertools import chain, islice
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from vnetrx.replay.gro import GroFrames
     from vnetrx.stop import StopOnSignal
 
+T = TypeVar("T")
 PROGRESS_FROM = 20_000
 
 
@@ -328,8 +329,16 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             return index == shown
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
-    stream = Stream(profile, config, stop.items(_nonempty(items, source, frames)), want_trace=want,
-                    rings=rings, frags=o["gro"])
+    if (frames.lists is not None and o["count"] is None
+            and not _bar(known, quiet=o["as_json"] and not o["summary"])):
+        # a capture's lengths alone: watched, checked for a signal (between two lists: at most
+        # LENGTHS_BATCH frames later) and for none at all list by list, then taken one by one
+        # through C's iteration
+        frame_items: Iterable[Item] = chain.from_iterable(
+            stop.items(_nonempty(beyond.watch_lists(frames.lists), source, frames)))
+    else:
+        frame_items = stop.items(_nonempty(items, source, frames))
+    stream = Stream(profile, config, frame_items, want_trace=want, rings=rings, frags=o["gro"])
     if o["offload"] != "none":
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
@@ -559,7 +568,7 @@ def _first(items: Iterable[Item], count: int) -> Iterable[Item]:
     return islice(items, count)
 
 
-def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[Item]:
+def _nonempty(items: Iterable[T], source: str, frames: Frames) -> Iterator[T]:
     """The frames, or an error if there are none (when the first is asked for)."""
     return nonempty(items, lambda: _no_frames(source, frames))
 
@@ -567,9 +576,12 @@ def _nonempty(items: Iterable[Item], source: str, frames: Frames) -> Iterator[It
 def _progress(items: Iterable[Item], total: int | None, quiet: bool) -> Iterable[Item]:
     """Frames with a progress bar on stderr (a terminal only; never on stdout), for runs of
     more than PROGRESS_FROM frames or of unknown length."""
-    if quiet or not sys.stderr.isatty() or (total is not None and total < PROGRESS_FROM):
-        return items
-    return _with_bar(items, total)
+    return _with_bar(items, total) if _bar(total, quiet) else items
+
+
+def _bar(total: int | None, quiet: bool) -> bool:
+    """Whether ``_progress`` shows a bar."""
+    return not quiet and sys.stderr.isatty() and (total is None or total >= PROGRESS_FROM)
 
 
 def _with_bar(items: Iterable[Item], total: int | None) -> Iterator[Item]:

@@ -123,17 +123,53 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
     the output it has made so far, before the read may wait for the next packets). The file
     header is read and checked at the call; the records as they are asked for (the reader is
     returned, not wrapped in another generator: a replay takes every frame through it)."""
-    mapped = _mapped(stream) if before_read is None else None
-    reads = _Reads(stream, before_read) if mapped is None else mapped
+    reads = _open_reads(stream, name, before_read)
     cooked = cooked if cooked is not None else Cooked()
-    if not reads.fill(4):
-        raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS:
         return _pcap(reads, name, PCAP_MAGICS[magic], data, cooked, head, copy)
-    if magic == PCAPNG_SHB:
-        return _pcapng(reads, name, data, cooked, head, copy)
-    raise InputError(f"{name} is not a pcap or pcapng capture")
+    return _pcapng(reads, name, data, cooked, head, copy)
+
+
+def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
+                 before_read: Callable[[], None] | None = None) -> Iterator[list[int]]:
+    """``read_capture(data=False)``'s frame lengths, in lists of at most LENGTHS_BATCH (those
+    read so far): a replay of lengths alone takes them through C's iteration
+    (``itertools.chain.from_iterable``), not one generator step and one Frame per frame. A
+    pcap Ethernet capture's records are parsed by ``_pcap_lengths``; other captures give each
+    frame's length in a list of its own. The same checks, damage and errors as
+    ``read_capture``."""
+    reads = _open_reads(stream, name, before_read)
+    cooked = cooked if cooked is not None else Cooked()
+    magic = bytes(reads.view[:4])
+    if magic in PCAP_MAGICS and reads.fill(24):
+        order = PCAP_MAGICS[magic]
+        link = cast(int, struct.unpack_from(order + "I", reads.buf, 20)[0])
+        if link & 0x0FFFFFFF == LINKTYPE_ETHERNET:
+            return _pcap_lengths(reads, name, order, cooked)
+    return _one_by_one(_pcap(reads, name, PCAP_MAGICS[magic], False, cooked)
+                       if magic in PCAP_MAGICS else _pcapng(reads, name, False, cooked))
+
+
+def _one_by_one(frames: Iterator[Frame]) -> Iterator[list[int]]:
+    """Each frame's length in a list of its own (a generator function: compiled, a generator
+    expression returned would be made a list, the whole capture read at once)."""
+    for frame in frames:
+        yield [frame.length]
+
+
+def _open_reads(stream: BinaryIO, name: str, before_read: Callable[[], None] | None
+                ) -> _Reads:
+    """The reads of a capture, its first 4 bytes read and checked to be a pcap or pcapng
+    magic."""
+    mapped = _mapped(stream) if before_read is None else None
+    reads = _Reads(stream, before_read) if mapped is None else mapped
+    if not reads.fill(4):
+        raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
+    magic = bytes(reads.view[:4])
+    if magic not in PCAP_MAGICS and magic != PCAPNG_SHB:
+        raise InputError(f"{name} is not a pcap or pcapng capture")
+    return reads
 
 
 CHUNK = 1 << 20  # bytes read at a time
@@ -325,24 +361,45 @@ def _cut(name: str, what: str, offset: int, read: int) -> DamagedInput:
         f"file\"); the {read} whole record(s) before it were read", read)
 
 
-def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head: int = 0,
-          copy: bool = True) -> Iterator[Frame]:
+def _pcap_header(reads: _Reads, name: str, order: str, cooked: Cooked) -> tuple[int, bool, int]:
+    """The pcap file header, checked (its 24 bytes are then passed): whether the records'
+    lengths are swapped (2: always, 1: when caplen > len, 0: never), whether the link type is
+    Ethernet, and the time stamp's ticks per nanosecond."""
     if not reads.fill(24):
         raise InputError(f"{name}: unreadable capture (it ends inside the file header)")
-    major, minor = struct.unpack_from(order + "HH", reads.buf, 4)
+    major, minor = cast("tuple[int, int]", struct.unpack_from(order + "HH", reads.buf, 4))
     if major != 2 or minor > 4:  # libpcap: "archaic pcap savefile format", "unsupported
         # pcap savefile version 2.5"
         raise InputError(f"{name}: pcap version {major}.{minor} (libpcap reads 2.0 to 2.4)")
     # versions before 2.3 wrote the lengths the other way round; 2.3 either way (libpcap)
     swapped = 2 if minor < 3 else 1 if minor == 3 else 0
-    link = struct.unpack_from(order + "I", reads.buf, 20)[0] & 0x0FFFFFFF  # the top bits may
-    # carry FCS flags
+    # the top bits may carry FCS flags
+    link = cast(int, struct.unpack_from(order + "I", reads.buf, 20)[0]) & 0x0FFFFFFF
     _link_type(name, link)
     cooked.link = link
-    ethernet = link == LINKTYPE_ETHERNET
     # the record's second field: microseconds, or nanoseconds (the a1b23c4d magic)
     tick = 1 if bytes(reads.view[:4]) in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1000
     reads.pos += 24
+    return swapped, link == LINKTYPE_ETHERNET, tick
+
+
+def _bad_record(name: str, index: int, offset: int, caplen: int, length: int
+                ) -> DamagedInput:
+    """What is wrong with a pcap record's lengths that libpcap refuses (caplen above
+    MAX_CAPLEN, or above the frame's length)."""
+    if caplen > MAX_CAPLEN:  # libpcap: "invalid packet capture length"
+        return DamagedInput(
+            f"{name}: record {index} (at byte {offset}) holds {caplen} captured bytes, more "
+            f"than a pcap record can ({MAX_CAPLEN}); the {index} record(s) before it were read",
+            index)
+    return DamagedInput(
+        f"{name}: record {index} (at byte {offset}) holds {caplen} captured bytes of a "
+        f"{length}-byte frame; the {index} record(s) before it were read", index)
+
+
+def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head: int = 0,
+          copy: bool = True) -> Iterator[Frame]:
+    swapped, ethernet, tick = _pcap_header(reads, name, order, cooked)
     # lengths alone: the time stamp's two fields are not unpacked
     unpack = struct.Struct(order + ("IIII" if data else "8xII")).unpack_from
     # cast: unpack gives Any, and a variable given Any is Any to mypy (even one declared int):
@@ -362,18 +419,9 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
                 caplen, length = cast("tuple[int, int]", unpack(buf, pos))
             if swapped and (swapped == 2 or caplen > length):
                 caplen, length = length, caplen
-            if caplen > MAX_CAPLEN:  # libpcap: "invalid packet capture length"
+            if caplen > MAX_CAPLEN or caplen > length:
                 reads.pos = pos
-                raise DamagedInput(
-                    f"{name}: record {index} (at byte {reads.base + pos}) holds {caplen} "
-                    f"captured bytes, more than a pcap record can ({MAX_CAPLEN}); the {index} "
-                    "record(s) before it were read", index)
-            if caplen > length:
-                reads.pos = pos
-                raise DamagedInput(
-                    f"{name}: record {index} (at byte {reads.base + pos}) holds {caplen} "
-                    f"captured bytes of a {length}-byte frame; the {index} record(s) before it "
-                    "were read", index)
+                raise _bad_record(name, index, reads.base + pos, caplen, length)
             start = pos + 16
             if start + caplen > end:
                 need = 16 + caplen
@@ -395,6 +443,50 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
                     yield frame
             index += 1
         reads.pos = pos
+        if not reads.fill(need):
+            if reads.end > reads.pos:
+                raise _cut(name, f"record {index}", reads.base + reads.pos, index)
+            return
+
+
+# lengths ``_pcap_lengths`` hands on at a time, at most (a replay checks for a signal, and a
+# live feed's output is flushed, between two lists)
+LENGTHS_BATCH: Final = 1024
+
+
+def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked
+                  ) -> Iterator[list[int]]:
+    """An Ethernet pcap capture's frame lengths, ``_pcap``'s records read for their lengths
+    alone, the whole records of the buffer in lists of at most LENGTHS_BATCH: the same checks,
+    damage (raised once the lengths before it are handed on) and cut."""
+    swapped = _pcap_header(reads, name, order, cooked)[0]
+    unpack = struct.Struct(order + "8xII").unpack_from
+    index = 0
+    while True:
+        buf, pos, end = reads.buf, reads.pos, reads.end
+        lengths: list[int] = []
+        need = 16
+        damage: DamagedInput | None = None
+        while end - pos >= 16:
+            caplen, length = cast("tuple[int, int]", unpack(buf, pos))
+            if swapped and (swapped == 2 or caplen > length):
+                caplen, length = length, caplen
+            if caplen > MAX_CAPLEN or caplen > length:
+                damage = _bad_record(name, index, reads.base + pos, caplen, length)
+                break
+            if pos + 16 + caplen > end:
+                need = 16 + caplen
+                break
+            pos += 16 + caplen
+            lengths.append(length)
+            index += 1
+            if len(lengths) == LENGTHS_BATCH:
+                break
+        reads.pos = pos
+        if lengths:
+            yield lengths
+        if damage is not None:
+            raise damage
         if not reads.fill(need):
             if reads.end > reads.pos:
                 raise _cut(name, f"record {index}", reads.base + reads.pos, index)

@@ -17,13 +17,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import islice
-from typing import TYPE_CHECKING, Any, Union
+from itertools import chain, islice
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
 from vnetrx.records import NamedTuple
-from vnetrx.replay.capture import Cooked, is_capture, read_capture
+from vnetrx.replay.capture import Cooked, is_capture, read_capture, read_lengths
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -84,6 +84,7 @@ def read_file(path: str) -> tuple[int, ...]:
 
 Headers = tuple["VnetHdr | None", ...]
 Item = Union[int, tuple[int, "VnetHdr | None"]]  # noqa: UP007  (a runtime alias)
+T = TypeVar("T")
 
 
 class Frames(NamedTuple):
@@ -99,6 +100,10 @@ class Frames(NamedTuple):
     damage: list[DamagedInput] | None = None
     # a capture of another link type (tcpdump -i any): how it was read, for the caller's note
     cooked: Cooked | None = None
+    # a capture's lengths alone: the same lengths in lists, as read (``items`` is
+    # chain.from_iterable(lists)); a caller takes one or the other, and may check each list
+    # as a whole (BeyondMtu.watch_lists, StopOnSignal.items) rather than every frame
+    lists: Iterator[list[int]] | None = None
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
@@ -137,6 +142,10 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
         if derive is not None:
             return Frames(_derived(stream, name, derive, damage, cooked, before_read, keep),
                           None, True, damage, cooked)
+        if keep is None:  # the commonest replay: lengths alone, handed on in lists (C's
+            # iteration over them, no generator step per frame)
+            lists = _length_lists(stream, name, damage, cooked, before_read)
+            return Frames(chain.from_iterable(lists), None, False, damage, cooked, lists)
         return Frames(_lengths(stream, name, damage, cooked, before_read, keep), None, False,
                       damage, cooked)
     if derive is not None:
@@ -218,6 +227,17 @@ class BeyondMtu:
             index += 1  # noqa: SIM113  (enumerate makes a tuple per frame)
             yield item
 
+    def watch_lists(self, lists: Iterable[list[int]]) -> Iterator[list[int]]:
+        """``watch`` for lengths handed on in lists (``Frames.lists``)."""
+        limit = self.mtu + VLAN_ETH_HLEN
+        index = 0
+        for lengths in lists:
+            for length in lengths:
+                if length > limit:
+                    self._beyond(index, length)
+                index += 1
+            yield lengths
+
     def _beyond(self, index: int, length: int) -> None:
         self.count += 1
         if self.first is None:
@@ -235,7 +255,7 @@ class BeyondMtu:
                 "read long TCP/UDP frames as GSO")
 
 
-def nonempty(items: Iterable[Item], empty: Callable[[], Exception]) -> Iterator[Item]:
+def nonempty(items: Iterable[T], empty: Callable[[], Exception]) -> Iterator[T]:
     """``items``, or ``empty()`` raised when the first is asked for and there is none (a
     compiled generator: a replay's frames pass through it one by one)."""
     it = iter(items)
@@ -250,18 +270,21 @@ def _open(path: str) -> io.BufferedReader:
     return open_input(path, "--from")  # type: ignore[return-value]
 
 
+def _length_lists(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
+                  cooked: Cooked, before_read: Callable[[], None] | None
+                  ) -> Iterator[list[int]]:
+    """The wire lengths of a capture's frames, in lists, read as they are needed."""
+    with _reading(stream, name, damage):
+        yield from read_lengths(stream, name, cooked, before_read)
+
+
 def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
              cooked: Cooked, before_read: Callable[[], None] | None,
-             keep: Keep | None) -> Iterator[int]:
-    """The wire lengths of a capture's frames, read as they are needed (each frame handed to
-    ``keep`` first)."""
+             keep: Keep) -> Iterator[int]:
+    """The wire lengths of a capture's frames, read as they are needed, each frame handed to
+    ``keep`` first."""
     with _reading(stream, name, damage):
-        frames = read_capture(stream, name, data=keep is not None, cooked=cooked,
-                              before_read=before_read, copy=False)
-        if keep is None:  # (the commonest replay: every frame passes here)
-            for frame in frames:
-                yield frame.length
-            return
+        frames = read_capture(stream, name, cooked=cooked, before_read=before_read, copy=False)
         for index, frame in enumerate(frames):
             keep(index, frame.length, frame.data, False, (), frame.time)
             yield frame.length
