@@ -19,7 +19,7 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Received, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
-from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of, new_skb
+from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of, new_frag, new_skb
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
@@ -98,9 +98,10 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
     eth_type_trans. What napi_gro_receive and its tracepoint see. Without a header (None:
     flags 0, GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays
     CHECKSUM_NONE. ``narrate`` False: ``offload`` keeps virtio_net_hdr_to_skb's result without
-    the checks' words (sweeps and replays show none). ``with_frags`` False: without a header, the
-    skb's frags and frag_list are not made (nr_frags and truesize stay): a replay's record keeps
-    none (vnetrx/replay/napi.py), so each Frag was made to be dropped."""
+    the checks' words (sweeps and replays show none). ``with_frags`` False: the skb delivered
+    leaves out its frags and frag_list (nr_frags and truesize stay): a replay's record keeps none
+    (vnetrx/replay/napi.py). Without a header they are not made at all; with one they are (the
+    pulls read them) and eth_type_trans's skb leaves them out."""
     if p.outcome == "drop":
         return _delivery(None, p.reason, None)
     if h is None:
@@ -122,7 +123,7 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
                                    narrate=narrate)
     if result.skb is None:
         return _delivery(None, Drop.BAD_GSO, result)
-    return _delivery(eth_type_trans(result.skb), None, result)
+    return _delivery(eth_type_trans(result.skb, with_frags), None, result)
 
 
 def plain_skb(c: Config, p: Plan, with_frags: bool = True) -> Skb:
@@ -202,9 +203,9 @@ def _csum_offload(c: Config, h: VnetHdr) -> Check | None:
 
 def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
     if c.mode == "big":  # chain pages
-        return tuple(Frag(f"page{f.buffer}", f.offset, f.size, f.truesize) for f in frags)
+        return tuple(new_frag(f"page{f.buffer}", f.offset, f.size, f.truesize) for f in frags)
     return tuple(
-        Frag(c.alloc.label(p.buffers[f.buffer].frag_index), f.offset, f.size, f.truesize)
+        new_frag(c.alloc.label(p.buffers[f.buffer].frag_index), f.offset, f.size, f.truesize)
         for f in frags
     )
 
