@@ -37,6 +37,14 @@ def test_eth_type_trans_without_frags_leaves_out_the_frags_only() -> None:
         data=80, len=1486, mac_header=66, frags=(), frag_list=())
 
 
+def test_skb_set_gso_changes_the_gso_fields_only() -> None:
+    from vnetrx.paths.skbuff import skb_set_gso
+
+    assert skb_set_gso(FULL, 1428, 0x12, ("SKB_GSO_DODGY", "SKB_GSO_TCPV6"), 0) == FULL._replace(
+        gso_size=1428, gso_type=0x12, gso_type_names=("SKB_GSO_DODGY", "SKB_GSO_TCPV6"),
+        gso_segs=0)
+
+
 def test_skb_reset_mac_header() -> None:
     assert skb_reset_mac_header(FULL) == FULL._replace(mac_header=66)
 

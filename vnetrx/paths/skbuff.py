@@ -269,6 +269,16 @@ def skb_partial_csum(skb: Skb, csum_start: int, csum_offset: int) -> Skb:
                    skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
+def skb_set_gso(skb: Skb, gso_size: int, gso_type: int, gso_type_names: tuple[str, ...],
+                gso_segs: int) -> Skb:
+    """skb_shinfo(skb)->gso_size, gso_type and gso_segs set (virtio_net_hdr_to_skb's GSO
+    fields, include/linux/virtio_net.h @6.12.117); the rest kept, in one construction."""
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+                   skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
+                   skb.ip_summed, skb.csum_start, skb.csum_offset, gso_size, gso_type,
+                   gso_type_names, gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+
+
 def eth_type_trans_of(
     head: str,
     head_size: int,

@@ -45,6 +45,7 @@ from vnetrx.paths.skbuff import (
     skb_headlen,
     skb_partial_csum,
     skb_reset_mac_header,
+    skb_set_gso,
 )
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
@@ -205,9 +206,19 @@ class HdrResult(NamedTuple):
     encap: Encap | None = None  # a UDP-tunnel header's inner headers (6.17+)
 
 
+_GSO_NAMES_MADE: dict[int, tuple[str, ...]] = {}  # gso_type_names's answers
+
+
 def gso_type_names(mask: int) -> tuple[str, ...]:
-    """The SKB_GSO_* names of a gso_type mask's bits."""
-    return tuple(name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
+    """The SKB_GSO_* names of a gso_type mask's bits (made once per mask: a replay asks it for
+    every GSO decision)."""
+    names = _GSO_NAMES_MADE.get(mask)
+    if names is None:
+        if len(_GSO_NAMES_MADE) >= 256:  # a bound on memory (a capture's masks are a few)
+            _GSO_NAMES_MADE.clear()
+        names = _GSO_NAMES_MADE[mask] = tuple(
+            name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
+    return names
 
 
 class _Walk:
@@ -694,8 +705,7 @@ class _ToSkb:
                      if big else f"≤ {size}: too small to be GSO, left as one packet"),
                   r.cite("ufo_excludes_thlen") if skb_gso & SKB_GSO_UDP else ())
         if big:
-            self.skb = skb._replace(gso_size=size, gso_type=mask,
-                                    gso_type_names=gso_type_names(mask), gso_segs=0)
+            self.skb = skb_set_gso(skb, size, mask, gso_type_names(mask), 0)
         return True
 
 

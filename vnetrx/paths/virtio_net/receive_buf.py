@@ -26,6 +26,7 @@ from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import Config, RxFrame, for_frame, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
+    CHECKSUM_NONE,
     CHECKSUM_UNNECESSARY,
     DATA_VALID,
     GSO_UDP_TUNNEL_BITS,
@@ -106,17 +107,20 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
         return _delivery(None, p.reason, None)
     if h is None:
         return _delivery(plain_skb(c, p, with_frags), None, None)
-    frags, frag_list = _frag_parts(c, p)
-    skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
-                  p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
-                  frag_list)
-    if c.rx_hash:  # virtio_skb_set_hash → skb_set_hash(skb, hash_value, type)
-        skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
+    # 6.17+ virtio_net_handle_csum_offload reads only the header and the features: decided
+    # first, its refusal drops the skb whatever the hash set before it
     refused = _csum_offload(c, h)
     if refused is not None:
         return _delivery(None, Drop.BAD_CSUM, None, refused)
-    if h.flags & DATA_VALID:
-        skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
+    frags, frag_list = _frag_parts(c, p)
+    # the skb receive_*() built, with what receive_buf sets before virtio_net_hdr_to_skb, in
+    # one construction: virtio_skb_set_hash → skb_set_hash(skb, hash_value, type) (rx_hash),
+    # then DATA_VALID: ip_summed = CHECKSUM_UNNECESSARY
+    skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
+                  p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
+                  frag_list, CHECKSUM_UNNECESSARY if h.flags & DATA_VALID else CHECKSUM_NONE,
+                  skb_hash=(h.hash_value or 0) if c.rx_hash else 0,
+                  l4_hash=c.rx_hash and h.hash_report in HASH_REPORT_L4)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
     result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
                                    tunnel=c.rx_tnl, tunnel_csum=c.rx_tnl_csum,
