@@ -30,6 +30,21 @@ def test_eth_type_trans_pulls_the_ethernet_header() -> None:
     assert eth_type_trans(FULL) == FULL._replace(data=80, len=1486, mac_header=66)
 
 
+def test_eth_type_trans_without_frags_leaves_out_the_frags_only() -> None:
+    """A replay's record keeps no frags: the same pull, frags and frag_list empty, nr_frags and
+    truesize kept (the skb still has them)."""
+    assert eth_type_trans(FULL, with_frags=False) == FULL._replace(
+        data=80, len=1486, mac_header=66, frags=(), frag_list=())
+
+
+def test_skb_set_gso_changes_the_gso_fields_only() -> None:
+    from vnetrx.paths.skbuff import skb_set_gso
+
+    assert skb_set_gso(FULL, 1428, 0x12, ("SKB_GSO_DODGY", "SKB_GSO_TCPV6"), 0) == FULL._replace(
+        gso_size=1428, gso_type=0x12, gso_type_names=("SKB_GSO_DODGY", "SKB_GSO_TCPV6"),
+        gso_segs=0)
+
+
 def test_skb_reset_mac_header() -> None:
     assert skb_reset_mac_header(FULL) == FULL._replace(mac_header=66)
 
@@ -48,3 +63,11 @@ def test_new_skb_is_the_record_skb_makes() -> None:
             0xABCD, True, 8)
     assert new_skb(*full) == Skb(*full) and len(new_skb(*full)) == len(Skb._fields)
     assert skb_headlen(short) == short.headlen == 78  # len 1078 - data_len 1000
+
+
+def test_new_frag_is_the_record_frag_makes() -> None:
+    from vnetrx.paths.skbuff import new_frag
+
+    made = new_frag("frag3", 128, 1000, 1536)
+    assert type(made) is Frag and made == Frag("frag3", 128, 1000, 1536)
+    assert made.offset == 128 and made.truesize == 1536

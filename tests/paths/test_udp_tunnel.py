@@ -202,3 +202,29 @@ def test_verify_text_shows_the_offload_answer() -> None:
     text = cap.get()
     assert "TUNSETOFFLOAD 0x80 " in text and "EINVAL ✓" in text
     assert "vxlan over ipv4" in text and "0/1024 ✓" in text and "10/10 frames match" in text
+
+
+@pytest.mark.parametrize("change", [
+    {}, {"gso_type": 0x61}, {"gso_type": 0x20}, {"gso_type": 0x23}, {"flags": 0},
+    {"outer_th_offset": 33}, {"inner_nh_offset": 41}, {"csum_start": 83}, {"flags": 9},
+    {"gso_type": 0x25, "csum_offset": 6, "hdr_len": 92, "csum_start": 84},
+    {"gso_type": 0x25, "csum_offset": 6, "csum_start": 64},
+])
+@pytest.mark.parametrize(("negotiated", "csum"), [(True, True), (True, False), (False, False)])
+def test_tunnel_decides_the_same_without_words(change: dict[str, int], negotiated: bool,
+                                               csum: bool) -> None:
+    """virtio_net_hdr_tnl_to_skb with ``narrate=False`` (a replay's decision): the same skb,
+    inner headers and refusal-or-not as the narrated run, without the checks' words."""
+    from vnetrx.model import Skb
+    from vnetrx.paths.virtio_net_hdr import hdr_rules, virtio_net_hdr_to_skb
+
+    k = lookup("6.18")
+    h = GOOD._replace(**change)
+    frame = build_tunnel_frame(3000, parse_tunnel("ipv4"), "tcp4")
+    skb = Skb("test", 4096, 64, 64 + 3000, 4096 - 320, 3000, 0, 5120)
+    told, quiet = (virtio_net_hdr_to_skb(k, hdr_rules(k), skb, h, owned=False, tunnel=negotiated,
+                                         tunnel_csum=csum, frame=frame, narrate=narrate)
+                   for narrate in (True, False))
+    assert (quiet.skb, quiet.encap, quiet.pulled) == (told.skb, told.encap, told.pulled)
+    assert quiet.checks == () and quiet.failed is None
+    assert told.checks and (told.failed is None) == (told.skb is not None)

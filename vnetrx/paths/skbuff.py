@@ -7,6 +7,7 @@ Formulas: docs/kernel/skbuff.md §2-§6 (read in 5.15, 6.1.192, 6.12.117,
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from typing import Final
 
 from vnetrx.errors import SimulationError, UnsupportedError
 from vnetrx.kernel.changes import (
@@ -22,6 +23,8 @@ from vnetrx.model import IP_SUMMED, Frag, FragListSkb, Skb
 from vnetrx.records import NamedTuple
 
 _CHECKSUM_PARTIAL = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
+# tuple.__new__, looked up once: compiled, ``tuple.__new__(...)`` looks the method up at each call
+_TUPLE_NEW: Final = tuple.__new__
 
 
 def new_skb(head: str, head_size: int, data: int, tail: int, end: int, length: int,
@@ -36,10 +39,16 @@ def new_skb(head: str, head_size: int, data: int, tail: int, end: int, length: i
     function (~2 us a call from compiled code) and a replay's stages make several skbs for each
     frame they decide. The same record as ``Skb(...)`` of the same fields (tests/paths/
     test_skbuff.py checks it, defaults included)."""
-    return tuple.__new__(Skb, (head, head_size, data, tail, end, length, data_len, truesize,
-                               nr_frags, mac_header, frags, frag_list, ip_summed, csum_start,
-                               csum_offset, gso_size, gso_type, gso_type_names, gso_segs,
-                               skb_hash, l4_hash, meta_len))
+    return _TUPLE_NEW(Skb, (head, head_size, data, tail, end, length, data_len, truesize,
+                            nr_frags, mac_header, frags, frag_list, ip_summed, csum_start,
+                            csum_offset, gso_size, gso_type, gso_type_names, gso_segs, skb_hash,
+                            l4_hash, meta_len))
+
+
+def new_frag(page: str, offset: int, size: int, truesize: int) -> Frag:
+    """``Frag(...)`` made by ``tuple.__new__``, as ``new_skb`` makes an Skb (the same record:
+    tests/paths/test_skbuff.py checks it); a replay's pulls and frags make them per decision."""
+    return _TUPLE_NEW(Frag, (page, offset, size, truesize))
 
 
 def skb_headlen(skb: Skb) -> int:
@@ -220,12 +229,19 @@ def skb_coalesce_rx_frag(skb: Skb, size: int, truesize: int) -> Skb:
     )
 
 
-def eth_type_trans(skb: Skb) -> Skb:
-    """net/ethernet/eth.c:eth_type_trans: mac_header = data, then pull ETH_HLEN."""
+def eth_type_trans(skb: Skb, with_frags: bool = True) -> Skb:
+    """net/ethernet/eth.c:eth_type_trans: mac_header = data, then pull ETH_HLEN. ``with_frags``
+    False: the result leaves out the frags and frag_list (nr_frags and truesize stay), in the
+    same construction: a replay's record keeps none (vnetrx/replay/napi.py)."""
     if skb.tail - skb.data < ETH_HLEN:
         raise SimulationError(f"eth_type_trans with {skb.tail - skb.data} linear bytes "
                               "(< ETH_HLEN)")
-    return skb_at(skb, skb.data + ETH_HLEN, skb.len - ETH_HLEN, skb.data)
+    if with_frags:
+        return skb_at(skb, skb.data + ETH_HLEN, skb.len - ETH_HLEN, skb.data)
+    return new_skb(skb.head, skb.head_size, skb.data + ETH_HLEN, skb.tail, skb.end,
+                   skb.len - ETH_HLEN, skb.data_len, skb.truesize, skb.nr_frags, skb.data, (), (),
+                   skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size, skb.gso_type,
+                   skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def skb_reset_mac_header(skb: Skb) -> Skb:
@@ -251,6 +267,16 @@ def skb_partial_csum(skb: Skb, csum_start: int, csum_offset: int) -> Skb:
                    skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
                    _CHECKSUM_PARTIAL, csum_start, csum_offset, skb.gso_size, skb.gso_type,
                    skb.gso_type_names, skb.gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
+
+
+def skb_set_gso(skb: Skb, gso_size: int, gso_type: int, gso_type_names: tuple[str, ...],
+                gso_segs: int) -> Skb:
+    """skb_shinfo(skb)->gso_size, gso_type and gso_segs set (virtio_net_hdr_to_skb's GSO
+    fields, include/linux/virtio_net.h @6.12.117); the rest kept, in one construction."""
+    return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len, skb.data_len,
+                   skb.truesize, skb.nr_frags, skb.mac_header, skb.frags, skb.frag_list,
+                   skb.ip_summed, skb.csum_start, skb.csum_offset, gso_size, gso_type,
+                   gso_type_names, gso_segs, skb.hash, skb.l4_hash, skb.meta_len)
 
 
 def eth_type_trans_of(
@@ -355,7 +381,8 @@ def pskb_may_pull(k: KernelProfile, skb: Skb, length: int, owned: bool) -> Skb |
             left -= first.size
             frags.pop(0)
         else:
-            frags[0] = Frag(first.page, first.offset + left, first.size - left, first.truesize)
+            frags[0] = new_frag(first.page, first.offset + left, first.size - left,
+                                first.truesize)
             left = 0
     if left:
         raise UnsupportedError(

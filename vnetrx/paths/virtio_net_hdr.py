@@ -17,8 +17,8 @@ read @5.12.9, @5.15.x/@6.1.x/@6.6.x stable by stable, @6.1.192, @6.12.117, @6.18
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from functools import cache
+from typing import Final
 
 from vnetrx.errors import UnsupportedError
 from vnetrx.kernel.changes import (
@@ -45,6 +45,7 @@ from vnetrx.paths.skbuff import (
     skb_headlen,
     skb_partial_csum,
     skb_reset_mac_header,
+    skb_set_gso,
 )
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
@@ -205,29 +206,44 @@ class HdrResult(NamedTuple):
     encap: Encap | None = None  # a UDP-tunnel header's inner headers (6.17+)
 
 
+_GSO_NAMES_MADE: dict[int, tuple[str, ...]] = {}  # gso_type_names's answers
+
+
 def gso_type_names(mask: int) -> tuple[str, ...]:
-    """The SKB_GSO_* names of a gso_type mask's bits."""
-    return tuple(name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
-
-
-Text = Callable[[], str]  # a check's words, made only when the checks are narrated
+    """The SKB_GSO_* names of a gso_type mask's bits (made once per mask: a replay asks it for
+    every GSO decision)."""
+    names = _GSO_NAMES_MADE.get(mask)
+    if names is None:
+        if len(_GSO_NAMES_MADE) >= 256:  # a bound on memory (a capture's masks are a few)
+            _GSO_NAMES_MADE.clear()
+        names = _GSO_NAMES_MADE[mask] = tuple(
+            name for bit, name in _SKB_GSO_NAMES if mask & (1 << bit))
+    return names
 
 
 class _Walk:
-    """The checks, in order, as the kernel makes them; ``narrate`` False (a sweep, a replay's
-    decision): only whether each passed, none of the words."""
+    """The checks, in order, as the kernel makes them. ``narrate`` False (a sweep, a replay's
+    decision): only whether each passed decides, and no check is recorded. Each check's
+    decision is made once, by the code that makes it; its words are made only under ``if
+    w.narrate`` beside it, as plain strings (no closures: compiled, a method that holds a
+    lambda keeps its locals in a heap object and makes the lambdas at every call)."""
 
     def __init__(self, k: KernelProfile, narrate: bool) -> None:
         self.k, self.narrate = k, narrate
         self.checks: list[Check] = []
 
-    def add(self, source: str, function: str, test: str, ok: bool, detail: Text,
-            because: tuple[str, ...] = (), refusal: Text | None = None) -> bool:
-        if self.narrate:
-            self.checks.append(Check(f"{source}:{function} @ {self.k.name}", function, test, ok,
-                                     detail(), because,
-                                     "" if ok or refusal is None else refusal()))
-        return ok
+    def add(self, source: str, function: str, test: str, ok: bool, detail: str,
+            because: tuple[str, ...] = (), refusal: str = "") -> None:
+        """Record one check (narrated walks only); ``refusal`` is kept when it failed."""
+        self.checks.append(Check(f"{source}:{function} @ {self.k.name}", function, test, ok,
+                                 detail, because, "" if ok else refusal))
+
+
+def _hdr_result(skb: Skb | None, checks: tuple[Check, ...], failed: Check | None, pulled: int,
+                expanded: bool, encap: Encap | None = None) -> HdrResult:
+    """``HdrResult(...)`` made by ``tuple.__new__``, as ``skbuff.new_skb`` makes an Skb (the
+    record's ``__new__`` is a Python function; a replay makes one per new decision)."""
+    return tuple.__new__(HdrResult, (skb, checks, failed, pulled, expanded, encap))
 
 
 def virtio_net_hdr_to_skb(
@@ -249,7 +265,7 @@ def virtio_net_hdr_to_skb(
     if not h.flags & NEEDS_CSUM and h.gso_type == GSO_NONE:
         # the common header (a sweep's, most writes'): only skb_reset_mac_header runs
         plain = skb_reset_mac_header(skb)
-        return HdrResult(plain, (Check(
+        return _hdr_result(plain, (Check(
             f"{VIRTIO_NET_H}:{FN} @ {k.name}", FN, "no NEEDS_CSUM, GSO_NONE", True,
             f"nothing to set; ip_summed stays {plain.ip_summed} ({plain.ip_summed_name})"),)
             if narrate else (), None, 0, False)
@@ -259,8 +275,8 @@ def virtio_net_hdr_to_skb(
     return t.base()
 
 
-FN = "virtio_net_hdr_to_skb"
-TNL_FN = "virtio_net_hdr_tnl_to_skb"
+FN: Final = "virtio_net_hdr_to_skb"
+TNL_FN: Final = "virtio_net_hdr_tnl_to_skb"
 ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
 
 
@@ -274,10 +290,57 @@ class _Gso(NamedTuple):
 
 
 # NEEDS_CSUM's second pull, in words (made once, not per header)
-_P_OFF_MAX_PULL = "pskb_may_pull(p_off = max(nh_min_len, transport offset) + thlen)"
-_P_OFF_PULL = "pskb_may_pull(p_off = transport offset + thlen)"
+_P_OFF_MAX_PULL: Final = "pskb_may_pull(p_off = max(nh_min_len, transport offset) + thlen)"
+_P_OFF_PULL: Final = "pskb_may_pull(p_off = transport offset + thlen)"
+# GSO without NEEDS_CSUM's pull, in words: (test, what) with and without nh_min_len
+_NOCSUM_PULL: Final = (
+    ("GSO without NEEDS_CSUM (network_header unset): pskb_may_pull(thlen)",
+     "GSO without NEEDS_CSUM: thlen"),
+    ("GSO without NEEDS_CSUM (network_header unset): pskb_may_pull(nh_min_len + thlen)",
+     "GSO without NEEDS_CSUM: nh_min_len + thlen"),
+)
 # section 1's answer for GSO_NONE (without, with the ECN bit): made once
 _NO_GSO = (_Gso(0, 0, IPHDR_LEN, False), _Gso(0, 0, IPHDR_LEN, True))
+# section 1's accepted types: virtio gso_type → (SKB_GSO_*, thlen); GSO_UDP_L4 from 6.2
+_KNOWN: Final = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
+                 GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
+_KNOWN_UDP_L4: Final = {**_KNOWN, GSO_UDP_L4: (SKB_GSO_UDP_L4, UDPHDR_LEN)}
+
+
+def _gso_type_words(h: VnetHdr, base: int, known: dict[int, tuple[int, int]], ok: bool) -> str:
+    """Section 1's check, in words (its detail and its refusal)."""
+    if ok:
+        return (f"gso_type {h.gso_type:#04x} & ~ECN = {base} → "
+                f"{gso_type_names(known[base][0])[0]}")
+    return (f"gso_type {h.gso_type:#04x} & ~ECN = {base}"
+            + (" (the ECN bit alone, without a GSO type)" if base == 0 else "")
+            + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
+            + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else ""))
+
+
+# USO's four checks (gso_fields), in the kernel's order: what each requires
+_USO_TESTS: Final = (
+    "UDP_L4 needs NEEDS_CSUM",
+    "UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
+    "UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
+    "UDP_L4 without the ECN bit",
+)
+
+
+def _uso_words(i: int, h: VnetHdr, r: HdrRules, skb: Skb, p_off: int, limit: int
+               ) -> tuple[str, str]:
+    """USO's check ``i`` (``_USO_TESTS``), in words: its detail and its refusal."""
+    if i == 0:
+        return f"flags {h.flags:#x}", "GSO_UDP_L4 without NEEDS_CSUM"
+    if i == 1:
+        return (f"csum_offset {skb.csum_offset}",
+                f"GSO_UDP_L4 with csum_offset {skb.csum_offset}, not 6 (udphdr.check)")
+    if i == 2:
+        return (f"{skb.len} - {p_off} = {skb.len - p_off} vs {h.gso_size} * "
+                f"{r.udp_max_segments} = {limit}",
+                f"GSO_UDP_L4 payload {skb.len - p_off} > gso_size {h.gso_size} × "
+                f"UDP_MAX_SEGMENTS {r.udp_max_segments} = {limit}")
+    return f"gso_type {h.gso_type:#04x}", "GSO_UDP_L4 with the ECN bit"
 
 
 class _ToSkb:
@@ -288,39 +351,50 @@ class _ToSkb:
         self.k, self.r, self.h, self.owned = k, r, h, owned
         self.skb = skb
         self.w = _Walk(k, narrate)
+        self.narrate = narrate
         self.start_len = skb_headlen(skb)
         self.expanded = False  # pskb_expand_head gave the skb a new head
         self.encap: Encap | None = None  # virtio_net_hdr_tnl_to_skb's inner headers
 
     def refused(self) -> HdrResult:
         w = self.w
-        return HdrResult(None, tuple(w.checks), w.checks[-1] if w.checks else None, 0,
-                         self.expanded)
+        return _hdr_result(None, tuple(w.checks), w.checks[-1] if w.checks else None, 0,
+                           self.expanded)
 
     def result(self) -> HdrResult:
         skb = self.skb
-        return HdrResult(skb, tuple(self.w.checks), None, skb_headlen(skb) - self.start_len,
-                         self.expanded, self.encap)
+        return _hdr_result(skb, tuple(self.w.checks), None, skb_headlen(skb) - self.start_len,
+                           self.expanded, self.encap)
 
-    def pull(self, length: int, test: str, what: str, because: tuple[str, ...] = ()) -> bool:
-        """pskb_may_pull(skb, length): False when the frame is shorter."""
+    def pull(self, length: int, test: str, what: str, rule: str = "") -> bool:
+        """pskb_may_pull(skb, length): False when the frame is shorter. ``rule``: the HdrRules
+        rule the check cites (its change keys)."""
         before = self.skb
         pulled = pskb_may_pull(self.k, before, length, self.owned)
         if pulled is None:
-            self.w.add(VIRTIO_NET_H, FN, test, False,
-                       lambda: f"{length} bytes needed, skb->len is {before.len}: pskb_may_pull "
-                       "fails", because,
-                       lambda: f"{what} = {length} bytes needed, the frame has {before.len} "
-                       "(pskb_may_pull fails)")
+            if self.narrate:
+                self.w.add(VIRTIO_NET_H, FN, test, False,
+                           f"{length} bytes needed, skb->len is {before.len}: pskb_may_pull "
+                           "fails", self.r.cite(rule) if rule else (),
+                           f"{what} = {length} bytes needed, the frame has {before.len} "
+                           "(pskb_may_pull fails)")
             return False
+        if pulled is before:  # the bytes were linear: nothing moved, the head is the same
+            if self.narrate:
+                self.w.add(VIRTIO_NET_H, FN, test, True,
+                           f"{length} ≤ skb->len {before.len}; the first {length} bytes are "
+                           "already linear", self.r.cite(rule) if rule else ())
+            return True
         grew = pulled.head_size != before.head_size or pulled.head != before.head
-        moved = skb_headlen(pulled) - skb_headlen(before)
-        self.w.add(VIRTIO_NET_H, FN, test, True,
-                   lambda: f"{length} ≤ skb->len {before.len}; "
-                   + (f"{moved} byte(s) pulled from the frags into the linear area"
-                      + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew else "")
-                      if moved else f"the first {length} bytes are already linear"),
-                   because)
+        if self.narrate:
+            moved = skb_headlen(pulled) - skb_headlen(before)
+            self.w.add(VIRTIO_NET_H, FN, test, True,
+                       f"{length} ≤ skb->len {before.len}; "
+                       + (f"{moved} byte(s) pulled from the frags into the linear area"
+                          + (f", the head grown to {pulled.head} (pskb_expand_head)" if grew
+                             else "")
+                          if moved else f"the first {length} bytes are already linear"),
+                       self.r.cite(rule) if rule else ())
         self.expanded = self.expanded or grew
         self.skb = pulled
         return True
@@ -333,6 +407,7 @@ class _ToSkb:
         if g is None:
             return self.refused()
         self.skb = skb_reset_mac_header(self.skb)  # skb_reset_mac_header(skb): mac_header = data
+        p_off: int | None
         if h.flags & NEEDS_CSUM:  # 2. the checksum's place, and the headers it needs linear
             p_off = self.needs_csum(g)
         elif h.gso_type != GSO_NONE:  # GSO without NEEDS_CSUM: the headers the GSO fields need linear
@@ -359,53 +434,64 @@ class _ToSkb:
                 f"UDP-tunnel gso_type bits ({bits:#x}) with a 24-byte header on {self.k.name}: "
                 "whether VIRTIO_NET_F_GUEST_UDP_TUNNEL_GSO (not only HOST_) was negotiated was "
                 "not said (valid: --udp-tunnel gso, gso-csum or host)")
-
-        def check(test: str, ok: bool, detail: Text, refusal: Text) -> bool:
-            return w.add(VIRTIO_NET_H, TNL_FN, test, ok, detail, because, refusal)
-
-        if not check("a UDP-tunnel gso_type bit needs UDP-tunnel GSO negotiated", negotiated,
-                     lambda: f"gso_type {h.gso_type:#04x}; "
-                     + ("UDP-tunnel GSO negotiated" if negotiated else
-                        "UDP-tunnel GSO is off (virtio: no GUEST_UDP_TUNNEL_GSO; tun: "
-                        "vnet_hdr_sz below 24)"),
-                     lambda: f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO "
-                     "negotiated"):
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "a UDP-tunnel gso_type bit needs UDP-tunnel GSO "
+                  "negotiated", negotiated, f"gso_type {h.gso_type:#04x}; "
+                  + ("UDP-tunnel GSO negotiated" if negotiated else
+                     "UDP-tunnel GSO is off (virtio: no GUEST_UDP_TUNNEL_GSO; tun: "
+                     "vnet_hdr_sz below 24)"), because,
+                  f"UDP-tunnel gso_type {h.gso_type:#04x} without UDP-tunnel GSO negotiated")
+        if not negotiated:
             return self.refused()
-        if not check("UDP_TUNNEL_IPV4 (0x20) or UDP_TUNNEL_IPV6 (0x40), not both",
-                     bits != GSO_UDP_TUNNEL_BITS, lambda: f"tunnel bits {bits:#04x}",
-                     lambda: "both UDP-tunnel bits (0x60) set"):
+        ok = bits != GSO_UDP_TUNNEL_BITS
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "UDP_TUNNEL_IPV4 (0x20) or UDP_TUNNEL_IPV6 (0x40), not "
+                  "both", ok, f"tunnel bits {bits:#04x}", because,
+                  "both UDP-tunnel bits (0x60) set")
+        if not ok:
             return self.refused()
         inner = h.gso_type & ~(GSO_ECN | GSO_UDP_TUNNEL_BITS) & 0xFF
-        if not check("the tunnel carries a GSO packet, not UFO: inner type != 0 and != "
-                     "GSO_UDP (3)", inner not in (GSO_NONE, GSO_UDP),
-                     lambda: f"inner gso_type {inner}",
-                     lambda: "a UDP-tunnel header with "
-                     + ("no inner GSO type" if inner == GSO_NONE else "an inner UFO (3)")):
+        ok = inner not in (GSO_NONE, GSO_UDP)
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "the tunnel carries a GSO packet, not UFO: inner type "
+                  "!= 0 and != GSO_UDP (3)", ok, f"inner gso_type {inner}", because,
+                  "a UDP-tunnel header with "
+                  + ("no inner GSO type" if inner == GSO_NONE else "an inner UFO (3)"))
+        if not ok:
             return self.refused()
-        if not check("a UDP-tunnel header needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
-                     lambda: f"flags {h.flags:#x}", lambda: "a UDP-tunnel header without "
-                     "NEEDS_CSUM"):
+        ok = bool(h.flags & NEEDS_CSUM)
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "a UDP-tunnel header needs NEEDS_CSUM", ok,
+                  f"flags {h.flags:#x}", because, "a UDP-tunnel header without NEEDS_CSUM")
+        if not ok:
             return self.refused()
         outer_v6, inner_v6 = bool(bits & GSO_UDP_TUNNEL_IPV6), inner == GSO_TCPV6
         inner_l3 = IPV6HDR_LEN if inner_v6 else IPHDR_LEN
         outer_l3 = ETH_HLEN + (IPV6HDR_LEN if outer_v6 else IPHDR_LEN)
         inner_th, inner_nh = h.csum_start, h.inner_nh_offset or 0
         outer_th = h.outer_th_offset or 0
-        order = ((f"outer_th_offset {outer_th} ≥ ETH_HLEN + {outer_l3 - ETH_HLEN} = {outer_l3}",
-                  outer_th >= outer_l3),
-                 (f"inner_nh_offset {inner_nh} ≥ outer_th_offset + 8 = {outer_th + UDPHDR_LEN}",
-                  inner_nh >= outer_th + UDPHDR_LEN),
-                 (f"csum_start (the inner transport header) {inner_th} ≥ inner_nh_offset + "
-                  f"{inner_l3} = {inner_nh + inner_l3}", inner_th >= inner_nh + inner_l3))
-        failed = [text for text, ok in order if not ok]
-        if not check("the offsets in order: outer_th ≥ ETH_HLEN + outer l3min, inner_nh ≥ "
-                     "outer_th + sizeof(udphdr), inner_th ≥ inner_nh + inner l3min",
-                     not failed, lambda: "; ".join(text for text, _ in order),
-                     lambda: f"UDP-tunnel offsets out of order: {failed[0].replace('≥', 'is not ≥')}"):
+        in_order = (outer_th >= outer_l3, inner_nh >= outer_th + UDPHDR_LEN,
+                    inner_th >= inner_nh + inner_l3)
+        ok = all(in_order)
+        if self.narrate:
+            order = (f"outer_th_offset {outer_th} ≥ ETH_HLEN + {outer_l3 - ETH_HLEN} = "
+                     f"{outer_l3}",
+                     f"inner_nh_offset {inner_nh} ≥ outer_th_offset + 8 = "
+                     f"{outer_th + UDPHDR_LEN}",
+                     f"csum_start (the inner transport header) {inner_th} ≥ inner_nh_offset + "
+                     f"{inner_l3} = {inner_nh + inner_l3}")
+            failed = [text for text, passed in zip(order, in_order, strict=True) if not passed]
+            w.add(VIRTIO_NET_H, TNL_FN, "the offsets in order: outer_th ≥ ETH_HLEN + outer "
+                  "l3min, inner_nh ≥ outer_th + sizeof(udphdr), inner_th ≥ inner_nh + inner "
+                  "l3min", ok, "; ".join(order), because,
+                  f"UDP-tunnel offsets out of order: {failed[0].replace('≥', 'is not ≥')}"
+                  if failed else "")
+        if not ok:
             return self.refused()
-        w.add(VIRTIO_NET_H, TNL_FN, "the base parse runs with the tunnel bits masked off",
-              True, lambda: f"gso_type {h.gso_type:#04x} & ~{bits:#04x} = "
-              f"{h.gso_type & ~bits:#04x}", because)
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "the base parse runs with the tunnel bits masked off",
+                  True, f"gso_type {h.gso_type:#04x} & ~{bits:#04x} = "
+                  f"{h.gso_type & ~bits:#04x}", because)
         self.h = h._replace(gso_type=h.gso_type & ~bits)
         base = self.base()
         self.h = h
@@ -418,33 +504,39 @@ class _ToSkb:
             version = (frame[at] >> 4) if frame is not None and at < len(frame) else 0
             inner_v6 = version == 6
             inner_l3 = IPV6HDR_LEN if inner_v6 else IPHDR_LEN
-            if not check("USO: the inner IP header's version decides inner l3min again; "
-                         "inner_th ≥ inner_nh + l3min",
-                         inner_th >= inner_nh + inner_l3,
-                         lambda: f"the byte at inner_nh_offset {at} says version {version}"
-                         + (" (a frame of zeros)" if frame is None else "")
-                         + f": {inner_th} vs {inner_nh} + {inner_l3}",
-                         lambda: f"USO inner IPv6 header at {inner_nh} leaves no 40 bytes "
-                         f"before csum_start {inner_th}"):
+            ok = inner_th >= inner_nh + inner_l3
+            if self.narrate:
+                w.add(VIRTIO_NET_H, TNL_FN, "USO: the inner IP header's version decides inner "
+                      "l3min again; inner_th ≥ inner_nh + l3min", ok,
+                      f"the byte at inner_nh_offset {at} says version {version}"
+                      + (" (a frame of zeros)" if frame is None else "")
+                      + f": {inner_th} vs {inner_nh} + {inner_l3}", because,
+                      f"USO inner IPv6 header at {inner_nh} leaves no 40 bytes before "
+                      f"csum_start {inner_th}")
+            if not ok:
                 return self.refused()
         tnl_csum = bool(h.flags & UDP_TUNNEL_CSUM)
-        if tnl_csum and not check("VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM (8) needs the tunnel csum "
-                                  "negotiated", bool(csum), lambda: f"flags {h.flags:#x}",
-                                  lambda: "UDP_TUNNEL_CSUM without UDP-tunnel GSO csum "
-                                  "negotiated"):
-            return self.refused()
+        if tnl_csum:
+            if self.narrate:
+                w.add(VIRTIO_NET_H, TNL_FN, "VIRTIO_NET_HDR_F_UDP_TUNNEL_CSUM (8) needs the "
+                      "tunnel csum negotiated", bool(csum), f"flags {h.flags:#x}", because,
+                      "UDP_TUNNEL_CSUM without UDP-tunnel GSO csum negotiated")
+            if not csum:
+                return self.refused()
         mask = skb.gso_type | (SKB_GSO_UDP_TUNNEL_CSUM if tnl_csum else SKB_GSO_UDP_TUNNEL)
         self.skb = skb._replace(gso_type=mask, gso_type_names=gso_type_names(mask))
         self.encap = Encap(outer_th + headroom, inner_nh + headroom, inner_th + headroom,
                            ETH_P_IPV6 if inner_v6 else ETH_P_IP)
-        w.add(VIRTIO_NET_H, TNL_FN, "the tunnel fields", True,
-              lambda: f"gso_type |= {'SKB_GSO_UDP_TUNNEL_CSUM' if tnl_csum else 'SKB_GSO_UDP_TUNNEL'}"
-              f" → {mask:#x} ({'|'.join(gso_type_names(mask))})"
-              + ("" if skb.gso_size else ", set although the base left the skb non-GSO")
-              + f"; inner_protocol {'ETH_P_IPV6' if inner_v6 else 'ETH_P_IP'}; from skb->head: "
-              f"transport_header {outer_th + headroom}, inner_network/mac_header "
-              f"{inner_nh + headroom}, inner_transport_header {inner_th + headroom}; "
-              "encapsulation 1", because)
+        if self.narrate:
+            w.add(VIRTIO_NET_H, TNL_FN, "the tunnel fields", True,
+                  f"gso_type |= "
+                  f"{'SKB_GSO_UDP_TUNNEL_CSUM' if tnl_csum else 'SKB_GSO_UDP_TUNNEL'}"
+                  f" → {mask:#x} ({'|'.join(gso_type_names(mask))})"
+                  + ("" if skb.gso_size else ", set although the base left the skb non-GSO")
+                  + f"; inner_protocol {'ETH_P_IPV6' if inner_v6 else 'ETH_P_IP'}; from "
+                  f"skb->head: transport_header {outer_th + headroom}, inner_network/mac_header "
+                  f"{inner_nh + headroom}, inner_transport_header {inner_th + headroom}; "
+                  "encapsulation 1", because)
         return self.result()
 
     def gso_type(self) -> _Gso | None:
@@ -454,23 +546,13 @@ class _ToSkb:
         ecn = bool(h.gso_type & GSO_ECN)
         if h.gso_type == GSO_NONE:
             return _NO_GSO[ecn]
-        known = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
-                 GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}
-        if r.udp_l4:
-            known[GSO_UDP_L4] = (SKB_GSO_UDP_L4, UDPHDR_LEN)
+        known = _KNOWN_UDP_L4 if r.udp_l4 else _KNOWN
         ok = base in known
-
-        def detail() -> str:
-            if ok:
-                return (f"gso_type {h.gso_type:#04x} & ~ECN = {base} → "
-                        f"{gso_type_names(known[base][0])[0]}")
-            return (f"gso_type {h.gso_type:#04x} & ~ECN = {base}"
-                    + (" (the ECN bit alone, without a GSO type)" if base == 0 else "")
-                    + f" is none of the accepted types ({', '.join(map(str, sorted(known)))})"
-                    + (" — GSO_UDP_L4 (5) is accepted from 6.2" if base == GSO_UDP_L4 else ""))
-
-        if not w.add(VIRTIO_NET_H, FN, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
-                     detail, r.cite("udp_l4") if base == GSO_UDP_L4 else (), detail):
+        if self.narrate:
+            words = _gso_type_words(h, base, known, ok)
+            w.add(VIRTIO_NET_H, FN, "gso_type & ~VIRTIO_NET_HDR_GSO_ECN is a known type", ok,
+                  words, r.cite("udp_l4") if base == GSO_UDP_L4 else (), words)
+        if not ok:
             return None
         skb_gso, thlen = known[base]
         nh_min_len = IPHDR_LEN
@@ -478,9 +560,11 @@ class _ToSkb:
             nh_min_len = IPV6HDR_LEN
         if ecn:
             skb_gso |= SKB_GSO_TCP_ECN
-        if not w.add(VIRTIO_NET_H, FN, "a GSO type needs gso_size != 0",
-                     h.gso_size != 0, lambda: f"gso_size {h.gso_size}", (),
-                     lambda: f"gso_type {h.gso_type:#04x} with gso_size 0"):
+        ok = h.gso_size != 0
+        if self.narrate:
+            w.add(VIRTIO_NET_H, FN, "a GSO type needs gso_size != 0", ok,
+                  f"gso_size {h.gso_size}", (), f"gso_type {h.gso_type:#04x} with gso_size 0")
+        if not ok:
             return None
         return _Gso(skb_gso, thlen, nh_min_len, ecn)
 
@@ -494,17 +578,19 @@ class _ToSkb:
             length = self.skb.len
             segs, rem = divmod(length, h.gso_size)
             ok = bool(segs) and h.gso_size > needed and (rem > needed or rem == 0)
-            if not w.add(
-                VIRTIO_NET_H, FN,
-                "NEEDS_CSUM with gso_size: skb->len / gso_size >= 1, gso_size > needed and the "
-                "remainder 0 or > needed (\"net: missing check virtio\")", ok,
-                lambda: f"skb->len {length} = {segs} × {h.gso_size} + {rem}; needed {needed}",
-                r.cite("missing_check"),
-                lambda: f"skb->len {length} = {segs} × gso_size {h.gso_size} + {rem}: "
-                + ("shorter than one segment" if not segs else
-                   f"gso_size not above the {needed} header bytes" if h.gso_size <= needed else
-                   f"a last segment of {rem} bytes, not above the {needed} header bytes")
-                + " (\"net: missing check virtio\")"):
+            if self.narrate:
+                w.add(VIRTIO_NET_H, FN,
+                      "NEEDS_CSUM with gso_size: skb->len / gso_size >= 1, gso_size > needed "
+                      "and the remainder 0 or > needed (\"net: missing check virtio\")", ok,
+                      f"skb->len {length} = {segs} × {h.gso_size} + {rem}; needed {needed}",
+                      r.cite("missing_check"),
+                      f"skb->len {length} = {segs} × gso_size {h.gso_size} + {rem}: "
+                      + ("shorter than one segment" if not segs else
+                         f"gso_size not above the {needed} header bytes"
+                         if h.gso_size <= needed else
+                         f"a last segment of {rem} bytes, not above the {needed} header bytes")
+                      + " (\"net: missing check virtio\")")
+            if not ok:
                 return None
         if not self.pull(needed,
                          "NEEDS_CSUM: pskb_may_pull(csum_start + max(thlen, csum_offset + 2))",
@@ -515,29 +601,35 @@ class _ToSkb:
         csum_start = headroom + start
         too_far = csum_start >= U16_MAX if r.partial_csum_strict else csum_start > U16_MAX
         ok = not too_far and start + off + 2 <= headlen
-        if not w.add(
-            SKBUFF_C, "skb_partial_csum_set",
-            "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen", ok,
-            lambda: f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
-            f"{start + off + 2} vs headlen {headlen}"
-            + ("" if ok else " (\"bad partial csum\" is logged)"), r.cite("partial_csum_strict"),
-            lambda: f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
-            f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
-            "\"bad partial csum\" is logged)"):
+        if self.narrate:
+            w.add(SKBUFF_C, "skb_partial_csum_set",
+                  "headroom + csum_start < U16_MAX and csum_start + csum_offset + 2 ≤ headlen",
+                  ok,
+                  f"headroom {headroom} + {start} = {csum_start}; {start} + {off} + 2 = "
+                  f"{start + off + 2} vs headlen {headlen}"
+                  + ("" if ok else " (\"bad partial csum\" is logged)"),
+                  r.cite("partial_csum_strict"),
+                  f"csum_start {start} + headroom {headroom} = {csum_start} does not fit "
+                  f"skb->csum_start ({'≥' if r.partial_csum_strict else '>'} {U16_MAX}; "
+                  "\"bad partial csum\" is logged)")
+        if not ok:
             return None
         self.skb = skb_partial_csum(skb, csum_start, off)  # ip_summed = CHECKSUM_PARTIAL
         transport = start  # skb_transport_offset: transport_header = csum_start
         nh_min_len = g.nh_min_len
-        if r.transport_floor and not w.add(
-            VIRTIO_NET_H, FN, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
-            transport >= nh_min_len, lambda: f"csum_start {start} vs nh_min_len {nh_min_len}",
-            r.cite("transport_floor"),
-            lambda: f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a network "
-            "header before the transport header)"):
-            return None
+        if r.transport_floor:
+            ok = transport >= nh_min_len
+            if self.narrate:
+                w.add(VIRTIO_NET_H, FN, "skb_transport_offset(skb) (csum_start) ≥ nh_min_len",
+                      ok, f"csum_start {start} vs nh_min_len {nh_min_len}",
+                      r.cite("transport_floor"),
+                      f"csum_start {start} is below nh_min_len {nh_min_len} (no room for a "
+                      "network header before the transport header)")
+            if not ok:
+                return None
         p_off = (max(nh_min_len, transport) if r.csum_p_off_max else transport) + g.thlen
         if not self.pull(p_off, _P_OFF_MAX_PULL if r.csum_p_off_max else _P_OFF_PULL, "p_off",
-                         r.cite("csum_p_off_max")):
+                         "csum_p_off_max"):
             return None
         return p_off
 
@@ -545,10 +637,8 @@ class _ToSkb:
         """GSO without NEEDS_CSUM (network_header unset): pull the headers; returns p_off."""
         r = self.r
         p_off = (g.nh_min_len if r.nocsum_nh_min_len else 0) + g.thlen
-        what = "nh_min_len + thlen" if r.nocsum_nh_min_len else "thlen"
-        if not self.pull(p_off,
-                         f"GSO without NEEDS_CSUM (network_header unset): pskb_may_pull({what})",
-                         f"GSO without NEEDS_CSUM: {what}", r.cite("nocsum_nh_min_len")):
+        test, what = _NOCSUM_PULL[r.nocsum_nh_min_len]
+        if not self.pull(p_off, test, what, "nocsum_nh_min_len"):
             return None
         return p_off
 
@@ -563,64 +653,59 @@ class _ToSkb:
         elif skb_gso == SKB_GSO_UDP_L4 or (skb_gso & ~SKB_GSO_TCP_ECN == SKB_GSO_UDP_L4):
             if r.udp_l4_checks:
                 limit = h.gso_size * r.udp_max_segments
-                rules: tuple[tuple[str, bool, Text, Text], ...] = (
-                    ("UDP_L4 needs NEEDS_CSUM", bool(h.flags & NEEDS_CSUM),
-                     lambda: f"flags {h.flags:#x}", lambda: "GSO_UDP_L4 without NEEDS_CSUM"),
-                    ("UDP_L4: csum_offset == offsetof(struct udphdr, check) (6)",
-                     skb.csum_offset == UDP_CSUM_OFFSET, lambda: f"csum_offset {skb.csum_offset}",
-                     lambda: f"GSO_UDP_L4 with csum_offset {skb.csum_offset}, not 6 "
-                     "(udphdr.check)"),
-                    ("UDP_L4: skb->len - p_off ≤ gso_size * UDP_MAX_SEGMENTS",
-                     skb.len - p_off <= limit,
-                     lambda: f"{skb.len} - {p_off} = {skb.len - p_off} vs {h.gso_size} * "
-                     f"{r.udp_max_segments} = {limit}",
-                     lambda: f"GSO_UDP_L4 payload {skb.len - p_off} > gso_size {h.gso_size} × "
-                     f"UDP_MAX_SEGMENTS {r.udp_max_segments} = {limit}"),
-                    ("UDP_L4 without the ECN bit", not g.ecn,
-                     lambda: f"gso_type {h.gso_type:#04x}", lambda: "GSO_UDP_L4 with the ECN bit"),
-                )
-                for test, ok, detail, refusal in rules:
-                    if not w.add(VIRTIO_NET_H, FN, test, ok, detail, r.cite("udp_l4_checks"),
-                                 refusal):
+                passed = (bool(h.flags & NEEDS_CSUM), skb.csum_offset == UDP_CSUM_OFFSET,
+                          skb.len - p_off <= limit, not g.ecn)
+                for i, ok in enumerate(passed):
+                    if self.narrate:
+                        detail, refusal = _uso_words(i, h, r, skb, p_off, limit)
+                        w.add(VIRTIO_NET_H, FN, _USO_TESTS[i], ok, detail,
+                              r.cite("udp_l4_checks"), refusal)
+                    if not ok:
                         return False
         elif skb_gso & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6):
             if r.tcp_csum_offset != "never":
                 applies = r.tcp_csum_offset == "always" or skb.ip_summed == CHECKSUM_PARTIAL
                 offset = skb.csum_offset or 0  # without NEEDS_CSUM the csum union holds 0
-                if applies and not w.add(
-                    VIRTIO_NET_H, FN,
-                    "TCP GSO: csum_offset == offsetof(struct tcphdr, check) (16)"
-                    + (" when CHECKSUM_PARTIAL" if r.tcp_csum_offset == "partial" else ""),
-                    offset == TCP_CSUM_OFFSET, lambda: f"csum_offset {offset}",
-                    r.cite("tcp_csum_offset"),
-                    lambda: f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
-                    + ("" if skb.ip_summed == CHECKSUM_PARTIAL else
-                       ": this kernel tests it even without NEEDS_CSUM")):
-                    return False
+                if applies:
+                    ok = offset == TCP_CSUM_OFFSET
+                    if self.narrate:
+                        w.add(VIRTIO_NET_H, FN,
+                              "TCP GSO: csum_offset == offsetof(struct tcphdr, check) (16)"
+                              + (" when CHECKSUM_PARTIAL" if r.tcp_csum_offset == "partial"
+                                 else ""),
+                              ok, f"csum_offset {offset}", r.cite("tcp_csum_offset"),
+                              f"TCP GSO with csum_offset {offset}, not 16 (tcphdr.check)"
+                              + ("" if skb.ip_summed == CHECKSUM_PARTIAL else
+                                 ": this kernel tests it even without NEEDS_CSUM"))
+                    if not ok:
+                        return False
             if r.tcp_min_gso_size and gso_size < r.tcp_min_gso_size:
-                raised = gso_size
-                w.add(VIRTIO_NET_H, FN, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)", True,
-                      lambda: f"gso_size {raised} raised to {r.tcp_min_gso_size}",
-                      r.cite("tcp_min_gso_size"))
+                if self.narrate:
+                    w.add(VIRTIO_NET_H, FN, "TCP: gso_size = max(gso_size, TCP_MIN_GSO_SIZE)",
+                          True, f"gso_size {gso_size} raised to {r.tcp_min_gso_size}",
+                          r.cite("tcp_min_gso_size"))
                 gso_size = r.tcp_min_gso_size
         size = gso_size
-        if r.gso_by_frags and not w.add(
-            VIRTIO_NET_H, FN, "gso_size != GSO_BY_FRAGS (0xffff)",
-            size != GSO_BY_FRAGS, lambda: f"gso_size {size}", r.cite("gso_by_frags"),
-            lambda: "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel"):
-            return False
+        if r.gso_by_frags:
+            ok = size != GSO_BY_FRAGS
+            if self.narrate:
+                w.add(VIRTIO_NET_H, FN, "gso_size != GSO_BY_FRAGS (0xffff)", ok,
+                      f"gso_size {size}", r.cite("gso_by_frags"),
+                      "gso_size 0xffff is GSO_BY_FRAGS, reserved for the kernel")
+            if not ok:
+                return False
         big = skb.len - nh_off > size
         mask = skb_gso | SKB_GSO_DODGY
-        w.add(VIRTIO_NET_H, FN, "the GSO fields are set only if skb->len - nh_off > gso_size "
-              "(\"too small packets are not really GSO ones\")", True,
-              lambda: f"{skb.len} - {nh_off} = {skb.len - nh_off} "
-              + (f"> {size}: gso_size {size}, gso_type {mask:#x} "
-                 f"({'|'.join(gso_type_names(mask))}), gso_segs 0"
-                 if big else f"≤ {size}: too small to be GSO, left as one packet"),
-              r.cite("ufo_excludes_thlen") if skb_gso & SKB_GSO_UDP else ())
+        if self.narrate:
+            w.add(VIRTIO_NET_H, FN, "the GSO fields are set only if skb->len - nh_off > gso_size "
+                  "(\"too small packets are not really GSO ones\")", True,
+                  f"{skb.len} - {nh_off} = {skb.len - nh_off} "
+                  + (f"> {size}: gso_size {size}, gso_type {mask:#x} "
+                     f"({'|'.join(gso_type_names(mask))}), gso_segs 0"
+                     if big else f"≤ {size}: too small to be GSO, left as one packet"),
+                  r.cite("ufo_excludes_thlen") if skb_gso & SKB_GSO_UDP else ())
         if big:
-            self.skb = skb._replace(gso_size=size, gso_type=mask,
-                                    gso_type_names=gso_type_names(mask), gso_segs=0)
+            self.skb = skb_set_gso(skb, size, mask, gso_type_names(mask), 0)
         return True
 
 

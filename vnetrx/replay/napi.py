@@ -428,7 +428,7 @@ def _without_frags(skb: Skb | None, sizes: bool = False) -> Skb | None:
     ``sizes``: the frags stay, by size (the geometry's: GRO over a replay reads them)."""
     if skb is None or not (skb.frags or skb.frag_list):
         return skb
-    if not sizes:  # one construction (a decision with a header keeps an skb with frags)
+    if not sizes:  # one construction (an XDP_PASS skb keeps its frags: xdp_received)
         return new_skb(skb.head, skb.head_size, skb.data, skb.tail, skb.end, skb.len,
                        skb.data_len, skb.truesize, skb.nr_frags, skb.mac_header, (), (),
                        skb.ip_summed, skb.csum_start, skb.csum_offset, skb.gso_size,

@@ -19,13 +19,14 @@ from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Buffer, Cost, Frag, FragListSkb, Received, Skb, XdpRun
 from vnetrx.paths.maps import mark_pulled
 from vnetrx.paths.reason import Reason
-from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of, new_skb
+from vnetrx.paths.skbuff import eth_type_trans, eth_type_trans_of, new_frag, new_skb
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net import big, mergeable, small
 from vnetrx.paths.virtio_net.page_to_skb import BUILT_HEAD, cost
 from vnetrx.paths.virtio_net.plan import COUNTER, Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import Config, RxFrame, for_frame, narrate_probe
 from vnetrx.paths.virtio_net_hdr import (
+    CHECKSUM_NONE,
     CHECKSUM_UNNECESSARY,
     DATA_VALID,
     GSO_UDP_TUNNEL_BITS,
@@ -98,31 +99,35 @@ def deliver_with(c: Config, p: Plan, h: VnetHdr | None, narrate: bool = True,
     eth_type_trans. What napi_gro_receive and its tracepoint see. Without a header (None:
     flags 0, GSO_NONE) virtio_net_hdr_to_skb changes nothing and the skb stays
     CHECKSUM_NONE. ``narrate`` False: ``offload`` keeps virtio_net_hdr_to_skb's result without
-    the checks' words (sweeps and replays show none). ``with_frags`` False: without a header, the
-    skb's frags and frag_list are not made (nr_frags and truesize stay): a replay's record keeps
-    none (vnetrx/replay/napi.py), so each Frag was made to be dropped."""
+    the checks' words (sweeps and replays show none). ``with_frags`` False: the skb delivered
+    leaves out its frags and frag_list (nr_frags and truesize stay): a replay's record keeps none
+    (vnetrx/replay/napi.py). Without a header they are not made at all; with one they are (the
+    pulls read them) and eth_type_trans's skb leaves them out."""
     if p.outcome == "drop":
         return _delivery(None, p.reason, None)
     if h is None:
         return _delivery(plain_skb(c, p, with_frags), None, None)
-    frags, frag_list = _frag_parts(c, p)
-    skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
-                  p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
-                  frag_list)
-    if c.rx_hash:  # virtio_skb_set_hash → skb_set_hash(skb, hash_value, type)
-        skb = skb._replace(hash=h.hash_value or 0, l4_hash=h.hash_report in HASH_REPORT_L4)
+    # 6.17+ virtio_net_handle_csum_offload reads only the header and the features: decided
+    # first, its refusal drops the skb whatever the hash set before it
     refused = _csum_offload(c, h)
     if refused is not None:
         return _delivery(None, Drop.BAD_CSUM, None, refused)
-    if h.flags & DATA_VALID:
-        skb = skb._replace(ip_summed=CHECKSUM_UNNECESSARY)
+    frags, frag_list = _frag_parts(c, p)
+    # the skb receive_*() built, with what receive_buf sets before virtio_net_hdr_to_skb, in
+    # one construction: virtio_skb_set_hash → skb_set_hash(skb, hash_value, type) (rx_hash),
+    # then DATA_VALID: ip_summed = CHECKSUM_UNNECESSARY
+    skb = new_skb(BUILT_HEAD if p.outcome == "build_skb" else c.napi_head.label, p.head_size,
+                  p.data, p.tail, p.end, p.len, p.data_len, p.truesize, p.nr_frags, None, frags,
+                  frag_list, CHECKSUM_UNNECESSARY if h.flags & DATA_VALID else CHECKSUM_NONE,
+                  skb_hash=(h.hash_value or 0) if c.rx_hash else 0,
+                  l4_hash=c.rx_hash and h.hash_report in HASH_REPORT_L4)
     # the skb belongs to no socket: a head pskb_expand_head grows is charged to truesize
     result = virtio_net_hdr_to_skb(c.profile, c.hdr_rules, skb, h, owned=False,
                                    tunnel=c.rx_tnl, tunnel_csum=c.rx_tnl_csum,
                                    narrate=narrate)
     if result.skb is None:
         return _delivery(None, Drop.BAD_GSO, result)
-    return _delivery(eth_type_trans(result.skb), None, result)
+    return _delivery(eth_type_trans(result.skb, with_frags), None, result)
 
 
 def plain_skb(c: Config, p: Plan, with_frags: bool = True) -> Skb:
@@ -202,9 +207,9 @@ def _csum_offload(c: Config, h: VnetHdr) -> Check | None:
 
 def _frags(c: Config, p: Plan, frags: tuple[PlanFrag, ...]) -> tuple[Frag, ...]:
     if c.mode == "big":  # chain pages
-        return tuple(Frag(f"page{f.buffer}", f.offset, f.size, f.truesize) for f in frags)
+        return tuple(new_frag(f"page{f.buffer}", f.offset, f.size, f.truesize) for f in frags)
     return tuple(
-        Frag(c.alloc.label(p.buffers[f.buffer].frag_index), f.offset, f.size, f.truesize)
+        new_frag(c.alloc.label(p.buffers[f.buffer].frag_index), f.offset, f.size, f.truesize)
         for f in frags
     )
 
