@@ -493,6 +493,26 @@ def test_a_capture_frame_read_in_one_pass_is_what_the_general_reading_makes() ->
     assert taken > 100  # the common shapes, whole or cut past their headers, were taken
 
 
+def test_a_common_frame_read_as_its_headers_alone_is_what_read_frame_makes_of_it() -> None:
+    """read_frame_headers gives a capture's common frame as its TcpHeaders (standing for a
+    GroInput with nothing else set) and any other frame as read_frame's GroInput."""
+    from vnetrx.paths import gro
+
+    alone = 0
+    for data, length in _capture_frames():
+        for given in (data, memoryview(data)):
+            got = gro.read_frame_headers(given, length, False)
+            want = gro.read_frame(data, length, False)
+            if isinstance(got, gro.TcpHeaders):
+                alone += 1
+                assert want == gro.GroInput(got)
+                assert (want.udp_validated, want.pull, want.needs, want.hbh_at) == (
+                    False, 0, 0, 0)
+            else:
+                assert got == want
+    assert alone > 200  # the common shapes, as bytes and as views
+
+
 def test_a_frame_given_as_a_view_reads_as_its_bytes_and_the_view_is_not_kept() -> None:
     """A reader may hand a view of its buffer: the record is the one the bytes make (a
     capture's frame, checksums trusted, and a whole frame, summed), its byte fields are

@@ -10,7 +10,8 @@ import pytest
 from vnetrx.errors import InputError
 from vnetrx.kernel.registry import lookup
 from vnetrx.live.gro_frames import tcp_segment
-from vnetrx.paths.gro import GroStep, Segment, gro_receive, read_frame
+from vnetrx.packet import build_frame
+from vnetrx.paths.gro import GroInput, GroStep, Segment, TcpHeaders, gro_receive, read_frame
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, Stream
 from vnetrx.replay.gro import GroFrames, replay_gro
@@ -68,10 +69,38 @@ def test_kept_frames_refuse_writev_boundaries_outside_napi_frags() -> None:
     timed = GroFrames(napi_frags=True, timed=True)
     timed(3, len(frame), frame, False, (20,), 1234)
     assert (timed.splits, timed.times) == ({3: (20,)}, {3: 1234})
-    assert timed.headers[3] == read_frame(frame, len(frame), False)
+    assert timed.read_input(3) == read_frame(frame, len(frame), False)
     untimed = GroFrames()
     untimed(0, len(frame), frame, False, (), 99)
     assert untimed.times == {}
     viewed = GroFrames()
     viewed(5, len(frame), memoryview(frame), False, (), None)
-    assert viewed.headers[5] == read_frame(frame, len(frame), False)
+    assert viewed.read_input(5) == read_frame(frame, len(frame), False)
+
+
+def test_kept_frames_are_read_back_by_index_as_read_frame_reads_them() -> None:
+    tcp = build_frame(1514, "tcp4", 12)
+    udp = build_frame(300, "udp4")
+    frames = [tcp, udp, tcp[:60], tcp] * 700  # more than DROP_AFTER: the front is dropped
+    kept = GroFrames()
+    for index, frame in enumerate(frames):
+        kept(index, 1514 if frame is not udp else 300, frame, False, (), None)
+    for index, frame in enumerate(frames):
+        length = 1514 if frame is not udp else 300
+        want = read_frame(frame, length, False)
+        got = kept.read(index)
+        # a TcpHeaders stands for a GroInput of it, nothing else set
+        assert (GroInput(got) if isinstance(got, TcpHeaders) else got) == want
+        assert kept.read_input(index) == want
+    assert isinstance(kept.read(0 + len(frames) - 1), TcpHeaders)
+    assert len(kept.headers) < len(frames)  # the frames read were dropped as it went
+    with pytest.raises(KeyError):
+        kept.read(0)  # dropped
+
+
+def test_a_frame_kept_out_of_order_is_refused() -> None:
+    kept = GroFrames()
+    frame = build_frame(1514, "tcp4", 12)
+    kept(0, len(frame), frame, False, (), None)
+    with pytest.raises(ValueError, match="out of order"):
+        kept(2, len(frame), frame, False, (), None)

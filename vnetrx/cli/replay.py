@@ -422,7 +422,7 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFr
     from vnetrx.replay.gro import replay_gro
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
-    delivered = replay_gro(profile, config, stream.records, kept.headers.pop, not o["no_gro"],
+    delivered = replay_gro(profile, config, stream.records, kept.read, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
     window = gso_window_note(profile)
     # --jsonl rows and --summary have none: the text renderer (and rich) is not imported
@@ -486,7 +486,7 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], kept: GroFrames,
                 raise InputError(f"frame {index} gives a virtio_net_hdr, but the tap has no "
                                  "IFF_VNET_HDR (--no-vnet-hdr)")
             yield TapWrite(index, length, hdr.to_bytes(size) if hdr is not None else None,
-                           kept.headers.pop(index), kept.splits.pop(index, ()),
+                           kept.read_input(index), kept.splits.pop(index, ()),
                            kept.times.pop(index, None))
 
     refused: list[str] = []

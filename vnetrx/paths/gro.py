@@ -488,21 +488,30 @@ def read_frame(data: bytes | memoryview, length: int, whole: bool) -> GroInput:
     TCP header the snaplen cut reads as not TCP). ``data`` may be a view of the bytes (a
     reader's buffer): it is read now and not kept; of a capture's frame in the common shape
     only the headers are copied out of it."""
+    got = read_frame_headers(data, length, whole)
+    return got if isinstance(got, GroInput) else GroInput(got)
+
+
+def read_frame_headers(data: bytes | memoryview, length: int,
+                       whole: bool) -> GroInput | TcpHeaders:
+    """``read_frame``, with a capture's frame in the common shape (``_tcp4_headers``) given
+    as its TcpHeaders alone: it stands for ``GroInput(tcp)`` (nothing else set), one object
+    less per frame for a replay that keeps them (replay.gro.GroFrames)."""
     if not isinstance(data, bytes):
         if not whole:
             # a capture's checksums are trusted: only the headers are read (the same record
-            # as from all the bytes: _read_tcp4 reads no byte past TCP4_HEADERS)
+            # as from all the bytes: _tcp4_headers reads no byte past TCP4_HEADERS)
             # (one call of a bound Struct method: a slice of the view and its tobytes cost
             # about twice as much compiled, bytes(view[:N]) more)
             head = (_HEAD(data)[0] if len(data) >= TCP4_HEADERS
                     else data.tobytes())
             if len(head) >= 14:
-                common = _read_tcp4(head, length)
+                common = _tcp4_headers(head, length)
                 if common is not None:
                     return common
         data = data.tobytes()
     if not whole and len(data) >= 14:
-        common = _read_tcp4(data, length)
+        common = _tcp4_headers(data, length)
         if common is not None:
             return common
     return _read_any(data, length, whole)
@@ -543,6 +552,12 @@ def _read_tcp4(data: bytes, length: int) -> GroInput | None:
     whole. The same record the general reading (``_parse``, ``frame_needs``) makes of it: no
     VLAN tag or hop-by-hop header (needs 0), nothing pulled for a TCP frame, the checksum
     trusted. None for any other frame (the general reading takes it)."""
+    tcp = _tcp4_headers(data, length)
+    return None if tcp is None else GroInput(tcp)
+
+
+def _tcp4_headers(data: bytes, length: int) -> TcpHeaders | None:
+    """``_read_tcp4``'s TcpHeaders (its GroInput holds nothing else)."""
     have = min(len(data), length) - 14  # the packet's bytes the capture holds
     if have < 40 or data[12] != 0x08 or data[13] != 0 or data[14] != 0x45 or data[23] != 6:
         return None
@@ -559,7 +574,7 @@ def _read_tcp4(data: bytes, length: int) -> GroInput | None:
     total = (total & 0xFFFF) + (total >> 16)
     total = (total & 0xFFFF) + (total >> 16)
     frag_off = (data[20] << 8) | data[21]
-    tcp = TcpHeaders(
+    return TcpHeaders(
         data[:14], False, data[26:34] + b"\x06",
         not frag_off & 0x3FFF and total == 0xFFFF,
         ((data[16] << 8) | data[17]) == length - 14,
@@ -569,7 +584,6 @@ def _read_tcp4(data: bytes, length: int) -> GroInput | None:
         (data[42] << 24) | (data[43] << 16) | (data[44] << 8) | data[45],
         (data[46] << 24) | (data[47] << 16) | (data[48] << 8) | data[49],
         data[54:34 + tcp_len], tcp_len, True, 0)
-    return GroInput(tcp)
 
 
 class Segment(Value):
@@ -824,6 +838,7 @@ class GroState:
         self.big_tcp_ipv4 = k.has(GRO_BIG_TCP_IPV4)
         self.exthdr_gro_pull = k.has(GRO_IPV6_EXTHDR_GRO_PULL)
         self.max_skb_frags = k.build.max_skb_frags
+        self.sk_buff_aligned = k.sk_buff_aligned  # (a property of the profile: looked up once)
         # the skbs a replay hands GRO are shared by the frames alike in geometry (its
         # decisions): what GRO makes of one such skb, kept by its id (each entry holds the
         # skb, so the id is not reused while it is kept)
@@ -1316,9 +1331,12 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
     if headlen > offset and seg.head_frag and 1 + len(skb.frags) <= room:
         # the head's page becomes a frag from data + offset (its payload), then skb's frags;
         # delta = skb->truesize - SKB_DATA_ALIGN(sizeof(struct sk_buff)): only the struct stays
-        delta = skb.truesize - k.sk_buff_aligned
-        head = Frag(seg.page, seg.page_offset + skb.data + offset, headlen - offset,
-                    delta - sum(f.truesize for f in skb.frags))
+        delta = skb.truesize - state.sk_buff_aligned
+        rest = 0
+        for f in skb.frags:
+            rest += f.truesize
+        head = _RECORD(Frag, (seg.page, seg.page_offset + skb.data + offset, headlen - offset,
+                              delta - rest))
         _add(held, (head, *skb.frags), payload, delta)
         return _HEAD_FRAG
     # merge: chained whole on frag_list after __skb_pull(offset) (eating into frags[0] when the
