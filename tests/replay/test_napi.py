@@ -226,7 +226,7 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     import json
 
     from vnetrx.paths.virtio_net_hdr import VnetHdr
-    from vnetrx.render.replay_json import row_line, row_to_dict
+    from vnetrx.render.replay_json import _Rows, row_line, row_to_dict
     from vnetrx.replay.refill import ring_config
 
     lengths = [10, 60, 1514, 1519, 9000, 3000] * 12
@@ -248,7 +248,9 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
         run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
         label = ring_config(k, cfg).alloc.label
         parts: dict[int, Any] = {}  # what write_rows keeps: each decision's part, written once
+        rows = _Rows(label)  # one writer for the run: its parts and decimal texts kept
         for f in run.frames:
+            assert rows.line(f) == json.dumps(row_to_dict(run, f))
             outcomes.add((f.decision.outcome, f.decision.reason))
             assert row_line(label, f) == json.dumps(row_to_dict(run, f))
             assert row_line(label, f, parts) == json.dumps(row_to_dict(run, f))
