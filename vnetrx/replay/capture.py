@@ -144,8 +144,7 @@ def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS and reads.fill(24):
         order = PCAP_MAGICS[magic]
-        link = cast(int, struct.unpack_from(order + "I", reads.buf, 20)[0])
-        if link & 0x0FFFFFFF == LINKTYPE_ETHERNET:
+        if _pcap_link(reads, order) == LINKTYPE_ETHERNET:
             return _pcap_lengths(reads, name, order, cooked)
     return _one_by_one(_pcap(reads, name, PCAP_MAGICS[magic], False, cooked)
                        if magic in PCAP_MAGICS else _pcapng(reads, name, False, cooked))
@@ -373,14 +372,19 @@ def _pcap_header(reads: _Reads, name: str, order: str, cooked: Cooked) -> tuple[
         raise InputError(f"{name}: pcap version {major}.{minor} (libpcap reads 2.0 to 2.4)")
     # versions before 2.3 wrote the lengths the other way round; 2.3 either way (libpcap)
     swapped = 2 if minor < 3 else 1 if minor == 3 else 0
-    # the top bits may carry FCS flags
-    link = cast(int, struct.unpack_from(order + "I", reads.buf, 20)[0]) & 0x0FFFFFFF
+    link = _pcap_link(reads, order)
     _link_type(name, link)
     cooked.link = link
     # the record's second field: microseconds, or nanoseconds (the a1b23c4d magic)
     tick = 1 if bytes(reads.view[:4]) in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d") else 1000
     reads.pos += 24
     return swapped, link == LINKTYPE_ETHERNET, tick
+
+
+def _pcap_link(reads: _Reads, order: str) -> int:
+    """The link type of a pcap file header read into ``reads`` (the top bits of the field may
+    carry FCS flags)."""
+    return cast(int, struct.unpack_from(order + "I", reads.buf, 20)[0]) & 0x0FFFFFFF
 
 
 def _bad_record(name: str, index: int, offset: int, caplen: int, length: int

@@ -257,7 +257,7 @@ class BeyondMtu:
 
 def nonempty(items: Iterable[T], empty: Callable[[], Exception]) -> Iterator[T]:
     """``items``, or ``empty()`` raised when the first is asked for and there is none (a
-    compiled generator: a replay's frames pass through it one by one)."""
+    compiled generator: a replay's frames, or lists of their lengths, pass through it)."""
     it = iter(items)
     first = next(it, None)
     if first is None:
