@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from vnetrx.live import gro_frames, grobpf
-from vnetrx.live.gro import analyse, split_reason
+from vnetrx.live.gro import analyse, incomplete_reason, split_reason, still_held
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gro" / "linux-6.18.44.json"
 
@@ -232,6 +232,32 @@ def test_split_reasons() -> None:
     early = [*clean[:4], rec("delivered", jiffies=101, ktime=4)]
     assert split_reason(early, 20_000_000) == "an skb delivered at jiffy 101 during the burst"
     assert split_reason([], 1) == "no input reached GRO"
+
+
+def test_still_held_counts_kept_and_passed_on_skbs_until_delivered() -> None:
+    # verdicts: 0 MERGED, 1 MERGED_FREE, 2 HELD, 3 NORMAL (enum gro_result)
+    burst = [rec("entry", skb=0xA), rec("exit", ret=2), rec("entry", skb=0xB),
+             rec("exit", ret=1), rec("entry", skb=0xC), rec("exit", ret=3),
+             rec("entry", skb=0xD), rec("exit", ret=0)]
+    assert still_held(burst) == 2  # A held, C passed on; B freed, D merged into A
+    assert still_held([*burst, rec("delivered", skb=0xC)]) == 1
+    assert still_held([*burst, rec("delivered", skb=0xC), rec("delivered", skb=0xA)]) == 0
+    # an address delivered and then taken again by a later input that GRO holds
+    reused = [rec("entry", skb=0xA), rec("exit", ret=2), rec("delivered", skb=0xA),
+              rec("entry", skb=0xA), rec("exit", ret=2)]
+    assert still_held(reused) == 1
+    assert still_held([*reused, rec("delivered", skb=0xA)]) == 0
+    # an exit without its entry (another device's, before ours) holds nothing
+    assert still_held([rec("exit", ret=2)]) == 0
+
+
+def test_a_burst_missing_a_delivery_or_a_record_is_incomplete() -> None:
+    held = [rec("entry", skb=0xA), rec("exit", ret=2)]
+    assert incomplete_reason({"records": [*held, rec("delivered", skb=0xA)], "lost": 0}) is None
+    assert incomplete_reason({"records": held, "lost": 0}) == \
+        "1 skb(s) GRO kept were not seen leaving it within 2 s of the flush timeout"
+    assert incomplete_reason({"records": [*held, rec("delivered", skb=0xA)], "lost": 3}) == \
+        "the record queue refused 3 record(s)"
 
 
 def test_poll_program_reads_napi_work_budget_and_jumps_only_to_the_exit() -> None:

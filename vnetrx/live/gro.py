@@ -340,7 +340,8 @@ def run_case(tap: GroTap, case: dict[str, Any], repeats: int = 3, max_tries: int
     for _ in range(repeats):
         for _attempt in range(max_tries):
             reply = tap.burst(case)
-            reason = None if timed else _why_split(case, reply, timeout)
+            reason = incomplete_reason(reply) or (None if timed
+                                                  else _why_split(case, reply, timeout))
             if reason is None:
                 runs.append(analyse(reply["records"], writes, reply["writes"], times=timed))
                 break
@@ -367,6 +368,22 @@ def run_cases(cases: list[dict[str, Any]], repeats: int = 3,
             if on_result is not None:
                 on_result(case, result)
     return results
+
+
+def incomplete_reason(reply: dict[str, Any]) -> str | None:
+    """Why a burst's records are not the whole story, or None. Every skb GRO kept or passed on
+    leaves it through netif_receive_skb in every case on record; on a busy 6.18.44 machine a
+    few bursts in a thousand lack that record although tracefs shows the event (the timer's
+    flush, run from a softirq on another task's interrupt; the programs counted no recursion
+    miss and the queue refused nothing; why the record is missing is not known): such a burst
+    is written again rather than taken for what GRO did."""
+    if reply.get("lost"):
+        return f"the record queue refused {reply['lost']} record(s)"
+    held = still_held(reply["records"])
+    if held:
+        return (f"{held} skb(s) GRO kept were not seen leaving it within {DELIVERY_WAIT_S:g} s "
+                "of the flush timeout")
+    return None
 
 
 def _why_split(case: dict[str, Any], reply: dict[str, Any], timeout: int) -> str | None:
@@ -554,6 +571,7 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
     with _tap(ifname, opts) as fd, _udp_gro_socket(opts.get("udp_gro_socket"),
                                                    request["burst"].get("family", 4)):
         probe.drain()  # nothing from an earlier tap
+        lost_before = probe.lost()
         with _pinned(ifname, opts["threaded"] == "pinned"):
             results = []
             for index, iov in enumerate(payloads):
@@ -563,9 +581,37 @@ def _one_burst(ifname: str, probe: Any, request: dict[str, Any]) -> dict[str, An
             written_ns = time.monotonic_ns()  # CLOCK_MONOTONIC: the clock of bpf_ktime_get_ns
         # the flush timer delivers what is still held; then the record queue is complete
         time.sleep(opts["gro_flush_timeout"] / 1e9 + 0.03)
-        raw = probe.drain()
-    return {"records": [decode(r, probe.offsets) for r in raw], "writes": results,
-            "tid": os.getpid(), "written_ns": written_ns}
+        records = [decode(r, probe.offsets) for r in probe.drain()]
+        # On a busy machine the timer's softirq can run later than that (ksoftirqd waits for
+        # a CPU): wait for every skb GRO held or passed on to be delivered, up to a deadline.
+        deadline = time.monotonic() + DELIVERY_WAIT_S
+        while still_held(records) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            records += [decode(r, probe.offsets) for r in probe.drain()]
+    return {"records": records, "writes": results, "tid": os.getpid(),
+            "written_ns": written_ns, "lost": probe.lost() - lost_before}
+
+
+DELIVERY_WAIT_S = 2.0  # beyond the flush timeout: a held skb later than this is reported as is
+
+
+def still_held(records: list[dict[str, Any]]) -> int:
+    """How many skbs GRO kept (HELD) or passed on (NORMAL) have not been delivered yet
+    (``netif_receive_skb``), in record order: an exit follows its entry, and an address
+    delivered may be reused by a later input."""
+    held: set[int] = set()
+    entered: int | None = None
+    for rec in records:
+        kind = rec["kind"]
+        if kind in ("entry", "frags_entry"):
+            entered = rec["skb"]
+        elif kind == "exit":
+            if entered is not None and VERDICTS.get(rec["ret"]) in ("HELD", "NORMAL"):
+                held.add(entered)
+            entered = None
+        elif kind == "delivered":
+            held.discard(rec["skb"])
+    return len(held)
 
 
 SOL_UDP, UDP_GRO = 17, 104  # include/uapi/linux/udp.h
