@@ -195,6 +195,22 @@ def test_capture_deriver_gives_each_frame_capture_header(mode: str) -> None:
     assert derive(1515, tcp).gso_size == mtu - 20 - 20  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("mode", ["auto", "auto-valid"])
+def test_capture_deriver_pairs_are_its_headers_of_keyed_frames(mode: str) -> None:
+    """``pairs`` of frames read as transport_key << KEY_SHIFT | length (capture.read_keyed):
+    each frame's length and the header the deriver gives its bytes, the same objects."""
+    from vnetrx.packet import KEY_SHIFT, capture_deriver, transport_key
+
+    derive = capture_deriver(mode, 1500, None)
+    frames = [(build_frame(1514, "tcp4", 12), 1514), (build_frame(1515, "tcp4"), 1515),
+              (build_frame(9014, "udp6"), 9014), (bytes(60), 60), (bytes(60), 9014)]
+    keyed = [transport_key(f) << KEY_SHIFT | n for f, n in frames]
+    pairs = derive.pairs(keyed)
+    assert [n for n, _ in pairs] == [1514, 1515, 9014, 60, 9014]
+    assert all(hdr is derive(n, f) for (n, hdr), (f, _) in zip(pairs, frames, strict=True))
+    assert [p[1] is None for p in pairs] == [False, False, False, True, True]
+
+
 def test_transport_of_boundaries() -> None:
     """transport_of's reads at their edges: two tags followed, a third not; each header needed
     whole (IPv4's 20 bytes, IPv6's 40, TCP's first 13 for its data offset; UDP's none); DF is

@@ -11,7 +11,7 @@ DATA_VALID, and a GSO type and size with hdr_len covering the headers. Pure: no 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.constants import ETH_HLEN
@@ -230,36 +230,66 @@ def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
     return offload_header(h, "partial", gso)
 
 
-# capture_deriver's bound on the headers it keeps (a bound on memory: a capture's flows share a
+# CaptureDeriver's bound on the headers it keeps (a bound on memory: a capture's flows share a
 # handful; frames whose headers all differ are each derived again past it)
 HEADERS_KEPT = 4096
+# the bytes of a frame a deriver is given (when nothing else reads them): more than
+# transport_key reads (Ethernet, two VLAN tags, a 60-byte IPv4 header and TCP's data offset:
+# 96 bytes; tests/test_packet.py checks the longest)
+TRANSPORT_HEAD: Final = 256
+# a frame read for its length and transport_key alone, as one int: key << KEY_SHIFT | length
+# (capture.read_keyed; a wire length is a pcap record's 32 bits)
+KEY_SHIFT: Final = 32
+_LENGTH_MASK: Final = (1 << KEY_SHIFT) - 1
 
 
-def capture_deriver(mode: str, mtu: int, mss: int | None
-                    ) -> Callable[[int, bytes], VnetHdr | None]:
-    """``derive(length, captured bytes)``: ``capture_header`` for each frame of a replayed
-    capture. The header reads only where the frame's headers are (``transport_key``) and
+class CaptureDeriver:
+    """``capture_header`` for each frame of a replayed capture: called as ``derive(length,
+    captured bytes)``, or ``pairs`` of a list of frames read as ``transport_key << KEY_SHIFT |
+    length``. The header reads only where the frame's headers are (``transport_key``) and
     whether the frame is longer than the MTU, so each such pair is made once and shared by the
     frames that have it: a frame whose headers were seen costs its few byte reads and one
     dict lookup."""
-    made: dict[int, VnetHdr] = {}
 
-    def derive(length: int, data: bytes) -> VnetHdr | None:
+    def __init__(self, mode: str, mtu: int, mss: int | None) -> None:
+        self.mode = mode
+        self.mtu = mtu
+        self.mss = mss
+        self.made: dict[int, VnetHdr] = {}
+
+    def __call__(self, length: int, data: bytes) -> VnetHdr | None:
         key = transport_key(data)
         if not key:  # no TCP/UDP header: no virtio_net_hdr, whatever the length
             return None
+        return self.of_key(key, length)
+
+    def of_key(self, key: int, length: int) -> VnetHdr:
+        """The header of a TCP/UDP frame (``key``: its nonzero ``transport_key``)."""
         # capture_header's one use of the length: over the MTU past the network header
-        over = key << 1 | (length - (key >> 3 & 0x1F) > mtu)
-        hdr = made.get(over)
+        over = key << 1 | (length - (key >> 3 & 0x1F) > self.mtu)
+        hdr = self.made.get(over)
         if hdr is None:
-            if len(made) >= HEADERS_KEPT:
-                made.clear()
-            made_hdr = capture_header(headers_of_key(key), length, mtu, mss, mode)
+            if len(self.made) >= HEADERS_KEPT:
+                self.made.clear()
+            made_hdr = capture_header(headers_of_key(key), length, self.mtu, self.mss,
+                                      self.mode)
             assert made_hdr is not None  # a TCP/UDP frame always gets one
-            hdr = made[over] = made_hdr
+            hdr = self.made[over] = made_hdr
         return hdr
 
-    return derive
+    def pairs(self, keyed: list[int]) -> list[tuple[int, VnetHdr | None]]:
+        """Each frame's (length, header) of frames read as ``key << KEY_SHIFT | length``."""
+        out: list[tuple[int, VnetHdr | None]] = []
+        for item in keyed:
+            length = item & _LENGTH_MASK
+            key = item >> KEY_SHIFT
+            out.append((length, self.of_key(key, length) if key else None))
+        return out
+
+
+def capture_deriver(mode: str, mtu: int, mss: int | None) -> CaptureDeriver:
+    """The deriver of ``--offload MODE`` (see ``CaptureDeriver``)."""
+    return CaptureDeriver(mode, mtu, mss)
 
 
 def read_frame(path: str) -> bytes:

@@ -465,6 +465,43 @@ def test_frames_beyond_the_mtu_in_a_capture_read_list_by_list(tmp_path: Path) ->
         assert result.stdout.startswith("totals: 1500 frames")
 
 
+def test_offload_frames_read_list_by_list_replay_as_frame_by_frame(tmp_path: Path) -> None:
+    """--offload's lengths and derived headers are handed on in lists of 1,024
+    (BeyondMtu.watch_pairs): the same rows, totals and MTU note as frame by frame (--count takes
+    that path). A TCP frame over the MTU is GSO and not noted; a long frame of no TCP/UDP is;
+    a file cut inside a record gives the frames before it and exit 1 alike."""
+    from vnetrx.packet import build_frame
+
+    records = [(build_frame(1514, "tcp4", 12), 1514)] * 1500
+    records[7] = (build_frame(9014, "tcp4", 12)[:80], 9014)  # GSO: not beyond the MTU
+    records[1100] = (bytes(60), 1519)  # no TCP/UDP: no header, beyond the MTU
+    records[1300] = (build_frame(200, "udp6"), 200)
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for frame, n in records:
+        data += struct.pack("<IIII", 0, 0, len(frame), n) + frame
+    path = tmp_path / "offload.pcap"
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-30])
+    path.write_bytes(data)
+    for capture, code in ((path, 0), (cut, 1)):
+        for out in ("--jsonl", "--summary"):
+            args = ["replay", "--from", str(capture), "--mergeable", "--offload", "auto",
+                    "--kernel", "6.12", out]
+            lists = CliRunner().invoke(cli, args)
+            one_by_one = CliRunner().invoke(cli, [*args, "--count", "1000000"])
+            assert lists.exit_code == one_by_one.exit_code == code, lists.output
+            assert lists.stdout == one_by_one.stdout
+            assert lists.stderr == one_by_one.stderr
+            assert ("1 frame(s) (the first: frame 1100, 1519 bytes) are longer than the MTU "
+                    "(1500)" in lists.stderr)
+    rows = [json.loads(line) for line in CliRunner().invoke(
+        cli, ["replay", "--from", str(path), "--mergeable", "--offload", "auto", "--kernel",
+              "6.12", "--jsonl"]).stdout.splitlines()]
+    assert len(rows) == 1500
+    # NEEDS_CSUM frames (CHECKSUM_PARTIAL, 3); the 9014-byte one GSO with gso_size 1448
+    assert (rows[0]["ip_summed"], rows[7]["gso_size"], rows[1100]["ip_summed"]) == (3, 1448, 0)
+
+
 def test_tcpdump_style_read_count_and_line_buffering(tmp_path: Path) -> None:
     # -r FILE is --from FILE; -c N stops after N frames (as tcpdump -c); -l writes each row at
     # once (checked as a process below, where buffering is real)

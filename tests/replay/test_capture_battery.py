@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from vnetrx.errors import DamagedInput, InputError
-from vnetrx.replay.capture import read_capture, read_lengths
+from vnetrx.packet import KEY_SHIFT, TRANSPORT_HEAD, build_frame, transport_key
+from vnetrx.replay.capture import read_capture, read_keyed, read_lengths
 
 SHB, IDB, EPB, SPB, OPB, ISB = 0x0A0D0D0A, 1, 6, 3, 2, 5
 
@@ -253,3 +254,89 @@ def test_read_lengths_agrees_with_read_capture_on_every_cut_and_mutant(base: str
     for variant in variants:
         want = lengths_and_error(read_capture, variant, data=False)
         assert lengths_and_error(read_lengths, variant) == want
+
+
+# --- read_keyed: lengths with their transport keys, in lists, as read_capture's frames give ---
+
+
+def _tagged(frame: bytes) -> bytes:
+    """The frame with an 802.1Q tag (VLAN 5) after its MAC addresses."""
+    return frame[:12] + struct.pack("!HH", 0x8100, 5) + frame[12:]
+
+
+def _tcp_capture(order: str = "<") -> bytes:
+    """Frames whose keys differ, most cut by a snaplen: TCP/IPv4 with options, UDP/IPv6, a
+    tagged TCP frame, one cut inside its TCP header (caplen 40 of 1514: no key) and one past it
+    (caplen 60), a TCP/IPv6 frame of more than TRANSPORT_HEAD bytes and a frame of no IP."""
+    frames = [(build_frame(1514, "tcp4", 12)[:100], 1514), (build_frame(200, "udp6"), 200),
+              (_tagged(build_frame(9014, "tcp4"))[:300], 9018),
+              (build_frame(1514, "tcp4")[:40], 1514), (build_frame(1514, "tcp4")[:60], 1514),
+              (build_frame(3014, "tcp6", 40)[:300], 3014), (bytes(range(70)), 80)]
+    out = struct.pack(order + "IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for data, length in frames:
+        out += struct.pack(order + "IIII", 1, 2, len(data), length) + data
+    return out
+
+
+def test_read_keyed_keys_are_the_documented_encoding() -> None:
+    """transport_key's encoding (l4 code in bits 0-2, network offset 3-7, transport header
+    length 8-13, its offset from 14) of each frame, above its wire length."""
+    got = [k for keyed in read_keyed(io.BytesIO(_tcp_capture()), "f") for k in keyed]
+    tcp4 = (14 + 20) << 14 | 32 << 8 | 14 << 3 | 1  # 12 option bytes: a 32-byte TCP header
+    udp6 = (14 + 40) << 14 | 8 << 8 | 14 << 3 | 4
+    tagged = (18 + 20) << 14 | 20 << 8 | 18 << 3 | 1
+    tcp4_plain = 34 << 14 | 20 << 8 | 14 << 3 | 1
+    tcp6 = 54 << 14 | 60 << 8 | 14 << 3 | 2
+    assert got == [tcp4 << KEY_SHIFT | 1514, udp6 << KEY_SHIFT | 200,
+                   tagged << KEY_SHIFT | 9018, 1514, tcp4_plain << KEY_SHIFT | 1514,
+                   tcp6 << KEY_SHIFT | 3014, 80]
+
+
+def keyed_and_error(capture: bytes, path: Path | None = None
+                    ) -> tuple[list[int], str | None]:
+    got: list[int] = []
+    try:
+        if path is None:
+            for keyed in read_keyed(io.BytesIO(capture), "f"):
+                got.extend(keyed)
+        else:  # a file: the mapped reader (slices of it are bytes)
+            path.write_bytes(capture)
+            with path.open("rb") as stream:
+                for keyed in read_keyed(stream, "f"):
+                    got.extend(keyed)
+    except InputError as exc:
+        return got, f"{type(exc).__name__}: {exc.message}"
+    return got, None
+
+
+def frames_keyed_and_error(capture: bytes) -> tuple[list[int], str | None]:
+    got: list[int] = []
+    try:
+        # (extend keeps what was appended before an error)
+        got.extend(transport_key(bytes(frame.data)) << KEY_SHIFT | frame.length
+                   for frame in read_capture(io.BytesIO(capture), "f", head=TRANSPORT_HEAD))
+    except InputError as exc:
+        return got, f"{type(exc).__name__}: {exc.message}"
+    return got, None
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_read_keyed_agrees_with_read_capture_on_every_cut_and_mutant(order: str,
+                                                                     tmp_path: Path) -> None:
+    """The same keys, lengths and error as the frames read_capture gives, for every cut and
+    mutant of a capture of TCP/UDP frames; read from a file too (mapped) at every 97th cut."""
+    data = _tcp_capture(order)
+    variants = [data[:cut] for cut in range(len(data) + 1)] + [m for _, m in mutants(data)]
+    for number, variant in enumerate(variants):
+        want = frames_keyed_and_error(variant)
+        assert keyed_and_error(variant) == want
+        if number % 97 == 0:
+            assert keyed_and_error(variant, tmp_path / "c.pcap") == want
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_read_keyed_of_other_captures_agrees_with_read_capture(base: str) -> None:
+    """pcapng and the other bases (one frame per list): the same as read_capture's frames."""
+    data, _ = BASES[base]
+    for variant in [data[:cut] for cut in range(0, len(data) + 1, 7)] + [data]:
+        assert keyed_and_error(variant) == frames_keyed_and_error(variant)

@@ -336,6 +336,11 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         # through C's iteration
         frame_items: Iterable[Item] = chain.from_iterable(
             stop.items(_nonempty(beyond.watch_lists(frames.lists), source, frames)))
+    elif (frames.pairs is not None and o["count"] is None
+            and not _bar(known, quiet=o["as_json"] and not o["summary"])):
+        # the same for a capture's lengths with their derived headers (--offload)
+        frame_items = chain.from_iterable(
+            stop.items(_nonempty(beyond.watch_pairs(frames.pairs), source, frames)))
     else:
         frame_items = stop.items(_nonempty(items, source, frames))
     stream = Stream(profile, config, frame_items, want_trace=want, rings=rings, frags=o["gro"])

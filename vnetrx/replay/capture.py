@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, Final, cast
 
 from vnetrx.errors import DamagedInput, InputError
+from vnetrx.packet import KEY_SHIFT, TRANSPORT_HEAD, transport_key
 from vnetrx.values import Value
 
 LINKTYPE_ETHERNET = 1
@@ -148,6 +149,31 @@ def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
             return _pcap_lengths(reads, name, order, cooked)
     return _one_by_one(_pcap(reads, name, PCAP_MAGICS[magic], False, cooked)
                        if magic in PCAP_MAGICS else _pcapng(reads, name, False, cooked))
+
+
+def read_keyed(stream: BinaryIO, name: str, cooked: Cooked | None = None,
+               before_read: Callable[[], None] | None = None) -> Iterator[list[int]]:
+    """``read_lengths`` for a replay that derives each frame's header from its bytes
+    (``--offload``): each frame read as ``transport_key(its first TRANSPORT_HEAD bytes) <<
+    KEY_SHIFT | wire length``, in lists, with no Frame and no copy of the frame made (a pcap
+    Ethernet capture's records: ``_pcap_lengths``; other captures: one frame at a time). The
+    same checks, damage and errors as ``read_capture``."""
+    reads = _open_reads(stream, name, before_read)
+    cooked = cooked if cooked is not None else Cooked()
+    magic = bytes(reads.view[:4])
+    if magic in PCAP_MAGICS and reads.fill(24):
+        order = PCAP_MAGICS[magic]
+        if _pcap_link(reads, order) == LINKTYPE_ETHERNET:
+            return _pcap_lengths(reads, name, order, cooked, keyed=True)
+    return _keyed_one_by_one(
+        _pcap(reads, name, PCAP_MAGICS[magic], True, cooked, TRANSPORT_HEAD)
+        if magic in PCAP_MAGICS else _pcapng(reads, name, True, cooked, TRANSPORT_HEAD))
+
+
+def _keyed_one_by_one(frames: Iterator[Frame]) -> Iterator[list[int]]:
+    """Each frame's keyed length (``read_keyed``) in a list of its own."""
+    for frame in frames:
+        yield [transport_key(bytes(frame.data)) << KEY_SHIFT | frame.length]
 
 
 def _one_by_one(frames: Iterator[Frame]) -> Iterator[list[int]]:
@@ -458,11 +484,12 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
 LENGTHS_BATCH: Final = 1024
 
 
-def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked
+def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: bool = False
                   ) -> Iterator[list[int]]:
     """An Ethernet pcap capture's frame lengths, ``_pcap``'s records read for their lengths
     alone, the whole records of the buffer in lists of at most LENGTHS_BATCH: the same checks,
-    damage (raised once the lengths before it are handed on) and cut."""
+    damage (raised once the lengths before it are handed on) and cut. ``keyed``: each length
+    with its frame's transport_key (``read_keyed``)."""
     swapped = _pcap_header(reads, name, order, cooked)[0]
     unpack = struct.Struct(order + "8xII").unpack_from
     index = 0
@@ -481,8 +508,14 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked
             if pos + 16 + caplen > end:
                 need = 16 + caplen
                 break
+            if keyed:
+                # (a mapped capture's slice is bytes already; a read buffer's a bytearray)
+                head = buf[pos + 16:pos + 16 + min(caplen, TRANSPORT_HEAD)]
+                key = transport_key(head if isinstance(head, bytes) else bytes(head))
+                lengths.append(key << KEY_SHIFT | length)
+            else:
+                lengths.append(length)
             pos += 16 + caplen
-            lengths.append(length)
             index += 1
             if len(lengths) == LENGTHS_BATCH:
                 break

@@ -22,8 +22,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
+from vnetrx.packet import TRANSPORT_HEAD, CaptureDeriver
 from vnetrx.records import NamedTuple
-from vnetrx.replay.capture import Cooked, is_capture, read_capture, read_lengths
+from vnetrx.replay.capture import (
+    Cooked,
+    is_capture,
+    read_capture,
+    read_keyed,
+    read_lengths,
+)
 
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
@@ -84,6 +91,7 @@ def read_file(path: str) -> tuple[int, ...]:
 
 Headers = tuple["VnetHdr | None", ...]
 Item = Union[int, tuple[int, "VnetHdr | None"]]  # noqa: UP007  (a runtime alias)
+Pair = tuple[int, "VnetHdr | None"]
 T = TypeVar("T")
 
 
@@ -104,13 +112,13 @@ class Frames(NamedTuple):
     # chain.from_iterable(lists)); a caller takes one or the other, and may check each list
     # as a whole (BeyondMtu.watch_lists, StopOnSignal.items) rather than every frame
     lists: Iterator[list[int]] | None = None
+    # a capture's lengths with the header derived for each (--offload), in lists likewise
+    pairs: Iterator[list[Pair]] | None = None
 
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
-# the bytes of a frame a Derive is given (when nothing else reads them): more than the headers
-# packet.transport_of reads (Ethernet, two VLAN tags, a 60-byte IPv4 header and TCP's data
-# offset: 96 bytes; tests/replay/test_frames.py checks the longest)
-DERIVE_HEAD = 256
+# the bytes of a frame a Derive is given (when nothing else reads them)
+DERIVE_HEAD = TRANSPORT_HEAD
 # keep(index, length, data, whole, split, time): a frame's bytes, for a caller that reads them
 # (GRO): the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its
 # snaplen), a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; ()
@@ -139,6 +147,11 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
     if is_capture(stream.peek(4)[:4]):
         damage: list[DamagedInput] | None = [] if partial else None
         cooked = Cooked(ifindex)
+        if isinstance(derive, CaptureDeriver) and keep is None:
+            # --offload's headers alone: lengths and transport keys read in lists, each list's
+            # headers derived at once (no Frame, no copy, no generator step per frame)
+            pairs = _pair_lists(stream, name, derive, damage, cooked, before_read)
+            return Frames(chain.from_iterable(pairs), None, True, damage, cooked, pairs=pairs)
         if derive is not None:
             return Frames(_derived(stream, name, derive, damage, cooked, before_read, keep),
                           None, True, damage, cooked)
@@ -238,6 +251,17 @@ class BeyondMtu:
                 index += 1
             yield lengths
 
+    def watch_pairs(self, lists: Iterable[list[Pair]]) -> Iterator[list[Pair]]:
+        """``watch`` for (length, header) pairs handed on in lists (``Frames.pairs``)."""
+        limit = self.mtu + VLAN_ETH_HLEN
+        index = 0
+        for pairs in lists:
+            for length, hdr in pairs:
+                if length > limit and (hdr is None or not hdr.gso_type):
+                    self._beyond(index, length)
+                index += 1
+            yield pairs
+
     def _beyond(self, index: int, length: int) -> None:
         self.count += 1
         if self.first is None:
@@ -276,6 +300,15 @@ def _length_lists(stream: io.BufferedReader, name: str, damage: list[DamagedInpu
     """The wire lengths of a capture's frames, in lists, read as they are needed."""
     with _reading(stream, name, damage):
         yield from read_lengths(stream, name, cooked, before_read)
+
+
+def _pair_lists(stream: io.BufferedReader, name: str, derive: CaptureDeriver,
+                damage: list[DamagedInput] | None, cooked: Cooked,
+                before_read: Callable[[], None] | None) -> Iterator[list[Pair]]:
+    """Each captured frame's wire length and the header ``derive`` gives it, in lists."""
+    with _reading(stream, name, damage):
+        for keyed in read_keyed(stream, name, cooked, before_read):
+            yield derive.pairs(keyed)
 
 
 def _lengths(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
