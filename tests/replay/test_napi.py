@@ -205,6 +205,29 @@ def test_plan_rows_equal_the_narrated_traces(kernel: str, cfg: RingConfig, with_
         assert {"xdp_gso_type", "xdp_needs_csum"} <= refused, seen
 
 
+def test_decisions_are_kept_by_header_value_and_bounded() -> None:
+    """``decided`` keeps decisions by header, then geometry: an equal header made anew (a JSON
+    input's frames) finds the decision of the first; and past DECISIONS_KEPT decisions every
+    table is dropped (a bound on memory), the next decisions made again, the same."""
+    from vnetrx.paths.virtio_net_hdr import VnetHdr
+    from vnetrx.replay.napi import DECISIONS_KEPT, _Run
+
+    k, cfg = lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True))
+    state, _ = open_ring(k, cfg)
+    used = next(feed(k, cfg, state, [1000])).buffers  # a 1000-byte frame's buffer
+    run = _Run(k, cfg, open_ring(k, cfg)[0], no_frame)
+    partial = VnetHdr(1, 0, 0, 0, 34, 16)
+    first = run.decided(1000, partial, used)
+    assert run.decided(1000, VnetHdr(1, 0, 0, 0, 34, 16), used) is first  # equal: kept
+    assert run.decided(1000, None, used) is not first and run.kept == 2
+    # csum_start 14..: every header another (most past the frame: dropped, decided alike)
+    for start in range(14, 14 + DECISIONS_KEPT):
+        run.decided(1000, VnetHdr(1, 0, 0, 0, start, 16), used)
+        assert run.kept <= DECISIONS_KEPT and len(run.by_hdr) <= DECISIONS_KEPT
+    again = run.decided(1000, partial, used)
+    assert again is not first and again == first  # made again after the drop, the same
+
+
 def test_records_stream_one_poll_at_a_time() -> None:
     """feed() takes frames as they come: the first record is out before the source runs dry."""
     k, cfg = lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True))

@@ -132,9 +132,14 @@ class _Run:
         self.refill_threshold = cfg.refill_threshold
         self.good_packet_len = self.c.good_packet_len
         self.room = buffer_room(k, cfg)  # looked up once: a replay places millions of frames
-        # by geometry (``_geometry``'s int), and by header and geometry: see ``decided``
+        # by geometry (``_geometry``'s int), and by header, then geometry: see ``decided``
         self.plain: dict[int, Decision] = {}
-        self.decisions: dict[tuple[VnetHdr, int], Decision] = {}
+        self.by_hdr: dict[VnetHdr, dict[int, Decision]] = {}
+        self.kept = 0  # decisions in all those tables
+        # the header of the last frame that had one, and its table (--offload's frames share
+        # a few header objects: a frame with the last one's is not hashed)
+        self.last_hdr: VnetHdr | None = None
+        self.last_table: dict[int, Decision] = self.plain
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, index: int, frame_len: int, hdr: VnetHdr | None,
@@ -164,27 +169,36 @@ class _Run:
         on the frame's length, its header and the buffers' lengths and contiguity, so each
         geometry is decided once. The geometry is one int (``_geometry``; a frame in one
         buffer, the commonest, is made here); frames without a header are kept by it alone,
-        the others by (header, geometry)."""
+        the others by header, then geometry."""
         if len(shown) == 1:  # _geometry of one buffer
             geometry = (FIRST_BIT | frame_len) << BUFFER_BITS | shown[0].buf.len << 1
         else:
             geometry = _geometry(frame_len, shown)
-        decision = (self.plain.get(geometry) if hdr is None
-                    else self.decisions.get((hdr, geometry)))
+        table = (self.plain if hdr is None
+                 else self.last_table if hdr is self.last_hdr else self._table(hdr))
+        decision = table.get(geometry)
         if decision is not None:
             return decision
-        if len(self.decisions) + len(self.plain) >= DECISIONS_KEPT:
-            self.decisions.clear()  # a bound on memory, not a cache policy
+        if self.kept >= DECISIONS_KEPT:  # a bound on memory, not a cache policy
             self.plain.clear()
+            self.by_hdr.clear()
+            self.last_hdr, self.last_table, self.kept = None, self.plain, 0
+            table = self.plain if hdr is None else self._table(hdr)
         if self.c.xdp is not None:
             decision = self._xdp_decision(frame_len, hdr, shown)
         else:
             decision = self._decision(frame_len, hdr, shown)
-        if hdr is None:
-            self.plain[geometry] = decision
-        else:
-            self.decisions[(hdr, geometry)] = decision
+        table[geometry] = decision
+        self.kept += 1
         return decision
+
+    def _table(self, hdr: VnetHdr) -> dict[int, Decision]:
+        """The decisions of frames with this header (equal headers share one), now the last."""
+        table = self.by_hdr.get(hdr)
+        if table is None:
+            table = self.by_hdr[hdr] = {}
+        self.last_hdr, self.last_table = hdr, table
+        return table
 
     def _decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                   ) -> Decision:
