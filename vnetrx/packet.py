@@ -266,24 +266,37 @@ class CaptureDeriver:
     def of_key(self, key: int, length: int) -> VnetHdr:
         """The header of a TCP/UDP frame (``key``: its nonzero ``transport_key``)."""
         # capture_header's one use of the length: over the MTU past the network header
-        over = key << 1 | (length - (key >> 3 & 0x1F) > self.mtu)
+        return self._made(key << 1 | (length - (key >> 3 & 0x1F) > self.mtu), length)
+
+    def _made(self, over: int, length: int) -> VnetHdr:
+        """The header of frames with this key and side of the MTU (``over``), made once."""
         hdr = self.made.get(over)
         if hdr is None:
             if len(self.made) >= HEADERS_KEPT:
                 self.made.clear()
-            made_hdr = capture_header(headers_of_key(key), length, self.mtu, self.mss,
+            made_hdr = capture_header(headers_of_key(over >> 1), length, self.mtu, self.mss,
                                       self.mode)
             assert made_hdr is not None  # a TCP/UDP frame always gets one
             hdr = self.made[over] = made_hdr
         return hdr
 
     def pairs(self, keyed: list[int]) -> list[tuple[int, VnetHdr | None]]:
-        """Each frame's (length, header) of frames read as ``key << KEY_SHIFT | length``."""
+        """Each frame's (length, header) of frames read as ``key << KEY_SHIFT | length``
+        (a frame like the one before it, the commonest case, takes that one's header)."""
         out: list[tuple[int, VnetHdr | None]] = []
+        mtu = self.mtu
+        last_over = 0
+        last: VnetHdr | None = None
         for item in keyed:
             length = item & _LENGTH_MASK
             key = item >> KEY_SHIFT
-            out.append((length, self.of_key(key, length) if key else None))
+            if not key:
+                out.append((length, None))
+                continue
+            over = key << 1 | (length - (key >> 3 & 0x1F) > mtu)
+            if over != last_over or last is None:
+                last, last_over = self._made(over, length), over
+            out.append((length, last))
         return out
 
 
