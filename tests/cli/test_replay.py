@@ -502,6 +502,30 @@ def test_offload_frames_read_list_by_list_replay_as_frame_by_frame(tmp_path: Pat
     assert (rows[0]["ip_summed"], rows[7]["gso_size"], rows[1100]["ip_summed"]) == (3, 1448, 0)
 
 
+def test_gro_over_a_capture_read_list_by_list_replays_as_frame_by_frame(tmp_path: Path) -> None:
+    """--gro keeps each frame's headers as the capture's lengths are read in lists of 1,024
+    (GroFrames.see): the same skbs, rows and totals as frame by frame (--count), over a
+    capture of two interleaved TCP flows with consecutive sequence numbers."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        from replay_gro import write_capture
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "flows.pcap"
+    write_capture(path, 2500)
+    for out in (["--jsonl"], ["--summary"], []):
+        args = ["replay", "--from", str(path), "--mergeable", "--batch", "64", "--kernel",
+                "6.12", "--gro", *out]
+        lists = CliRunner().invoke(cli, args)
+        one_by_one = CliRunner().invoke(cli, [*args, "--count", "1000000"])
+        assert lists.exit_code == one_by_one.exit_code == 0, lists.output
+        assert lists.stdout == one_by_one.stdout and lists.stderr == one_by_one.stderr
+    rows = CliRunner().invoke(cli, [*args, "--jsonl"]).stdout.splitlines()
+    assert 0 < len(rows) < 2500  # merged: fewer skbs than frames
+
+
 def test_tcpdump_style_read_count_and_line_buffering(tmp_path: Path) -> None:
     # -r FILE is --from FILE; -c N stops after N frames (as tcpdump -c); -l writes each row at
     # once (checked as a process below, where buffering is real)

@@ -340,3 +340,25 @@ def test_read_keyed_of_other_captures_agrees_with_read_capture(base: str) -> Non
     data, _ = BASES[base]
     for variant in [data[:cut] for cut in range(0, len(data) + 1, 7)] + [data]:
         assert keyed_and_error(variant) == frames_keyed_and_error(variant)
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_read_lengths_shows_each_frame_to_see_as_read_capture_gives_it(base: str) -> None:
+    """``see`` gets every frame's index, length and captured bytes, in order, as read_capture
+    gives them; an InputError it raises ends the lengths after the frames before it (those are
+    handed on first, as the frames before a damaged record are)."""
+    data, _ = BASES[base]
+    want = [(i, f.length, bytes(f.data)) for i, f in enumerate(read_capture(io.BytesIO(data),
+                                                                             "f"))]
+    seen: list[tuple[int, int, bytes]] = []
+    lengths = [n for batch in read_lengths(io.BytesIO(data), "f",
+                                           see=lambda i, n, b: seen.append((i, n, bytes(b))))
+               for n in batch]
+    assert seen == want and lengths == [n for _, n, _ in want]
+
+    def refuse_the_second(index: int, length: int, frame: bytes | memoryview) -> None:
+        if index == 1:
+            raise InputError(f"frame {index} refused")
+
+    got, error = lengths_and_error(read_lengths, data, see=refuse_the_second)
+    assert (got, error) == ([want[0][1]], "InputError: frame 1 refused")

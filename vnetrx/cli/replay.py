@@ -272,7 +272,10 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     frames = (Frames(parse_list(lengths), None, False) if lengths is not None
               else open_frames(str(from_file), derive, partial=True, ifindex=o["ifindex"],
-                               before_read=_flush_output if live else None, keep=kept))
+                               before_read=_flush_output if live else None, keep=kept,
+                               # a capture's lengths in lists, their headers kept as read
+                               # (the tap's GRO keeps time stamps too: frame by frame)
+                               see=kept.see if kept is not None and not kept.timed else None))
     if o["count"] is not None:  # tcpdump -c: the frames after the Nth are not read
         frames = frames._replace(items=_first(frames.items, o["count"]))
     if o["ifindex"] is not None and from_file is None:

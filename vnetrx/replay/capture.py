@@ -132,23 +132,39 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
     return _pcapng(reads, name, data, cooked, head, copy)
 
 
+# sees each frame as it is read: its index, wire length and captured bytes (a view into the
+# reader's buffer, valid during the call only)
+SeeFrame = Callable[[int, int, "bytes | memoryview"], None]
+
+
 def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
-                 before_read: Callable[[], None] | None = None) -> Iterator[list[int]]:
+                 before_read: Callable[[], None] | None = None,
+                 see: SeeFrame | None = None) -> Iterator[list[int]]:
     """``read_capture(data=False)``'s frame lengths, in lists of at most LENGTHS_BATCH (those
     read so far): a replay of lengths alone takes them through C's iteration
     (``itertools.chain.from_iterable``), not one generator step and one Frame per frame. A
     pcap Ethernet capture's records are parsed by ``_pcap_lengths``; other captures give each
     frame's length in a list of its own. The same checks, damage and errors as
-    ``read_capture``."""
+    ``read_capture``. ``see``: given each frame's bytes as its length is read (a replay with
+    GRO keeps its headers)."""
     reads = _open_reads(stream, name, before_read)
     cooked = cooked if cooked is not None else Cooked()
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS and reads.fill(24):
         order = PCAP_MAGICS[magic]
         if _pcap_link(reads, order) == LINKTYPE_ETHERNET:
-            return _pcap_lengths(reads, name, order, cooked)
-    return _one_by_one(_pcap(reads, name, PCAP_MAGICS[magic], False, cooked)
-                       if magic in PCAP_MAGICS else _pcapng(reads, name, False, cooked))
+            return _pcap_lengths(reads, name, order, cooked, see=see)
+    data = see is not None
+    frames = (_pcap(reads, name, PCAP_MAGICS[magic], data, cooked, copy=False)
+              if magic in PCAP_MAGICS else _pcapng(reads, name, data, cooked, copy=False))
+    return _one_by_one(frames) if see is None else _seen_one_by_one(frames, see)
+
+
+def _seen_one_by_one(frames: Iterator[Frame], see: SeeFrame) -> Iterator[list[int]]:
+    """Each frame's length in a list of its own, the frame given to ``see`` first."""
+    for index, frame in enumerate(frames):
+        see(index, frame.length, frame.data)
+        yield [frame.length]
 
 
 def read_keyed(stream: BinaryIO, name: str, cooked: Cooked | None = None,
@@ -484,12 +500,12 @@ def _pcap(reads: _Reads, name: str, order: str, data: bool, cooked: Cooked, head
 LENGTHS_BATCH: Final = 1024
 
 
-def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: bool = False
-                  ) -> Iterator[list[int]]:
+def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: bool = False,
+                  see: SeeFrame | None = None) -> Iterator[list[int]]:
     """An Ethernet pcap capture's frame lengths, ``_pcap``'s records read for their lengths
     alone, the whole records of the buffer in lists of at most LENGTHS_BATCH: the same checks,
     damage (raised once the lengths before it are handed on) and cut. ``keyed``: each length
-    with its frame's transport_key (``read_keyed``)."""
+    with its frame's transport_key (``read_keyed``); ``see``: see ``read_lengths``."""
     swapped = _pcap_header(reads, name, order, cooked)[0]
     unpack = struct.Struct(order + "8xII").unpack_from
     index = 0
@@ -498,6 +514,7 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
         lengths: list[int] = []
         need = 16
         damage: DamagedInput | None = None
+        refused: InputError | None = None  # ``see``'s, raised after the frames before it
         while end - pos >= 16:
             caplen, length = cast("tuple[int, int]", unpack(buf, pos))
             if swapped and (swapped == 2 or caplen > length):
@@ -514,6 +531,12 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
                 key = transport_key(head if isinstance(head, bytes) else bytes(head))
                 lengths.append(key << KEY_SHIFT | length)
             else:
+                if see is not None:
+                    try:
+                        see(index, length, reads.view[pos + 16:pos + 16 + caplen])
+                    except InputError as exc:
+                        refused = exc
+                        break
                 lengths.append(length)
             pos += 16 + caplen
             index += 1
@@ -522,6 +545,8 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
         reads.pos = pos
         if lengths:
             yield lengths
+        if refused is not None:
+            raise refused
         if damage is not None:
             raise damage
         if not reads.fill(need):

@@ -26,6 +26,7 @@ from vnetrx.packet import TRANSPORT_HEAD, CaptureDeriver
 from vnetrx.records import NamedTuple
 from vnetrx.replay.capture import (
     Cooked,
+    SeeFrame,
     is_capture,
     read_capture,
     read_keyed,
@@ -130,8 +131,8 @@ Keep = Callable[[int, int, "bytes | memoryview", bool, tuple[int, ...], "int | N
 
 def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
                 ifindex: int | None = None,
-                before_read: Callable[[], None] | None = None, keep: Keep | None = None
-                ) -> Frames:
+                before_read: Callable[[], None] | None = None, keep: Keep | None = None,
+                see: SeeFrame | None = None) -> Frames:
     """A pcap/pcapng capture (streamed: a file, or ``-`` for standard input), a JSON array (of
     lengths, or of objects ``{"len": L, "hdr": HEX, "l4": ..., "tcp_options": N}`` that also
     give each frame's virtio_net_hdr) or LIST text (# starts a comment). ``derive(length,
@@ -141,7 +142,9 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
     caller to report after its output, instead of raising it. ``ifindex``: of a Linux cooked
     v2 capture (tcpdump -i any), only that interface's packets. ``before_read``: called before
     each read of a capture (see ``read_capture``). ``keep``: given each frame's bytes (see
-    ``Keep``); an input without them (lengths only) is refused."""
+    ``Keep``); an input without them (lengths only) is refused. ``see``: instead of ``keep``
+    for a capture without ``derive``, given each frame's bytes as its reader reads the lengths
+    in lists (``capture.read_lengths``)."""
     stream = _open(path)
     name = "standard input" if path == "-" else path
     if is_capture(stream.peek(4)[:4]):
@@ -155,9 +158,9 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
         if derive is not None:
             return Frames(_derived(stream, name, derive, damage, cooked, before_read, keep),
                           None, True, damage, cooked)
-        if keep is None:  # the commonest replay: lengths alone, handed on in lists (C's
-            # iteration over them, no generator step per frame)
-            lists = _length_lists(stream, name, damage, cooked, before_read)
+        if keep is None or see is not None:  # the commonest replay: lengths alone (or seen
+            # by ``see``), handed on in lists (C's iteration, no generator step per frame)
+            lists = _length_lists(stream, name, damage, cooked, before_read, see)
             return Frames(chain.from_iterable(lists), None, False, damage, cooked, lists)
         return Frames(_lengths(stream, name, damage, cooked, before_read, keep), None, False,
                       damage, cooked)
@@ -295,11 +298,12 @@ def _open(path: str) -> io.BufferedReader:
 
 
 def _length_lists(stream: io.BufferedReader, name: str, damage: list[DamagedInput] | None,
-                  cooked: Cooked, before_read: Callable[[], None] | None
-                  ) -> Iterator[list[int]]:
-    """The wire lengths of a capture's frames, in lists, read as they are needed."""
+                  cooked: Cooked, before_read: Callable[[], None] | None,
+                  see: SeeFrame | None = None) -> Iterator[list[int]]:
+    """The wire lengths of a capture's frames, in lists, read as they are needed (each frame
+    given to ``see`` as it is read)."""
     with _reading(stream, name, damage):
-        yield from read_lengths(stream, name, cooked, before_read)
+        yield from read_lengths(stream, name, cooked, before_read, see)
 
 
 def _pair_lists(stream: io.BufferedReader, name: str, derive: CaptureDeriver,

@@ -55,14 +55,23 @@ class GroFrames:
                 raise InputError(f"frame {index}: \"split\" (writev boundaries) applies to "
                                  "--path tap --gro --napi frags")
             self.splits[index] = split
+        self._keep(index, read_frame_headers(data, length, whole))
+        if self.timed:
+            self.times[index] = time
+
+    def see(self, index: int, length: int, data: bytes | memoryview) -> None:
+        """A capture's frame as its reader reads it (capture.SeeFrame): its headers kept (the
+        call a replay reading a capture's lengths in lists makes, for a replay that keeps no
+        time stamps)."""
+        self._keep(index, read_frame_headers(data, length, False))
+
+    def _keep(self, index: int, headers: GroInput | TcpHeaders) -> None:
         if not self.headers:  # (the first frame kept, or every one kept before read)
             self.first = index
         elif index != self.first + len(self.headers):
             raise ValueError(f"frame {index} kept out of order (expected "
                              f"{self.first + len(self.headers)})")
-        self.headers.append(read_frame_headers(data, length, whole))
-        if self.timed:
-            self.times[index] = time
+        self.headers.append(headers)
 
     def read(self, index: int) -> GroInput | TcpHeaders:
         """What GRO reads of frame ``index`` (``gro.read_frame_headers``: a TcpHeaders stands
