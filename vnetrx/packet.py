@@ -41,7 +41,8 @@ L4_CHOICES = ("tcp4", "tcp6", "udp4", "udp6")
 CSUM_CHOICES = ("partial", "valid", "none")
 GSO_TYPES = {"tcpv4": GSO_TCPV4, "tcpv6": GSO_TCPV6, "udp": GSO_UDP, "udp_l4": GSO_UDP_L4}
 MAX_TCP_OPTIONS = 40  # a TCP header is at most 60 bytes (data offset 15)
-ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
+ETH_P_IP: Final = 0x0800
+ETH_P_IPV6: Final = 0x86DD
 # Locally administered MACs and documentation addresses (RFC 5737 192.0.2.0/24, RFC 3849
 # 2001:db8::/32): a built frame is addressed to nobody (vnetrx.live writes them into its own tap,
 # where the stack drops them as PACKET_OTHERHOST after the tracepoint)
@@ -147,7 +148,10 @@ def find_headers(frame: bytes) -> Headers:
     return Headers(None, 0, 0)
 
 
-ETH_P_8021Q, ETH_P_8021AD = 0x8100, 0x88A8  # the VLAN tags transport_key steps over
+# the VLAN tags transport_key steps over (Final: compiled, constants, not a dict lookup by name
+# at every use: transport_key runs per frame of an --offload replay)
+ETH_P_8021Q: Final = 0x8100
+ETH_P_8021AD: Final = 0x88A8
 # transport_key's l4 codes (0: no transport), and the Headers each key stands for
 _L4_CODES = (None, "tcp4", "tcp6", "udp4", "udp6")
 _NO_TRANSPORT = Headers(None, 0, 0)

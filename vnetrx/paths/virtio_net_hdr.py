@@ -53,18 +53,35 @@ from vnetrx.records import NamedTuple
 VIRTIO_NET_H = "include/linux/virtio_net.h"
 SKBUFF_C = "net/core/skbuff.c"
 
+# (Final, one per line: compiled, a Final int is a constant; any other module-level name is
+# looked up in the module's dict by name at every use, per frame on a replay's paths)
 # include/uapi/linux/virtio_net.h
-NEEDS_CSUM, DATA_VALID, RSC_INFO, UDP_TUNNEL_CSUM = 1, 2, 4, 8
-GSO_NONE, GSO_TCPV4, GSO_UDP, GSO_TCPV6, GSO_UDP_L4 = 0, 1, 3, 4, 5
-GSO_UDP_TUNNEL_IPV4, GSO_UDP_TUNNEL_IPV6, GSO_ECN = 0x20, 0x40, 0x80
-GSO_UDP_TUNNEL_BITS = GSO_UDP_TUNNEL_IPV4 | GSO_UDP_TUNNEL_IPV6
+NEEDS_CSUM: Final = 1
+DATA_VALID: Final = 2
+RSC_INFO: Final = 4
+UDP_TUNNEL_CSUM: Final = 8
+GSO_NONE: Final = 0
+GSO_TCPV4: Final = 1
+GSO_UDP: Final = 3
+GSO_TCPV6: Final = 4
+GSO_UDP_L4: Final = 5
+GSO_UDP_TUNNEL_IPV4: Final = 0x20
+GSO_UDP_TUNNEL_IPV6: Final = 0x40
+GSO_ECN: Final = 0x80
+GSO_UDP_TUNNEL_BITS: Final = GSO_UDP_TUNNEL_IPV4 | GSO_UDP_TUNNEL_IPV6
 # include/linux/skbuff.h
-CHECKSUM_NONE, CHECKSUM_UNNECESSARY, CHECKSUM_COMPLETE, CHECKSUM_PARTIAL = 0, 1, 2, 3
-GSO_BY_FRAGS = 0xFFFF
+CHECKSUM_NONE: Final = 0
+CHECKSUM_UNNECESSARY: Final = 1
+CHECKSUM_COMPLETE: Final = 2
+CHECKSUM_PARTIAL: Final = 3
+GSO_BY_FRAGS: Final = 0xFFFF
 # header sizes virtio_net_hdr_to_skb uses (sizeof the structs)
-IPHDR_LEN, IPV6HDR_LEN, TCPHDR_LEN, UDPHDR_LEN = 20, 40, 20, 8
-TCP_CSUM_OFFSET = 16  # offsetof(struct tcphdr, check)
-UDP_CSUM_OFFSET = 6  # offsetof(struct udphdr, check)
+IPHDR_LEN: Final = 20
+IPV6HDR_LEN: Final = 40
+TCPHDR_LEN: Final = 20
+UDPHDR_LEN: Final = 8
+TCP_CSUM_OFFSET: Final = 16  # offsetof(struct tcphdr, check)
+UDP_CSUM_OFFSET: Final = 6  # offsetof(struct udphdr, check)
 
 # The SKB_GSO_* bits (include/linux/skbuff.h); the ones virtio_net_hdr_to_skb sets have the same
 # values in every modelled kernel (5.12 .. 7.x). Only SKB_GSO_TCP_FIXEDID moved (bit 3 → 30 in
@@ -277,7 +294,8 @@ def virtio_net_hdr_to_skb(
 
 FN: Final = "virtio_net_hdr_to_skb"
 TNL_FN: Final = "virtio_net_hdr_tnl_to_skb"
-ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
+ETH_P_IP: Final = 0x0800
+ETH_P_IPV6: Final = 0x86DD
 
 
 class _Gso(NamedTuple):

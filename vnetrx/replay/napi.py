@@ -326,11 +326,13 @@ class _Run:
         self.state.polls += 1
         poll = self.state.polls
         out = []
-        decide, take, view, state = self.decide, used.popleft, self.view, self.state
+        # (self.decide called as a method: compiled, a native call; taken into a local it
+        # would be a bound method object, called through Python's vectorcall per frame)
+        view, state = self.view, self.state
         count = min(self.cfg.budget, len(used))
         for n in range(1, count + 1):
-            (index, frame_len, hdr), taken = take()
-            record = decide(index, frame_len, hdr, taken, poll, taken)
+            (index, frame_len, hdr), taken = used.popleft()
+            record = self.decide(index, frame_len, hdr, taken, poll, taken)
             if view is not None and n < count:  # the last one's ring is after the refill
                 record.ring = view(state)
             out.append(record)
