@@ -147,17 +147,29 @@ def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
     frame's length in a list of its own. The same checks, damage and errors as
     ``read_capture``. ``see``: given each frame's bytes as its length is read (a replay with
     GRO keeps its headers)."""
+    reads, cooked, magic, order = _open_lists(stream, name, cooked, before_read)
+    if order is not None:
+        return _pcap_lengths(reads, name, order, cooked, see=see)
+    data = see is not None
+    frames = (_pcap(reads, name, PCAP_MAGICS[magic], data, cooked, copy=False)
+              if magic in PCAP_MAGICS else _pcapng(reads, name, data, cooked, copy=False))
+    return _one_by_one(frames) if see is None else _seen_one_by_one(frames, see)
+
+
+def _open_lists(stream: BinaryIO, name: str, cooked: Cooked | None,
+                before_read: Callable[[], None] | None
+                ) -> tuple[_Reads, Cooked, bytes, str | None]:
+    """A capture opened for a reader of lists: its reads, its Cooked, its magic, and the byte
+    order of a pcap Ethernet capture (whose records ``_pcap_lengths`` parses; None: another
+    capture, read frame by frame)."""
     reads = _open_reads(stream, name, before_read)
     cooked = cooked if cooked is not None else Cooked()
     magic = bytes(reads.view[:4])
     if magic in PCAP_MAGICS and reads.fill(24):
         order = PCAP_MAGICS[magic]
         if _pcap_link(reads, order) == LINKTYPE_ETHERNET:
-            return _pcap_lengths(reads, name, order, cooked, see=see)
-    data = see is not None
-    frames = (_pcap(reads, name, PCAP_MAGICS[magic], data, cooked, copy=False)
-              if magic in PCAP_MAGICS else _pcapng(reads, name, data, cooked, copy=False))
-    return _one_by_one(frames) if see is None else _seen_one_by_one(frames, see)
+            return reads, cooked, magic, order
+    return reads, cooked, magic, None
 
 
 def _seen_one_by_one(frames: Iterator[Frame], see: SeeFrame) -> Iterator[list[int]]:
@@ -174,13 +186,9 @@ def read_keyed(stream: BinaryIO, name: str, cooked: Cooked | None = None,
     KEY_SHIFT | wire length``, in lists, with no Frame and no copy of the frame made (a pcap
     Ethernet capture's records: ``_pcap_lengths``; other captures: one frame at a time). The
     same checks, damage and errors as ``read_capture``."""
-    reads = _open_reads(stream, name, before_read)
-    cooked = cooked if cooked is not None else Cooked()
-    magic = bytes(reads.view[:4])
-    if magic in PCAP_MAGICS and reads.fill(24):
-        order = PCAP_MAGICS[magic]
-        if _pcap_link(reads, order) == LINKTYPE_ETHERNET:
-            return _pcap_lengths(reads, name, order, cooked, keyed=True)
+    reads, cooked, magic, order = _open_lists(stream, name, cooked, before_read)
+    if order is not None:
+        return _pcap_lengths(reads, name, order, cooked, keyed=True)
     return _keyed_one_by_one(
         _pcap(reads, name, PCAP_MAGICS[magic], True, cooked, TRANSPORT_HEAD)
         if magic in PCAP_MAGICS else _pcapng(reads, name, True, cooked, TRANSPORT_HEAD))
