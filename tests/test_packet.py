@@ -179,10 +179,10 @@ def test_capture_headers() -> None:
 def test_capture_deriver_gives_each_frame_capture_header(mode: str) -> None:
     """The replay's deriver: for every frame, capture_header of where its headers are; frames
     alike in those and in being over the MTU or not share one header (the MTU boundary ± 1)."""
-    from vnetrx.packet import capture_deriver, capture_header, transport_of
+    from vnetrx.packet import CaptureDeriver, capture_header, transport_of
 
     mtu = 1500
-    derive = capture_deriver(mode, mtu, None)
+    derive = CaptureDeriver(mode, mtu, None)
     frames = [build_frame(9014, "tcp4", 12), build_frame(9014, "tcp6", 12),
               *(build_frame(9014, l4) for l4 in ("tcp4", "tcp6", "udp4", "udp6")), bytes(60)]
     for frame in frames:
@@ -199,9 +199,9 @@ def test_capture_deriver_gives_each_frame_capture_header(mode: str) -> None:
 def test_capture_deriver_pairs_are_its_headers_of_keyed_frames(mode: str) -> None:
     """``pairs`` of frames read as transport_key << KEY_SHIFT | length (capture.read_keyed):
     each frame's length and the header the deriver gives its bytes, the same objects."""
-    from vnetrx.packet import KEY_SHIFT, capture_deriver, transport_key
+    from vnetrx.packet import KEY_SHIFT, CaptureDeriver, transport_key
 
-    derive = capture_deriver(mode, 1500, None)
+    derive = CaptureDeriver(mode, 1500, None)
     frames = [(build_frame(1514, "tcp4", 12), 1514), (build_frame(1515, "tcp4"), 1515),
               (build_frame(9014, "udp6"), 9014), (bytes(60), 60), (bytes(60), 9014)]
     keyed = [transport_key(f) << KEY_SHIFT | n for f, n in frames]

@@ -247,6 +247,13 @@ KEY_SHIFT: Final = 32
 _LENGTH_MASK: Final = (1 << KEY_SHIFT) - 1
 
 
+def _over(key: int, length: int, mtu: int) -> int:
+    """What ``capture_header`` reads of a TCP/UDP frame, as one int: its ``transport_key``,
+    then whether it is longer than the MTU past its network header (the header's one use of
+    the length: GSO or not)."""
+    return key << 1 | (length - (key >> 3 & 0x1F) > mtu)
+
+
 class CaptureDeriver:
     """``capture_header`` for each frame of a replayed capture: called as ``derive(length,
     captured bytes)``, or ``pairs`` of a list of frames read as ``transport_key << KEY_SHIFT |
@@ -269,8 +276,7 @@ class CaptureDeriver:
 
     def of_key(self, key: int, length: int) -> VnetHdr:
         """The header of a TCP/UDP frame (``key``: its nonzero ``transport_key``)."""
-        # capture_header's one use of the length: over the MTU past the network header
-        return self._made(key << 1 | (length - (key >> 3 & 0x1F) > self.mtu), length)
+        return self._made(_over(key, length, self.mtu), length)
 
     def _made(self, over: int, length: int) -> VnetHdr:
         """The header of frames with this key and side of the MTU (``over``), made once."""
@@ -297,16 +303,11 @@ class CaptureDeriver:
             if not key:
                 out.append((length, None))
                 continue
-            over = key << 1 | (length - (key >> 3 & 0x1F) > mtu)
+            over = _over(key, length, mtu)
             if over != last_over or last is None:
                 last, last_over = self._made(over, length), over
             out.append((length, last))
         return out
-
-
-def capture_deriver(mode: str, mtu: int, mss: int | None) -> CaptureDeriver:
-    """The deriver of ``--offload MODE`` (see ``CaptureDeriver``)."""
-    return CaptureDeriver(mode, mtu, mss)
 
 
 def read_frame(path: str) -> bytes:

@@ -34,6 +34,7 @@ from vnetrx.replay.frames import (
     nonempty,
     open_frames,
     parse_list,
+    watched_lists,
 )
 from vnetrx.replay.napi import every_frame, no_frame
 
@@ -249,9 +250,9 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         if lengths is not None:
             raise click.UsageError("--offload derives headers from a capture's bytes: use "
                                    "--from FILE")
-        from vnetrx.packet import capture_deriver
+        from vnetrx.packet import CaptureDeriver
 
-        derive = capture_deriver(o["offload"], o["mtu"], o["mss"])
+        derive = CaptureDeriver(o["offload"], o["mtu"], o["mss"])
     kept: GroFrames | None = None
     if o["gro"]:
         if lengths is not None:
@@ -332,18 +333,14 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             return index == shown
     # the compact rows and the totals show no per-frame ring: not keeping it is cheaper
     rings = not o["summary"] and (not o["as_jsonl"] or o["detail"])
-    if (frames.lists is not None and o["count"] is None
+    lists = watched_lists(frames, beyond)
+    if (lists is not None and o["count"] is None
             and not _bar(known, quiet=o["as_json"] and not o["summary"])):
-        # a capture's lengths alone: watched, checked for a signal (between two lists: at most
-        # LENGTHS_BATCH frames later) and for none at all list by list, then taken one by one
-        # through C's iteration
+        # a capture's lengths (with --offload, their derived headers) read in lists: watched,
+        # checked for a signal (between two lists: at most LENGTHS_BATCH frames later) and for
+        # none at all list by list, then taken one by one through C's iteration
         frame_items: Iterable[Item] = chain.from_iterable(
-            stop.items(_nonempty(beyond.watch_lists(frames.lists), source, frames)))
-    elif (frames.pairs is not None and o["count"] is None
-            and not _bar(known, quiet=o["as_json"] and not o["summary"])):
-        # the same for a capture's lengths with their derived headers (--offload)
-        frame_items = chain.from_iterable(
-            stop.items(_nonempty(beyond.watch_pairs(frames.pairs), source, frames)))
+            stop.items(_nonempty(lists, source, frames)))
     else:
         frame_items = stop.items(_nonempty(items, source, frames))
     stream = Stream(profile, config, frame_items, want_trace=want, rings=rings, frags=o["gro"])

@@ -513,7 +513,10 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
     """An Ethernet pcap capture's frame lengths, ``_pcap``'s records read for their lengths
     alone, the whole records of the buffer in lists of at most LENGTHS_BATCH: the same checks,
     damage (raised once the lengths before it are handed on) and cut. ``keyed``: each length
-    with its frame's transport_key (``read_keyed``); ``see``: see ``read_lengths``."""
+    with its frame's transport_key (``read_keyed``); ``see``: see ``read_lengths`` (not with
+    ``keyed``: a keyed list's frames are read for their keys alone)."""
+    if keyed and see is not None:
+        raise ValueError("_pcap_lengths: keyed frames are not seen")
     swapped = _pcap_header(reads, name, order, cooked)[0]
     unpack = struct.Struct(order + "8xII").unpack_from
     index = 0

@@ -219,6 +219,11 @@ _NEEDS_BYTES = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame
 VLAN_ETH_HLEN = 18  # an Ethernet header with one VLAN tag
 
 
+def _unwritten(length: int, hdr: VnetHdr | None, limit: int) -> bool:
+    """A frame longer than ``limit`` without a GSO header: what a device does not write."""
+    return length > limit and (hdr is None or not hdr.gso_type)
+
+
 class BeyondMtu:
     """Frames longer than a device with this MTU writes without a GSO header (counted as they
     pass by ``watch``): what a capture taken after GRO holds (tcpdump inside the guest), not
@@ -238,7 +243,7 @@ class BeyondMtu:
             if isinstance(item, int):
                 if item > limit:
                     self._beyond(index, item)
-            elif item[0] > limit and (item[1] is None or not item[1].gso_type):
+            elif _unwritten(item[0], item[1], limit):
                 self._beyond(index, item[0])
             index += 1  # noqa: SIM113  (enumerate makes a tuple per frame)
             yield item
@@ -260,7 +265,7 @@ class BeyondMtu:
         index = 0
         for pairs in lists:
             for length, hdr in pairs:
-                if length > limit and (hdr is None or not hdr.gso_type):
+                if _unwritten(length, hdr, limit):
                     self._beyond(index, length)
                 index += 1
             yield pairs
@@ -280,6 +285,16 @@ class BeyondMtu:
                 "the guest (tcpdump on its interface) is taken after GRO and holds GRO's "
                 "aggregates: replay a capture of the host's tap, or give --offload auto to "
                 "read long TCP/UDP frames as GSO")
+
+
+def watched_lists(frames: Frames, beyond: BeyondMtu) -> Iterator[Sequence[Item]] | None:
+    """A capture's frames in lists as read (``Frames.lists`` or ``Frames.pairs``), watched by
+    ``beyond``; None when they are not read in lists."""
+    if frames.lists is not None:
+        return beyond.watch_lists(frames.lists)
+    if frames.pairs is not None:
+        return beyond.watch_pairs(frames.pairs)
+    return None
 
 
 def nonempty(items: Iterable[T], empty: Callable[[], Exception]) -> Iterator[T]:
