@@ -27,7 +27,7 @@ from vnetrx.replay.refill import ring_config
 from vnetrx.replay.state import Decision, Ring, RingConfig
 from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 
-REPLAY_SCHEMA = "vnetrx.replay/1"
+REPLAY_SCHEMA: Final = "vnetrx.replay/1"
 
 
 def _posted(r: Ring, p: Posted) -> dict[str, Any]:
@@ -152,8 +152,8 @@ def render_replay_lines(r: Replay) -> str:
 
 
 ROW_SCHEMA: Final = "vnetrx.replay-row/1"
-_ROW_SKB = ROW_SKB_FIELDS
-_NO_SKB = dict.fromkeys(_ROW_SKB)
+_ROW_SKB: Final = ROW_SKB_FIELDS
+_NO_SKB: Final = dict.fromkeys(_ROW_SKB)
 
 
 def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
@@ -183,7 +183,7 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 
 # row_to_dict's line, formatted directly (what json.dumps(row_to_dict(...)) prints, without
 # the dict: a replay writes one per frame)
-_NO_SKB_PART = ", ".join(f'"{name}": null' for name in _ROW_SKB)
+_NO_SKB_PART: Final = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 PARTS_KEPT: Final = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 
 
@@ -202,7 +202,7 @@ def decision_part(d: Decision) -> str:
 
 
 def row_line(label: Callable[[int], str], f: FrameRecord,
-             parts: dict[int, tuple[Decision, str]] | None = None) -> str:
+             parts: dict[int, _Part] | None = None) -> str:
     """``json.dumps(row_to_dict(...))`` of one frame, written out directly. ``parts``: the
     decision parts already written, by decision (frames alike in geometry share one)."""
     rows = _Rows(label)
@@ -218,7 +218,7 @@ class _Rows:
 
     def __init__(self, label: Callable[[int], str]) -> None:
         self.label = label
-        self.parts: dict[int, tuple[Decision, str]] = {}
+        self.parts: dict[int, _Part] = {}
         self.page = -1
         self.page_label = ""
 
@@ -228,10 +228,10 @@ class _Rows:
         d = f.decision
         parts = self.parts
         known = parts.get(id(d))
-        if known is None or known[0] is not d:  # (the entry holds d: its id is not reused)
+        if known is None or known.decision is not d:  # (the entry holds d: its id is not reused)
             if len(parts) >= PARTS_KEPT:
                 parts.clear()
-            known = parts[id(d)] = (d, decision_part(d))
+            known = parts[id(d)] = _Part(d, f)
         used = f.buffers
         poll = "null" if f.poll is None else str(f.poll)
         ewma = "null" if f.ewma_after is None else str(f.ewma_after)
@@ -240,18 +240,39 @@ class _Rows:
             b = used[0].buf
             if b.frag_index != self.page:
                 self.page, self.page_label = b.frag_index, self.label(b.frag_index)
+            if f.frame_len == known.frame_len and b.len == known.buf_len:
+                # the decision's frame and buffer lengths (its geometry), written once
+                return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}{known.frame}{poll}'
+                        f', "buffers": [["{self.page_label}", {b.offset}{known.tail}{ewma}'
+                        f', "refill": {refill}}}')
             return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": '
                     f'{f.frame_len}, "poll": {poll}, "buffers": [["{self.page_label}", '
-                    f'{b.offset}, {b.len}]], {known[1]}, "ewma": {ewma}, "refill": {refill}}}')
+                    f'{b.offset}, {b.len}]], {known.text}, "ewma": {ewma}, "refill": {refill}}}')
         buffers = ", ".join([self.buffer(p.buf) for p in used])
         return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
-                f'"poll": {poll}, "buffers": [{buffers}], {known[1]}, "ewma": {ewma}, '
+                f'"poll": {poll}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
                 f'"refill": {refill}}}')
 
     def buffer(self, b: PostedBuffer) -> str:
         if b.frag_index != self.page:
             self.page, self.page_label = b.frag_index, self.label(b.frag_index)
         return f'["{self.page_label}", {b.offset}, {b.len}]'
+
+
+class _Part:
+    """A decision's part of its rows (``decision_part``), and the text around a row's poll and
+    buffer offset for frames of the first frame's lengths (the decision's geometry: frames
+    that share a decision have them, so their decimal texts are written once)."""
+
+    __slots__ = ("buf_len", "decision", "frame", "frame_len", "tail", "text")
+
+    def __init__(self, d: Decision, f: FrameRecord) -> None:
+        self.decision = d
+        self.text = decision_part(d)
+        self.frame_len = f.frame_len
+        self.buf_len = f.buffers[0].buf.len if len(f.buffers) == 1 else -1
+        self.frame = f', "frame_len": {f.frame_len}, "poll": '
+        self.tail = f', {self.buf_len}]], {self.text}, "ewma": '
 
 
 def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False) -> None:
@@ -270,7 +291,9 @@ def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False)
     for f in s.records:
         lines.append(line(f))
         if len(lines) == 256 or live:  # a few writes, whole lines only
-            write("\n".join(lines) + "\n")
+            lines.append("")  # (the last newline, without copying the joined lines again)
+            write("\n".join(lines))
             lines = []
     if lines:
-        write("\n".join(lines) + "\n")
+        lines.append("")
+        write("\n".join(lines))
