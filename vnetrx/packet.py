@@ -37,19 +37,21 @@ from vnetrx.paths.virtio_net_hdr import (
 )
 from vnetrx.records import NamedTuple
 
-L4_CHOICES = ("tcp4", "tcp6", "udp4", "udp6")
-CSUM_CHOICES = ("partial", "valid", "none")
-GSO_TYPES = {"tcpv4": GSO_TCPV4, "tcpv6": GSO_TCPV6, "udp": GSO_UDP, "udp_l4": GSO_UDP_L4}
-MAX_TCP_OPTIONS = 40  # a TCP header is at most 60 bytes (data offset 15)
+L4_CHOICES: Final = ("tcp4", "tcp6", "udp4", "udp6")
+CSUM_CHOICES: Final = ("partial", "valid", "none")
+GSO_TYPES: Final = {"tcpv4": GSO_TCPV4, "tcpv6": GSO_TCPV6, "udp": GSO_UDP, "udp_l4": GSO_UDP_L4}
+MAX_TCP_OPTIONS: Final = 40  # a TCP header is at most 60 bytes (data offset 15)
 ETH_P_IP: Final = 0x0800
 ETH_P_IPV6: Final = 0x86DD
 # Locally administered MACs and documentation addresses (RFC 5737 192.0.2.0/24, RFC 3849
 # 2001:db8::/32): a built frame is addressed to nobody (vnetrx.live writes them into its own tap,
 # where the stack drops them as PACKET_OTHERHOST after the tracepoint)
-_MAC_DST, _MAC_SRC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
-_IP4_SRC, _IP4_DST = bytes([192, 0, 2, 1]), bytes([192, 0, 2, 2])
-_IP6_SRC = bytes.fromhex("20010db8000000000000000000000001")
-_IP6_DST = bytes.fromhex("20010db8000000000000000000000002")
+_MAC_DST: Final = bytes.fromhex("020000000001")
+_MAC_SRC: Final = bytes.fromhex("020000000002")
+_IP4_SRC: Final = bytes([192, 0, 2, 1])
+_IP4_DST: Final = bytes([192, 0, 2, 2])
+_IP6_SRC: Final = bytes.fromhex("20010db8000000000000000000000001")
+_IP6_DST: Final = bytes.fromhex("20010db8000000000000000000000002")
 
 
 class Headers(NamedTuple):
@@ -153,8 +155,8 @@ def find_headers(frame: bytes) -> Headers:
 ETH_P_8021Q: Final = 0x8100
 ETH_P_8021AD: Final = 0x88A8
 # transport_key's l4 codes (0: no transport), and the Headers each key stands for
-_L4_CODES = (None, "tcp4", "tcp6", "udp4", "udp6")
-_NO_TRANSPORT = Headers(None, 0, 0)
+_L4_CODES: Final = (None, "tcp4", "tcp6", "udp4", "udp6")
+_NO_TRANSPORT: Final = Headers(None, 0, 0)
 
 
 def transport_key(frame: bytes) -> int:
@@ -208,7 +210,7 @@ def transport_of(frame: bytes) -> Headers:
     return headers_of_key(transport_key(frame))
 
 
-OFFLOAD_CHOICES = ("none", "auto", "auto-valid")
+OFFLOAD_CHOICES: Final = ("none", "auto", "auto-valid")
 
 
 def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
@@ -236,7 +238,7 @@ def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
 
 # CaptureDeriver's bound on the headers it keeps (a bound on memory: a capture's flows share a
 # handful; frames whose headers all differ are each derived again past it)
-HEADERS_KEPT = 4096
+HEADERS_KEPT: Final = 4096
 # the bytes of a frame a deriver is given (when nothing else reads them): more than
 # transport_key reads (Ethernet, two VLAN tags, a 60-byte IPv4 header and TCP's data offset:
 # 96 bytes; tests/test_packet.py checks the longest)
@@ -342,7 +344,7 @@ def read_frame(path: str) -> bytes:
     return data
 
 
-MAX_FRAME = 65535
+MAX_FRAME: Final = 65535
 
 
 def parse_gso(text: str) -> tuple[int, int]:
@@ -441,9 +443,9 @@ def tcp_flow_frames(template: bytes, headers: Headers, count: int) -> list[bytes
 
 
 # --- UDP tunnels (--tunnel): VXLAN over UDP, the 24-byte virtio_net_hdr_v1_hash_tunnel -------
-TUNNEL_CHOICES = ("ipv4", "ipv6")  # the outer IP version
-VXLAN_PORT = 4789  # IANA's VXLAN port (the outer UDP destination)
-VXLAN_HLEN = 8
+TUNNEL_CHOICES: Final = ("ipv4", "ipv6")  # the outer IP version
+VXLAN_PORT: Final = 4789  # IANA's VXLAN port (the outer UDP destination)
+VXLAN_HLEN: Final = 8
 
 
 class Tunnel(NamedTuple):

@@ -4,9 +4,11 @@ Compiled with mypyc (vnetrx/compiled.py); imports nothing else of vnetrx's than 
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.model import SKB_FIELDS, Skb
 
-ROW_SKB_FIELDS = tuple(f.name for f in SKB_FIELDS if f.row)
+ROW_SKB_FIELDS: Final = tuple(f.name for f in SKB_FIELDS if f.row)
 
 
 def row_skb_json(skb: Skb) -> str:

@@ -12,10 +12,10 @@ import signal
 import threading
 from collections.abc import Iterable, Iterator
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 class StopOnSignal:

@@ -24,13 +24,13 @@ from vnetrx.replay.summary import Totals
 from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 from vnetrx.values import Value
 
-ROW_SCHEMA = "vnetrx.sweep-row/1"
-SWEEP_SCHEMA = "vnetrx.sweep/1"
+ROW_SCHEMA: Final = "vnetrx.sweep-row/1"
+SWEEP_SCHEMA: Final = "vnetrx.sweep/1"
 
 
 # the skb fields a row carries, read from a record (vnetrx.skb_row: which, and as JSON)
 _row_skb = attrgetter(*ROW_SKB_FIELDS)
-CSV_FIELDS = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allocations",
+CSV_FIELDS: Final = ("frame_len", "kernel", "outcome", "reason", *ROW_SKB_FIELDS, "allocations",
               "bytes_copied", "buffers")
 
 
@@ -199,18 +199,18 @@ def row_values(row: Row) -> tuple[object, ...]:
 
 
 # row_to_dict's JSON, formatted directly (a sweep writes one per length)
-_NO_SKB_PART = ", ".join(f'"{name}": null' for name in ROW_SKB_FIELDS)
+_NO_SKB_PART: Final = ", ".join(f'"{name}": null' for name in ROW_SKB_FIELDS)
 
 
 # a row with an skb, formatted in one call (%-formatting: str.format parses its template's field
 # numbers on every call, a sixth of a sweep's time): frame_len, kernel (JSON), outcome, the row
 # fields, buffers, allocations, bytes_copied, frags
-_SKB_ROW = (
+_SKB_ROW: Final = (
     '{"schema": "' + ROW_SCHEMA + '", "frame_len": %s, "kernel": %s, "outcome": "%s", '
     '"reason": null, %s, "buffers": %s, "cost": {"allocations": %s, "bytes_copied": %s, '
     '"frags": %s}}'
 )
-_KERNEL_JSON: dict[str, str] = {}
+_KERNEL_JSON: Final[dict[str, str]] = {}
 
 
 def row_line(row: Row) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Final
 from vnetrx.flow import FlowRun
 from vnetrx.values import Value
 
-GRO_ROW_SCHEMA = "vnetrx.sweep-gro-row/1"
+GRO_ROW_SCHEMA: Final = "vnetrx.sweep-gro-row/1"
 
 
 class GroRow(Value):

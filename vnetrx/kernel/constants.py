@@ -17,7 +17,7 @@ Sources: docs/kernel/skbuff.md §2, docs/kernel/virtio-net-rx.md §3-§5, docs/k
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Final, Union
 
 from vnetrx.kernel.changes import (
     TUN_ALLOC_SKB_BIG_PAGED,
@@ -30,12 +30,12 @@ from vnetrx.kernel.version import KernelVersion
 from vnetrx.records import NamedTuple
 
 # --- protocol facts ---------------------------------------------------------------------
-ETH_HLEN = 14  # include/uapi/linux/if_ether.h
-ETH_DATA_LEN = 1500  # include/uapi/linux/if_ether.h
-VLAN_HLEN = 4  # include/linux/if_vlan.h
-IP_MAX_MTU = 0xFFFF  # include/net/ip.h
-INT_MAX = 2**31 - 1
-U16_MAX = 0xFFFF
+ETH_HLEN: Final = 14  # include/uapi/linux/if_ether.h
+ETH_DATA_LEN: Final = 1500  # include/uapi/linux/if_ether.h
+VLAN_HLEN: Final = 4  # include/linux/if_vlan.h
+IP_MAX_MTU: Final = 0xFFFF  # include/net/ip.h
+INT_MAX: Final = 2**31 - 1
+U16_MAX: Final = 0xFFFF
 
 Since = Union[Change, KernelVersion]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 

@@ -247,7 +247,7 @@ def parse_tcp_headers(mac: bytes, network: bytes, length: int,
     return _parse(mac[:14] + network, length, tcp_csum_ok)
 
 
-_IPV4_HEADER = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
+_IPV4_HEADER: Final = struct.Struct("!10H")  # an IPv4 header without options, as 16-bit words
 
 
 def _ipv4_header_sum(frame: bytes, at: int) -> int:

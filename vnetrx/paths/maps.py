@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.model import Buffer, Region
 
 
@@ -15,7 +17,7 @@ def regions(*parts: tuple[str, int, str]) -> tuple[Region, ...]:
     return tuple(out)
 
 
-PULLED_NOTE = "pulled into the skb head by virtio_net_hdr_to_skb (pskb_may_pull)"
+PULLED_NOTE: Final = "pulled into the skb head by virtio_net_hdr_to_skb (pskb_may_pull)"
 
 
 def mark_pulled(buffer: Buffer, pulled: int) -> Buffer:

@@ -22,7 +22,7 @@ from vnetrx.layouts.skbuff import skb_shared_info
 from vnetrx.model import IP_SUMMED, Frag, FragListSkb, Skb
 from vnetrx.records import NamedTuple
 
-_CHECKSUM_PARTIAL = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
+_CHECKSUM_PARTIAL: Final = IP_SUMMED.index("CHECKSUM_PARTIAL")  # include/linux/skbuff.h: 3
 # tuple.__new__, looked up once: compiled, ``tuple.__new__(...)`` looks the method up at each call
 _TUPLE_NEW: Final = tuple.__new__
 
@@ -59,7 +59,7 @@ def skb_headlen(skb: Skb) -> int:
 
 # SLUB kmalloc caches a skb head can land in (mm/slab_common.c kmalloc_info); above
 # KMALLOC_MAX_CACHE_SIZE (8 KiB) kmalloc goes to the page allocator.
-KMALLOC_BUCKETS = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
+KMALLOC_BUCKETS: Final = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 
 
 @cache

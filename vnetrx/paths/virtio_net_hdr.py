@@ -50,8 +50,8 @@ from vnetrx.paths.skbuff import (
 from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 
-VIRTIO_NET_H = "include/linux/virtio_net.h"
-SKBUFF_C = "net/core/skbuff.c"
+VIRTIO_NET_H: Final = "include/linux/virtio_net.h"
+SKBUFF_C: Final = "net/core/skbuff.c"
 
 # (Final, one per line: compiled, a Final int is a constant; any other module-level name is
 # looked up in the module's dict by name at every use, per frame on a replay's paths)
@@ -86,10 +86,15 @@ UDP_CSUM_OFFSET: Final = 6  # offsetof(struct udphdr, check)
 # The SKB_GSO_* bits (include/linux/skbuff.h); the ones virtio_net_hdr_to_skb sets have the same
 # values in every modelled kernel (5.12 .. 7.x). Only SKB_GSO_TCP_FIXEDID moved (bit 3 → 30 in
 # 6.18) and SKB_GSO_TCP_ACCECN appeared (bit 19, 6.17): docs/kernel/offloads.md §7.
-SKB_GSO_TCPV4, SKB_GSO_DODGY, SKB_GSO_TCP_ECN, SKB_GSO_TCPV6 = 1 << 0, 1 << 1, 1 << 2, 1 << 4
-SKB_GSO_UDP_TUNNEL, SKB_GSO_UDP_TUNNEL_CSUM = 1 << 10, 1 << 11
-SKB_GSO_UDP, SKB_GSO_UDP_L4 = 1 << 16, 1 << 17
-_SKB_GSO_NAMES = (
+SKB_GSO_TCPV4: Final = 1 << 0
+SKB_GSO_DODGY: Final = 1 << 1
+SKB_GSO_TCP_ECN: Final = 1 << 2
+SKB_GSO_TCPV6: Final = 1 << 4
+SKB_GSO_UDP_TUNNEL: Final = 1 << 10
+SKB_GSO_UDP_TUNNEL_CSUM: Final = 1 << 11
+SKB_GSO_UDP: Final = 1 << 16
+SKB_GSO_UDP_L4: Final = 1 << 17
+_SKB_GSO_NAMES: Final = (
     (0, "SKB_GSO_TCPV4"), (1, "SKB_GSO_DODGY"), (2, "SKB_GSO_TCP_ECN"), (4, "SKB_GSO_TCPV6"),
     (5, "SKB_GSO_FCOE"), (6, "SKB_GSO_GRE"), (7, "SKB_GSO_GRE_CSUM"), (8, "SKB_GSO_IPXIP4"),
     (9, "SKB_GSO_IPXIP6"), (10, "SKB_GSO_UDP_TUNNEL"), (11, "SKB_GSO_UDP_TUNNEL_CSUM"),
@@ -152,7 +157,7 @@ class VnetHdr(NamedTuple):
         return raw + bytes(size - len(raw))
 
 
-NO_HDR = VnetHdr(0, GSO_NONE, 0, 0, 0, 0)
+NO_HDR: Final = VnetHdr(0, GSO_NONE, 0, 0, 0, 0)
 
 
 class Check(NamedTuple):
@@ -223,7 +228,7 @@ class HdrResult(NamedTuple):
     encap: Encap | None = None  # a UDP-tunnel header's inner headers (6.17+)
 
 
-_GSO_NAMES_MADE: dict[int, tuple[str, ...]] = {}  # gso_type_names's answers
+_GSO_NAMES_MADE: Final[dict[int, tuple[str, ...]]] = {}  # gso_type_names's answers
 
 
 def gso_type_names(mask: int) -> tuple[str, ...]:
@@ -318,7 +323,7 @@ _NOCSUM_PULL: Final = (
      "GSO without NEEDS_CSUM: nh_min_len + thlen"),
 )
 # section 1's answer for GSO_NONE (without, with the ECN bit): made once
-_NO_GSO = (_Gso(0, 0, IPHDR_LEN, False), _Gso(0, 0, IPHDR_LEN, True))
+_NO_GSO: Final = (_Gso(0, 0, IPHDR_LEN, False), _Gso(0, 0, IPHDR_LEN, True))
 # section 1's accepted types: virtio gso_type → (SKB_GSO_*, thlen); GSO_UDP_L4 from 6.2
 _KNOWN: Final = {GSO_TCPV4: (SKB_GSO_TCPV4, TCPHDR_LEN), GSO_TCPV6: (SKB_GSO_TCPV6, TCPHDR_LEN),
                  GSO_UDP: (SKB_GSO_UDP, UDPHDR_LEN)}

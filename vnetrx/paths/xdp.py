@@ -19,11 +19,11 @@ from vnetrx.paths.steps import StepLog
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-FILTER_SRC = "net/core/filter.c"
+FILTER_SRC: Final = "net/core/filter.c"
 # include/uapi/linux/bpf.h: enum xdp_action (model.XDP_ACTIONS, in its order): the name an
 # option gives ("pass") → its value, and → the verdict's name ("XDP_PASS")
-ACTIONS = {verdict.removeprefix("XDP_").lower(): value for value, verdict in enumerate(XDP_ACTIONS)}
-VERDICT = {name: XDP_ACTIONS[value] for name, value in ACTIONS.items()}
+ACTIONS: Final = {verdict.removeprefix("XDP_").lower(): value for value, verdict in enumerate(XDP_ACTIONS)}
+VERDICT: Final = {name: XDP_ACTIONS[value] for name, value in ACTIONS.items()}
 
 
 class Meta(NamedTuple):
@@ -34,7 +34,7 @@ class Meta(NamedTuple):
     supported: bool  # xdp_prepare_buff(..., meta_valid = true)
 
 
-NO_META = Meta(0, 32, True)
+NO_META: Final = Meta(0, 32, True)
 
 
 class Adjusted(Value):

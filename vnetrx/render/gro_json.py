@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TextIO
+from typing import Final, TextIO
 
 from vnetrx.codec import REPLAY_GRO_ROW_SCHEMA
 from vnetrx.model import Frag, GroFlush
 from vnetrx.paths.gro import Delivered
 
 # each flush reason as its JSON string
-_QUOTED: dict[str, str] = {f: json.dumps(str(f)) for f in GroFlush}
+_QUOTED: Final[dict[str, str]] = {f: json.dumps(str(f)) for f in GroFlush}
 
 
 def delivered_line(poll: int, d: Delivered) -> str:

@@ -22,7 +22,7 @@ has been used *and* its skb freed); the order-0 fallback of the page_frag; OOM d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.profile import KernelProfile
@@ -81,8 +81,8 @@ __all__ = [
     "view",
 ]
 
-MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
-MAX_FRAMES = 100_000
+MAX_RING_SIZE: Final = 32768  # virtio: a split ring has at most 32768 entries
+MAX_FRAMES: Final = 100_000
 
 
 def replay(

@@ -28,10 +28,13 @@ from vnetrx.errors import DamagedInput, InputError
 from vnetrx.packet import KEY_SHIFT, TRANSPORT_HEAD, transport_key
 from vnetrx.values import Value
 
-LINKTYPE_ETHERNET = 1
-LINKTYPE_RAW, LINKTYPE_LINUX_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6 = 101, 113, 228, 229
-LINKTYPE_LINUX_SLL2 = 276
-LINK_TYPES = {  # what vnetrx reads
+LINKTYPE_ETHERNET: Final = 1
+LINKTYPE_RAW: Final = 101
+LINKTYPE_LINUX_SLL: Final = 113
+LINKTYPE_IPV4: Final = 228
+LINKTYPE_IPV6: Final = 229
+LINKTYPE_LINUX_SLL2: Final = 276
+LINK_TYPES: Final = {  # what vnetrx reads
     LINKTYPE_ETHERNET: "Ethernet (1)",
     LINKTYPE_LINUX_SLL: "Linux cooked SLL (113)",
     LINKTYPE_LINUX_SLL2: "Linux cooked SLL2 (276)",
@@ -39,17 +42,17 @@ LINK_TYPES = {  # what vnetrx reads
     LINKTYPE_IPV4: "raw IPv4 (228)",
     LINKTYPE_IPV6: "raw IPv6 (229)",
 }
-ETH_HLEN = 14
-PACKET_OUTGOING = 4  # sll_pkttype: sent by this host (include/uapi/linux/if_packet.h)
-ARPHRD_ETHER = 1  # sll_hatype of an Ethernet device (lo: ARPHRD_LOOPBACK 772)
-PCAP_MAGICS = {
+ETH_HLEN: Final = 14
+PACKET_OUTGOING: Final = 4  # sll_pkttype: sent by this host (include/uapi/linux/if_packet.h)
+ARPHRD_ETHER: Final = 1  # sll_hatype of an Ethernet device (lo: ARPHRD_LOOPBACK 772)
+PCAP_MAGICS: Final = {
     b"\xd4\xc3\xb2\xa1": "<",  # microseconds, little-endian
     b"\xa1\xb2\xc3\xd4": ">",
     b"\x4d\x3c\xb2\xa1": "<",  # nanoseconds
     b"\xa1\xb2\x3c\x4d": ">",
 }
-PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
-MAGICS = (*PCAP_MAGICS, PCAPNG_SHB)
+PCAPNG_SHB: Final = b"\x0a\x0d\x0d\x0a"
+MAGICS: Final = (*PCAP_MAGICS, PCAPNG_SHB)
 
 
 class Frame(Value):
@@ -221,17 +224,18 @@ def _open_reads(stream: BinaryIO, name: str, before_read: Callable[[], None] | N
     return reads
 
 
-CHUNK = 1 << 20  # bytes read at a time
-LIVE_READ = 2048  # bytes read at a time from a live feed: less than a pipe's BufferedReader holds
-PIPE_READ = 65536  # at most this much at a time from a live feed's read1: a pipe's capacity
+CHUNK: Final = 1 << 20  # bytes read at a time
+LIVE_READ: Final = 2048  # bytes read at a time from a live feed: less than a pipe's BufferedReader holds
+PIPE_READ: Final = 65536  # at most this much at a time from a live feed's read1: a pipe's capacity
 # libpcap's limits (tcpdump 4.99.3, libpcap 1.10.3, refuse one byte more: "invalid packet
 # capture length 262145", "pcapng block size 20971532 > maximum 16777216"); vnetrx refuses
 # the same, which also bounds its read buffer
 MAX_CAPLEN: Final = 262144  # also max_snaplen_for_dlt(DLT_EN10MB), the snaplen of a 0 or larger one
-MAX_PCAPNG_BLOCK = 16 << 20
-MAX_SHB = 1 << 20  # libpcap's BT_SHB_INSANE_MAX: a first Section Header Block is at most 1 MiB
-SHB_MIN = 28  # block header 8, byte-order magic 4, versions 4, section length 8, trailer 4
-BOM_LE, BOM_BE = b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"
+MAX_PCAPNG_BLOCK: Final = 16 << 20
+MAX_SHB: Final = 1 << 20  # libpcap's BT_SHB_INSANE_MAX: a first Section Header Block is at most 1 MiB
+SHB_MIN: Final = 28  # block header 8, byte-order magic 4, versions 4, section length 8, trailer 4
+BOM_LE: Final = b"\x4d\x3c\x2b\x1a"
+BOM_BE: Final = b"\x1a\x2b\x3c\x4d"
 
 
 class _Reads:
@@ -365,7 +369,7 @@ def _link_type(name: str, link: int) -> None:
                          f"{', '.join(LINK_TYPES.values())})")
 
 
-_ZERO_MAC = bytes(6)
+_ZERO_MAC: Final = bytes(6)
 
 
 def _as_ethernet(c: Cooked, packet: memoryview, length: int, data: bool,
@@ -645,7 +649,7 @@ def _block_size(kind: int, total: int) -> str:
     return ""
 
 
-FIXED = {6: 20, 2: 20, 3: 4, 1: 8}  # a packet block's or an IDB's fixed part, in bytes
+FIXED: Final = {6: 20, 2: 20, 3: 4, 1: 8}  # a packet block's or an IDB's fixed part, in bytes
 
 
 def _block(name: str, kind: int, body: memoryview, s: _Section, first: bool) -> str:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, islice
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Final, TypeVar, Union
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.files import open_input, parse_json
@@ -36,11 +36,11 @@ from vnetrx.replay.capture import (
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net_hdr import VnetHdr
 
-MAX_FRAMES = 100_000
-MAX_TEXT = 16 << 20  # bytes of a JSON or LIST file (100,000 frames of ~160 bytes)
-_TOKEN = re.compile(r"[^,\s]+")
-_COMMENT = re.compile(r"#[^\r\n]*")
-_ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?|x(\d{1,9}))?$")
+MAX_FRAMES: Final = 100_000
+MAX_TEXT: Final = 16 << 20  # bytes of a JSON or LIST file (100,000 frames of ~160 bytes)
+_TOKEN: Final = re.compile(r"[^,\s]+")
+_COMMENT: Final = re.compile(r"#[^\r\n]*")
+_ITEM: Final = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?|x(\d{1,9}))?$")
 
 
 def parse_list(text: str, where: str = "--len") -> tuple[int, ...]:
@@ -119,7 +119,7 @@ class Frames(NamedTuple):
 
 Derive = Callable[[int, bytes], "VnetHdr | None"]
 # the bytes of a frame a Derive is given (when nothing else reads them)
-DERIVE_HEAD = TRANSPORT_HEAD
+DERIVE_HEAD: Final = TRANSPORT_HEAD
 # keep(index, length, data, whole, split, time): a frame's bytes, for a caller that reads them
 # (GRO): the whole frame (a JSON object's "frame") or what a capture holds (maybe cut by its
 # snaplen), a JSON object's "split" (the writev boundaries of an IFF_NAPI_FRAGS write; ()
@@ -212,11 +212,11 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
     return Frames(lengths, len(lengths), False)
 
 
-_NEEDS_BYTES = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame\": HEX, "
+_NEEDS_BYTES: Final = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame\": HEX, "
                 "\"hdr\": HEX}")
 
 
-VLAN_ETH_HLEN = 18  # an Ethernet header with one VLAN tag
+VLAN_ETH_HLEN: Final = 18  # an Ethernet header with one VLAN tag
 
 
 def _unwritten(length: int, hdr: VnetHdr | None, limit: int) -> bool:

@@ -57,9 +57,9 @@ from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
 from vnetrx.replay.state import Decision, FrameRecord, Posted, RingConfig, RingState, RingView
 
-SRC = "drivers/net/virtio_net.c"
+SRC: Final = "drivers/net/virtio_net.c"
 # drops after receive_mergeable returned the skb (receive_buf's own checks): the EWMA moved
-RECEIVE_BUF_DROPS = (Drop.BAD_GSO, Drop.BAD_CSUM)
+RECEIVE_BUF_DROPS: Final = (Drop.BAD_GSO, Drop.BAD_CSUM)
 Arrival = tuple[int, int, VnetHdr | None]  # (index, frame length, its virtio_net_hdr)
 
 

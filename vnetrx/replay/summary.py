@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from vnetrx.replay.state import Decision, FrameRecord
 
-SUMMARY_SCHEMA = "vnetrx.replay-summary/1"
+SUMMARY_SCHEMA: Final = "vnetrx.replay-summary/1"
 # decisions Totals counts frames by before it folds them into its counts (each holds its skb)
 SEEN_KEPT: Final = 4096
 

@@ -6,7 +6,7 @@ reads: ``--gro``), or, from ``--len LIST``, bare lengths."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from vnetrx.errors import InputError
 from vnetrx.files import parse_json, read_bounded
@@ -15,9 +15,9 @@ from vnetrx.paths.vhost.rx import HostFrame, check_frame
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.frames import hex_field
 
-MAX_FRAMES = 100_000
-MAX_TEXT = 16 << 20
-KEYS = ("len", "l4", "hdr", "tcp_options", "vlan", "frame")
+MAX_FRAMES: Final = 100_000
+MAX_TEXT: Final = 16 << 20
+KEYS: Final = ("len", "l4", "hdr", "tcp_options", "vlan", "frame")
 
 
 def read_host_frames(path: str) -> tuple[HostFrame, ...]:

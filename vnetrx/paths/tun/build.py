@@ -31,7 +31,7 @@ from vnetrx.paths.tun.setup import SKBUFF_SRC, SOCK_SRC, SRC, TapConfig, TapSetu
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-FRAG_SOURCES = ("task-frag", "per-queue", "full-page")
+FRAG_SOURCES: Final = ("task-frag", "per-queue", "full-page")
 
 
 class BuildRules(NamedTuple):

@@ -56,9 +56,9 @@ from vnetrx.paths.virtio_net_hdr import NO_HDR, HdrResult, VnetHdr, hdr_rules, n
 from vnetrx.paths.xdp import ACTIONS as XDP_ACTIONS
 from vnetrx.values import Value
 
-MAX_FRAME_LEN = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
-NO_IP_VERSION = "a TUN frame of 0 bytes has no IP version (ip_version 0)"
-NEEDS_VNET_HDR = "--vnet-hdr-sz and --hdr need IFF_VNET_HDR (drop --no-vnet-hdr)"
+MAX_FRAME_LEN: Final = 65535  # what vnetrx models; the kernel itself has no smaller cap on a write
+NO_IP_VERSION: Final = "a TUN frame of 0 bytes has no IP version (ip_version 0)"
+NEEDS_VNET_HDR: Final = "--vnet-hdr-sz and --hdr need IFF_VNET_HDR (drop --no-vnet-hdr)"
 
 
 def check_frame_len(frame_len: int) -> None:

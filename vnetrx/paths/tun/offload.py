@@ -5,15 +5,23 @@ refused with EINVAL, "a way to test for new features": any flag left over). Read
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import TUN_UDP_TUNNEL_GSO, TUN_USO
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.records import NamedTuple
 
 # include/uapi/linux/if_tun.h
-TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, TUN_F_UFO = 0x01, 0x02, 0x04, 0x08, 0x10
-TUN_F_USO4, TUN_F_USO6 = 0x20, 0x40
-TUN_F_UDP_TUNNEL_GSO, TUN_F_UDP_TUNNEL_GSO_CSUM = 0x080, 0x100
-TUNSETOFFLOAD_MAX = 0x1FF  # the flags vnetrx lets a check ask for
+TUN_F_CSUM: Final = 0x01
+TUN_F_TSO4: Final = 0x02
+TUN_F_TSO6: Final = 0x04
+TUN_F_TSO_ECN: Final = 0x08
+TUN_F_UFO: Final = 0x10
+TUN_F_USO4: Final = 0x20
+TUN_F_USO6: Final = 0x40
+TUN_F_UDP_TUNNEL_GSO: Final = 0x080
+TUN_F_UDP_TUNNEL_GSO_CSUM: Final = 0x100
+TUNSETOFFLOAD_MAX: Final = 0x1FF  # the flags vnetrx lets a check ask for
 
 
 class Offload(NamedTuple):

@@ -4,7 +4,7 @@ alloc."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from vnetrx.kernel.constants import INT_MAX
 from vnetrx.kernel.profile import KernelProfile
@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from vnetrx.paths.tun.vnet_hdr import FrontRules
 from vnetrx.records import NamedTuple
 
-SRC = "drivers/net/tun.c"
-SKBUFF_SRC = "net/core/skbuff.c"
-SOCK_SRC = "net/core/sock.c"
+SRC: Final = "drivers/net/tun.c"
+SKBUFF_SRC: Final = "net/core/skbuff.c"
+SOCK_SRC: Final = "net/core/sock.c"
 __all__ = ["INT_MAX", "SKBUFF_SRC", "SOCK_SRC", "SRC", "TapConfig", "TapFrame", "TapSetup",
            "error", "tun_rx_pad"]
 

@@ -33,7 +33,7 @@ from vnetrx.paths.virtio_net_hdr import (
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-TUN_C = "drivers/net/tun.c"
+TUN_C: Final = "drivers/net/tun.c"
 
 
 def vnet_hdr_size() -> int:

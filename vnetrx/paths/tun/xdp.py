@@ -17,6 +17,7 @@ target's transmit path is not modelled.
 from __future__ import annotations
 
 import struct
+from typing import Final
 
 from vnetrx.kernel.changes import (
     GENERIC_XDP_MULTI_BUF,
@@ -41,12 +42,12 @@ from vnetrx.paths.tun.setup import SRC, TapConfig, TapSetup
 from vnetrx.paths.xdp import FILTER_SRC, VERDICT
 from vnetrx.records import NamedTuple
 
-DEV_SRC = "net/core/dev.c"
-TAP_MTU = 1500  # a tap's MTU unless changed (ether_setup)
-VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
-VIRTIO_NET_HDR_F_DATA_VALID = 2
-CHECKSUM_UNNECESSARY = 1
-CHECKSUM_PARTIAL = 3
+DEV_SRC: Final = "net/core/dev.c"
+TAP_MTU: Final = 1500  # a tap's MTU unless changed (ether_setup)
+VIRTIO_NET_HDR_F_NEEDS_CSUM: Final = 1
+VIRTIO_NET_HDR_F_DATA_VALID: Final = 2
+CHECKSUM_UNNECESSARY: Final = 1
+CHECKSUM_PARTIAL: Final = 3
 
 
 def xdp_frame_size(k: KernelProfile) -> int:

@@ -37,7 +37,7 @@ from vnetrx.model import Frag, Skb
 from vnetrx.paths.skbuff import skb_add_rx_frag
 from vnetrx.values import Value
 
-GOODCOPY_LEN = 128  # drivers/net/tun.c: what tun_get_user copies of a zerocopy write
+GOODCOPY_LEN: Final = 128  # drivers/net/tun.c: what tun_get_user copies of a zerocopy write
 
 
 class ZeroCopy(Value):

@@ -77,26 +77,26 @@ from vnetrx.paths.virtio_net_hdr import (
 )
 from vnetrx.records import NamedTuple
 
-SRC = "drivers/vhost/net.c"
-VHOST_C = "drivers/vhost/vhost.c"
-TUN_C = "drivers/net/tun.c"
-DEV_C = "net/core/dev.c"
-VIRTIO_NET_H = "include/linux/virtio_net.h"
+SRC: Final = "drivers/vhost/net.c"
+VHOST_C: Final = "drivers/vhost/vhost.c"
+TUN_C: Final = "drivers/net/tun.c"
+DEV_C: Final = "net/core/dev.c"
+VIRTIO_NET_H: Final = "include/linux/virtio_net.h"
 
-VHOST_NET_BATCH = 64  # drivers/vhost/net.c: pointers per vhost_net_buf_produce, and the
+VHOST_NET_BATCH: Final = 64  # drivers/vhost/net.c: pointers per vhost_net_buf_produce, and the
 # done_idx above which handle_rx signals the guest
-UIO_MAXIOV = 1024  # include/uapi/linux/uio.h: get_rx_bufs' quota with MRG_RXBUF
-VHOST_NET_WEIGHT = 0x80000  # bytes per handle_rx run (vhost_dev_init's byte_weight)
-VHOST_NET_PKT_WEIGHT = 256  # packets per handle_rx run (vhost_dev_init's weight)
-VNET_HDR_BASE = 10  # sizeof(struct virtio_net_hdr): what tun_put_user fills in
-NUM_BUFFERS_OFFSET = 10  # offsetof(struct virtio_net_hdr_mrg_rxbuf, num_buffers)
-MAX_FRAME_LEN = 65535
+UIO_MAXIOV: Final = 1024  # include/uapi/linux/uio.h: get_rx_bufs' quota with MRG_RXBUF
+VHOST_NET_WEIGHT: Final = 0x80000  # bytes per handle_rx run (vhost_dev_init's byte_weight)
+VHOST_NET_PKT_WEIGHT: Final = 256  # packets per handle_rx run (vhost_dev_init's weight)
+VNET_HDR_BASE: Final = 10  # sizeof(struct virtio_net_hdr): what tun_put_user fills in
+NUM_BUFFERS_OFFSET: Final = 10  # offsetof(struct virtio_net_hdr_mrg_rxbuf, num_buffers)
+MAX_FRAME_LEN: Final = 65535
 # the longest skb a tap transmits here: an IPv6 GSO skb's 65535-byte payload_len after its
 # 40-byte IPv6 and 14-byte Ethernet headers (no BIG TCP)
-MAX_HOST_LEN = MAX_FRAME_LEN + 40 + ETH_HLEN
-MODES = ("small", "big", "mergeable")
+MAX_HOST_LEN: Final = MAX_FRAME_LEN + 40 + ETH_HLEN
+MODES: Final = ("small", "big", "mergeable")
 
-NOTES = (
+NOTES: Final = (
     "QEMU's setup: the tap carries the virtio_net_hdr (TUNSETVNETHDRSZ = the guest's header "
     "length: vhost's sock_hlen; vhost_hlen 0, no VHOST_NET_F_VIRTIO_NET_HDR)",
     "the tap's ptr_ring holds the whole burst before handle_rx runs (its tx_queue_len, 500, is "
@@ -107,7 +107,7 @@ NOTES = (
 )
 
 
-IN_ORDER_NOTE = (
+IN_ORDER_NOTE: Final = (
     "VIRTIO_F_IN_ORDER: from the kernel source (drivers/vhost/net.c, vhost.c @6.17.0, @6.18.9), "
     "not measured: no 6.17+ vhost_net ran here (this host has none; Debian's guests are 6.1 "
     "and 6.12); the guest's receive is the one vnetrx models without IN_ORDER: the 6.17 "
@@ -370,7 +370,7 @@ def vhost_rx_config(k: KernelProfile, s: VhostRxSetup) -> VhostRxConfig:
     )
 
 
-_GSO_VALID = "0 none, 1 tcpv4, 4 tcpv6, 5 udp_l4; tcp types may add 0x80 ecn"
+_GSO_VALID: Final = "0 none, 1 tcpv4, 4 tcpv6, 5 udp_l4; tcp types may add 0x80 ecn"
 
 
 def check_frame(f: HostFrame, where: str = "the frame") -> None:

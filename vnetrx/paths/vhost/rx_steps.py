@@ -4,6 +4,8 @@ nothing here decides."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import TUN_USO, VHOST_NUM_BUFFERS_VERSION_1, VNET_HDR_GSO_UDP_L4
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.vhost.rx import (
@@ -26,8 +28,8 @@ from vnetrx.paths.vhost.rx import (
 )
 from vnetrx.paths.virtio_net_hdr import DATA_VALID, NEEDS_CSUM, VnetHdr, gso_type_names
 
-VIRTIO_NET_C = "drivers/net/virtio_net.c"
-_GSO_NAMES = {0: "GSO_NONE", 1: "GSO_TCPV4", 4: "GSO_TCPV6", 5: "GSO_UDP_L4"}
+VIRTIO_NET_C: Final = "drivers/net/virtio_net.c"
+_GSO_NAMES: Final = {0: "GSO_NONE", 1: "GSO_TCPV4", 4: "GSO_TCPV6", 5: "GSO_UDP_L4"}
 
 
 def hdr_text(h: VnetHdr) -> str:

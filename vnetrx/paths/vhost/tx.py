@@ -52,17 +52,17 @@ from vnetrx.paths.xdp import VERDICT
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-SRC = "drivers/vhost/net.c"
-TUN_SRC = "drivers/net/tun.c"
+SRC: Final = "drivers/vhost/net.c"
+TUN_SRC: Final = "drivers/net/tun.c"
 # vhost_net_set_features: hdr_len = (MRG_RXBUF || VERSION_1) ? 12 : 10; the tap socket carries
 # it (sock_hlen) when VHOST_NET_F_VIRTIO_NET_HDR is not negotiated, as with QEMU
 # (docs/kernel/vhost-net.md §1). 6.17+ (bbca931fce26): 24, sizeof(struct
 # virtio_net_hdr_v1_hash_tunnel), with HOST_ or GUEST_UDP_TUNNEL_GSO; tun_xdp_one then reads the
 # 24-byte header (tun_vnet_hdr_guest_features: vnet_hdr_sz >= 24).
-SOCK_HLENS = (10, 12)
-TUNNEL_SOCK_HLEN = 24
-DEFAULT_SOCK_HLEN = 12
-MAX_FRAME_LEN = 65535
+SOCK_HLENS: Final = (10, 12)
+TUNNEL_SOCK_HLEN: Final = 24
+DEFAULT_SOCK_HLEN: Final = 12
+MAX_FRAME_LEN: Final = 65535
 
 
 class VhostTxSetup(NamedTuple):

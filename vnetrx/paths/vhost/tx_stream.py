@@ -59,14 +59,14 @@ from vnetrx.paths.vhost.tx import (
 )
 from vnetrx.values import Value
 
-NOTES = (
+NOTES: Final = (
     "the guest queued the whole stream before vhost's worker ran (one kick): handle_tx takes "
     "chain after chain; a real guest's kicks and vhost's wake-ups may cut it into more runs",
     "vhost's page frag starts empty; a page whose every buffer has been freed may be reused in "
     "place (the same offsets), and a failed order-3 allocation falls back to one page: neither "
     "is modelled",
 )
-IN_ORDER_NOTE = (
+IN_ORDER_NOTE: Final = (
     "VIRTIO_F_IN_ORDER: from the kernel source (drivers/vhost/net.c, vhost.c @6.17.0, @6.18.9), "
     "not measured: no 6.17+ vhost_net ran here (this host has none; Debian's guests are 6.1 "
     "and 6.12)")

@@ -14,6 +14,8 @@ virtqueue          what the device writes into the posted buffers
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.paths.virtio_net.receive_buf import deliver, plan, planner, receive
 from vnetrx.paths.virtio_net.setup import (
     MAX_FRAME_LEN,
@@ -27,7 +29,7 @@ from vnetrx.paths.virtio_net.setup import (
     for_frame,
 )
 
-SRC = "drivers/net/virtio_net.c"
+SRC: Final = "drivers/net/virtio_net.c"
 
 __all__ = [
     "MAX_FRAME_LEN",

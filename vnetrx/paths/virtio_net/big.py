@@ -7,6 +7,8 @@ Facts: docs/kernel/virtio-net-rx.md §5.3, §6, §8.
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import (
     BIG_BUILD_SKB_GIVE_PAGES,
     BIG_PACKETS_MTU_SIZED,
@@ -21,8 +23,8 @@ from vnetrx.paths.virtio_net.plan import Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import Config
 from vnetrx.paths.virtio_net.virtqueue import narrate_too_long as _too_long
 
-SRC = "drivers/net/virtio_net.c"
-PATH = "virtio-big"
+SRC: Final = "drivers/net/virtio_net.c"
+PATH: Final = "virtio-big"
 
 
 def plan_big(c: Config, frame: int, detail: bool = True) -> Plan:

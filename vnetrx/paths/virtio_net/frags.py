@@ -8,6 +8,8 @@ Facts: docs/kernel/virtio-net-rx.md §9.
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.model import Buffer
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.buffers import Carved, PostedBuffer
@@ -15,7 +17,7 @@ from vnetrx.paths.virtio_net.plan import Append, Plan, PlanFrag
 from vnetrx.paths.virtio_net.setup import Config
 from vnetrx.records import NamedTuple
 
-SRC = "drivers/net/virtio_net.c"
+SRC: Final = "drivers/net/virtio_net.c"
 
 
 def count_frags(info: Carved, count: int, frag0: bool) -> tuple[int, int]:

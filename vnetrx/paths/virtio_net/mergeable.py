@@ -7,6 +7,8 @@ Facts: docs/kernel/virtio-net-rx.md §5.4, §5.5, §6, §9.
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
     PADDED_VNET_HDR_V1_HASH,
@@ -25,8 +27,8 @@ from vnetrx.paths.virtio_net.plan import Append, Drop, Plan, PlanFrag, dropped
 from vnetrx.paths.virtio_net.setup import MAX_FRAME_LEN, Config
 from vnetrx.paths.virtio_net.virtqueue import narrate_get_buf
 
-SRC = "drivers/net/virtio_net.c"
-PATH = "virtio-mergeable"
+SRC: Final = "drivers/net/virtio_net.c"
+PATH: Final = "virtio-mergeable"
 
 
 def mergeable_buf_len(c: Config, frame: int) -> int:

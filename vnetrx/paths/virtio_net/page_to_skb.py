@@ -33,9 +33,9 @@ class Build(Reason):
     XDP_BUFF = "xdp_buff"  # 6.3+ XDP_PASS in mergeable mode: build_skb_from_xdp_buff, no test
 
 
-SRC = "drivers/net/virtio_net.c"
-SKBUFF_SRC = "net/core/skbuff.c"
-BUILT_HEAD = "the rx buffer (build_skb)"
+SRC: Final = "drivers/net/virtio_net.c"
+SKBUFF_SRC: Final = "net/core/skbuff.c"
+BUILT_HEAD: Final = "the rx buffer (build_skb)"
 
 class SkbHead(Value):
     """The skb head page_to_skb makes of a buffer: build_skb around it, or napi_alloc_skb and
@@ -163,7 +163,7 @@ def cost(p: Plan) -> Cost:
 
 # --- narration ---------------------------------------------------------------------------
 
-_WHY: dict[Build, str] = {
+_WHY: Final[dict[Build, str]] = {
     Build.NET_IP_ALIGN: "NET_IP_ALIGN != 0",
     Build.SHORT: "len {frame} <= GOOD_COPY_LEN",
     Build.NO_TAILROOM: "tailroom {tailroom} < shinfo_size {shinfo}",

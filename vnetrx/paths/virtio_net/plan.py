@@ -31,7 +31,7 @@ class Drop(Reason):
 # The device counter each drop increments (drivers/net/virtio_net.c; docs/kernel/offloads.md
 # §8.4): big mode's over-length drop only moves the queue's ``drops``; EXCEEDS_BUFFER is where
 # vnetrx stops, not a kernel drop.
-COUNTER: dict[Drop, str | None] = {
+COUNTER: Final[dict[Drop, str | None]] = {
     Drop.SHORT_PACKET: "rx_length_errors",
     Drop.LEN_EXCEEDS_MAX_SIZE: "rx_length_errors",
     Drop.LEN_EXCEEDS_ALLOCATED_SIZE: "drops",

@@ -44,15 +44,15 @@ from vnetrx.values import Value
 if TYPE_CHECKING:
     from vnetrx.paths.virtio_net.xdp import Posting, XdpFrame
 
-SRC = "drivers/net/virtio_net.c"
-TOO_LONG = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
-LINEARIZED_HEAD = "a page from xdp_linearize_page (build_skb)"
+SRC: Final = "drivers/net/virtio_net.c"
+TOO_LONG: Final = (Drop.LEN_EXCEEDS_MAX_SIZE, Drop.LEN_EXCEEDS_ALLOCATED_SIZE, Drop.EXCEEDS_BUFFER)
+LINEARIZED_HEAD: Final = "a page from xdp_linearize_page (build_skb)"
 
 
 # Hash report types (include/uapi/linux/virtio_net.h) that virtio_skb_set_hash makes
 # PKT_HASH_TYPE_L4: TCPv4 2, UDPv4 3, TCPv6 5, UDPv6 6, TCPv6_EX 8, UDPv6_EX 9
-HASH_REPORT_L4 = frozenset({2, 3, 5, 6, 8, 9})
-HASH_REPORT_L3 = frozenset({1, 4, 7})  # IPv4, IPv6, IPv6_EX
+HASH_REPORT_L4: Final = frozenset({2, 3, 5, 6, 8, 9})
+HASH_REPORT_L3: Final = frozenset({1, 4, 7})  # IPv4, IPv6, IPv6_EX
 
 
 class Delivery(NamedTuple):

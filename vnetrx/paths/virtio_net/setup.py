@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from vnetrx.paths.virtio_net.xdp_config import XdpConfig
 
 MAX_FRAME_LEN: Final = 65535
-MAX_MTU = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
-MAX_RING_SIZE = 32768  # virtio: a split ring has at most 32768 entries
+MAX_MTU: Final = 65535  # dev->max_mtu when VIRTIO_NET_F_MTU is not negotiated
+MAX_RING_SIZE: Final = 32768  # virtio: a split ring has at most 32768 entries
 
 
 class VirtioRxSetup(NamedTuple):
@@ -173,7 +173,7 @@ def check_rx_frame(s: VirtioRxSetup, f: RxFrame) -> None:
         )
 
 
-UDP_TUNNEL_CHOICES = ("gso", "gso-csum", "host")
+UDP_TUNNEL_CHOICES: Final = ("gso", "gso-csum", "host")
 
 
 def check_hdr_len(k: KernelProfile, hdr_len: int) -> None:

@@ -5,6 +5,8 @@ version. The plan and its narration side by side. Facts: docs/kernel/virtio-net-
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import RX_PREMAPPED_BY_DEFAULT, SMALL_USED_LEN_CHECK, VIRTIO_RX_PAGE_POOL
 from vnetrx.kernel.constants import ETH_HLEN
 from vnetrx.model import Buffer
@@ -16,8 +18,8 @@ from vnetrx.paths.virtio_net.plan import Drop, Plan, dropped
 from vnetrx.paths.virtio_net.setup import Config
 from vnetrx.paths.virtio_net.virtqueue import narrate_too_long as _too_long
 
-SRC = "drivers/net/virtio_net.c"
-PATH = "virtio-small"
+SRC: Final = "drivers/net/virtio_net.c"
+PATH: Final = "virtio-small"
 
 
 def plan_small(c: Config, frame: int, detail: bool = True) -> Plan:  # noqa: ARG001

@@ -4,13 +4,15 @@ posted buffer holds (what a driver without a length check would trust)."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from vnetrx.kernel.changes import Change
 from vnetrx.paths.steps import StepLog
 from vnetrx.paths.virtio_net.plan import Drop, Plan
 from vnetrx.paths.virtio_net.setup import Config
 
-RING_SRC = "drivers/virtio/virtio_ring.c"
-SRC = "drivers/net/virtio_net.c"
+RING_SRC: Final = "drivers/virtio/virtio_ring.c"
+SRC: Final = "drivers/net/virtio_net.c"
 
 
 def narrate_get_buf(p: Plan, log: StepLog) -> None:

@@ -49,8 +49,8 @@ from vnetrx.paths.xdp import FILTER_SRC, VERDICT, Adjusted, adjust, narrate_help
 from vnetrx.records import NamedTuple
 from vnetrx.values import Value
 
-SRC = "drivers/net/virtio_net.c"
-NEEDS_CSUM = 1  # VIRTIO_NET_HDR_F_NEEDS_CSUM
+SRC: Final = "drivers/net/virtio_net.c"
+NEEDS_CSUM: Final = 1  # VIRTIO_NET_HDR_F_NEEDS_CSUM
 
 
 class Buff(NamedTuple):
@@ -78,7 +78,7 @@ class XdpReason(Reason):
     ATTACH_REFUSED = "xdp_attach_refused"  # virtnet_xdp_set refused the program
 
 
-REFUSED = {"gso_type": XdpReason.GSO_TYPE, "needs_csum": XdpReason.NEEDS_CSUM,
+REFUSED: Final = {"gso_type": XdpReason.GSO_TYPE, "needs_csum": XdpReason.NEEDS_CSUM,
            "linearize": XdpReason.LINEARIZE, "len_check": XdpReason.LEN_CHECK,
            "too_many_buffers": XdpReason.TOO_MANY_BUFFERS}
 

@@ -11,6 +11,7 @@ module name, so a message reads "virtio_net: ...".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from vnetrx.errors import InputError
 from vnetrx.kernel.changes import (
@@ -23,10 +24,10 @@ from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.skbuff import shinfo_size
 from vnetrx.paths.virtio_net.setup import VirtioRxSetup, check_hdr_len, vnet_hdr_len
 
-SRC = "drivers/net/virtio_net.c"
-MODULE = "virtio_net: "  # NL_SET_ERR_MSG_MOD's KBUILD_MODNAME prefix
-MAX_QUEUE_PAIRS = 0x8000  # VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MAX
-ETH_DATA_LEN = 1500
+SRC: Final = "drivers/net/virtio_net.c"
+MODULE: Final = "virtio_net: "  # NL_SET_ERR_MSG_MOD's KBUILD_MODNAME prefix
+MAX_QUEUE_PAIRS: Final = 0x8000  # VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MAX
+ETH_DATA_LEN: Final = 1500
 
 
 @dataclass(frozen=True)
