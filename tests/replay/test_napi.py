@@ -287,6 +287,32 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     assert any(r is not None for _, r in outcomes)
 
 
+def test_compact_row_of_a_decision_met_with_other_lengths() -> None:
+    """The writer keeps a decision's frame and buffer lengths in its text (frames sharing a
+    decision share its geometry); a record whose lengths differ from the first's, were a
+    decision ever shared so, is still written from its own lengths."""
+    import json
+
+    from vnetrx.render.replay_json import _Rows, row_to_dict
+    from vnetrx.replay.refill import ring_config
+    from vnetrx.replay.state import FrameRecord
+
+    k = lookup("6.12")
+    cfg = RingConfig(VirtioRxSetup(mergeable=True))
+    run = replay(k, cfg, [60, 1000, 60])
+    first, other, again = run.frames
+    assert first.decision is again.decision and first.decision is not other.decision
+    rows = _Rows(ring_config(k, cfg).alloc.label)
+    assert rows.line(first) == json.dumps(row_to_dict(run, first))
+    # the 1000-byte frame given the 60-byte frame's decision: its own lengths in the row
+    odd = FrameRecord(other.index, other.frame_len, other.poll, other.buffers, first.decision,
+                      other.ewma_before, other.ewma_after, other.refill, other.ring)
+    line = rows.line(odd)
+    assert line == json.dumps(row_to_dict(run, odd))
+    assert '"frame_len": 1000' in line and '"len": 46' in line  # (the 60-byte frame's skb)
+    assert rows.line(again) == json.dumps(row_to_dict(run, again))
+
+
 def test_header_less_frames_are_planned_once_per_geometry() -> None:
     """A frame without a header is decided by its length and its buffers' lengths (and
     contiguity) alone, so the plan layer runs once per such geometry and every frame of that
