@@ -6,7 +6,10 @@ Writes three pcaps to a temporary directory (seeded):
          74, 200, 590, 1000, 1514, 3014 and 9014 bytes;
   MIXED: harder: 60, 66, 1514, 9014 or uniform 60..9014 bytes, zero-filled (with the uniform
          fifth about a quarter of the frames are a geometry never seen, a new decision);
-  TCP/UDP: MIXED's lengths with Ethernet + IPv4 + TCP (3 in 4) or UDP headers.
+  TCP/UDP: ISSUE's lengths with Ethernet + IPv4 + TCP (3 in 4) or UDP headers (issue 28's
+           "TCP/UDP frames with --offload auto");
+  MIXED TCP/UDP: MIXED's lengths with those headers (harder again: a new decision for about a
+           quarter of the frames, every one a new header-and-geometry pair).
 Then times whole commands, interleaved round by round (so that a busy moment hits every
 command alike), their CPU time (user + system) and each one's median ratio to tcpdump on the
 same file in the same round:
@@ -18,10 +21,12 @@ same file in the same round:
   the MTU), as traffic from a host does
   cat FILE | vnetrx replay --from - ... --summary     (a pipe: the capture is streamed)
 
+(the TCP/UDP captures with --offload auto --jsonl alone)
+
 and the peak memory of one run of each vnetrx command (/usr/bin/time). Goals: issue 15, at
 least 100,000 frames/s for --jsonl and at most 2x tcpdump, peak memory under 100 MB; issue 28,
-on its capture (ISSUE), --jsonl (also with --offload auto) within 1.5x tcpdump and --summary
-faster than tcpdump. ``--busy`` keeps every core busy with another process meanwhile;
+on its capture (ISSUE), --jsonl (also with --offload auto, and on TCP/UDP) within 1.5x tcpdump
+and --summary faster than tcpdump. ``--busy`` keeps every core busy with another process meanwhile;
 ``--offload-only`` times the --offload auto commands alone (and their references).
 """
 
@@ -48,11 +53,11 @@ _UDP = b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 8 + b"\x11" + b"\0" * 10 + b
 
 
 def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False,
-                  issue: bool = False) -> int:
+                  issue: bool = False, udp: bool = True) -> int:
     """Every frame zero-filled; ``headers``: each starts with Ethernet, IPv4 and a TCP
-    (20-byte) or UDP header (UDP every fourth frame; TCP only with ``issue``), what
-    ``--offload auto`` gives a NEEDS_CSUM header. Lengths: ``issue``, drawn from
-    ISSUE_LENGTHS; otherwise 60, 66, 1514, 9014 or uniform 60..9014."""
+    (20-byte) or UDP header (UDP every fourth frame, with ``udp``), what ``--offload auto``
+    gives a NEEDS_CSUM header. Lengths: ``issue``, drawn from ISSUE_LENGTHS; otherwise 60, 66,
+    1514, 9014 or uniform 60..9014."""
     rng = random.Random(seed)
     total = 0
     with path.open("wb") as out:
@@ -62,7 +67,7 @@ def write_capture(path: Path, frames: int, seed: int = 15, headers: bool = False
             length = (rng.choice(ISSUE_LENGTHS) if issue
                       else rng.choice([60, 66, 1514, 9014, rng.randint(60, 9014)]))
             out.write(struct.pack("<IIII", i // 1000, i % 1000, length, length))
-            head = (_TCP if i % 4 or issue else _UDP) if headers else b""
+            head = (_TCP if i % 4 or not udp else _UDP) if headers else b""
             out.write(head + zeros[: length - len(head)])
             total += length
     return total
@@ -74,7 +79,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--kernel", default="6.12")
     parser.add_argument("--offload-only", action="store_true",
-                        help="time only the TCP/UDP capture: tcpdump and --offload auto --jsonl")
+                        help="time only the captures with headers: tcpdump and --offload auto --jsonl")
     round_options(parser, 3)
     args = parser.parse_args()
     # the installed script next to this python (`python -m vnetrx` in the project root would
@@ -84,19 +89,24 @@ def main() -> None:
     opts = f"--mergeable --mtu 9000 --kernel {args.kernel}"
     tcpdump = shutil.which("tcpdump")
     with tempfile.TemporaryDirectory(prefix="vnetrx-bench-") as tmp:
-        issue, mixed, real = (Path(tmp) / name for name in ("issue.pcap", "mixed.pcap",
-                                                            "tcp-udp.pcap"))
-        print(f"{args.frames:,} frames in each capture: "
-              f"ISSUE {write_capture(issue, args.frames, 28, True, True) / 1e9:.2f} GB, "
-              f"TCP/UDP {write_capture(real, args.frames, headers=True) / 1e9:.2f} GB"
-              + ("" if args.offload_only else
-                 f", MIXED {write_capture(mixed, args.frames) / 1e9:.2f} GB"))
+        # (label, file, write_capture's arguments): ISSUE is issue 28's (TCP alone)
+        captures = [("ISSUE", 28, True, True, False), ("TCP/UDP", 28, True, True, True),
+                    ("MIXED", 15, False, False, False), ("MIXED TCP/UDP", 15, True, False, True)]
+        if args.offload_only:
+            captures = [c for c in captures if c[2]]
+        paths = {}
+        for label, seed, headers, issue, udp in captures:
+            paths[label] = Path(tmp) / (label.replace("/", "-").replace(" ", "-") + ".pcap")
+            size = write_capture(paths[label], args.frames, seed, headers, issue, udp)
+            print(f"  {label}: {size / 1e9:.2f} GB", end="")
+        print(f" ({args.frames:,} frames each)")
         # (name, the reference it is compared with, shell line)
         commands: list[tuple[str, str | None, str]] = []
-        for label, path in (("ISSUE", issue), ("MIXED", mixed), ("TCP/UDP", real)):
+        for label, path in paths.items():
             reference = f"tcpdump -nr {label}"
-            rows = [(reference, None, f"{tcpdump} -nr {path}")]
-            if label != "TCP/UDP":
+            rows: list[tuple[str, str | None, str]] = [(reference, None,
+                                                        f"{tcpdump} -nr {path}")]
+            if label in ("ISSUE", "MIXED"):
                 rows += [(f"{label}: --jsonl", reference, f"{vnetrx} --from {path} {opts} --jsonl"),
                          (f"{label}: --summary", reference,
                           f"{vnetrx} --from {path} {opts} --summary")]
@@ -108,21 +118,19 @@ def main() -> None:
                              f"cat {path} | {vnetrx} --from - {opts} --summary"))
             if args.offload_only:
                 rows = [r for r in rows if r[1] is None or "offload" in r[0]]
-                if label == "MIXED":
-                    rows = []
             commands += rows
         if not tcpdump:
             commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
         times = interleaved({name: cmd for name, _, cmd in commands}, args.rounds, args.busy)
         peaks = {name: peak_kib(cmd) for name, ref, cmd in commands if ref is not None}
     print(heading(args.rounds, args.busy))
-    for name, reference, _ in commands:
+    for name, ref, _ in commands:
         runs = times[name]
         median = statistics.median(runs)
-        ratio = (f"  {paired_ratio(runs, times[reference]):.2f}x tcpdump" if reference
-                 and reference in times else "")
+        ratio = (f"  {paired_ratio(runs, times[ref]):.2f}x tcpdump" if ref
+                 and ref in times else "")
         peak = f"  peak {peaks[name] / 1024:6.1f} MB" if name in peaks else ""
-        print(f"  {name:<40} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
+        print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
 
 
 def peak_kib(cmd: str) -> int:

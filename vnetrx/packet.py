@@ -239,10 +239,11 @@ def capture_header(h: Headers, length: int, mtu: int, mss: int | None, mode: str
 # CaptureDeriver's bound on the headers it keeps (a bound on memory: a capture's flows share a
 # handful; frames whose headers all differ are each derived again past it)
 HEADERS_KEPT: Final = 4096
-# the bytes of a frame a deriver is given (when nothing else reads them): more than
-# transport_key reads (Ethernet, two VLAN tags, a 60-byte IPv4 header and TCP's data offset:
-# 96 bytes; tests/test_packet.py checks the longest)
-TRANSPORT_HEAD: Final = 256
+# the bytes of a frame a deriver is given (when nothing else reads them): what transport_key
+# reads at most (Ethernet's 14, two VLAN tags' 8, a 60-byte IPv4 header, TCP's data offset
+# 12 bytes in: 95 bytes; tests/test_packet.py checks the longest). No more: a replay copies them
+# out of each captured frame, and a longer copy touches more of the capture's memory.
+TRANSPORT_HEAD: Final = 96
 # a frame read for its length and transport_key alone, as one int: key << KEY_SHIFT | length
 # (capture.read_keyed; a wire length is a pcap record's 32 bits)
 KEY_SHIFT: Final = 32
