@@ -427,7 +427,7 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFr
     from vnetrx.replay.gro import replay_gro
 
     limits = gro_limits(profile, o["gro_max_size"], o["gro_ipv4_max_size"])
-    delivered = replay_gro(profile, config, stream.records, kept.read, not o["no_gro"],
+    delivered = replay_gro(profile, config, stream.records, kept, not o["no_gro"],
                            limits, udp_gro=_udp_gro(o))
     window = gso_window_note(profile)
     # --jsonl rows and --summary have none: the text renderer (and rich) is not imported

@@ -93,14 +93,15 @@ class GroFrames:
 
 
 def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord],
-               read: Callable[[int], GroInput | TcpHeaders], gro: bool = True,
+               read: GroFrames | Callable[[int], GroInput | TcpHeaders], gro: bool = True,
                limits: GroLimits | None = None, steps: list[GroStep] | None = None,
                udp_gro: UdpGro | None = None) -> Iterator[tuple[int, Delivered]]:
     """GRO over a replay (``replay --gro``): the skbs of each NAPI poll (the records' ``poll``)
     go through GRO together, and a poll ends with napi_complete_done (or, at a whole budget,
     __napi_poll's flush): every skb the stack receives, with its poll, in delivery order.
     ``read(index)``: what GRO reads of the frame's headers (``gro.read_frame``; a TcpHeaders:
-    GroInput of it, nothing else set, see ``gro.read_frame_headers``); ``gro`` False:
+    GroInput of it, nothing else set, see ``gro.read_frame_headers``), or the GroFrames that
+    kept them (its ``read``, called natively when compiled); ``gro`` False:
     the device's GRO is off; ``limits``: its gro_max_size / gro_ipv4_max_size; ``steps``: gets
     what GRO did with each input (its gro_result), poll by poll."""
     c = virtio_net.config(k, virtio_net.check_virtio_setup(k, cfg.device))
@@ -112,10 +113,13 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     napi_frag = c.napi_head.frag
     current = 0
     in_poll = 0
+    # (a Callable is called through a vectorcall per frame, compiled; a GroFrames' method not)
+    kept = read if isinstance(read, GroFrames) else None
+    call = read.read if isinstance(read, GroFrames) else read
     for record in records:
         decision = record.decision
         skb = decision.skb
-        gro_input = read(record.index)
+        gro_input = kept.read(record.index) if kept is not None else call(record.index)
         poll = record.poll
         if poll is None or skb is None:  # dropped by the device or the driver
             continue
