@@ -220,6 +220,9 @@ def test_decisions_are_kept_by_header_value_and_bounded() -> None:
     first = run.decided(1000, partial, used)
     assert run.decided(1000, VnetHdr(1, 0, 0, 0, 34, 16), used) is first  # equal: kept
     assert run.decided(1000, None, used) is not first and run.kept == 2
+    plain = run.decided(1000, None, used)  # the frame before's geometry and header: its own
+    assert plain is run.decided(1000, None, used) and plain.skb != first.skb
+    assert run.decided(1000, partial, used) is first  # the same geometry, the other header's
     # csum_start 14..: every header another (most past the frame: dropped, decided alike)
     for start in range(14, 14 + DECISIONS_KEPT):
         run.decided(1000, VnetHdr(1, 0, 0, 0, start, 16), used)

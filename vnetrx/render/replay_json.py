@@ -219,6 +219,7 @@ class _Rows:
     def __init__(self, label: Callable[[int], str]) -> None:
         self.label = label
         self.parts: dict[int, _Part] = {}
+        self.last: _Part | None = None  # the last frame's
         self.page = -1
         self.page_label = ""
 
@@ -226,12 +227,15 @@ class _Rows:
         """One row, an f-string (compiled, it is joined without parsing a template, which `%`
         does on every call)."""
         d = f.decision
-        parts = self.parts
-        known = parts.get(id(d))
-        if known is None or known.decision is not d:  # (the entry holds d: its id is not reused)
-            if len(parts) >= PARTS_KEPT:
-                parts.clear()
-            known = parts[id(d)] = _Part(d, f)
+        known = self.last
+        if known is None or known.decision is not d:  # (a flow's frames share a decision)
+            parts = self.parts
+            known = parts.get(id(d))
+            if known is None or known.decision is not d:  # (it holds d: its id is not reused)
+                if len(parts) >= PARTS_KEPT:
+                    parts.clear()
+                known = parts[id(d)] = _Part(d, f)
+            self.last = known
         used = f.buffers
         poll = "null" if f.poll is None else str(f.poll)
         ewma = "null" if f.ewma_after is None else str(f.ewma_after)

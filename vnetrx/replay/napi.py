@@ -140,6 +140,10 @@ class _Run:
         # a few header objects: a frame with the last one's is not hashed)
         self.last_hdr: VnetHdr | None = None
         self.last_table: dict[int, Decision] = self.plain
+        # the last frame's decision, its geometry and the table it is in
+        self.last_decision: Decision | None = None
+        self.last_geometry = 0
+        self.last_of: dict[int, Decision] = self.plain
 
     # --- one frame -------------------------------------------------------------------------
     def decide(self, index: int, frame_len: int, hdr: VnetHdr | None,
@@ -176,20 +180,23 @@ class _Run:
             geometry = _geometry(frame_len, shown)
         table = (self.plain if hdr is None
                  else self.last_table if hdr is self.last_hdr else self._table(hdr))
+        last = self.last_decision
+        if last is not None and geometry == self.last_geometry and table is self.last_of:
+            return last  # (a flow's frames: the frame before's geometry and header)
         decision = table.get(geometry)
-        if decision is not None:
-            return decision
-        if self.kept >= DECISIONS_KEPT:  # a bound on memory, not a cache policy
-            self.plain.clear()
-            self.by_hdr.clear()
-            self.last_hdr, self.last_table, self.kept = None, self.plain, 0
-            table = self.plain if hdr is None else self._table(hdr)
-        if self.c.xdp is not None:
-            decision = self._xdp_decision(frame_len, hdr, shown)
-        else:
-            decision = self._decision(frame_len, hdr, shown)
-        table[geometry] = decision
-        self.kept += 1
+        if decision is None:
+            if self.kept >= DECISIONS_KEPT:  # a bound on memory, not a cache policy
+                self.plain.clear()
+                self.by_hdr.clear()
+                self.last_hdr, self.last_table, self.kept = None, self.plain, 0
+                table = self.plain if hdr is None else self._table(hdr)
+            if self.c.xdp is not None:
+                decision = self._xdp_decision(frame_len, hdr, shown)
+            else:
+                decision = self._decision(frame_len, hdr, shown)
+            table[geometry] = decision
+            self.kept += 1
+        self.last_decision, self.last_geometry, self.last_of = decision, geometry, table
         return decision
 
     def _table(self, hdr: VnetHdr) -> dict[int, Decision]:
