@@ -223,6 +223,13 @@ def test_decisions_are_kept_by_header_value_and_bounded() -> None:
     plain = run.decided(1000, None, used)  # the frame before's geometry and header: its own
     assert plain is run.decided(1000, None, used) and plain.skb != first.skb
     assert run.decided(1000, partial, used) is first  # the same geometry, the other header's
+    udp = VnetHdr(1, 0, 0, 0, 34, 6)  # csum_offset of udphdr.check
+    u = run.decided(1000, udp, used)
+    for _ in range(3):  # two headers taking turns (the one before the last is kept at hand)
+        assert run.decided(1000, partial, used) is first
+        assert run.decided(1000, udp, used) is u
+        assert run.decided(1000, None, used) is plain
+    assert u.skb != first.skb and run.kept == 3
     # csum_start 14..: every header another (most past the frame: dropped, decided alike)
     for start in range(14, 14 + DECISIONS_KEPT):
         run.decided(1000, VnetHdr(1, 0, 0, 0, start, 16), used)

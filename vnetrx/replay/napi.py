@@ -140,6 +140,9 @@ class _Run:
         # a few header objects: a frame with the last one's is not hashed)
         self.last_hdr: VnetHdr | None = None
         self.last_table: dict[int, Decision] = self.plain
+        # the header before the last one, and its table (TCP and UDP frames taking turns)
+        self.prev_hdr: VnetHdr | None = None
+        self.prev_table: dict[int, Decision] = self.plain
         # the last frame's decision, its geometry and the table it is in
         self.last_decision: Decision | None = None
         self.last_geometry = 0
@@ -189,6 +192,7 @@ class _Run:
                 self.plain.clear()
                 self.by_hdr.clear()
                 self.last_hdr, self.last_table, self.kept = None, self.plain, 0
+                self.prev_hdr, self.prev_table = None, self.plain
                 table = self.plain if hdr is None else self._table(hdr)
             if self.c.xdp is not None:
                 decision = self._xdp_decision(frame_len, hdr, shown)
@@ -200,10 +204,16 @@ class _Run:
         return decision
 
     def _table(self, hdr: VnetHdr) -> dict[int, Decision]:
-        """The decisions of frames with this header (equal headers share one), now the last."""
-        table = self.by_hdr.get(hdr)
-        if table is None:
-            table = self.by_hdr[hdr] = {}
+        """The decisions of frames with this header (equal headers share one), now the last;
+        the header before it is found without hashing (a header is a tuple of six ints)."""
+        if hdr is self.prev_hdr:
+            table = self.prev_table
+        else:
+            found = self.by_hdr.get(hdr)
+            if found is None:
+                found = self.by_hdr[hdr] = {}
+            table = found
+        self.prev_hdr, self.prev_table = self.last_hdr, self.last_table
         self.last_hdr, self.last_table = hdr, table
         return table
 
