@@ -65,6 +65,20 @@ def test_json_trace_does_not_import_rich_construct_or_the_tap_path() -> None:
     assert loaded(setup, "rich", "construct", "vnetrx.paths.tun", "dataclasses") == ""
 
 
+def test_a_plain_trace_does_not_load_gro() -> None:
+    """GRO's modules load with --gro only (start-up, issue 28): --segments' bound is
+    vnetrx.model's, and the distribution schemes' patterns are compiled when first matched."""
+    setup = command("trace", "--len", "1000", "--mergeable", "--json")
+    assert loaded(setup, "vnetrx.flow", "vnetrx.paths.gro") == ""
+    setup += "\nfrom vnetrx.kernel import distro\nprint(distro.re._cache)"
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + setup], capture_output=True,
+                         text=True, check=True).stdout
+    assert "flavour" not in out  # no scheme's pattern compiled
+    gro = command("trace", "--len", "1514", "--l4", "tcp4", "--mergeable", "--gro",
+                  "--segments", "4", "--json")
+    assert loaded(gro, "vnetrx.flow", "vnetrx.paths.gro") == "vnetrx.flow,vnetrx.paths.gro"
+
+
 def test_a_tap_trace_does_use_construct_and_the_tap_path() -> None:
     """The check above can fail: parsing a tap frame's virtio_net_hdr loads construct."""
     setup = command("trace", "--path", "tap", "--len", "1000", "--l4", "tcp4", "--gso",

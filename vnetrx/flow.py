@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError, UnsupportedError
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import GRO_SCHEMA, GroFlush, Outcome, Skb, Value
+from vnetrx.model import GRO_SCHEMA, MAX_SEGMENTS, GroFlush, Outcome, Skb, Value
 from vnetrx.paths import virtio_net
 from vnetrx.paths.gro import (
     JIFFY_NS,
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from vnetrx.paths.tun import TapSetup
     from vnetrx.paths.vhost.rx import GuestRx, Packet, VhostRxConfig
     from vnetrx.paths.virtio_net_hdr import VnetHdr
-
-MAX_SEGMENTS = 4096
 
 VIRTIO_NOTES = (
     "skb->hash is 0 before GRO (no HASH_REPORT): every flow is in GRO bucket 0",

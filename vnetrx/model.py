@@ -11,6 +11,9 @@ from vnetrx.records import NamedTuple
 Value = Union[int, str, bool, None]  # noqa: UP007  (a runtime alias: py3.10 needs Union)
 
 GRO_SCHEMA = "vnetrx.gro/1"  # vnetrx trace --gro (vnetrx.flow)
+# the most segments a flow trace (vnetrx.flow, trace --segments) sends: vnetrx's own bound
+# (here, not in vnetrx.flow, so that the CLI's option can say it without loading GRO)
+MAX_SEGMENTS = 4096
 TRACE_SCHEMA = "vnetrx.trace/1"  # a Trace's ``schema``: the JSON document codec makes of it
 
 

@@ -7,6 +7,8 @@ by hand, not by this code."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vnetrx.errors import InputError
@@ -511,6 +513,29 @@ def test_a_common_frame_read_as_its_headers_alone_is_what_read_frame_makes_of_it
             else:
                 assert got == want
     assert alone > 200  # the common shapes, as bytes and as views
+
+
+def test_a_frame_read_in_a_readers_buffer_is_read_as_its_captured_bytes(tmp_path: Path) -> None:
+    """read_captured reads buf[start:end] as read_frame_headers reads those bytes, whatever
+    the buffer (bytes, a bytearray, a view, a mapped file) and wherever the frame sits in it,
+    with the bytes around the frame not read (they differ: 0x45 and TCP's protocol number
+    past a cut frame's end would make a common frame of it if they were)."""
+    import mmap
+
+    from vnetrx.paths import gro
+
+    common = 0
+    for data, length in _capture_frames():
+        want = gro.read_frame_headers(data, length, False)
+        common += isinstance(want, gro.TcpHeaders)
+        around = b"\x45" * 7 + data + bytes(14) + b"\x45\x06" * 60
+        path = tmp_path / "buf"
+        path.write_bytes(around)
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            for buf in (around, bytearray(around), memoryview(around), mapped):
+                assert gro.read_captured(buf, 7, 7 + len(data), length) == want
+        assert gro.read_captured(data, 0, len(data), length) == want
+    assert common > 100
 
 
 def test_a_frame_given_as_a_view_reads_as_its_bytes_and_the_view_is_not_kept() -> None:

@@ -352,11 +352,12 @@ def test_read_lengths_shows_each_frame_to_see_as_read_capture_gives_it(base: str
                                                                              "f"))]
     seen: list[tuple[int, int, bytes]] = []
     lengths = [n for batch in read_lengths(io.BytesIO(data), "f",
-                                           see=lambda i, n, b: seen.append((i, n, bytes(b))))
+                                           see=lambda i, n, b, s, e: seen.append((i, n, bytes(b[s:e]))))
                for n in batch]
     assert seen == want and lengths == [n for _, n, _ in want]
 
-    def refuse_the_second(index: int, length: int, frame: bytes | memoryview) -> None:
+    def refuse_the_second(index: int, length: int, buf: bytes | memoryview, start: int,
+                          end: int) -> None:
         if index == 1:
             raise InputError(f"frame {index} refused")
 

@@ -25,12 +25,12 @@ from vnetrx.cli.tap_options import tap_options
 from vnetrx.cli.trace_vhost import VHOST_RX_ONLY, check_path, vhost_rx_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
-from vnetrx.flow import MAX_SEGMENTS, FlowRun
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import STACK_OUTCOMES, Trace
+from vnetrx.model import MAX_SEGMENTS, STACK_OUTCOMES, Trace
 from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
 
 if TYPE_CHECKING:
+    from vnetrx.flow import FlowRun
     from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 

@@ -45,14 +45,17 @@ class Distro(NamedTuple):
     page_size: int = 0  # PAGE_SIZE the string names (65536 for -64k flavours), or 0
 
 
+# The schemes' patterns, compiled when first matched (re's own cache keeps them): a release
+# string without a local part, what vnetrx's own profiles are, needs none of them, and
+# compiling all seven was ~3 ms of every command's start-up.
 # Debian's kernel flavours (the suffix after the ABI number; linux-image-<abi>-<flavour>)
 _DEBIAN_FLAVOURS = (r"(?:cloud-|rt-)?(?:amd64|arm64|armmp|armmp-lpae|686|686-pae|ppc64el|"
                     r"powerpc64le|s390x|loong64|riscv64|marvell|rpi|octeon|mips32r2el|"
                     r"mips64r2el|loongson-3|4kc-malta|5kc-malta)")
-_DEBIAN_ABI = re.compile(rf"^-(?P<abi>\d+)-(?P<flavour>{_DEBIAN_FLAVOURS})$")
-_DEBIAN_POINT = re.compile(rf"^\+(?P<suite>deb\d+|bpo)(?:-(?P<flavour>{_DEBIAN_FLAVOURS}))?$")
+_DEBIAN_ABI = rf"^-(?P<abi>\d+)-(?P<flavour>{_DEBIAN_FLAVOURS})$"
+_DEBIAN_POINT = rf"^\+(?P<suite>deb\d+|bpo)(?:-(?P<flavour>{_DEBIAN_FLAVOURS}))?$"
 # Ubuntu's flavours, generic and the cloud/OEM kernels
-_UBUNTU = re.compile(r"^-(?P<abi>\d+)-(?P<flavour>generic(?:-64k|-lpae)?|lowlatency(?:-64k)?|"
+_UBUNTU = (r"^-(?P<abi>\d+)-(?P<flavour>generic(?:-64k|-lpae)?|lowlatency(?:-64k)?|"
                      r"aws(?:-fips)?|azure(?:-fde|-fips)?|gcp(?:-fips)?|gke|gkeop|kvm|oracle|"
                      r"ibm|nvidia(?:-64k)?|raspi|realtime|oem|intel-iotg|intel|fips)$")
 # The series Ubuntu released kernels on (GA and HWE; reference §4.1, and Ubuntu's kernel
@@ -61,13 +64,13 @@ _UBUNTU = re.compile(r"^-(?P<abi>\d+)-(?P<flavour>generic(?:-64k|-lpae)?|lowlate
 UBUNTU_SERIES = frozenset({(4, 4), (4, 15), (4, 18), (5, 0), (5, 3), (5, 4), (5, 8), (5, 11),
                            (5, 13), (5, 15), (5, 19), (6, 2), (6, 5), (6, 8), (6, 11), (6, 14),
                            (6, 17)})
-_RHEL = re.compile(r"^-(?P<build>\d+(?:\.\d+)*)\.el(?P<major>\d+)(?:_(?P<minor>\d+))?"
+_RHEL = (r"^-(?P<build>\d+(?:\.\d+)*)\.el(?P<major>\d+)(?:_(?P<minor>\d+))?"
                    r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?(?:\+(?P<variant>rt|debug|64k))?$")
-_AMAZON = re.compile(r"^-(?P<build>\d+(?:\.\d+)*)\.(?P<release>amzn2023|amzn2)"
+_AMAZON = (r"^-(?P<build>\d+(?:\.\d+)*)\.(?P<release>amzn2023|amzn2)"
                      r"(?:\.(?P<arch>x86_64|aarch64))?$")
-_AZURE = re.compile(r"^\.(?P<level>\d+)-(?P<build>\d+)\.(?P<release>azl3|cm2|cm1)"
+_AZURE = (r"^\.(?P<level>\d+)-(?P<build>\d+)\.(?P<release>azl3|cm2|cm1)"
                     r"(?:\.(?P<arch>x86_64|aarch64))?$")
-_FEDORA = re.compile(r"^-(?P<build>\d+)\.fc(?P<release>\d+)"
+_FEDORA = (r"^-(?P<build>\d+)\.fc(?P<release>\d+)"
                      r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?$")
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 
@@ -81,21 +84,23 @@ _BACKPORTS = "its vendor's backports and patches are not in the change table"
 def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro | None:
     """The vendor scheme of a release string ``X.Y[.Z]<local>``, or None (upstream, or a
     scheme vnetrx does not know)."""
+    if not local:  # upstream: every scheme has a local part
+        return None
     x_y = f"{series[0]}.{series[1]}"
-    if patch == 0 and (m := _DEBIAN_ABI.match(local)):
+    if patch == 0 and (m := re.match(_DEBIAN_ABI, local)):
         return Distro(
             "debian", "Debian", False, f"ABI {m['abi']}, flavour {m['flavour']}",
             f"Debian follows {x_y}.y stable; {_BACKPORTS}",
             "on that machine /proc/version prints the package version (\"Debian 6.1.192-3\"), "
             "which --kernel running reads (or: dpkg -s linux-image-$(uname -r))",
             flavour=m["flavour"], arch=_arch(m["flavour"].rsplit("-", 1)[-1]))
-    if patch is not None and (m := _DEBIAN_POINT.match(local)):
+    if patch is not None and (m := re.match(_DEBIAN_POINT, local)):
         return Distro(
             "debian", "Debian", True,
             f"{m['suite']}" + (f", flavour {m['flavour']}" if m["flavour"] else ""),
             f"the point release is in the name; {_BACKPORTS}", "the release string itself",
             flavour=m["flavour"] or "", arch=_arch((m["flavour"] or "").rsplit("-", 1)[-1]))
-    if patch == 0 and series in UBUNTU_SERIES and (m := _UBUNTU.match(local)):
+    if patch == 0 and series in UBUNTU_SERIES and (m := re.match(_UBUNTU, local)):
         return Distro(
             "ubuntu", "Ubuntu", False, f"ABI {m['abi']}, flavour {m['flavour']}",
             f"Ubuntu's {x_y} kernels follow {x_y}.y stable (SRU) and carry Ubuntu's own "
@@ -104,7 +109,7 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
             "last field: \"Ubuntu 5.4.0-12.15-generic 5.4.8\"), which --kernel running reads",
             flavour=m["flavour"], arch="arm64" if m["flavour"].endswith("-64k") else "",
             page_size=65536 if m["flavour"].endswith("-64k") else 0)
-    if patch is not None and (m := _RHEL.match(local)):
+    if patch is not None and (m := re.match(_RHEL, local)):
         minor = f".{m['minor']}" if m["minor"] else ""
         return Distro(
             "rhel", f"RHEL {m['major']}{minor}", False,
@@ -117,13 +122,13 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
             flavour=m["variant"] or "", release=f"el{m['major']}",
             arch="arm64" if m["variant"] == "64k" else _arch(m["arch"]),
             page_size=65536 if m["variant"] == "64k" else 0)
-    if patch is not None and (m := _AMAZON.match(local)):
+    if patch is not None and (m := re.match(_AMAZON, local)):
         name = "Amazon Linux 2023" if m["release"] == "amzn2023" else "Amazon Linux 2"
         return Distro("amazon", name, True, f"build {m['build']}",
                       f"the first three numbers are its upstream stable point release; "
                       f"{_BACKPORTS}", "the release string itself", release=m["release"],
                       arch=_arch(m["arch"]))
-    if patch is not None and (m := _AZURE.match(local)):
+    if patch is not None and (m := re.match(_AZURE, local)):
         name = {"azl3": "Azure Linux 3.0", "cm2": "CBL-Mariner 2.0"}.get(m["release"],
                                                                           "CBL-Mariner 1.0")
         return Distro("azure", name, True, f"Azure patch level {m['level']}, build {m['build']}",
@@ -134,7 +139,7 @@ def distro_of(series: tuple[int, int], patch: int | None, local: str) -> Distro 
         return Distro("cos", "Container-Optimized OS", True, "",
                       f"the upstream stable point release; {_BACKPORTS}",
                       "the release string itself")
-    if patch is not None and (m := _FEDORA.match(local)):
+    if patch is not None and (m := re.match(_FEDORA, local)):
         return Distro("fedora", f"Fedora {m['release']}", True, f"build {m['build']}",
                       f"Fedora follows upstream stable; {_BACKPORTS}",
                       "the release string itself", release=f"fc{m['release']}",

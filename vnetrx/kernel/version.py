@@ -11,7 +11,8 @@ from vnetrx.records import NamedTuple
 _RELEASE = re.compile(r"^(\d{1,4})\.(\d{1,4})(?:\.(\d{1,6}))?(.{0,200})$")
 # A vendor's ABI name that vnetrx.kernel.distro does not know ("6.6.0-1005-gke"): a ".0"
 # followed by "-<number>" is some X.Y.z whose z is not in the name.
-_ABI_NAME = re.compile(r"^-\d+[.\-_+~a-zA-Z0-9]*$")
+# (a pattern, compiled when first matched: only such names need it)
+_ABI_NAME = r"^-\d+[.\-_+~a-zA-Z0-9]*$"
 
 
 class KernelVersion(NamedTuple):
@@ -64,7 +65,8 @@ def parse_release(text: str) -> ParsedRelease:
     if local and not local.startswith(("-", "+", "_", "~")) and distro is None:
         raise UnknownProfileError(f"cannot read kernel version {text!r}")
     point_known = patch is not None if distro is None else distro.point_known
-    if not point_known or (patch == 0 and distro is None and _ABI_NAME.match(local)):
+    if not point_known or (patch == 0 and distro is None and local
+                           and re.match(_ABI_NAME, local)):
         patch, point_known = None, False
     return ParsedRelease(
         KernelVersion(int(major), int(minor), patch), text.strip(), point_known, local, distro

@@ -135,9 +135,11 @@ def read_capture(stream: BinaryIO, name: str, data: bool = True,
     return _pcapng(reads, name, data, cooked, head, copy)
 
 
-# sees each frame as it is read: its index, wire length and captured bytes (a view into the
-# reader's buffer, valid during the call only)
-SeeFrame = Callable[[int, int, "bytes | memoryview"], None]
+# sees each frame as it is read: its index, its wire length, and a buffer holding its captured
+# bytes with their start and end in it (``buf[start:end]``; the reader's own buffer, valid
+# during the call only: a reader of a pcap's records makes no view or copy of each frame,
+# and GRO copies only the headers of most, see gro.read_captured)
+SeeFrame = Callable[[int, int, "bytes | bytearray | memoryview | mmap.mmap", int, int], None]
 
 
 def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
@@ -178,7 +180,7 @@ def _open_lists(stream: BinaryIO, name: str, cooked: Cooked | None,
 def _seen_one_by_one(frames: Iterator[Frame], see: SeeFrame) -> Iterator[list[int]]:
     """Each frame's length in a list of its own, the frame given to ``see`` first."""
     for index, frame in enumerate(frames):
-        see(index, frame.length, frame.data)
+        see(index, frame.length, frame.data, 0, len(frame.data))
         yield [frame.length]
 
 
@@ -548,7 +550,7 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
             else:
                 if see is not None:
                     try:
-                        see(index, length, reads.view[pos + 16:pos + 16 + caplen])
+                        see(index, length, buf, pos + 16, pos + 16 + caplen)
                     except InputError as exc:
                         refused = exc
                         break

@@ -5,6 +5,7 @@ GRO decisions are vnetrx.paths.gro's."""
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
@@ -21,6 +22,7 @@ from vnetrx.paths.gro import (
     Segment,
     TcpHeaders,
     UdpGro,
+    read_captured,
     read_frame_headers,
 )
 from vnetrx.replay.state import FrameRecord, RingConfig
@@ -59,11 +61,12 @@ class GroFrames:
         if self.timed:
             self.times[index] = time
 
-    def see(self, index: int, length: int, data: bytes | memoryview) -> None:
-        """A capture's frame as its reader reads it (capture.SeeFrame): its headers kept (the
-        call a replay reading a capture's lengths in lists makes, for a replay that keeps no
-        time stamps)."""
-        self._keep(index, read_frame_headers(data, length, False))
+    def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
+            start: int, end: int) -> None:
+        """A capture's frame as its reader reads it (capture.SeeFrame: ``buf[start:end]``):
+        its headers kept (the call a replay reading a capture's lengths in lists makes, for a
+        replay that keeps no time stamps)."""
+        self._keep(index, read_captured(buf, start, end, length))
 
     def _keep(self, index: int, headers: GroInput | TcpHeaders) -> None:
         if not self.headers:  # (the first frame kept, or every one kept before read)
