@@ -56,8 +56,8 @@ _DEBIAN_ABI = rf"^-(?P<abi>\d+)-(?P<flavour>{_DEBIAN_FLAVOURS})$"
 _DEBIAN_POINT = rf"^\+(?P<suite>deb\d+|bpo)(?:-(?P<flavour>{_DEBIAN_FLAVOURS}))?$"
 # Ubuntu's flavours, generic and the cloud/OEM kernels
 _UBUNTU = (r"^-(?P<abi>\d+)-(?P<flavour>generic(?:-64k|-lpae)?|lowlatency(?:-64k)?|"
-                     r"aws(?:-fips)?|azure(?:-fde|-fips)?|gcp(?:-fips)?|gke|gkeop|kvm|oracle|"
-                     r"ibm|nvidia(?:-64k)?|raspi|realtime|oem|intel-iotg|intel|fips)$")
+           r"aws(?:-fips)?|azure(?:-fde|-fips)?|gcp(?:-fips)?|gke|gkeop|kvm|oracle|"
+           r"ibm|nvidia(?:-64k)?|raspi|realtime|oem|intel-iotg|intel|fips)$")
 # The series Ubuntu released kernels on (GA and HWE; reference §4.1, and Ubuntu's kernel
 # lifecycle: 16.04 4.4, 18.04 4.15 (+HWE 4.18/5.0/5.3), 20.04 5.4 (+5.8/5.11/5.13/5.15),
 # 22.04 5.15 (+5.19/6.2/6.5/6.8), 24.04 6.8 (+6.11/6.14/6.17))
@@ -65,13 +65,13 @@ UBUNTU_SERIES = frozenset({(4, 4), (4, 15), (4, 18), (5, 0), (5, 3), (5, 4), (5,
                            (5, 13), (5, 15), (5, 19), (6, 2), (6, 5), (6, 8), (6, 11), (6, 14),
                            (6, 17)})
 _RHEL = (r"^-(?P<build>\d+(?:\.\d+)*)\.el(?P<major>\d+)(?:_(?P<minor>\d+))?"
-                   r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?(?:\+(?P<variant>rt|debug|64k))?$")
+         r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?(?:\+(?P<variant>rt|debug|64k))?$")
 _AMAZON = (r"^-(?P<build>\d+(?:\.\d+)*)\.(?P<release>amzn2023|amzn2)"
-                     r"(?:\.(?P<arch>x86_64|aarch64))?$")
+           r"(?:\.(?P<arch>x86_64|aarch64))?$")
 _AZURE = (r"^\.(?P<level>\d+)-(?P<build>\d+)\.(?P<release>azl3|cm2|cm1)"
-                    r"(?:\.(?P<arch>x86_64|aarch64))?$")
+          r"(?:\.(?P<arch>x86_64|aarch64))?$")
 _FEDORA = (r"^-(?P<build>\d+)\.fc(?P<release>\d+)"
-                     r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?$")
+           r"(?:\.(?P<arch>x86_64|aarch64|ppc64le|s390x))?$")
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 
 

@@ -524,14 +524,15 @@ def read_captured(buf: bytes | bytearray | memoryview | mmap.mmap, start: int, e
     ``buf[start:end]`` in a reader's buffer (checksums trusted): a frame in the common shape is
     read from a copy of its first TCP4_HEADERS bytes made straight from the buffer, without a
     view of the frame (a view and its slice cost ~0.4k instructions a frame compiled, a third
-    of reading the headers); any other frame as ``read_frame_headers`` reads it."""
+    of reading the headers); any other frame as ``read_frame_headers`` reads it, from a copy
+    of its captured bytes (``bytes`` of a slice: none made of ``bytes`` or a mapped file's)."""
     if end - start >= TCP4_HEADERS:
         common = _tcp4_headers(_HEAD(buf, start)[0], length)
         if common is not None:
             return common
-    if isinstance(buf, bytes) and start == 0 and end == len(buf):
-        return read_frame_headers(buf, length, False)
-    return read_frame_headers(memoryview(buf)[start:end], length, False)
+        # not in the common shape (_tcp4_headers reads no byte past TCP4_HEADERS): read whole
+        return _read_any(bytes(buf[start:end]), length, False)
+    return read_frame_headers(bytes(buf[start:end]), length, False)
 
 
 def _read_any(data: bytes, length: int, whole: bool) -> GroInput:
