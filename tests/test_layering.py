@@ -56,7 +56,8 @@ SYSTEM = ("vnetrx.live.tap", "vnetrx.live.bpf", "vnetrx.live.tracefs", "vnetrx.l
 
 def test_core_imports_no_click_or_rich() -> None:
     setup = ("import vnetrx.engine, vnetrx.codec, vnetrx.paths.virtio_net, vnetrx.kernel.registry,"
-             " vnetrx.live.running, vnetrx.layouts.virtio_net")
+             " vnetrx.live.running, vnetrx.layouts.virtio_net, vnetrx.kernel.choice,"
+             " vnetrx.trace_input, vnetrx.report, vnetrx.fast_trace")
     assert loaded(setup, "click", "rich") == ""
 
 

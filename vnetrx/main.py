@@ -1,10 +1,11 @@
 """The process entry point (the ``vnetrx`` script and ``python -m vnetrx``).
 
-``vnetrx layout NAME --btf PATH [--btf-base PATH] [--json]`` is served here, before click is
-imported: it is the command people run again and again to look at a kernel struct, and click
-plus the CLI's option modules cost ~40 ms of imports, most of pahole's whole run (issue 6 asks
-for vnetrx to beat ``pahole -C``). It uses the same functions as ``vnetrx.cli.layout``
-(layouts/rows.py, render/layout_view.py) and its output is tested to be byte for byte the same.
+Two command lines are served here, before click is imported, because people run them again and
+again and click plus the CLI's option modules cost most of a run (issues 6 and 28 measure them
+against pahole): ``vnetrx layout NAME --btf PATH [--btf-base PATH] [--json]``, with the same
+functions as ``vnetrx.cli.layout`` (layouts/rows.py, render/layout_view.py), and ``vnetrx trace
+... --json`` on the virtio path (vnetrx.fast_trace says which). Their outputs are tested to be
+byte for byte the CLI's.
 
 Any other command line, and any error, goes to the click CLI, which does the same work again
 and reports the error in the usual way (one line, exit status, JSON with --json).
@@ -62,7 +63,7 @@ def serve_layout(name: str, path: str, base: str | None, as_json: bool) -> bool:
     if as_json:
         text = layout_json(name, view)
     else:
-        # The default profile's cache line (cli.options.load_profile with no --kernel/--arch).
+        # The default profile's cache line (kernel.choice.load_profile with no --kernel/--arch).
         text = pahole_text(name, view, ARCHES[DEFAULT_ARCH]["l1_cache_bytes"])
     try:
         sys.stdout.write(text)
@@ -80,9 +81,12 @@ def main() -> None:
     gc.disable()
     _standard_streams()
     try:
-        request = layout_request(sys.argv[1:])
+        argv = sys.argv[1:]
+        request = layout_request(argv)
         if request is not None and serve_layout(*request):
             sys.exit(0)
+        if argv[:1] == ["trace"]:
+            _serve_trace(argv)
         from vnetrx.cli import main as cli_main
 
         cli_main()
@@ -93,6 +97,17 @@ def main() -> None:
     except SystemExit as done:  # the CLI always ends here (click's standalone exit)
         exit_without_teardown(done.code)
         raise
+
+
+def _serve_trace(argv: list[str]) -> None:
+    """A JSON virtio trace without click (vnetrx.fast_trace): exits when it served ``argv``."""
+    from vnetrx.fast_trace import serve_trace, trace_request
+
+    params = trace_request(argv)
+    if params is not None:
+        code = serve_trace(params, argv)
+        if code is not None:
+            sys.exit(code)
 
 
 def interrupted_json(argv: list[str]) -> None:

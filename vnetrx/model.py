@@ -296,6 +296,9 @@ class Cost(NamedTuple):
 XDP_OUTCOMES = (Outcome.XDP_DROP, Outcome.XDP_TX, Outcome.XDP_REDIRECT)
 # ... when the stack receives an skb (napi_gro_receive, or netif_rx/netif_receive_skb for tun)
 STACK_OUTCOMES = (Outcome.BUILD_SKB, Outcome.COPY, Outcome.ALLOC_SKB)
+# --check's exit status when the outcome is not one of them: the kernel dropped or refused the
+# frame (README, "Exit status")
+EXIT_CHECK = 3
 
 
 class XdpRun(NamedTuple):

@@ -407,7 +407,7 @@ def test_eth0_download_skbs_with_gso_agree() -> None:
                                doc["setup"]["mergeable_rx_buffer_size"]))
     # this machine's 6.18.44 (MAX_HEADER 32 → a 576-byte skbuff_small_head object, as
     # /sys/kernel/slab showed) is the "minimal" config preset
-    from vnetrx.cli.options import BuildChoice, load_profile
+    from vnetrx.kernel.choice import BuildChoice, load_profile
 
     profile = load_profile(doc["kernel"], "minimal", BuildChoice("x86_64", "4k", None, None))
     observer = Observer(profile, setup)

@@ -36,7 +36,7 @@ def this_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--kernel running`` as the machine the eth0 captures come from: 6.18.44 with its
     "minimal" config (MAX_HEADER 32; tests/live/test_observe.py says why)."""
     import vnetrx.live.running
-    from vnetrx.cli.options import BuildChoice, load_profile
+    from vnetrx.kernel.choice import BuildChoice, load_profile
 
     profile = load_profile("6.18.44", "minimal", BuildChoice("x86_64", "4k", None, None))
     monkeypatch.setattr(vnetrx.live.running, "running_profile", lambda: profile)

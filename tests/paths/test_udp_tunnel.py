@@ -39,7 +39,7 @@ def test_recorded_on_6_18_44_every_write_matches() -> None:
     assert doc["kernel"]["name"] == "6.18.44" and doc["total"] == 105
     # this machine's 6.18.44 is the "minimal" config preset (MAX_HEADER 32: a 576-byte
     # skbuff_small_head, as tests/live/test_observe.py explains)
-    from vnetrx.cli.options import BuildChoice, load_profile
+    from vnetrx.kernel.choice import BuildChoice, load_profile
 
     k = load_profile("6.18.44", "minimal", BuildChoice("x86_64", "4k", None, None))
     names = {f.name for f in fields(WriteCase)}

@@ -8,48 +8,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from vnetrx import __version__
 from vnetrx.errors import VnetrxError
 from vnetrx.main import modules_loaded
-
-
-def _report(message: str, exit_code: int, hint: str | None, argv: Sequence[str]) -> None:
-    """The error's one line on stderr and, with --json/--jsonl, its JSON object on stdout.
-
-    Reporting must not fail in turn: stdout may be the full disk or the closed pipe that caused
-    the error, or stderr may be gone; what cannot be written is dropped and the exit status
-    still says what happened."""
-    line = f"vnetrx: error: {_one_line(message)}" + (f" ({_one_line(hint)})" if hint else "")
-    _write_quietly(sys.stderr, line)
-    if "--json" in argv or "--jsonl" in argv:
-        from vnetrx.codec import error_to_dict
-
-        _write_quietly(sys.stdout, json.dumps(error_to_dict(message, exit_code, hint)))
-
-
-def _one_line(text: str) -> str:
-    """An argument echoed in a message may hold a newline or other control characters: shown
-    escaped (as Python's repr would), so that an error is always exactly one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _write_quietly(stream: Any, line: str) -> None:
-    try:
-        stream.write(line + "\n")
-        stream.flush()
-    except (OSError, ValueError):  # ENOSPC, EPIPE, a closed stream
-        if stream is sys.stdout:
-            _quiet_stdout()
-
+from vnetrx.report import output_failed, quiet_stdout, report, write_quietly
 
 # Command name → the module that defines it. A module is imported only when its command runs
 # (or help lists it), so start-up stays small; each module registers itself with @cli.command.
@@ -99,31 +67,31 @@ class VnetrxGroup(click.Group):
             try:
                 click.echo(exc.ctx.get_help())
             except BrokenPipeError:
-                _quiet_stdout()
+                quiet_stdout()
             except OSError as error:
-                _output_failed(error, argv)
+                output_failed(error, argv)
             sys.exit(0)
         except click.UsageError as exc:
             message = exc.format_message().rstrip(".")
-            _report(message, 2, None, argv)
+            report(message, 2, None, argv)
             sys.exit(2)
         except click.ClickException as exc:
-            _report(exc.format_message(), exc.exit_code, None, argv)
+            report(exc.format_message(), exc.exit_code, None, argv)
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             from vnetrx.main import interrupted_json
 
-            _write_quietly(sys.stderr, "vnetrx: interrupted")
+            write_quietly(sys.stderr, "vnetrx: interrupted")
             interrupted_json(argv)
             sys.exit(130)
         except VnetrxError as exc:
-            _report(exc.message, exc.exit_code, exc.hint, argv)
+            report(exc.message, exc.exit_code, exc.hint, argv)
             sys.exit(exc.exit_code)
         except BrokenPipeError:  # `vnetrx ... | head`
             sys.stderr.close()
             sys.exit(0)
         except OSError as exc:  # writing the output or reading an input failed (ENOSPC, EIO)
-            _output_failed(exc, argv)
+            output_failed(exc, argv)
         except SystemExit as exc:
             # click turns a closed pipe (`vnetrx ... | head`) into exit 1 behind a wrapper that
             # keeps the rest of stdout quiet: the reader stopping is not a failure
@@ -199,28 +167,8 @@ def _print_version(ctx: click.Context, value: bool) -> None:
     ctx.exit(0)
 
 
-def _output_failed(exc: OSError, argv: Sequence[str]) -> NoReturn:
-    """Writing the output or reading an input failed (ENOSPC, EIO): one line, exit 1."""
-    import errno
-
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
-        _quiet_stdout()  # stdout itself may be what failed
-    where = f": {exc.filename}" if exc.filename else ""
-    _report(f"{exc.strerror or exc}{where}", 1, None, argv)
-    sys.exit(1)
 
 
-def _quiet_stdout() -> None:
-    """After stdout failed (a full disk): point it at /dev/null, so that the exit-time flush of
-    what is still buffered does not fail again with a traceback."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def main() -> None:

@@ -7,9 +7,11 @@ import sys
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import EXIT_CHECK, Count, check_option, kernel_option, load_profile
+from vnetrx.cli.options import Count, check_option, kernel_option
 from vnetrx.decode import MAX_INPUT, decode, parse_hex
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import load_profile
+from vnetrx.model import EXIT_CHECK
 from vnetrx.paths.tun import MAX_FRAME_LEN
 
 

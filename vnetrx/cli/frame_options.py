@@ -10,28 +10,11 @@ import click
 
 from vnetrx.cli.options import Count, FilePath
 from vnetrx.cli.tap_options import HexBytes
-from vnetrx.errors import InputError
 from vnetrx.packet import (
     CSUM_CHOICES,
     L4_CHOICES,
-    MAX_FRAME,
     MAX_TCP_OPTIONS,
-    Headers,
-    build_frame,
-    build_tunnel_frame,
-    check_fits,
-    find_headers,
-    gso_l4,
-    headers_of,
-    offload_header,
-    parse_gso,
-    parse_tunnel,
-    read_frame,
-    tunnel_header,
-    tunnel_headers,
 )
-from vnetrx.paths.virtio_net_hdr import VnetHdr
-from vnetrx.records import NamedTuple
 
 HDR_HELP = (
     "The virtio_net_hdr before the frame, as hex (flags u8, gso_type u8, hdr_len le16, gso_size "
@@ -99,76 +82,3 @@ def frame_options(f: Any) -> Any:
     ):
         f = option(f)
     return f
-
-
-class FrameInput(NamedTuple):
-    """The frame and header the options describe."""
-
-    frame_len: int
-    frame: bytes | None  # the frame's bytes, when --l4 or --frame gave them
-    headers: Headers | None
-    hdr: VnetHdr | None  # None: no header given (all zero)
-    hdr_bytes: bytes | None  # the header as given or built (tap writes these)
-
-
-def frame_input(frame_len: int | None, o: dict[str, Any]) -> FrameInput:
-    """Resolve --len, --l4, --tcp-options, --frame, --hdr, --csum, --gso and --tunnel
-    together."""
-    if o["frame_file"] is not None and o["l4"] is not None:
-        raise InputError("--frame and --l4 exclude each other (the file is the frame)")
-    if o["hdr"] is not None and (o["csum"] is not None or o["gso"] is not None):
-        raise InputError("--hdr gives the header's bytes; --csum and --gso build one: use one way")
-    if o["tcp_options"] and o["l4"] is None:
-        raise InputError("--tcp-options needs --l4 tcp4 or tcp6")
-    tunnel = parse_tunnel(o["tunnel"]) if o.get("tunnel") is not None else None
-    if tunnel is not None and (o["hdr"] is not None or o["frame_file"] is not None):
-        raise InputError("--tunnel builds the frame and its 24-byte header: drop --hdr and "
-                         "--frame (or give the 24 header bytes with --hdr alone)")
-    frame: bytes | None = None
-    headers: Headers | None = None
-    gso = parse_gso(o["gso"]) if o["gso"] is not None else None
-    if o["frame_file"] is not None:
-        frame = read_frame(o["frame_file"])
-        if frame_len is not None and frame_len != len(frame):
-            raise InputError(
-                f"--len {frame_len} disagrees with the {len(frame)}-byte --frame "
-                f"{o['frame_file']}: give one of them"
-            )
-        frame_len = len(frame)
-        headers = find_headers(frame)
-    if frame_len is None:
-        raise InputError("give the frame length (--len N) or the frame itself (--frame FILE)")
-    l4 = o["l4"]
-    if l4 is None and frame is None and (o["csum"] == "partial" or gso is not None):
-        l4 = gso_l4(gso[0]) if gso is not None else None
-        if l4 is None:
-            raise InputError(
-                "--csum partial needs to know where the transport header is: add --l4 "
-                "tcp4|tcp6|udp4|udp6 or --frame FILE"
-            )
-    if tunnel is not None:
-        if l4 is None:
-            raise InputError("--tunnel wraps a TCP or UDP frame: add --l4 tcp4|tcp6|udp4|udp6 "
-                             "(or --gso, which implies one)")
-        inner = headers_of(l4, o["tcp_options"])
-        need = tunnel.inner_mac + inner.end
-        if not need <= frame_len <= MAX_FRAME:
-            raise InputError(f"--len {frame_len} does not hold a VXLAN-wrapped {l4} frame "
-                             f"(valid: {need}..{MAX_FRAME}: {tunnel.inner_mac} outer bytes + "
-                             f"{inner.end} inner header bytes)")
-        headers = tunnel_headers(tunnel, inner)
-        frame = build_tunnel_frame(frame_len, tunnel, l4, o["tcp_options"])
-    elif l4 is not None:
-        headers = check_fits(frame_len, l4, o["tcp_options"])
-        frame = build_frame(frame_len, l4, o["tcp_options"])
-    hdr: VnetHdr | None = None
-    hdr_bytes: bytes | None = o["hdr"]
-    if hdr_bytes is not None:
-        hdr = VnetHdr.from_bytes(hdr_bytes)
-    elif tunnel is not None:
-        hdr = tunnel_header(offload_header(headers, o["csum"], gso), tunnel)
-        hdr_bytes = hdr.to_bytes(24)
-    elif o["csum"] is not None or gso is not None:
-        hdr = offload_header(headers, o["csum"], gso)
-        hdr_bytes = hdr.to_bytes(10)
-    return FrameInput(frame_len, frame, headers, hdr, hdr_bytes)

@@ -9,8 +9,9 @@ import click
 
 from vnetrx.cli import cli
 from vnetrx.cli.export_options import export_options, export_pictures
-from vnetrx.cli.options import Count, kernel_option, load_profile
+from vnetrx.cli.options import Count, kernel_option
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import load_profile
 from vnetrx.paths.tx.headroom import (
     DEFAULT_PAYLOADS,
     MAX_MTU,

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.options import kernel_option, load_profile
+from vnetrx.cli.options import kernel_option
 from vnetrx.errors import InputError, StructNotFound
+from vnetrx.kernel.choice import load_profile
 from vnetrx.layouts.btf import Btf, load_btf
 from vnetrx.layouts.rows import StructRows, btf_path, btf_rows
 from vnetrx.render.layout_view import layout_json, pahole_text

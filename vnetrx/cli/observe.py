@@ -276,7 +276,7 @@ def _gro(dev: str | None, count: int, timeout: int, kernel: str | None, as_json:
         recording, facts, recorded_on = core.recording_from_dict(doc)
         if dev is not None and dev != facts.device:
             raise VnetrxError(f"{recording_file} recorded {facts.device}, not {dev}")
-        from vnetrx.cli.options import load_profile
+        from vnetrx.kernel.choice import load_profile
 
         if kernel is None and not recorded_on:
             raise click.UsageError(f"{recording_file} names no kernel: give --kernel")
@@ -358,7 +358,7 @@ def _read(path: Path) -> str:
 
 
 def _profile(kernel: str | None, setup: Setup, from_lab: bool) -> KernelProfile:
-    from vnetrx.cli.options import load_profile
+    from vnetrx.kernel.choice import load_profile
 
     if kernel is None and from_lab and setup.version:
         from vnetrx.kernel.registry import lookup

@@ -7,18 +7,9 @@ from typing import Any
 
 import click
 
-from vnetrx.errors import InputError
-from vnetrx.kernel.build import (
-    ARCHES,
-    DEFAULT_ARCH,
-    MAX_HEADER_BY_CONFIG,
-    PAGE_SIZES,
-    build_config,
-)
-from vnetrx.kernel.changes import MAX_SKB_FRAGS_CONFIGURABLE
-from vnetrx.kernel.profile import KernelProfile
-from vnetrx.kernel.registry import default_config, lookup, newest, supported_names
-from vnetrx.records import NamedTuple
+from vnetrx.kernel.build import ARCHES, DEFAULT_ARCH, MAX_HEADER_BY_CONFIG, PAGE_SIZES
+from vnetrx.kernel.registry import supported_names
+from vnetrx.model import EXIT_CHECK
 
 
 class FilePath(click.Path):
@@ -78,9 +69,6 @@ class PowerOfTwo(Count):
                 "a split virtqueue's size is a power of two)", param, ctx
             )
         return number
-
-
-EXIT_CHECK = 3  # --check: the kernel dropped or refused the frame (README, "Exit status")
 
 
 def check_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -149,47 +137,3 @@ def build_options(f: Any) -> Any:
     ):
         f = option(f)
     return f
-
-
-class BuildChoice(NamedTuple):
-    arch: str = DEFAULT_ARCH
-    page_size: str = "4k"
-    cache_line: str | None = None
-    max_skb_frags: int | None = None
-
-
-def load_profile(
-    kernel: str | None, config: str | None, choice: BuildChoice | None = None
-) -> KernelProfile:
-    """The profile ``--kernel`` (and the build options) ask for; ``config`` None: the release
-    string's own preset (vnetrx.kernel.registry.default_config)."""
-    choice = choice or BuildChoice()
-    custom = choice != BuildChoice()
-    if kernel == "running":
-        if custom:
-            raise InputError(
-                "--kernel running reads the build from this machine: drop --arch, "
-                "--page-size, --cache-line and --max-skb-frags"
-            )
-        from vnetrx.live.running import running_profile
-
-        return running_profile() if config is None else running_profile(config=config)
-    page_size = PAGE_SIZES[choice.page_size]
-    if choice.arch == "x86_64" and page_size != 4096:
-        raise InputError(f"x86_64 has 4 KiB pages only (asked for {choice.page_size})")
-    if choice.arch == "arm64" and choice.cache_line == "128":
-        raise InputError("arm64's L1_CACHE_SHIFT is 6 (64-byte lines) in every profiled kernel")
-    build = build_config(
-        choice.arch,
-        page_size,
-        int(choice.cache_line or 0) or None,
-        choice.max_skb_frags or 0,
-        config or default_config(kernel),
-    )
-    profile = newest(build) if kernel is None else lookup(kernel, build)
-    if choice.max_skb_frags and not profile.has(MAX_SKB_FRAGS_CONFIGURABLE):
-        raise InputError(
-            f"CONFIG_MAX_SKB_FRAGS exists from 6.4; {profile.name} has "
-            f"MAX_SKB_FRAGS = {profile.default_max_skb_frags()} for this page size"
-        )
-    return profile

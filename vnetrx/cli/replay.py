@@ -13,16 +13,11 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options, xdp_program_options
 from vnetrx.cli.gro_options import gro_options, resolve_napi
-from vnetrx.cli.options import (
-    BuildChoice,
-    Count,
-    build_options,
-    kernel_option,
-    load_profile,
-)
+from vnetrx.cli.options import Count, build_options, kernel_option
 from vnetrx.cli.replay_vhost import run_vhost, vhost_replay_options
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import options_profile
 from vnetrx.kernel.profile import KernelProfile
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.replay import RingConfig, Stream
@@ -290,8 +285,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
             f"the batches ({', '.join(map(str, polls))}) must be at least 1 frame each and "
             f"add up to the {known} frame(s)"
         )
-    choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
-    profile = load_profile(o["kernel"], o["config"], choice)
+    profile = options_profile(o)
     source = f"--len {lengths}" if lengths is not None else f"--from {from_file}"
     if o["path"] == "tap":
         writes = stop.items(_nonempty(_progress(frames.items, known, quiet=False), source,

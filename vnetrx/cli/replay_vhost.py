@@ -11,8 +11,8 @@ from typing import Any
 import click
 from click import UsageError
 
-from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.cli.trace_vhost import mode_of, no_tap_offload_option, uniform_buffers_option
+from vnetrx.kernel.choice import options_profile
 
 # replay's options a vhost-rx replay reads; every other one given is refused
 _READS = frozenset({
@@ -148,8 +148,7 @@ def _replay_vhost(ctx: click.Context, lengths: str | None, from_file: str | None
         frames = length_frames(parse_list(lengths))
     else:
         frames, data = read_host_frame_bytes(str(from_file))
-    choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
-    profile = load_profile(o["kernel"], o["config"], choice)
+    profile = options_profile(o)
     setup = VhostRxSetup(
         mode=mode_of(o["mergeable"], o["guest_gso"], o["mtu"]),
         hdr_len=int(o["hdr_len"]),

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from vnetrx.cli.options import BuildChoice, load_profile
+from vnetrx.kernel.choice import options_profile
 
 # replay's options a vhost-tx replay reads; every other one given is refused
 _READS = frozenset({
@@ -41,8 +41,7 @@ def replay_vhost_tx(ctx: click.Context, lengths: str | None, from_file: str | No
         raise click.UsageError("--summary prints the totals only: not with --jsonl", ctx)
     frames = (tuple((n, None) for n in parse_list(lengths)) if lengths is not None
               else read_guest_frames(str(from_file)))
-    choice = BuildChoice(o["arch"], o["page_size"], o["cache_line"], o["max_skb_frags"])
-    profile = load_profile(o["kernel"], o["config"], choice)
+    profile = options_profile(o)
     setup = VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], vnet_hdr_sz=o["vnet_hdr_sz"],
                          zcopy=o["zcopy"], zcopy_offset=o["zcopy_offset"])
     in_order = bool(o.get("in_order"))

@@ -13,9 +13,8 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli import trace as trace_cli
 from vnetrx.cli.export_options import export_options, export_pictures
-from vnetrx.cli.frame_options import frame_input
-from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import BuildChoice, load_profile
 from vnetrx.live.parse import parse_lengths
 from vnetrx.sweep import (
     CSV_FIELDS,
@@ -30,6 +29,14 @@ from vnetrx.sweep import (
     vhost_tx_rows,
     virtio_rows,
     weighted_totals,
+)
+from vnetrx.trace_input import (
+    frame_input,
+    rx_frame,
+    tap_frame,
+    tap_setup,
+    vhost_tx_setup,
+    virtio_setup,
 )
 
 # Every trace option except the ones sweep owns (the length, the kernel, the output format) and
@@ -116,8 +123,7 @@ def sweep(ctx: click.Context, /, length_list: str | None, weights_file: str | No
             click.echo("vnetrx: interrupted (the output covers the lengths before it)", err=True)
             sys.exit(130)
         return
-    if trace_cli._given(ctx, ("segments", "napi", "gro_flush_timeout", "gro_max_size",
-                                  "gro_ipv4_max_size")):
+    if trace_cli._given(ctx, trace_cli.GRO_ONLY):
         raise click.UsageError("--segments, --napi and the GRO limits describe a flow: add --gro")
     with StopOnSignal() as stop:
         _run(profiles, lengths, weights, path, opts, stop, (jsonl, as_csv, as_json),
@@ -144,12 +150,12 @@ def _run(profiles: list[Any], lengths: Any, weights: dict[int, int] | None, path
         profile = profiles[index]
         todo = stop.items(_progress(lengths, profile.name))
         if path == "tap":
-            return tap_rows(profile, trace_cli.tap_setup(opts, frame), todo, trace_cli.tap_frame(frame))
+            return tap_rows(profile, tap_setup(opts, frame), todo, tap_frame(frame))
         if path == "vhost-tx":
-            return vhost_tx_rows(profile, trace_cli.vhost_tx_setup(opts), todo,
-                                 trace_cli.tap_frame(frame))
-        return virtio_rows(profile, trace_cli.virtio_setup(opts), todo,
-                           trace_cli.rx_frame(frame, opts))
+            return vhost_tx_rows(profile, vhost_tx_setup(opts), todo,
+                                 tap_frame(frame))
+        return virtio_rows(profile, virtio_setup(opts), todo,
+                           rx_frame(frame, opts))
 
     if weights is not None:
         totals = {profiles[i].name: weighted_totals(rows_for(i), weights)

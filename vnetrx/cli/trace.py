@@ -10,29 +10,28 @@ import click
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import DEVICE_OPTIONS, device_options, xdp_program_options
 from vnetrx.cli.export_options import export_options, export_pictures
-from vnetrx.cli.frame_options import FrameInput, frame_input, frame_options
+from vnetrx.cli.frame_options import frame_options
 from vnetrx.cli.gro_options import gro_options, resolve_napi
-from vnetrx.cli.options import (
-    EXIT_CHECK,
-    BuildChoice,
-    Count,
-    build_options,
-    check_option,
-    kernel_option,
-    load_profile,
-)
+from vnetrx.cli.options import Count, build_options, check_option, kernel_option
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.cli.trace_vhost import VHOST_RX_ONLY, check_path, vhost_rx_options
 from vnetrx.engine import trace_tap, trace_virtio
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import options_profile
 from vnetrx.kernel.profile import KernelProfile
-from vnetrx.model import MAX_SEGMENTS, STACK_OUTCOMES, Trace
-from vnetrx.paths.virtio_net import MAX_FRAME_LEN, RxFrame, VirtioRxSetup
+from vnetrx.model import EXIT_CHECK, MAX_SEGMENTS, STACK_OUTCOMES, Trace
+from vnetrx.paths.virtio_net import MAX_FRAME_LEN
+from vnetrx.trace_input import (
+    frame_input,
+    rx_frame,
+    tap_frame,
+    tap_setup,
+    vhost_tx_setup,
+    virtio_setup,
+)
 
 if TYPE_CHECKING:
     from vnetrx.flow import FlowRun
-    from vnetrx.paths.tun import TapFrame, TapSetup
-    from vnetrx.paths.vhost import VhostTxSetup
 
 _VIRTIO_ONLY = (*DEVICE_OPTIONS, "ewma", "buffer_index", "xdp_frags", "xdp_posted_before",
                 "udp_tunnel", *VHOST_RX_ONLY)
@@ -50,6 +49,10 @@ _VHOST_ONLY = ("zcopy", "zcopy_offset", "iff_napi")
 # program's helper calls (only its verdict is modelled on vhost's buffer)
 _NOT_VHOST_TX = (*_VIRTIO_ONLY, "blocking", "no_vnet_hdr", "tun", "frag_source",
                  "xdp_adjust_head", "xdp_adjust_tail", "xdp_meta")
+
+
+# the options that describe a flow through GRO: refused without --gro
+GRO_ONLY = ("segments", "napi", "gro_flush_timeout", "gro_max_size", "gro_ipv4_max_size")
 
 
 def not_for(path: str) -> tuple[str, ...]:
@@ -258,8 +261,7 @@ def trace(ctx: click.Context, /, path: str, frame_len: int | None, **opts: Any) 
     if opts["gro"]:
         _gro(ctx, path, frame_len, opts)
         return
-    stray = _given(ctx, ("segments", "napi", "gro_flush_timeout", "gro_max_size",
-                     "gro_ipv4_max_size"))
+    stray = _given(ctx, GRO_ONLY)
     if stray:
         raise click.UsageError(f"{', '.join(stray)} goes with --gro (a TCP flow through GRO)")
     result = _run(ctx, path, frame_len, opts)
@@ -310,8 +312,7 @@ def _flow(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, 
                                "applies to --path tap (a virtio-net device is polled after its "
                                "interrupt)")
     opts["napi"] = resolve_napi(ctx, opts)
-    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
-    profile = load_profile(opts["kernel"], opts["config"], choice)
+    profile = options_profile(opts)
     return flow_for(profile, path, frame_len, opts)
 
 
@@ -371,8 +372,7 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
         raise click.UsageError(
             f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to --path {path}"
         )
-    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
-    profile = load_profile(opts["kernel"], opts["config"], choice)
+    profile = options_profile(opts)
     if path == "tap":
         return _trace_tap(profile, frame_len, opts)
     if path == "vhost-tx":
@@ -401,37 +401,8 @@ def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, An
     return trace_virtio(profile, virtio_setup(o), rx_frame(frame, o))
 
 
-def rx_frame(frame: FrameInput, o: dict[str, Any]) -> RxFrame:
-    """The frame the trace's options ``o`` describe: ``frame``, behind the header the device
-    writes, in the posted buffer ``--buffer-index`` (``vnetrx sweep`` shares it)."""
-    size = int(o["hdr_len"]) if o["hdr_len"] is not None else (
-        24 if o.get("udp_tunnel") is not None else 12)
-    if o["hdr"] is not None and len(o["hdr"]) > size:
-        raise InputError(
-            f"--hdr has {len(o['hdr'])} bytes, more than the {size}-byte header "
-            "(--hdr-len) the device writes"
-        )
-    return RxFrame(frame.frame_len, frame.hdr, o["buffer_index"])
 
 
-def virtio_setup(o: dict[str, Any]) -> VirtioRxSetup:
-    """The device the trace's options ``o`` describe (``vnetrx sweep`` shares it)."""
-    return VirtioRxSetup(
-        mergeable=o["mergeable"],
-        guest_gso=o["guest_gso"],
-        mtu=o["mtu"],
-        hdr_len=None if o["hdr_len"] is None else int(o["hdr_len"]),
-        buf_len=o["buf_len"],
-        ewma=o["ewma"],
-        ring_size=o["ring_size"],
-        xdp=o["xdp"],
-        xdp_frags=o["xdp_frags"],
-        xdp_adjust_head=o["xdp_adjust_head"],
-        xdp_adjust_tail=o["xdp_adjust_tail"],
-        xdp_meta=o["xdp_meta"],
-        xdp_posted_before=o["xdp_posted_before"],
-        udp_tunnel=o.get("udp_tunnel"),
-    )
 
 
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
@@ -445,40 +416,3 @@ def _trace_vhost_tx(profile: KernelProfile, frame_len: int | None, o: dict[str, 
     frame = frame_input(frame_len, o)
     return trace_vhost_tx(profile, vhost_tx_setup(o), tap_frame(frame))
 
-
-def vhost_tx_setup(o: dict[str, Any]) -> VhostTxSetup:
-    """The vhost-net TX queue and tap the trace's options ``o`` describe (``vnetrx sweep``
-    shares it); each frame the guest sends is a ``tap_frame``."""
-    from vnetrx.paths.vhost import VhostTxSetup
-
-    return VhostTxSetup(sndbuf=o["sndbuf"], xdp=o["xdp"], zcopy=o["zcopy"],
-                        vnet_hdr_sz=o["vnet_hdr_sz"], napi=o["iff_napi"],
-                        zcopy_offset=o.get("zcopy_offset") or 0)
-
-
-def tap_frame(frame: FrameInput) -> TapFrame:
-    """A write of ``frame`` behind its vnet header (``vnetrx sweep`` shares it)."""
-    from vnetrx.paths.tun import TapFrame  # only for --path tap (start-up time)
-
-    return TapFrame(frame.frame_len, frame.hdr_bytes)
-
-
-def tap_setup(o: dict[str, Any], frame: FrameInput) -> TapSetup:
-    """The tap device trace's options ``o`` describe, with ``frame``'s bytes when the options
-    build them (a USO-in-UDP-tunnel header's inner IP version is read from them; ``vnetrx
-    sweep`` shares it)."""
-    from vnetrx.paths.tun import TapSetup  # only for --path tap (start-up time)
-
-    return TapSetup(
-        tun=o["tun"],
-        blocking=o["blocking"],
-        sndbuf=o["sndbuf"],
-        vnet_hdr=not o["no_vnet_hdr"],
-        vnet_hdr_sz=o["vnet_hdr_sz"],
-        xdp=o["xdp"],
-        xdp_adjust_head=o["xdp_adjust_head"],
-        xdp_adjust_tail=o["xdp_adjust_tail"],
-        frag_source=o["frag_source"],
-        xdp_meta=o["xdp_meta"],
-        frame=frame.frame,
-    )

@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from vnetrx.cli.options import BuildChoice, load_profile
 from vnetrx.errors import InputError
+from vnetrx.kernel.choice import options_profile
 from vnetrx.kernel.constants import ETH_DATA_LEN
+from vnetrx.trace_input import frame_input
 
 # the options only vhost-rx reads (trace and sweep refuse them on the other paths)
 VHOST_RX_ONLY = ("no_tap_offload", "vlan", "uniform_buffers")
@@ -68,7 +69,6 @@ def mode_of(mergeable: bool, big: bool, mtu: int) -> str:
 
 
 def trace_vhost_rx(ctx: click.Context, frame_len: int | None, opts: dict[str, Any]) -> None:
-    from vnetrx.cli.frame_options import frame_input
     from vnetrx.cli.trace import _given
     from vnetrx.paths.steps import StepLog
     from vnetrx.paths.vhost.rx import HostFrame, VhostRxSetup, vhost_rx
@@ -88,8 +88,7 @@ def trace_vhost_rx(ctx: click.Context, frame_len: int | None, opts: dict[str, An
     if not opts["gro"] and _given(ctx, _GRO_ONLY):
         raise click.UsageError(f"{', '.join(_given(ctx, _GRO_ONLY))} goes with --gro (a TCP "
                                "flow through GRO)", ctx)
-    choice = BuildChoice(opts["arch"], opts["page_size"], opts["cache_line"], opts["max_skb_frags"])
-    profile = load_profile(opts["kernel"], opts["config"], choice)
+    profile = options_profile(opts)
     frame = frame_input(frame_len, opts)
     setup = VhostRxSetup(
         mode=mode_of(opts["mergeable"], opts["guest_gso"], opts["mtu"]),

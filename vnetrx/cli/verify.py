@@ -12,13 +12,14 @@ from typing import Any, cast
 import click
 
 from vnetrx.cli import cli
-from vnetrx.cli.frame_options import frame_input, frame_options
+from vnetrx.cli.frame_options import frame_options
 from vnetrx.cli.options import Count
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.errors import Interrupted, VnetrxError
 from vnetrx.live.parse import parse_lengths
 from vnetrx.live.verify import DEFAULT_LENGTHS, XDP_LENGTHS, FrameCheck
 from vnetrx.observed.tap_write import WriteCase
+from vnetrx.trace_input import frame_input
 
 PROGRESS_FROM = 20  # a progress bar for lists at least this long (on a terminal)
 

@@ -9,7 +9,8 @@ from click.core import ParameterSource
 
 from vnetrx.cli import cli
 from vnetrx.cli.device_options import device_options
-from vnetrx.cli.options import Count, kernel_option, load_profile
+from vnetrx.cli.options import Count, kernel_option
+from vnetrx.kernel.choice import load_profile
 from vnetrx.paths.virtio_net import VirtioRxSetup
 from vnetrx.paths.virtio_net.xdp_set import MAX_QUEUE_PAIRS, XdpAttachSetup, virtnet_xdp_set
 from vnetrx.render import xdp_json
