@@ -38,11 +38,16 @@ def busy(enabled: bool) -> Iterator[None]:
 def cpu_seconds(cmd: list[str] | str) -> float:
     """The user + system CPU seconds of one run of ``cmd`` (a shell line when a string), its
     output discarded (children of a shell line included)."""
+    return sum(cpu_split(cmd))
+
+
+def cpu_split(cmd: list[str] | str) -> tuple[float, float]:
+    """``cpu_seconds`` as its user and its system seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    shell=isinstance(cmd, str))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
 
 
 def round_options(parser: argparse.ArgumentParser, rounds: int) -> None:
@@ -58,11 +63,18 @@ def interleaved(commands: Mapping[str, list[str] | str], rounds: int,
     """Each command's CPU seconds in ``rounds`` rounds, the commands taking turns within a round
     (so that a busy moment of the machine hits every command alike), with every core kept busy
     by another process when ``keep_busy``."""
-    times: dict[str, list[float]] = {name: [] for name in commands}
+    return {name: [user + system for user, system in runs]
+            for name, runs in interleaved_split(commands, rounds, keep_busy).items()}
+
+
+def interleaved_split(commands: Mapping[str, list[str] | str], rounds: int,
+                      keep_busy: bool) -> dict[str, list[tuple[float, float]]]:
+    """``interleaved``, each run's CPU time as its user and its system seconds."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     with busy(keep_busy):
         for _ in range(rounds):
             for name, cmd in commands.items():
-                times[name].append(cpu_seconds(cmd))
+                times[name].append(cpu_split(cmd))
     return times
 
 

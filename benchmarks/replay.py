@@ -15,6 +15,7 @@ command alike), their CPU time (user + system) and each one's median ratio to tc
 same file in the same round:
 
   tcpdump -nr FILE > /dev/null                        (the reference; skipped if not installed)
+  TZ=UTC tcpdump -nr ISSUE > /dev/null                (ISSUE only: see below)
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --jsonl > /dev/null
   vnetrx replay --from FILE --mergeable --mtu 9000 --kernel K --summary
   ... --offload auto --jsonl: every frame then has a NEEDS_CSUM virtio_net_hdr (GSO beyond
@@ -23,7 +24,11 @@ same file in the same round:
 
 (the TCP/UDP captures with --offload auto --jsonl alone)
 
-and the peak memory of one run of each vnetrx command (/usr/bin/time). Goals: issue 15, at
+and the peak memory of one run of each vnetrx command (/usr/bin/time). Each command's "sys"
+is the kernel's share of its CPU time: most of tcpdump's, as glibc's localtime() with TZ unset
+stats /etc/localtime for every packet it prints and the capture is read 4 KiB a read(2), so
+its time depends on what a system call costs on the machine; the ISSUE capture's commands
+are also compared with tcpdump under TZ=UTC (no stat per packet). Goals: issue 15, at
 least 100,000 frames/s for --jsonl and at most 2x tcpdump, peak memory under 100 MB; issue 28,
 on its capture (ISSUE), --jsonl (also with --offload auto, and on TCP/UDP) within 1.5x tcpdump
 and --summary faster than tcpdump. ``--busy`` keeps every core busy with another process meanwhile;
@@ -42,7 +47,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import heading, interleaved, paired_ratio, round_options
+from common import heading, interleaved_split, paired_ratio, round_options
 
 from vnetrx.compiled import build_line
 
@@ -106,6 +111,8 @@ def main() -> None:
             reference = f"tcpdump -nr {label}"
             rows: list[tuple[str, str | None, str]] = [(reference, None,
                                                         f"{tcpdump} -nr {path}")]
+            if label == "ISSUE":  # tcpdump without its stat of /etc/localtime per packet
+                rows.append((f"{reference}, TZ=UTC", None, f"TZ=UTC {tcpdump} -nr {path}"))
             if label in ("ISSUE", "MIXED"):
                 rows += [(f"{label}: --jsonl", reference, f"{vnetrx} --from {path} {opts} --jsonl"),
                          (f"{label}: --summary", reference,
@@ -121,7 +128,9 @@ def main() -> None:
             commands += rows
         if not tcpdump:
             commands = [(n, None, c) for n, _, c in commands if not n.startswith("tcpdump")]
-        times = interleaved({name: cmd for name, _, cmd in commands}, args.rounds, args.busy)
+        split = interleaved_split({name: cmd for name, _, cmd in commands}, args.rounds,
+                                  args.busy)
+        times = {name: [user + system for user, system in runs] for name, runs in split.items()}
         peaks = {name: peak_kib(cmd) for name, ref, cmd in commands if ref is not None}
     print(heading(args.rounds, args.busy))
     for name, ref, _ in commands:
@@ -129,8 +138,15 @@ def main() -> None:
         median = statistics.median(runs)
         ratio = (f"  {paired_ratio(runs, times[ref]):.2f}x tcpdump" if ref
                  and ref in times else "")
+        if ref and f"{ref}, TZ=UTC" in times:
+            ratio += f" ({paired_ratio(runs, times[f'{ref}, TZ=UTC']):.2f}x with TZ=UTC)"
         peak = f"  peak {peaks[name] / 1024:6.1f} MB" if name in peaks else ""
-        print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s{peak}{ratio}")
+        # the kernel's share of the CPU time (tcpdump's is most of it: a stat of /etc/localtime
+        # per packet, glibc's localtime() with TZ unset, and 4 KiB reads; dear where system
+        # calls are)
+        system = statistics.median(s / (u + s) for u, s in split[name] if u + s)
+        print(f"  {name:<46} {median:6.2f} s  {args.frames / median:>10,.0f} frames/s"
+              f"  sys {system:4.0%}{peak}{ratio}")
 
 
 def peak_kib(cmd: str) -> int:

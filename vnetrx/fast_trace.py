@@ -81,20 +81,17 @@ def _value(kind: str, text: str, low: int, high: int, choices: tuple[str, ...]) 
 def serve_trace(params: dict[str, Any], argv: list[str]) -> int | None:
     """Print the trace ``params`` describe as JSON; its exit status, or None (nothing printed)
     when the core refused it and the CLI should report that."""
-    from vnetrx.engine import trace_virtio
     from vnetrx.errors import VnetrxError
     from vnetrx.kernel.choice import options_profile
     from vnetrx.main import modules_loaded
     from vnetrx.model import EXIT_CHECK, STACK_OUTCOMES
     from vnetrx.render.json_out import render_trace
     from vnetrx.report import output_failed
-    from vnetrx.trace_input import frame_input, rx_frame, virtio_setup
+    from vnetrx.trace_input import virtio_trace
 
     modules_loaded()
     try:
-        profile = options_profile(params)
-        frame = frame_input(params["frame_len"], params)
-        result = trace_virtio(profile, virtio_setup(params), rx_frame(frame, params))
+        result = virtio_trace(options_profile(params), params["frame_len"], params)
     except VnetrxError:
         return None
     try:

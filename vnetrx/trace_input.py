@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from vnetrx.engine import trace_virtio
 from vnetrx.errors import InputError
 from vnetrx.packet import (
     MAX_FRAME,
@@ -36,6 +37,8 @@ from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.records import NamedTuple
 
 if TYPE_CHECKING:
+    from vnetrx.kernel.profile import KernelProfile
+    from vnetrx.model import Trace
     from vnetrx.paths.tun import TapFrame, TapSetup
     from vnetrx.paths.vhost import VhostTxSetup
 
@@ -144,6 +147,12 @@ def virtio_setup(o: Mapping[str, Any]) -> VirtioRxSetup:
         xdp_posted_before=o["xdp_posted_before"],
         udp_tunnel=o.get("udp_tunnel"),
     )
+
+
+def virtio_trace(profile: KernelProfile, frame_len: int | None, o: Mapping[str, Any]) -> Trace:
+    """The virtio-net receive trace the options ``o`` describe (``vnetrx trace`` on the virtio
+    path, through click or served before it, see vnetrx.fast_trace)."""
+    return trace_virtio(profile, virtio_setup(o), rx_frame(frame_input(frame_len, o), o))
 
 
 def tap_frame(frame: FrameInput) -> TapFrame:

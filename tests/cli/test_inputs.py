@@ -291,3 +291,34 @@ def test_a_live_feed_gets_each_row_as_its_frame_arrives() -> None:
         proc.stdin.close()
         proc.wait(timeout=30)
     assert proc.returncode == 0
+
+
+def test_a_live_feed_gets_each_gro_row_before_the_next_frame_arrives() -> None:
+    """`... | vnetrx replay --from - --gro --jsonl` (batches of one frame: a poll a frame): the
+    skb GRO delivers at the end of a frame's poll is written before the next frame arrives
+    (it waited for the next frame's record before)."""
+    import select
+
+    from vnetrx.packet import build_frame
+
+    header = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    frame = build_frame(1514, "tcp4", 12)
+    record = struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame
+    proc = subprocess.Popen([sys.executable, "-m", "vnetrx", "replay", "--from", "-", "--gro",
+                             "--mergeable", "--jsonl"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        rows = []
+        for n, data in ((0, header + record), (1, record)):
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], 30)
+            assert ready, f"no row for frame {n} while the feed stays open"
+            rows.append(json.loads(proc.stdout.readline()))
+        assert [(r["poll"], r["frames"]) for r in rows] == [(1, [0]), (2, [1])]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0

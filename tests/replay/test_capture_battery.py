@@ -9,6 +9,7 @@ gives the packets it prints."""
 from __future__ import annotations
 
 import io
+import mmap
 import random
 import re
 import shutil
@@ -22,7 +23,7 @@ import pytest
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.packet import KEY_SHIFT, TRANSPORT_HEAD, build_frame, transport_key
-from vnetrx.replay.capture import read_capture, read_keyed, read_lengths
+from vnetrx.replay.capture import SeeFrame, read_capture, read_keyed, read_lengths
 
 SHB, IDB, EPB, SPB, OPB, ISB = 0x0A0D0D0A, 1, 6, 3, 2, 5
 
@@ -350,16 +351,24 @@ def test_read_lengths_shows_each_frame_to_see_as_read_capture_gives_it(base: str
     data, _ = BASES[base]
     want = [(i, f.length, bytes(f.data)) for i, f in enumerate(read_capture(io.BytesIO(data),
                                                                              "f"))]
-    seen: list[tuple[int, int, bytes]] = []
-    lengths = [n for batch in read_lengths(io.BytesIO(data), "f",
-                                           see=lambda i, n, b, s, e: seen.append((i, n, bytes(b[s:e]))))
-               for n in batch]
-    assert seen == want and lengths == [n for _, n, _ in want]
 
-    def refuse_the_second(index: int, length: int, buf: bytes | memoryview, start: int,
-                          end: int) -> None:
-        if index == 1:
-            raise InputError(f"frame {index} refused")
+    class Seen(SeeFrame):
+        def __init__(self) -> None:
+            self.seen: list[tuple[int, int, bytes]] = []
 
-    got, error = lengths_and_error(read_lengths, data, see=refuse_the_second)
+        def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
+                start: int, end: int) -> None:
+            self.seen.append((index, length, bytes(buf[start:end])))
+
+    class RefuseTheSecond(SeeFrame):
+        def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
+                start: int, end: int) -> None:
+            if index == 1:
+                raise InputError(f"frame {index} refused")
+
+    seen = Seen()
+    lengths = [n for batch in read_lengths(io.BytesIO(data), "f", see=seen) for n in batch]
+    assert seen.seen == want and lengths == [n for _, n, _ in want]
+
+    got, error = lengths_and_error(read_lengths, data, see=RefuseTheSecond())
     assert (got, error) == ([want[0][1]], "InputError: frame 1 refused")

@@ -271,7 +271,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
                                before_read=_flush_output if live else None, keep=kept,
                                # a capture's lengths in lists, their headers kept as read
                                # (the tap's GRO keeps time stamps too: frame by frame)
-                               see=kept.see if kept is not None and not kept.timed else None))
+                               see=kept if kept is not None and not kept.timed else None))
     if o["count"] is not None:  # tcpdump -c: the frames after the Nth are not read
         frames = frames._replace(items=_first(frames.items, o["count"]))
     if o["ifindex"] is not None and from_file is None:
@@ -292,7 +292,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
                                       frames))
         assert kept is not None  # --path tap needs --gro (_check_path_options)
         return _after(frames, _tap_gro(profile, writes, kept, o, source,
-                                       timed=known is None))
+                                       timed=known is None, live=live))
     device = VirtioRxSetup(mergeable=o["mergeable"], guest_gso=o["guest_gso"], mtu=o["mtu"],
                            hdr_len=int(o["hdr_len"]), ring_size=o["ring_size"], xdp=o["xdp"],
                            xdp_frags=o["xdp_frags"])
@@ -342,7 +342,7 @@ def _replay(lengths: str | None, from_file: str | None, o: dict[str, Any],
         stream.notes = (*stream.notes, _offload_note(o["offload"], o["mtu"], o["mss"]))
     if o["gro"]:
         assert kept is not None
-        return _after(frames, _gro(profile, config, stream, kept, o, source), beyond)
+        return _after(frames, _gro(profile, config, stream, kept, o, source, live), beyond)
     if o["as_jsonl"]:
         from vnetrx.render.replay_json import write_rows
 
@@ -415,7 +415,7 @@ def _udp_gro(o: dict[str, Any]) -> UdpGro:
 
 
 def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFrames,
-         o: dict[str, Any], source: str) -> int:
+         o: dict[str, Any], source: str, live: bool) -> int:
     """``--gro``: GRO over the replay, printed as it goes; returns the frames it covered."""
     from vnetrx.paths.gro import gro_limits, gso_window_note
     from vnetrx.replay.gro import replay_gro
@@ -430,16 +430,18 @@ def _gro(profile: KernelProfile, config: RingConfig, stream: Stream, kept: GroFr
         from vnetrx.render.gro_text import virtio_gro_heading
 
         heading = virtio_gro_heading(stream, source)
-    return _print_gro(delivered, o, heading, (*stream.notes, *((window,) if window else ())))
+    return _print_gro(delivered, o, heading, (*stream.notes, *((window,) if window else ())),
+                      live)
 
 
 def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], heading: str,
-               notes: tuple[str, ...]) -> int:
-    """The skbs GRO delivers, as --jsonl rows or text; returns the frames they carry."""
+               notes: tuple[str, ...], live: bool) -> int:
+    """The skbs GRO delivers, as --jsonl rows or text; returns the frames they carry.
+    ``live``: a feed read as it arrives (see write_delivered)."""
     if o["as_jsonl"]:
         from vnetrx.render.gro_json import write_delivered
 
-        return write_delivered(delivered, sys.stdout)
+        return write_delivered(delivered, sys.stdout, live)
     from vnetrx.render.totals_text import plain_stdout
 
     if o["summary"] and plain_stdout():  # the totals and notes, plain: rich not loaded
@@ -457,7 +459,7 @@ def _print_gro(delivered: Iterable[tuple[int, Delivered]], o: dict[str, Any], he
 
 
 def _tap_gro(profile: KernelProfile, items: Iterable[Item], kept: GroFrames,
-             o: dict[str, Any], source: str, timed: bool) -> int:
+             o: dict[str, Any], source: str, timed: bool, live: bool) -> int:
     """``--path tap --gro``: each frame a write into an IFF_NAPI tap, then the tap's GRO.
     ``timed``: a capture, whose record times age the held skbs when --gro-flush-timeout NS
     is given."""
@@ -498,7 +500,8 @@ def _tap_gro(profile: KernelProfile, items: Iterable[Item], kept: GroFrames,
               else (UNTIMED_NOTE,))
     window = gso_window_note(profile)
     count = _print_gro(delivered, o, tap_gro_heading(profile, o["napi"], source),
-                       (*TAP_NOTES, TAP_NAPI[o["napi"]], *timing, *((window,) if window else ())))
+                       (*TAP_NOTES, TAP_NAPI[o["napi"]], *timing, *((window,) if window else ())),
+                       live)
     if refused:
         sys.stdout.flush()
         sys.stderr.write(f"vnetrx: note: {len(refused)} write(s) did not reach GRO, e.g. "

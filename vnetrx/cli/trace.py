@@ -15,7 +15,7 @@ from vnetrx.cli.gro_options import gro_options, resolve_napi
 from vnetrx.cli.options import Count, build_options, check_option, kernel_option
 from vnetrx.cli.tap_options import tap_options
 from vnetrx.cli.trace_vhost import VHOST_RX_ONLY, check_path, vhost_rx_options
-from vnetrx.engine import trace_tap, trace_virtio
+from vnetrx.engine import trace_tap
 from vnetrx.errors import InputError
 from vnetrx.kernel.choice import options_profile
 from vnetrx.kernel.profile import KernelProfile
@@ -28,6 +28,7 @@ from vnetrx.trace_input import (
     tap_setup,
     vhost_tx_setup,
     virtio_setup,
+    virtio_trace,
 )
 
 if TYPE_CHECKING:
@@ -377,7 +378,7 @@ def _run(ctx: click.Context, path: str, frame_len: int | None, opts: dict[str, A
         return _trace_tap(profile, frame_len, opts)
     if path == "vhost-tx":
         return _trace_vhost_tx(profile, frame_len, opts)
-    return _trace_virtio(profile, frame_len, opts)
+    return virtio_trace(profile, frame_len, opts)
 
 
 def _load(ctx: click.Context, file: str) -> Trace:
@@ -394,11 +395,6 @@ def _load(ctx: click.Context, file: str) -> Trace:
 
     data = read_bounded(file, 4 * MiB, "--load")  # a saved trace: ~20 KB
     return load_trace(data, "standard input" if file == "-" else file)
-
-
-def _trace_virtio(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
-    frame = frame_input(frame_len, o)
-    return trace_virtio(profile, virtio_setup(o), rx_frame(frame, o))
 
 
 

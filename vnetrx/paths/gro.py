@@ -1375,12 +1375,20 @@ def _merge(state: GroState, held: _Held, seg: Segment, payload: int) -> How:
 def _add(held: _Held, frags: tuple[Frag, ...], payload: int, delta: int) -> None:
     """``done:`` p (and lp, the last frag_list member, when there is one) gain len, data_len
     and truesize; the frags go to lp."""
+    # (one frag, a flow's segment mostly: an append, not a list's extend by a tuple, which
+    # costs ~0.13k instructions more compiled)
     if held.members:  # lp gains them (put into its FragListSkb when p completes)
         held.lp_len += payload
         held.lp_truesize += delta
-        held.lp_frags.extend(frags)
+        if len(frags) == 1:
+            held.lp_frags.append(frags[0])
+        else:
+            held.lp_frags.extend(frags)
     else:
-        held.frags.extend(frags)
+        if len(frags) == 1:
+            held.frags.append(frags[0])
+        else:
+            held.frags.extend(frags)
         held.nr_frags += len(frags)
     held.len += payload
     held.data_len += payload

@@ -54,11 +54,22 @@ def _sizes(frags: tuple[Frag, ...]) -> list[str]:
     return out
 
 
-def write_delivered(delivered: Iterable[tuple[int, Delivered]], out: TextIO) -> int:
-    """Each skb's row, written as it comes; returns the frames they carry."""
+def write_delivered(delivered: Iterable[tuple[int, Delivered]], out: TextIO,
+                    live: bool = False) -> int:
+    """Each skb's row, written as it comes (as replay_json.write_rows writes a replay's rows:
+    whole lines only, 256 to a write; ``live``, a feed read as it arrives, each at once, to a
+    buffer the reader flushes before it waits for more input); returns the frames they carry."""
     write = out.write
     count = 0
+    lines: list[str] = []
     for poll, d in delivered:
-        write(delivered_line(poll, d) + "\n")
+        lines.append(delivered_line(poll, d))
         count += len(d.frames)
+        if len(lines) == 256 or live:
+            lines.append("")  # (the last newline, without copying the joined lines again)
+            write("\n".join(lines))
+            lines = []
+    if lines:
+        lines.append("")
+        write("\n".join(lines))
     return count

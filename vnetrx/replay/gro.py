@@ -25,10 +25,11 @@ from vnetrx.paths.gro import (
     read_captured,
     read_frame_headers,
 )
+from vnetrx.replay.capture import SeeFrame
 from vnetrx.replay.state import FrameRecord, RingConfig
 
 
-class GroFrames:
+class GroFrames(SeeFrame):
     """What GRO reads of each frame (``read``), its writev boundaries (``splits``, with
     ``napi_frags``: --path tap --napi frags) and its capture time (``times``, when kept), by
     frame index, from when the frame is read until GRO takes it. Called as a
@@ -63,7 +64,7 @@ class GroFrames:
 
     def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
             start: int, end: int) -> None:
-        """A capture's frame as its reader reads it (capture.SeeFrame: ``buf[start:end]``):
+        """A capture's frame as its reader reads it (``SeeFrame.see``: ``buf[start:end]``):
         its headers kept (the call a replay reading a capture's lengths in lists makes, for a
         replay that keeps no time stamps)."""
         self._keep(index, read_captured(buf, start, end, length))
@@ -119,6 +120,11 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
     # (a Callable is called through a vectorcall per frame, compiled; a GroFrames' method not)
     kept = read if isinstance(read, GroFrames) else None
     call = read.read if isinstance(read, GroFrames) else read
+    # batches of one frame (the default): each poll takes one frame, and its record comes
+    # once the poll is done, so the poll ends with it, not when the next frame's record comes
+    # (a live feed's skb delivered before the next frame arrives)
+    one_a_poll = cfg.batch == 1 and not cfg.polls
+    whole_budget = budget <= 1
     for record in records:
         decision = record.decision
         skb = decision.skb
@@ -138,6 +144,9 @@ def replay_gro(k: KernelProfile, cfg: RingConfig, records: Iterable[FrameRecord]
             state.receive(Segment(record.index, skb, head_frag, gro_input.tcp, "", 0,
                                   gro_input.udp_validated, gro_input.pull, gro_input.needs,
                                   gro_input.hbh_at))
+        if one_a_poll:
+            yield from _end_poll(state, poll, whole_budget, steps)
+            continue
         in_poll += 1
     if in_poll:
         yield from _end_poll(state, current, in_poll >= budget, steps)
