@@ -23,7 +23,7 @@ import pytest
 
 from vnetrx.errors import DamagedInput, InputError
 from vnetrx.packet import KEY_SHIFT, TRANSPORT_HEAD, build_frame, transport_key
-from vnetrx.replay.capture import SeeFrame, read_capture, read_keyed, read_lengths
+from vnetrx.replay.capture import SeeCall, read_capture, read_keyed, read_lengths
 
 SHB, IDB, EPB, SPB, OPB, ISB = 0x0A0D0D0A, 1, 6, 3, 2, 5
 
@@ -351,24 +351,21 @@ def test_read_lengths_shows_each_frame_to_see_as_read_capture_gives_it(base: str
     data, _ = BASES[base]
     want = [(i, f.length, bytes(f.data)) for i, f in enumerate(read_capture(io.BytesIO(data),
                                                                              "f"))]
+    seen: list[tuple[int, int, bytes]] = []
 
-    class Seen(SeeFrame):
-        def __init__(self) -> None:
-            self.seen: list[tuple[int, int, bytes]] = []
+    def keep(index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
+             start: int, end: int) -> None:
+        seen.append((index, length, bytes(buf[start:end])))
 
-        def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
-                start: int, end: int) -> None:
-            self.seen.append((index, length, bytes(buf[start:end])))
+    def refuse_the_second(index: int, length: int,
+                          buf: bytes | bytearray | memoryview | mmap.mmap, start: int,
+                          end: int) -> None:
+        if index == 1:
+            raise InputError(f"frame {index} refused")
 
-    class RefuseTheSecond(SeeFrame):
-        def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
-                start: int, end: int) -> None:
-            if index == 1:
-                raise InputError(f"frame {index} refused")
+    lengths = [n for batch in read_lengths(io.BytesIO(data), "f", see=SeeCall(keep))
+               for n in batch]
+    assert seen == want and lengths == [n for _, n, _ in want]
 
-    seen = Seen()
-    lengths = [n for batch in read_lengths(io.BytesIO(data), "f", see=seen) for n in batch]
-    assert seen.seen == want and lengths == [n for _, n, _ in want]
-
-    got, error = lengths_and_error(read_lengths, data, see=RefuseTheSecond())
+    got, error = lengths_and_error(read_lengths, data, see=SeeCall(refuse_the_second))
     assert (got, error) == ([want[0][1]], "InputError: frame 1 refused")

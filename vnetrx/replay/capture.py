@@ -140,13 +140,27 @@ class SeeFrame:
     holding its captured bytes with their start and end in it (``buf[start:end]``; the
     reader's own buffer, valid during the call only: a reader of a pcap's records makes no
     view or copy of each frame, and GRO copies only the headers of most, see
-    gro.read_captured). A class to subclass, not a Callable: compiled, a reader calls its
-    method natively, where a Callable's call boxes the four ints and its callee parses them
-    again (~0.9k instructions a frame of a replay with GRO)."""
+    gro.read_captured). A class to subclass (in a compiled module; plain Python wraps a function
+    in SeeCall), not a Callable: compiled, a reader calls its method natively, where a
+    Callable's call boxes the four ints and its callee parses them again (~0.9k instructions
+    a frame of a replay with GRO)."""
 
     def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
             start: int, end: int) -> None:
         raise NotImplementedError
+
+
+class SeeCall(SeeFrame):
+    """A function as a SeeFrame: compiled, a class of plain Python cannot subclass SeeFrame
+    (mypyc refuses it), so plain Python code (a test) hands its function in this."""
+
+    def __init__(self, call: Callable[[int, int, bytes | bytearray | memoryview | mmap.mmap,
+                                       int, int], None]) -> None:
+        self.call = call
+
+    def see(self, index: int, length: int, buf: bytes | bytearray | memoryview | mmap.mmap,
+            start: int, end: int) -> None:
+        self.call(index, length, buf, start, end)
 
 
 def read_lengths(stream: BinaryIO, name: str, cooked: Cooked | None = None,
