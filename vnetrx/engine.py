@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from vnetrx.paths.vhost import VhostTxSetup
 
 
-
 def trace_virtio(k: KernelProfile, setup: virtio_net.VirtioRxSetup,
                  frame: virtio_net.RxFrame) -> Trace:
     """Walk one received frame through virtio-net's receive path on kernel ``k``, the device

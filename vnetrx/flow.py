@@ -382,8 +382,6 @@ def _segment(seg: FlowSegment, frame: bytes) -> Segment:
                    gro_input.hbh_at)
 
 
-
-
 VHOST_RX_NOTES = (
     "the guest's GRO: skb->hash is 0 (vhost-net offers no HASH_REPORT): every flow is in GRO "
     "bucket 0; HZ < 1000 (Debian's 250): a poll that uses its whole budget (64) flushes "

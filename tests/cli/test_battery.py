@@ -119,7 +119,6 @@ def test_json_files_that_python_cannot_read(tmp_path: Path, body: str) -> None:
     assert proc.returncode == 2 and "not a JSON array vnetrx reads" in proc.stderr
 
 
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_damaged_traces_logs_and_recordings_are_one_line(seed: int, tmp_path: Path) -> None:
     """tools/fuzz_inputs.py --texts: tests/data's traces, lab logs and recordings, cut, with

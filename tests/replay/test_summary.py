@@ -30,7 +30,6 @@ def test_totals_of_a_short_mergeable_replay() -> None:
     assert d["truesize_per_byte"] == round(4352 / 1120, 4)
 
 
-
 def test_the_hand_worked_totals_hold_when_decisions_are_folded_as_they_come(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Totals counts received frames by decision and folds them into its counts every

@@ -167,9 +167,5 @@ def _print_version(ctx: click.Context, value: bool) -> None:
     ctx.exit(0)
 
 
-
-
-
-
 def main() -> None:
     cli.main()

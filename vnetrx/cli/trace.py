@@ -397,10 +397,6 @@ def _load(ctx: click.Context, file: str) -> Trace:
     return load_trace(data, "standard input" if file == "-" else file)
 
 
-
-
-
-
 def _trace_tap(profile: KernelProfile, frame_len: int | None, o: dict[str, Any]) -> Trace:
     frame = frame_input(frame_len, o)
     return trace_tap(profile, tap_setup(o, frame), tap_frame(frame))

@@ -224,7 +224,6 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=3)
 
 
-
 def remove_stale() -> None:
     """What lab runs that died hard left: their temporary directories, and the lock files of
     runs killed right after taking their lock (none of any vnetrx run's tracefs instance or

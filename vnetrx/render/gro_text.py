@@ -75,8 +75,6 @@ FLUSH = {
 }
 
 
-
-
 def flow_renderable(run: FlowRun) -> RenderableType:
     frame_len = dict(run.input)["frame_len"]
     what = "writes" if run.path == "tap" else "segments"
