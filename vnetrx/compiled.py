@@ -22,6 +22,7 @@ COMPILED_PACKAGES = ("vnetrx.replay", "vnetrx.paths.virtio_net", "vnetrx.paths.t
 COMPILED_MODULES = ("vnetrx.packet", "vnetrx.paths.maps", "vnetrx.paths.reason",
                     "vnetrx.paths.skbuff", "vnetrx.paths.steps", "vnetrx.paths.virtio_net_hdr",
                     "vnetrx.paths.gro", "vnetrx.paths.xdp", "vnetrx.render.gro_json",
+                    "vnetrx.render.int_text",
                     "vnetrx.render.replay_json", "vnetrx.skb_row", "vnetrx.stop",
                     "vnetrx.sweep", "vnetrx.sweep_gro",
                     "vnetrx.values")

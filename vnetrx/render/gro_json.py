@@ -12,46 +12,41 @@ from typing import Final, TextIO
 from vnetrx.codec import REPLAY_GRO_ROW_SCHEMA
 from vnetrx.model import Frag, GroFlush
 from vnetrx.paths.gro import Delivered
+from vnetrx.render.int_text import int_text
 
 # each flush reason as its JSON string
 _QUOTED: Final[dict[str, str]] = {f: json.dumps(str(f)) for f in GroFlush}
 
 
 def delivered_line(poll: int, d: Delivered) -> str:
-    """``json.dumps(delivered_row(poll, d))``."""
+    """``json.dumps(delivered_row(poll, d))``. The skb's numbers repeat from row to row (a
+    flow's merged skbs alike): their texts are int_text's, kept; the poll and the frame
+    indices are each written once."""
     s = d.skb
     quoted = _QUOTED[d.flush]
     frames = ", ".join([str(i) for i in d.frames])
     frags = ", ".join(_sizes(s.frags))
-    members = ", ".join([f'{{"len": {m.len}, "truesize": {m.truesize}, '
-                         f'"nr_frags": {len(m.frags)}}}' for m in s.frag_list])
+    members = ", ".join([f'{{"len": {int_text(m.len)}, "truesize": {int_text(m.truesize)}, '
+                         f'"nr_frags": {int_text(len(m.frags))}}}' for m in s.frag_list])
     listed = 0
     for m in s.frag_list:
         listed += m.len
-    start = "null" if s.csum_start is None else str(s.csum_start)
-    offset = "null" if s.csum_offset is None else str(s.csum_offset)
+    start = "null" if s.csum_start is None else int_text(s.csum_start)
+    offset = "null" if s.csum_offset is None else int_text(s.csum_offset)
     return (f'{{"schema": "{REPLAY_GRO_ROW_SCHEMA}", "poll": {poll}, "frames": [{frames}], '
-            f'"segs": {d.segs}, "flush": {quoted}, "len": {s.len}, "data_len": {s.data_len}, '
-            f'"headlen": {s.len - s.data_len}, "truesize": {s.truesize}, '
-            f'"nr_frags": {s.nr_frags}, "frags": [{frags}], "frag_list": {{"count": '
-            f'{len(s.frag_list)}, "bytes": {listed}, "members": [{members}]}}, '
-            f'"gso_size": {s.gso_size}, "gso_segs": {s.gso_segs}, "gso_type": {s.gso_type}, '
-            f'"ip_summed": {s.ip_summed}, "csum_start": {start}, "csum_offset": {offset}}}')
+            f'"segs": {int_text(d.segs)}, "flush": {quoted}, "len": {int_text(s.len)}, '
+            f'"data_len": {int_text(s.data_len)}, "headlen": {int_text(s.len - s.data_len)}, '
+            f'"truesize": {int_text(s.truesize)}, "nr_frags": {int_text(s.nr_frags)}, '
+            f'"frags": [{frags}], "frag_list": {{"count": {int_text(len(s.frag_list))}, '
+            f'"bytes": {int_text(listed)}, "members": [{members}]}}, '
+            f'"gso_size": {int_text(s.gso_size)}, "gso_segs": {int_text(s.gso_segs)}, '
+            f'"gso_type": {int_text(s.gso_type)}, "ip_summed": {int_text(s.ip_summed)}, '
+            f'"csum_start": {start}, "csum_offset": {offset}}}')
 
 
 def _sizes(frags: tuple[Frag, ...]) -> list[str]:
-    """Each frag's size as text: a run of frags of one size (a flow's segments) shares the
-    first one's text (str() of an int once per run, not per frag)."""
-    out: list[str] = []
-    last = -1
-    text = ""
-    for f in frags:
-        size = f.size
-        if size != last:
-            text = str(size)
-            last = size
-        out.append(text)
-    return out
+    """Each frag's size as text (int_text's)."""
+    return [int_text(f.size) for f in frags]
 
 
 def write_delivered(delivered: Iterable[tuple[int, Delivered]], out: TextIO,

@@ -21,6 +21,7 @@ from typing import Any, Final, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
+from vnetrx.render.int_text import int_text
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
@@ -238,8 +239,9 @@ class _Rows:
             self.last = known
         used = f.buffers
         poll = "null" if f.poll is None else str(f.poll)
-        ewma = "null" if f.ewma_after is None else str(f.ewma_after)
-        refill = "null" if f.refill is None else str(len(f.refill.buffers))
+        # (a buffer's offset, the EWMA, a refill's count repeat from row to row: int_text's)
+        ewma = "null" if f.ewma_after is None else int_text(f.ewma_after)
+        refill = "null" if f.refill is None else int_text(len(f.refill.buffers))
         if len(used) == 1:  # most frames: the one buffer written into the row's own string
             b = used[0].buf
             if b.frag_index != self.page:
@@ -247,11 +249,12 @@ class _Rows:
             if f.frame_len == known.frame_len and b.len == known.buf_len:
                 # the decision's frame and buffer lengths (its geometry), written once
                 return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}{known.frame}{poll}'
-                        f', "buffers": [["{self.page_label}", {b.offset}{known.tail}{ewma}'
-                        f', "refill": {refill}}}')
+                        f', "buffers": [["{self.page_label}", {int_text(b.offset)}'
+                        f'{known.tail}{ewma}, "refill": {refill}}}')
             return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": '
                     f'{f.frame_len}, "poll": {poll}, "buffers": [["{self.page_label}", '
-                    f'{b.offset}, {b.len}]], {known.text}, "ewma": {ewma}, "refill": {refill}}}')
+                    f'{int_text(b.offset)}, {int_text(b.len)}]], {known.text}, "ewma": {ewma}, '
+                    f'"refill": {refill}}}')
         buffers = ", ".join([self.buffer(p.buf) for p in used])
         return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
                 f'"poll": {poll}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
@@ -260,7 +263,7 @@ class _Rows:
     def buffer(self, b: PostedBuffer) -> str:
         if b.frag_index != self.page:
             self.page, self.page_label = b.frag_index, self.label(b.frag_index)
-        return f'["{self.page_label}", {b.offset}, {b.len}]'
+        return f'["{self.page_label}", {int_text(b.offset)}, {int_text(b.len)}]'
 
 
 class _Part:
