@@ -2,6 +2,7 @@
 1.5x).
 
 Run: python benchmarks/replay_gro.py [--frames 200000] [--kernel 6.12] [--rounds 5] [--busy]
+     [--in-turn]
 
 Writes a pcap of TCP/IPv4 traffic to a temporary directory: four bulk flows of 1514-byte frames
 (1448 bytes of payload after 12 bytes of TCP options, IP and TCP checksums right), taking turns
@@ -13,7 +14,10 @@ another flow now and then (seeded). Then times whole commands, interleaved round
   vnetrx replay --from FILE --mergeable --batch 64 --kernel K --gro --summary
 
 and prints each command's CPU time (user + system; median over the rounds) and its median ratio
-to the reference of the same round. ``--busy`` keeps every core busy with another process
+to the reference of the same round. ``--in-turn`` adds a harder capture, timed in the same
+rounds: IN_TURN flows of 1514-byte frames one segment each in turn (nine or more flows never
+merge: a device without a hash holds at most 8 skbs, and each new flow's segment completes the
+oldest), so every frame becomes an skb of its own and a row; GRO is then all cost. ``--busy`` keeps every core busy with another process
 meanwhile, as on a user's machine.
 """
 
@@ -33,6 +37,7 @@ from vnetrx.compiled import build_line
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
 
 FLOWS = 4
+IN_TURN = 16  # --in-turn's flows
 SEGMENTS = 1024  # each flow's segments, reused in turn (their sequence numbers restart)
 
 
@@ -76,31 +81,56 @@ def write_capture(path: Path, count: int, seed: int = 26) -> None:
                 written += 1
 
 
+def write_in_turn(path: Path, count: int) -> None:
+    """IN_TURN flows of 1514-byte segments, one segment of each in turn."""
+    headers = headers_of("tcp4", 12)
+    every = []
+    for n in range(IN_TURN):
+        template = bytearray(build_frame(1514, "tcp4", 12))
+        struct.pack_into("!H", template, headers.transport, 40000 + n)
+        every.append(tcp_flow_frames(bytes(template), headers, SEGMENTS))
+    with path.open("wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for written in range(count):
+            frame = every[written % IN_TURN][written // IN_TURN % SEGMENTS]
+            out.write(struct.pack("<IIII", written // 1000, written % 1000, len(frame),
+                                  len(frame)) + frame)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frames", type=int, default=200_000)
     parser.add_argument("--kernel", default="6.12")
+    parser.add_argument("--in-turn", action="store_true",
+                        help=f"also time a capture of {IN_TURN} flows in turn (no merges)")
     round_options(parser, 5)
     args = parser.parse_args()
     script = str(Path(sys.executable).with_name("vnetrx"))
     print(f"vnetrx {build_line()}; kernel {args.kernel}; {args.frames:,} frames")
     with tempfile.TemporaryDirectory() as tmp:
-        capture = Path(tmp) / "tcp.pcap"
-        write_capture(capture, args.frames)
-        base = [script, "replay", "--from", str(capture), "--mergeable", "--batch", "64",
-                "--kernel", args.kernel]
-        commands = {
-            "--jsonl (reference)": [*base, "--jsonl"],
-            "--gro --jsonl": [*base, "--gro", "--jsonl"],
-            "--gro --summary": [*base, "--gro", "--summary"],
-        }
+        captures = {"": Path(tmp) / "tcp.pcap"}
+        write_capture(captures[""], args.frames)
+        if args.in_turn:
+            captures[f"{IN_TURN} flows in turn: "] = Path(tmp) / "in_turn.pcap"
+            write_in_turn(captures[f"{IN_TURN} flows in turn: "], args.frames)
+        commands = {}
+        references = {}
+        for label, capture in captures.items():
+            base = [script, "replay", "--from", str(capture), "--mergeable", "--batch", "64",
+                    "--kernel", args.kernel]
+            references[label] = f"{label}--jsonl (reference)"
+            commands[references[label]] = [*base, "--jsonl"]
+            commands[f"{label}--gro --jsonl"] = [*base, "--gro", "--jsonl"]
+            commands[f"{label}--gro --summary"] = [*base, "--gro", "--summary"]
         times = interleaved(commands, args.rounds, args.busy)
-    reference = times[next(iter(commands))]
     print(heading(args.rounds, args.busy))
-    for name, runs in times.items():
-        ratio = paired_ratio(runs, reference)
-        print(f"  replay ... {name:<22} {statistics.median(runs):6.2f} s  {ratio:5.2f}x")
+    for label, reference in references.items():
+        for name, runs in times.items():
+            if not name.startswith(label) or (not label and name[0].isdigit()):
+                continue
+            ratio = paired_ratio(runs, times[reference])
+            print(f"  replay ... {name:<40} {statistics.median(runs):6.2f} s  {ratio:5.2f}x")
 
 
 if __name__ == "__main__":

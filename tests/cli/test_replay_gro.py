@@ -475,6 +475,45 @@ def test_each_row_is_the_json_of_its_record_to_the_byte(tmp_path: Path) -> None:
                                     for poll, d in delivered)
 
 
+def test_nine_flows_in_turn_never_merge_each_frame_leaves_alone(tmp_path: Path) -> None:
+    """A device without a hash puts every flow in bucket 0, which holds MAX_GRO_SKBS (8) skbs:
+    a ninth flow's segment completes the oldest held one (gro_flush_oldest), so nine flows in
+    turn never merge [net/core/gro.c:dev_gro_receive, gro_flush_oldest @ 6.12]: every frame
+    is an skb of its own, count 1, gso_size 0 (napi_gro_complete sends count 1 on as it is),
+    56 of a poll of 64 evicted and the last 8 flushed by __napi_poll (the poll used its whole
+    budget: napi_gro_flush before napi_complete_done) [net/core/dev.c @ 6.12]. Its rows are
+    json.dumps of their records to the byte (render/gro_json.py writes a repeated skb's text
+    once), and the lone skbs of frames alike in geometry are one record (GroState.complete)."""
+    from vnetrx.codec import delivered_row
+    from vnetrx.kernel.registry import lookup
+    from vnetrx.paths.gro import read_frame
+    from vnetrx.paths.virtio_net import VirtioRxSetup
+    from vnetrx.replay import RingConfig, Stream
+    from vnetrx.replay.gro import replay_gro
+
+    frames = [tcp_segment(4, sport=40000 + i % 9, seq=1448 * (i // 9), ack=1, flags=0x10,
+                          window=512, options=b"", payload=bytes(1448), ipid=i // 9, df=True,
+                          ttl=64) for i in range(128)]
+    path = capture(tmp_path / "nine.pcap", frames)
+    args = ["--from", str(path), "--mergeable", "--batch", "64", "--kernel", "6.12"]
+    got = rows(args)
+    assert [r["frames"] for r in got] == [[i] for i in range(128)]
+    # len from the network header: 20 + 20 + 1448
+    assert {(r["segs"], r["gso_size"], r["gso_segs"], r["len"]) for r in got} == {
+        (1, 0, 0, 1488)}
+    flushes = [r["flush"] for r in got]
+    assert flushes == (["evicted"] * 56 + ["budget"] * 8) * 2
+    k = lookup("6.12")
+    cfg = RingConfig(VirtioRxSetup(mergeable=True), batch=64)
+    inputs = [read_frame(f, len(f), False) for f in frames]
+    records = Stream(k, cfg, [len(f) for f in frames], rings=False, frags=True).records
+    delivered = list(replay_gro(k, cfg, records, inputs.__getitem__))
+    result = RUNNER.invoke(cli, ["replay", *args, "--gro", "--jsonl"])
+    assert result.stdout == "".join(json.dumps(delivered_row(poll, d)) + "\n"
+                                    for poll, d in delivered)
+    assert len({id(d.skb) for _, d in delivered}) < len(delivered) // 8
+
+
 def test_gro_rows_do_not_import_rich(tmp_path: Path) -> None:
     """--gro --jsonl writes rows only, and --gro --summary into a pipe or a file its plain
     lines: the text renderer and rich (~0.1 s of start-up under load, a tenth of a
