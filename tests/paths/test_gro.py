@@ -16,6 +16,7 @@ from vnetrx.kernel.registry import lookup
 from vnetrx.model import Frag, FragListSkb, GroFlush, GroHow, GroResult, Skb
 from vnetrx.packet import build_frame, headers_of, tcp_flow_frames
 from vnetrx.paths.gro import Segment, TcpHeaders, gro_receive, parse_tcp, parse_tcp_headers
+from vnetrx.replay.capture import SEEN_HEAD
 
 K61 = lookup("6.1")
 MSS = 1448
@@ -534,8 +535,18 @@ def test_a_frame_read_in_a_readers_buffer_is_read_as_its_captured_bytes(tmp_path
         with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             for buf in (around, bytearray(around), memoryview(around), mapped):
                 assert gro.read_captured(buf, 7, 7 + len(data), length) == want
+                # the first bytes read already with the record's header (capture.SEEN_HEAD of
+                # them, past the frame's end where it is shorter)
+                head = bytes(around[7:7 + SEEN_HEAD])
+                assert gro.read_captured(buf, 7, 7 + len(data), length, head) == want
         assert gro.read_captured(data, 0, len(data), length) == want
     assert common > 100
+
+
+def test_a_pcap_reader_reads_with_each_record_what_gro_reads_of_a_common_frame() -> None:
+    from vnetrx.paths import gro
+
+    assert SEEN_HEAD == gro.TCP4_HEADERS  # 14 + 20 + 60: Ethernet, IPv4, the longest TCP header
 
 
 def test_a_frame_given_as_a_view_reads_as_its_bytes_and_the_view_is_not_kept() -> None:

@@ -526,7 +526,7 @@ def read_frame_headers(data: bytes | memoryview, length: int,
 
 
 def read_captured(buf: bytes | bytearray | memoryview | mmap.mmap, start: int, end: int,
-                  length: int) -> GroInput | TcpHeaders:
+                  length: int, head: bytes | None = None) -> GroInput | TcpHeaders:
     """``read_frame_headers`` of a capture's frame of ``length`` bytes whose captured bytes are
     ``buf[start:end]`` in a reader's buffer (checksums trusted): a frame in the common shape is
     read from a copy of its first TCP4_HEADERS bytes made straight from the buffer, without a
@@ -535,8 +535,9 @@ def read_captured(buf: bytes | bytearray | memoryview | mmap.mmap, start: int, e
     of its captured bytes (``bytes`` of a slice: none made of ``bytes`` or a mapped file's)."""
     if end - start >= TCP4_HEADERS:
         # (the Struct call copies them from any buffer; a mapped capture's slice would box
-        # both ends into ints and make a slice object: ~0.3k instructions more, compiled)
-        common = _tcp4_headers(_HEAD(buf, start)[0], length)
+        # both ends into ints and make a slice object: ~0.3k instructions more, compiled).
+        # ``head``: those bytes, read by the caller already (capture.SEEN_HEAD of them)
+        common = _tcp4_headers(_HEAD(buf, start)[0] if head is None else head, length)
         if common is not None:
             return common
         # not in the common shape (_tcp4_headers reads no byte past TCP4_HEADERS): read whole

@@ -69,6 +69,11 @@ class GroFrames(SeeFrame):
         replay that keeps no time stamps)."""
         self._keep(index, read_captured(buf, start, end, length))
 
+    def see_head(self, index: int, length: int, head: bytes,
+                 buf: bytes | bytearray | memoryview | mmap.mmap, start: int, end: int) -> None:
+        """``see`` with the frame's first bytes read already (``SeeFrame.see_head``)."""
+        self._keep(index, read_captured(buf, start, end, length, head))
+
     def _keep(self, index: int, headers: GroInput | TcpHeaders) -> None:
         if not self.headers:  # (the first frame kept, or every one kept before read)
             self.first = index
