@@ -170,7 +170,7 @@ def transport_key(frame: bytes) -> int:
         return 0
     at = 12
     ethertype = frame[12] << 8 | frame[13]
-    for _ in range(2):  # up to two 802.1Q / 802.1ad tags
+    for _n in range(2):  # up to two 802.1Q / 802.1ad tags (`_n`: compiled, `_` is boxed)
         if (ethertype != ETH_P_8021Q and ethertype != ETH_P_8021AD) or size < at + 6:
             break
         at += 4

@@ -259,7 +259,7 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     import json
 
     from vnetrx.paths.virtio_net_hdr import VnetHdr
-    from vnetrx.render.replay_json import _Rows, row_line, row_to_dict
+    from vnetrx.render.replay_json import _Rows, new_parts, row_line, row_to_dict
     from vnetrx.replay.refill import ring_config
 
     lengths = [10, 60, 1514, 1519, 9000, 3000] * 12
@@ -280,7 +280,7 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
         k = lookup(kernel)
         run = replay(k, cfg, lengths, hdrs if with_hdrs else None)
         label = ring_config(k, cfg).alloc.label
-        parts: dict[int, Any] = {}  # what write_rows keeps: each decision's part, written once
+        parts = new_parts()  # what write_rows keeps: each decision's part, written once
         rows = _Rows(label)  # one writer for the run: its parts and decimal texts kept
         for f in run.frames:
             assert rows.line(f) == json.dumps(row_to_dict(run, f))
@@ -295,6 +295,30 @@ def test_compact_jsonl_lines_are_the_rows_json() -> None:
     # the cases the writer tells apart: received, dropped by the device, by the driver, by XDP
     assert {o for o, _ in outcomes} >= {"build_skb", "copy", "drop", "xdp_drop"}
     assert any(r is not None for _, r in outcomes)
+
+
+def test_compact_rows_past_a_thousand_frames() -> None:
+    """Rows whose index and poll have four digits or more (written from kept texts of their
+    leading and last three digits), a poll of None, and runs of buffers on one page (their
+    texts kept by first offset) are json.dumps of row_to_dict."""
+    import json
+
+    from vnetrx.render.replay_json import _Rows, row_to_dict
+    from vnetrx.replay.refill import ring_config
+    from vnetrx.replay.state import FrameRecord
+
+    k = lookup("6.12")
+    cfg = RingConfig(VirtioRxSetup(mergeable=True, mtu=9000))
+    run = replay(k, cfg, [60, 9014, 1514, 3014, 66] * 220)
+    rows = _Rows(ring_config(k, cfg).alloc.label)
+    for f in run.frames:
+        assert rows.line(f) == json.dumps(row_to_dict(run, f))
+    assert run.frames[-1].index == 1099 and any(len(f.buffers) == 6 for f in run.frames)
+    last = run.frames[-1]
+    for index, poll in ((1000, 1001), (123456, None), (10**9 + 7, 10**9 + 8)):
+        odd = FrameRecord(index, last.frame_len, poll, last.buffers, last.decision,
+                          last.ewma_before, last.ewma_after, last.refill, last.ring)
+        assert rows.line(odd) == json.dumps(row_to_dict(run, odd))
 
 
 def test_compact_row_of_a_decision_met_with_other_lengths() -> None:
@@ -351,14 +375,19 @@ _BUFFER = st.tuples(st.integers(0, 3), st.integers(0, 40000), st.integers(1, (1 
 @example([(3000, [(0, 0, 1536), (0, 1536, 1536)]), (3000, [(3, 64, 1536), (3, 1600, 1536)])])
 # a 0-byte frame in two buffers against a frame in one: the leading bit keeps them apart
 @example([(0, [(0, 0, 3), (0, 3, 5)]), (3 << 1 | 1 << 17, [(0, 0, 5)])])
+# a run of six (a 9014-byte frame's) and the same run one buffer shorter, or not contiguous
+@example([(9014, [(1, 1536 * i, 1536) for i in range(6)]),
+          (9014, [(1, 1536 * i, 1536) for i in range(5)])])
+@example([(3014, [(0, 0, 1536), (0, 1536, 1536)]), (3014, [(0, 0, 1536), (0, 1600, 1536)])])
 def test_geometry_keys_tell_geometries_apart(pair: list[tuple[int, list[Any]]]) -> None:
     """Two frames share a decision key exactly when their lengths, buffer lengths and
     contiguity (what a decision reads) are the same; a frame in one buffer gets the key
-    ``decided`` makes for it inline."""
+    ``decided`` makes for it inline; buffers that follow one another, all of one length, a key
+    of their own (``_run_geometry``: a machine word), any others ``_geometry``'s."""
     from itertools import pairwise
 
     from vnetrx.paths.virtio_net.buffers import PostedBuffer
-    from vnetrx.replay.napi import BUFFER_BITS, FIRST_BIT, _geometry
+    from vnetrx.replay.napi import BUFFER_BITS, FIRST_BIT, _geometry, _run_geometry
     from vnetrx.replay.state import Posted
 
     def shown(bufs: list[Any]) -> tuple[Posted, ...]:
@@ -371,5 +400,12 @@ def test_geometry_keys_tell_geometries_apart(pair: list[tuple[int, list[Any]]]) 
     (len_a, a), (len_b, b) = pair
     same = read(len_a, a) == read(len_b, b)
     assert (_geometry(len_a, shown(a)) == _geometry(len_b, shown(b))) == same
+    # decided's key: one buffer inline, more by _run_geometry
+    assert (_run_geometry(len_a, shown(a)) == _run_geometry(len_b, shown(b))) == same
     if len(a) == 1:
         assert _geometry(len_a, shown(a)) == (FIRST_BIT | len_a) << BUFFER_BITS | a[0][2] << 1
+    run = len(a) > 0 and all(x[0] == y[0] and x[1] + x[2] == y[1] and x[2] == y[2]
+                             for x, y in pairwise(a))
+    key = _run_geometry(len_a, shown(a))
+    assert (key < 0) == run and (run or key == _geometry(len_a, shown(a)))
+    assert -(1 << 62) <= key < 0 if run else key > 0  # a run's fits a machine word

@@ -21,7 +21,7 @@ from typing import Any, Final, TextIO
 
 from vnetrx.codec import kernel_to_dict, trace_to_dict
 from vnetrx.paths.virtio_net.buffers import PostedBuffer
-from vnetrx.render.int_text import int_text
+from vnetrx.render.int_text import int_head, int_tail, int_text
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
@@ -186,6 +186,12 @@ def row_to_dict(s: Ring, f: FrameRecord) -> dict[str, Any]:
 # the dict: a replay writes one per frame)
 _NO_SKB_PART: Final = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 PARTS_KEPT: Final = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
+PARTS_MASK: Final = PARTS_KEPT - 1  # (a power of two)
+RUNS_KEPT: Final = 4096  # texts of runs of buffers a writer keeps (``_Rows.run``)
+# ``_Rows.run``'s key: a buffer's length is below 2**20 (buffers.carve_key), a frame of at most
+# 65535 bytes fills fewer than 2**16 buffers
+BUFFER_LEN_BITS: Final = 20
+COUNT_BITS: Final = 16
 
 
 def decision_part(d: Decision) -> str:
@@ -203,26 +209,36 @@ def decision_part(d: Decision) -> str:
 
 
 def row_line(label: Callable[[int], str], f: FrameRecord,
-             parts: dict[int, _Part] | None = None) -> str:
+             parts: list[_Part | None] | None = None) -> str:
     """``json.dumps(row_to_dict(...))`` of one frame, written out directly. ``parts``: the
-    decision parts already written, by decision (frames alike in geometry share one)."""
+    decision parts already written (``new_parts()``; frames alike in geometry share one)."""
     rows = _Rows(label)
     if parts is not None:
         rows.parts = parts
     return rows.line(f)
 
 
+def new_parts() -> list[_Part | None]:
+    """A writer's decision parts: a decision's at its serial modulo PARTS_KEPT (a list index:
+    no int made and hashed per frame, as a dict by ``id`` needs)."""
+    return [None] * PARTS_KEPT
+
+
 class _Rows:
     """What a replay's rows share: the decision parts already written, by decision (frames
-    alike in geometry share one; at most PARTS_KEPT), and the label of the last page a buffer
-    was on (buffers are used in posting order: most are on the page of the one before)."""
+    alike in geometry share one; the last PARTS_KEPT decisions'), and the label of the last
+    page a buffer was on (buffers are used in posting order: most are on the page of the one
+    before)."""
 
     def __init__(self, label: Callable[[int], str]) -> None:
         self.label = label
-        self.parts: dict[int, _Part] = {}
+        self.parts = new_parts()
         self.last: _Part | None = None  # the last frame's
         self.page = -1
         self.page_label = ""
+        # the texts of runs of buffers (``run``) by first offset, length and count, less the
+        # page's label (at most RUNS_KEPT)
+        self.runs: dict[int, list[str]] = {}
 
     def line(self, f: FrameRecord) -> str:
         """One row, an f-string (compiled, it is joined without parsing a template, which `%`
@@ -230,16 +246,21 @@ class _Rows:
         d = f.decision
         known = self.last
         if known is None or known.decision is not d:  # (a flow's frames share a decision)
-            parts = self.parts
-            known = parts.get(id(d))
-            if known is None or known.decision is not d:  # (it holds d: its id is not reused)
-                if len(parts) >= PARTS_KEPT:
-                    parts.clear()
-                known = parts[id(d)] = _Part(d, f)
+            slot = d.serial & PARTS_MASK
+            known = self.parts[slot]
+            if known is None or known.decision is not d:  # (another decision's, or none yet)
+                known = self.parts[slot] = _Part(d, f)
             self.last = known
         used = f.buffers
-        poll = "null" if f.poll is None else str(f.poll)
-        # (a buffer's offset, the EWMA, a refill's count repeat from row to row: int_text's)
+        # the index and the poll in two kept texts each (all but the last three digits, and
+        # those: int_head, int_tail), not a new text each; a buffer's offset, the EWMA, a
+        # refill's count repeat from row to row: int_text's
+        index = f.index
+        at, at_low = int_head(index), int_tail(index)
+        if f.poll is None:
+            poll, poll_low = "null", ""
+        else:
+            poll, poll_low = int_head(f.poll), int_tail(f.poll)
         ewma = "null" if f.ewma_after is None else int_text(f.ewma_after)
         refill = "null" if f.refill is None else int_text(len(f.refill.buffers))
         if len(used) == 1:  # most frames: the one buffer written into the row's own string
@@ -248,17 +269,51 @@ class _Rows:
                 self.page, self.page_label = b.frag_index, self.label(b.frag_index)
             if f.frame_len == known.frame_len and b.len == known.buf_len:
                 # the decision's frame and buffer lengths (its geometry), written once
-                return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}{known.frame}{poll}'
-                        f', "buffers": [["{self.page_label}", {int_text(b.offset)}'
+                return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{known.frame}{poll}'
+                        f'{poll_low}, "buffers": [["{self.page_label}", {int_text(b.offset)}'
                         f'{known.tail}{ewma}, "refill": {refill}}}')
-            return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": '
-                    f'{f.frame_len}, "poll": {poll}, "buffers": [["{self.page_label}", '
-                    f'{int_text(b.offset)}, {int_text(b.len)}]], {known.text}, "ewma": {ewma}, '
+            return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}, "frame_len": '
+                    f'{int_text(f.frame_len)}, "poll": {poll}{poll_low}, "buffers": '
+                    f'[["{self.page_label}", {int_text(b.offset)}, {int_text(b.len)}]], '
+                    f'{known.text}, "ewma": {ewma}, "refill": {refill}}}')
+        buffers = self.run(used)
+        if buffers is None:  # on two pages, or of lengths that differ
+            buffers = ", ".join([self.buffer(p.buf) for p in used])
+        if f.frame_len == known.frame_len:
+            return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{known.frame}{poll}'
+                    f'{poll_low}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
                     f'"refill": {refill}}}')
-        buffers = ", ".join([self.buffer(p.buf) for p in used])
-        return (f'{{"schema": "{ROW_SCHEMA}", "index": {f.index}, "frame_len": {f.frame_len}, '
-                f'"poll": {poll}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
-                f'"refill": {refill}}}')
+        return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}, "frame_len": '
+                f'{int_text(f.frame_len)}, "poll": {poll}{poll_low}, "buffers": [{buffers}], '
+                f'{known.text}, "ewma": {ewma}, "refill": {refill}}}')
+
+    def run(self, used: tuple[Posted, ...]) -> str | None:
+        """The text of a frame's buffers when they follow one another on one page, all of one
+        length (a long frame's, mostly): the page's label joining the texts kept for that
+        first offset, length and count (None when they do not; none: a dropped frame's)."""
+        if not used:
+            return ""
+        first = used[0].buf
+        page, offset, length = first.frag_index, first.offset, first.len
+        end = offset + length
+        for p in used[1:]:
+            b = p.buf
+            if b.frag_index != page or b.offset != end or b.len != length:
+                return None
+            end += length
+        key = (offset << BUFFER_LEN_BITS | length) << COUNT_BITS | len(used)
+        pieces = self.runs.get(key)
+        if pieces is None:
+            if len(self.runs) >= RUNS_KEPT:
+                self.runs.clear()
+            size = int_text(length)
+            pieces = ['["'] + [f'", {int_text(at)}, {size}], ["'
+                               for at in range(offset, end - length, length)]
+            pieces.append(f'", {int_text(end - length)}, {size}]')
+            self.runs[key] = pieces
+        if page != self.page:
+            self.page, self.page_label = page, self.label(page)
+        return self.page_label.join(pieces)
 
     def buffer(self, b: PostedBuffer) -> str:
         if b.frag_index != self.page:
@@ -293,10 +348,11 @@ def write_rows(s: Stream, out: TextIO, detail: bool = False, live: bool = False)
             write(json.dumps(frame_to_dict(s, f)) + "\n")
         return
     rows = _Rows(ring_config(s.kernel, s.config).alloc.label)
-    line = rows.line
     lines: list[str] = []
     for f in s.records:
-        lines.append(line(f))
+        # (rows.line called as a method: compiled, a native call; taken into a local it would
+        # be a bound method object, called through Python's vectorcall per frame)
+        lines.append(rows.line(f))
         if len(lines) == 256 or live:  # a few writes, whole lines only
             lines.append("")  # (the last newline, without copying the joined lines again)
             write("\n".join(lines))

@@ -136,6 +136,7 @@ class _Run:
         self.plain: dict[int, Decision] = {}
         self.by_hdr: dict[VnetHdr, dict[int, Decision]] = {}
         self.kept = 0  # decisions in all those tables
+        self.made = 0  # decisions made (each one's ``serial``)
         # the header of the last frame that had one, and its table (--offload's frames share
         # a few header objects: a frame with the last one's is not hashed)
         self.last_hdr: VnetHdr | None = None
@@ -191,7 +192,7 @@ class _Run:
         if len(shown) == 1:  # _geometry of one buffer
             geometry = (FIRST_BIT | frame_len) << BUFFER_BITS | shown[0].buf.len << 1
         else:
-            geometry = _geometry(frame_len, shown)
+            geometry = _run_geometry(frame_len, shown)
         table = (self.plain if hdr is None
                  else self.last_table if hdr is self.last_hdr else self._table(hdr))
         last = self.last_decision
@@ -211,6 +212,7 @@ class _Run:
                 decision = self._decision(frame_len, hdr, shown)
             table[geometry] = decision
             self.kept += 1
+            self.made += 1
         self.last_decision, self.last_geometry, self.last_of = decision, geometry, table
         return decision
 
@@ -253,6 +255,7 @@ class _Run:
             frag_list=p.frag_list_skbs,
             # receive_mergeable adds every skb it built, receive_buf's own drops included
             moves_ewma=self.mergeable and (skb is not None or d.reason in RECEIVE_BUF_DROPS),
+            serial=self.made,
         )
 
     def _xdp_decision(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
@@ -266,7 +269,7 @@ class _Run:
                         counter=r.counter, skb=_without_frags(r.skb, self.frags),
                         allocations=None if r.cost is None else r.cost.allocations,
                         bytes_copied=None if r.cost is None else r.cost.bytes_copied,
-                        frag_list=0, moves_ewma=False)
+                        frag_list=0, moves_ewma=False, serial=self.made)
 
     def _frame(self, frame_len: int, hdr: VnetHdr | None, shown: tuple[Posted, ...]
                ) -> RxFrame:
@@ -491,6 +494,28 @@ def _sizes(frags: tuple[Frag, ...]) -> tuple[Frag, ...]:
 FRAME_BITS: Final = 17
 BUFFER_BITS: Final = 21
 FIRST_BIT: Final = 1 << FRAME_BITS
+
+
+def _run_geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:
+    """``_geometry`` of buffers that follow one another in one page, all of one length (a long
+    frame's, mostly), as a negative int that fits a machine word (no arbitrary-precision int to
+    make, hash and compare: the general key of six buffers is 143 bits): -1 less the frame's
+    length, the buffers' length and their count (fewer than 2**16: a frame of at most 65535
+    bytes); ``_geometry`` for any other buffers (or none: big mode's)."""
+    if not shown:
+        return _geometry(frame_len, shown)
+    first = shown[0].buf
+    page, length = first.frag_index, first.len
+    end = first.offset + length
+    for p in shown[1:]:
+        b = p.buf
+        if b.frag_index != page or b.offset != end or b.len != length:
+            return _geometry(frame_len, shown)
+        end += length
+    return -1 - ((frame_len << BUFFER_BITS | length) << COUNT_BITS | len(shown))
+
+
+COUNT_BITS: Final = 16  # _run_geometry's count of buffers
 
 
 def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:

@@ -110,7 +110,7 @@ class RingState:
     def take(self, count: int) -> tuple[Posted, ...]:
         """The device uses the ``count`` oldest posted buffers."""
         popleft = self._popleft
-        taken = (popleft(),) if count == 1 else tuple([popleft() for _ in range(count)])
+        taken = (popleft(),) if count == 1 else tuple([popleft() for _n in range(count)])
         if self.counting:
             lens = self.lens
             for p in taken:
@@ -161,13 +161,13 @@ class Decision(Value):
     plain class (vnetrx/values.py): a replay of random lengths makes one every few frames."""
 
     __slots__ = ("allocations", "bytes_copied", "counter", "frag_list", "moves_ewma",
-                 "outcome", "reason", "skb")
+                 "outcome", "reason", "serial", "skb")
     _names = ("outcome", "reason", "counter", "skb", "allocations", "bytes_copied",
               "frag_list", "moves_ewma")
 
     def __init__(self, outcome: str, reason: str | None, counter: str | None, skb: Skb | None,
                  allocations: int | None, bytes_copied: int | None, frag_list: int,
-                 moves_ewma: bool) -> None:
+                 moves_ewma: bool, serial: int = -1) -> None:
         self.outcome: Final = outcome  # "build_skb" | "copy" | "drop"
         self.reason: Final = reason  # why it was dropped
         self.counter: Final = counter  # the device counter the drop moved
@@ -179,6 +179,10 @@ class Decision(Value):
         self.bytes_copied: Final = bytes_copied
         self.frag_list: Final = frag_list  # skbs chained on the head's frag_list
         self.moves_ewma: Final = moves_ewma  # ewma_pkt_len_add ran (mergeable: an skb was built)
+        # which decision of its replay this is (0: the first made; -1: not a replay's): a
+        # number to find what a writer made of it by, not part of its value (equal decisions
+        # may have two)
+        self.serial: Final = serial
 
     def _values(self) -> tuple[object, ...]:
         return (self.outcome, self.reason, self.counter, self.skb, self.allocations,

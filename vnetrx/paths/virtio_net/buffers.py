@@ -92,7 +92,7 @@ def carve_many(
     reused from offset 0 (skb_page_frag_refill's page_ref_count == 1 case)."""
     if a.page_pool:
         out = []
-        for _ in range(count):
+        for _n in range(count):  # (not `_`: mypy types it Any, so compiled it is boxed)
             buf, cursor = _carve_page_pool(a, cursor, length)
             out.append(buf)
         return out, cursor
@@ -111,7 +111,7 @@ def _carve_page_frag(
     page, offset, size, pages = cursor
     shrink, dma_header, page_bytes = a.shrink_fresh, a.dma_header, a.page_bytes
     out = []
-    for _ in range(count):
+    for _n in range(count):  # (not `_`: mypy types it Any, so compiled it is boxed per buffer)
         want = length
         if page < 0 or offset + want > size:
             page, offset, size, pages = pages, 0, page_bytes, pages + 1
