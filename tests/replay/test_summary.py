@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from vnetrx.kernel.registry import lookup
 from vnetrx.paths.virtio_net import VirtioRxSetup
-from vnetrx.replay import RingConfig, replay, summary
+from vnetrx.replay import RingConfig, replay
 from vnetrx.replay.summary import Totals
 
 
@@ -30,22 +28,29 @@ def test_totals_of_a_short_mergeable_replay() -> None:
     assert d["truesize_per_byte"] == round(4352 / 1120, 4)
 
 
-def test_the_hand_worked_totals_hold_when_decisions_are_folded_as_they_come(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Totals counts received frames by decision and folds them into its counts every
-    SEEN_KEPT decisions (memory stays flat): folded after every one, the same totals as worked
-    by hand above."""
-    monkeypatch.setattr(summary, "SEEN_KEPT", 1)
+def test_the_hand_worked_totals_hold_when_decisions_are_folded_as_they_come() -> None:
+    """Totals counts received frames by decision, each at its serial's slot (of SEEN_KEPT),
+    and folds a decision's count into its counts when another decision comes to that slot
+    (memory stays flat): decisions all in one slot (copies, serial -1), so every other frame
+    folds one, give the same totals as worked by hand above."""
+    from vnetrx.replay.state import FrameRecord
+
     run = replay(lookup("6.12"), RingConfig(
         VirtioRxSetup(mergeable=True, mtu=9000)), [60, 60, 1000, 10])
+    copies = {id(f.decision): f.decision._replace() for f in run.frames}
+    assert {d.serial for d in copies.values()} == {-1}  # (a copy is no replay's: one slot)
+    assert run.frames[0].decision is run.frames[1].decision  # (the two 60-byte frames)
     totals = Totals()
     for f in run.frames:
-        totals.add(f)
+        totals.add(FrameRecord(f.index, f.frame_len, f.poll, f.buffers, copies[id(f.decision)],
+                               f.ewma_before, f.ewma_after, f.refill, f.ring))
     d = totals.to_dict()
     assert (d["frames"], d["skbs"], d["build_skb"], d["copy"]) == (4, 3, 1, 2)
     assert d["drops"] == {"short_packet": 1} and d["counters"] == {"rx_length_errors": 1}
     assert (d["bytes_copied"], d["allocations"], d["buffers"], d["pages"]) == (120, 5, 4, 1)
     assert d["truesize"]["sum"] == 1280 + 1280 + 1792
+    assert totals.to_dict() == d  # (settled twice: nothing counted again)
+
 
 def test_no_skbs() -> None:
     d = Totals().to_dict()

@@ -559,6 +559,9 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
     swapped = _pcap_header(reads, name, order, cooked)[0]
     unpack = struct.Struct(order + "8xII").unpack_from
     unpack_head = struct.Struct(f"{order}8xII{SEEN_HEAD}s").unpack_from
+    # (keyed: a record's header and what transport_key reads, in one call, not a slice of the
+    # buffer made from two boxed offsets)
+    unpack_key = struct.Struct(f"{order}8xII{TRANSPORT_HEAD}s").unpack_from
     index = 0
     while True:
         buf, pos, end = reads.buf, reads.pos, reads.end
@@ -567,9 +570,11 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
         damage: DamagedInput | None = None
         refused: InputError | None = None  # ``see``'s, raised after the frames before it
         while end - pos >= 16:
-            first = b""  # the frame's first SEEN_HEAD bytes, for see_head
+            first = b""  # the frame's first SEEN_HEAD (TRANSPORT_HEAD: keyed) bytes, or none
             if see is not None and end - pos >= 16 + SEEN_HEAD:
                 caplen, length, first = cast("tuple[int, int, bytes]", unpack_head(buf, pos))
+            elif keyed and end - pos >= 16 + TRANSPORT_HEAD:
+                caplen, length, first = cast("tuple[int, int, bytes]", unpack_key(buf, pos))
             else:
                 caplen, length = cast("tuple[int, int]", unpack(buf, pos))
             if swapped and (swapped == 2 or caplen > length):
@@ -581,9 +586,12 @@ def _pcap_lengths(reads: _Reads, name: str, order: str, cooked: Cooked, keyed: b
                 need = 16 + caplen
                 break
             if keyed:
-                # (a mapped capture's slice is bytes already; a read buffer's a bytearray)
-                head = buf[pos + 16:pos + 16 + min(caplen, TRANSPORT_HEAD)]
-                key = transport_key(head if isinstance(head, bytes) else bytes(head))
+                if first and caplen >= TRANSPORT_HEAD:  # (else they run past the frame)
+                    key = transport_key(first)
+                else:
+                    # (a mapped capture's slice is bytes already; a read buffer's a bytearray)
+                    head = buf[pos + 16:pos + 16 + min(caplen, TRANSPORT_HEAD)]
+                    key = transport_key(head if isinstance(head, bytes) else bytes(head))
                 lengths.append(key << KEY_SHIFT | length)
             else:
                 if see is not None:

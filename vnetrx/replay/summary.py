@@ -10,8 +10,10 @@ from typing import Any, Final
 from vnetrx.replay.state import Decision, FrameRecord
 
 SUMMARY_SCHEMA: Final = "vnetrx.replay-summary/1"
-# decisions Totals counts frames by before it folds them into its counts (each holds its skb)
+# decisions Totals counts frames by before it folds them into its counts (each holds its skb;
+# a power of two: a decision's slot is its serial's low bits)
 SEEN_KEPT: Final = 4096
+SEEN_MASK: Final = SEEN_KEPT - 1
 
 
 class Totals:
@@ -39,10 +41,12 @@ class Totals:
         self.frag_list = 0  # skbs chained on a frag_list
         self.polls = 0  # the last NAPI poll a frame was received in (add() only)
         # received frames counted by their decision (shared by the frames alike in geometry:
-        # one count per frame instead of four dict updates), by the decision's id: a decision
-        # hashes by value, its skb included; ``_Seen`` keeps it alive, so its id stays its own.
-        # Folded into the dicts above by ``_settle`` before any of them is read.
-        self._seen: dict[int, _Seen] = {}
+        # one count per frame instead of four dict updates), each at its serial's slot (a list
+        # index: a dict by id makes and hashes an int per frame; a decision hashes by value,
+        # its skb included). A decision met in a slot another holds folds that one's count
+        # into the dicts above, as ``_settle`` folds them all before any of them is read.
+        self._seen: list[_Seen | None] = [None] * SEEN_KEPT
+        self._last: _Seen | None = None  # the last frame's (a flow's frames share one)
 
     def add(self, f: FrameRecord) -> None:
         """One replayed frame."""
@@ -68,23 +72,33 @@ class Totals:
         self.buffers += len(buffers) if self.chain_pages is None else self.chain_pages
         if d.skb is not None:
             self.delivered_bytes += frame_len
-        seen = self._seen.get(id(d))
-        if seen is None:
-            if len(self._seen) >= SEEN_KEPT:  # memory stays flat: a replay of random lengths
-                self._settle()  # meets a new decision every few frames
-            self._seen[id(d)] = _Seen(d)
-        else:
-            seen.count += 1
+        seen = self._last
+        if seen is None or seen.decision is not d:
+            slot = d.serial & SEEN_MASK
+            seen = self._seen[slot]
+            if seen is None or seen.decision is not d:
+                if seen is not None:  # another decision's: counted, and the slot is d's
+                    self._fold(seen)
+                seen = self._seen[slot] = _Seen(d)
+                self._last = seen
+                return
+            self._last = seen
+        seen.count += 1
 
     def _settle(self) -> None:
         """The received frames counted by decision, into the counts by outcome, reason,
         counter and truesize (``add_frames`` per decision, its bytes already counted)."""
-        seen, self._seen = self._seen, {}
-        for s in seen.values():
-            d, count = s.decision, s.count
-            truesize = None if d.skb is None else d.skb.truesize
-            self._fates(d.outcome, d.reason or "drop", d.counter, truesize, d.allocations,
-                        d.bytes_copied, d.frag_list, count)
+        seen, self._seen, self._last = self._seen, [None] * SEEN_KEPT, None
+        for s in seen:
+            if s is not None:
+                self._fold(s)
+
+    def _fold(self, s: _Seen) -> None:
+        """One decision's received frames into the counts (``_settle``)."""
+        d, count = s.decision, s.count
+        truesize = None if d.skb is None else d.skb.truesize
+        self._fates(d.outcome, d.reason or "drop", d.counter, truesize, d.allocations,
+                    d.bytes_copied, d.frag_list, count)
 
     def add_all(self, records: Iterable[FrameRecord]) -> None:
         """Every frame of a replay, as it runs (a loop compiled with the rest of replay/)."""
