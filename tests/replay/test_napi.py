@@ -366,49 +366,6 @@ def test_header_less_frames_are_planned_once_per_geometry() -> None:
     assert len({i for ids in decided.values() for i in ids}) == 4
 
 
-def test_geometries_sharing_a_recent_slot_keep_their_own_decisions() -> None:
-    """``decided`` looks a geometry up in the slot of ``recent`` it picks before the tables:
-    two geometries taking turns in one slot (and a header's frames beside the plain ones) each
-    get their table's decision, the one made once for it, whatever the slot held."""
-    from vnetrx.paths.virtio_net.buffers import PostedBuffer
-    from vnetrx.paths.virtio_net_hdr import VnetHdr
-    from vnetrx.replay.napi import BUFFER_BITS, FIRST_BIT, RECENT, _Run, _slot
-    from vnetrx.replay.state import Posted
-
-    k, cfg = lookup("6.12"), RingConfig(VirtioRxSetup(mergeable=True))
-    state, _ = open_ring(k, cfg)
-    run = _Run(k, cfg, state, no_frame)
-
-    def key(frame_len: int, buf_len: int) -> int:
-        return (FIRST_BIT | frame_len) << BUFFER_BITS | buf_len << 1
-
-    slots: dict[int, tuple[int, int]] = {}
-    pair = None
-    for buf_len in range(1536, 4097, 64):  # two geometries that share a slot
-        for frame_len in range(60, 1515):
-            other = slots.setdefault(_slot(key(frame_len, buf_len)), (frame_len, buf_len))
-            if other != (frame_len, buf_len):
-                pair = (other, (frame_len, buf_len))
-                break
-        if pair:
-            break
-    assert pair is not None and _slot(key(*pair[0])) == _slot(key(*pair[1]))
-    assert all(0 <= _slot(key(n, 1536)) < RECENT for n in range(0, 65536, 7))
-    partial = VnetHdr(1, 0, 0, 0, 34, 16)
-    seen: dict[tuple[int, int, bool], object] = {}
-    a, b = pair
-    # the two geometries in turn in one table, and one geometry in turn in both tables
-    turns = [(a, None), (b, None), (b, partial), (a, partial), (a, None), (a, partial),
-             (b, partial), (b, None)]
-    for (length, buf_len), hdr in turns * 2:
-        d = run.decided(length, hdr, (Posted(0, PostedBuffer(0, 0, buf_len)),))
-        table = run.plain if hdr is None else run.by_hdr[hdr]
-        assert table[key(length, buf_len)] is d
-        assert d.skb is not None and d.skb.len == length - 14  # (after eth_type_trans)
-        assert seen.setdefault((length, buf_len, hdr is None), d) is d  # made once
-    assert len(seen) == 4 and run.made == 4
-
-
 _BUFFER = st.tuples(st.integers(0, 3), st.integers(0, 40000), st.integers(1, (1 << 20) - 1))
 
 

@@ -144,12 +144,6 @@ class _Run:
         # the header before the last one, and its table (TCP and UDP frames taking turns)
         self.prev_hdr: VnetHdr | None = None
         self.prev_table: dict[int, Decision] = self.plain
-        # decisions met lately, each at the slot its geometry picks (``_slot``), with its
-        # geometry and table: found with a few native operations where a table's dict makes
-        # an int object and hashes it. The tables hold every decision; these find one faster
-        self.recent: list[Decision | None] = [None] * RECENT
-        self.recent_geometry: list[int] = [0] * RECENT
-        self.recent_table: list[dict[int, Decision] | None] = [None] * RECENT
         # the last frame's decision, its geometry and the table it is in
         self.last_decision: Decision | None = None
         self.last_geometry = 0
@@ -204,30 +198,21 @@ class _Run:
         last = self.last_decision
         if last is not None and geometry == self.last_geometry and table is self.last_of:
             return last  # (a flow's frames: the frame before's geometry and header)
-        slot = _slot(geometry)
-        decision = self.recent[slot]
-        if (decision is None or self.recent_table[slot] is not table
-                or self.recent_geometry[slot] != geometry):
-            decision = table.get(geometry)
-            if decision is None:
-                if self.kept >= DECISIONS_KEPT:  # a bound on memory, not a cache policy
-                    self.plain.clear()
-                    self.by_hdr.clear()
-                    self.last_hdr, self.last_table, self.kept = None, self.plain, 0
-                    self.prev_hdr, self.prev_table = None, self.plain
-                    self.recent = [None] * RECENT  # (each decision is in a table again)
-                    self.recent_table = [None] * RECENT
-                    table = self.plain if hdr is None else self._table(hdr)
-                if self.c.xdp is not None:
-                    decision = self._xdp_decision(frame_len, hdr, shown)
-                else:
-                    decision = self._decision(frame_len, hdr, shown)
-                table[geometry] = decision
-                self.kept += 1
-                self.made += 1
-            self.recent[slot] = decision
-            self.recent_geometry[slot] = geometry
-            self.recent_table[slot] = table
+        decision = table.get(geometry)
+        if decision is None:
+            if self.kept >= DECISIONS_KEPT:  # a bound on memory, not a cache policy
+                self.plain.clear()
+                self.by_hdr.clear()
+                self.last_hdr, self.last_table, self.kept = None, self.plain, 0
+                self.prev_hdr, self.prev_table = None, self.plain
+                table = self.plain if hdr is None else self._table(hdr)
+            if self.c.xdp is not None:
+                decision = self._xdp_decision(frame_len, hdr, shown)
+            else:
+                decision = self._decision(frame_len, hdr, shown)
+            table[geometry] = decision
+            self.kept += 1
+            self.made += 1
         self.last_decision, self.last_geometry, self.last_of = decision, geometry, table
         return decision
 
@@ -501,16 +486,6 @@ def _without_frags(skb: Skb | None, sizes: bool = False) -> Skb | None:
 
 def _sizes(frags: tuple[Frag, ...]) -> tuple[Frag, ...]:
     return tuple(Frag("", 0, f.size, f.truesize) for f in frags)
-
-
-# slots of the decisions met lately (``_Run.recent``; a power of two)
-RECENT: Final = 4096
-
-
-def _slot(geometry: int) -> int:
-    """The slot of ``_Run.recent`` a geometry takes: its frame's and buffers' lengths mixed
-    (a one-buffer geometry's low bits are its buffer's length alone)."""
-    return (geometry ^ geometry >> 21 ^ geometry >> 38) & (RECENT - 1)
 
 
 # _geometry's fields: a frame is at most MAX_FRAME_LEN (65535 < 2**17) bytes, a buffer's length
