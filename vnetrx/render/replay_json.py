@@ -25,7 +25,7 @@ from vnetrx.render.int_text import int_head, int_tail, int_text
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
-from vnetrx.replay.state import Decision, Ring, RingConfig
+from vnetrx.replay.state import Decision, Ring, RingConfig, run_length
 from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 
 REPLAY_SCHEMA: Final = "vnetrx.replay/1"
@@ -263,44 +263,38 @@ class _Rows:
             poll, poll_low = int_head(f.poll), int_tail(f.poll)
         ewma = "null" if f.ewma_after is None else int_text(f.ewma_after)
         refill = "null" if f.refill is None else int_text(len(f.refill.buffers))
+        # the decision's frame length and, for one buffer, its buffer's (its geometry: the
+        # frames that share a decision share them) are in the decision's texts, written once
+        frame = (known.frame if f.frame_len == known.frame_len
+                 else f', "frame_len": {int_text(f.frame_len)}, "poll": ')
         if len(used) == 1:  # most frames: the one buffer written into the row's own string
             b = used[0].buf
             if b.frag_index != self.page:
                 self.page, self.page_label = b.frag_index, self.label(b.frag_index)
-            if f.frame_len == known.frame_len and b.len == known.buf_len:
-                # the decision's frame and buffer lengths (its geometry), written once
-                return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{known.frame}{poll}'
-                        f'{poll_low}, "buffers": [["{self.page_label}", {int_text(b.offset)}'
-                        f'{known.tail}{ewma}, "refill": {refill}}}')
-            return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}, "frame_len": '
-                    f'{int_text(f.frame_len)}, "poll": {poll}{poll_low}, "buffers": '
-                    f'[["{self.page_label}", {int_text(b.offset)}, {int_text(b.len)}]], '
-                    f'{known.text}, "ewma": {ewma}, "refill": {refill}}}')
+            tail = (known.tail if b.len == known.buf_len
+                    else f', {int_text(b.len)}]], {known.text}, "ewma": ')
+            return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{frame}{poll}'
+                    f'{poll_low}, "buffers": [["{self.page_label}", {int_text(b.offset)}'
+                    f'{tail}{ewma}, "refill": {refill}}}')
         buffers = self.run(used)
         if buffers is None:  # on two pages, or of lengths that differ
             buffers = ", ".join([self.buffer(p.buf) for p in used])
-        if f.frame_len == known.frame_len:
-            return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{known.frame}{poll}'
-                    f'{poll_low}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
-                    f'"refill": {refill}}}')
-        return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}, "frame_len": '
-                f'{int_text(f.frame_len)}, "poll": {poll}{poll_low}, "buffers": [{buffers}], '
-                f'{known.text}, "ewma": {ewma}, "refill": {refill}}}')
+        return (f'{{"schema": "{ROW_SCHEMA}", "index": {at}{at_low}{frame}{poll}'
+                f'{poll_low}, "buffers": [{buffers}], {known.text}, "ewma": {ewma}, '
+                f'"refill": {refill}}}')
 
     def run(self, used: tuple[Posted, ...]) -> str | None:
-        """The text of a frame's buffers when they follow one another on one page, all of one
-        length (a long frame's, mostly): the page's label joining the texts kept for that
-        first offset, length and count (None when they do not; none: a dropped frame's)."""
+        """The text of a frame's buffers when they are a run (``run_length``): the page's label
+        joining the texts kept for that first offset, length and count (None when they are
+        not; "" for none: a dropped frame's)."""
         if not used:
             return ""
+        length = run_length(used)
+        if not length:
+            return None
         first = used[0].buf
-        page, offset, length = first.frag_index, first.offset, first.len
-        end = offset + length
-        for p in used[1:]:
-            b = p.buf
-            if b.frag_index != page or b.offset != end or b.len != length:
-                return None
-            end += length
+        page, offset = first.frag_index, first.offset
+        last = offset + (len(used) - 1) * length
         key = (offset << BUFFER_LEN_BITS | length) << COUNT_BITS | len(used)
         pieces = self.runs.get(key)
         if pieces is None:
@@ -308,8 +302,8 @@ class _Rows:
                 self.runs.clear()
             size = int_text(length)
             pieces = ['["'] + [f'", {int_text(at)}, {size}], ["'
-                               for at in range(offset, end - length, length)]
-            pieces.append(f'", {int_text(end - length)}, {size}]')
+                               for at in range(offset, last, length)]
+            pieces.append(f'", {int_text(last)}, {size}]')
             self.runs[key] = pieces
         if page != self.page:
             self.page, self.page_label = page, self.label(page)

@@ -55,7 +55,15 @@ from vnetrx.paths.virtio_net.plan import COUNTER, Drop
 from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
-from vnetrx.replay.state import Decision, FrameRecord, Posted, RingConfig, RingState, RingView
+from vnetrx.replay.state import (
+    Decision,
+    FrameRecord,
+    Posted,
+    RingConfig,
+    RingState,
+    RingView,
+    run_length,
+)
 
 SRC: Final = "drivers/net/virtio_net.c"
 # drops after receive_mergeable returned the skb (receive_buf's own checks): the EWMA moved
@@ -497,21 +505,14 @@ FIRST_BIT: Final = 1 << FRAME_BITS
 
 
 def _run_geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:
-    """``_geometry`` of buffers that follow one another in one page, all of one length (a long
-    frame's, mostly), as a negative int that fits a machine word (no arbitrary-precision int to
+    """``_geometry`` of buffers that follow one another in one page, all of one length
+    (``run_length``), as a negative int that fits a machine word (no arbitrary-precision int to
     make, hash and compare: the general key of six buffers is 143 bits): -1 less the frame's
     length, the buffers' length and their count (fewer than 2**16: a frame of at most 65535
     bytes); ``_geometry`` for any other buffers (or none: big mode's)."""
-    if not shown:
+    length = run_length(shown)
+    if not length:
         return _geometry(frame_len, shown)
-    first = shown[0].buf
-    page, length = first.frag_index, first.len
-    end = first.offset + length
-    for p in shown[1:]:
-        b = p.buf
-        if b.frag_index != page or b.offset != end or b.len != length:
-            return _geometry(frame_len, shown)
-        end += length
     return -1 - ((frame_len << BUFFER_BITS | length) << COUNT_BITS | len(shown))
 
 

@@ -64,6 +64,23 @@ class Posted(Value):
         return f"Posted(seq={self.seq}, buf={self.buf!r}, fill={self.fill})"
 
 
+def run_length(buffers: tuple[Posted, ...]) -> int:
+    """The length of each of ``buffers`` when they follow one another on one page, all of one
+    length (a long frame's, mostly: skb_coalesce_rx_frag merges such neighbours), else 0 (and
+    0 for none). One buffer is such a run."""
+    if not buffers:
+        return 0
+    first = buffers[0].buf
+    page, length = first.frag_index, first.len
+    end = first.offset + length
+    for p in buffers[1:]:
+        b = p.buf
+        if b.frag_index != page or b.offset != end or b.len != length:
+            return 0
+        end += length
+    return length
+
+
 class Fill(NamedTuple):
     """One try_fill_recv() run."""
 
