@@ -231,6 +231,16 @@ def test_unreadable_files(runner: CliRunner, tmp_path: Path) -> None:
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\xff\xfe\x00\x01" * 8)
     assert "neither a pcap/pcapng capture nor text" in _error(runner, ["--from", str(binary)], 2)
+    # text that is no LIST (a file named like a capture, say): the error says what --from reads
+    text = tmp_path / "text.pcap"
+    text.write_text("garbage here\n")
+    line = _error(runner, ["--from", str(text)], 2)
+    assert "'garbage' is not a number N" in line
+    assert line.endswith("(frames are read from a pcap/pcapng capture, a JSON array of lengths "
+                         "or of objects, or a LIST of lengths: N, A-B, A-B:STEP, NxCOUNT, # "
+                         "starts a comment)")
+    # --len's own errors keep their one line without it
+    assert "frames are read from" not in _error(runner, ["--len", "60,abc"], 2)
     empty = tmp_path / "empty.txt"
     empty.write_text("# nothing\n")
     assert "no frame lengths given" in _error(runner, ["--from", str(empty)], 2)

@@ -205,13 +205,18 @@ def open_frames(path: str, derive: Derive | None = None, partial: bool = False,
             return Frames(tuple(zip(lengths, hdrs, strict=True)), len(lengths), True)
         lengths = _json_lengths(name, value)
     else:
-        lengths = parse_list(_COMMENT.sub("", text), where=name)
+        try:
+            lengths = parse_list(_COMMENT.sub("", text), where=name)
+        except InputError as exc:  # (a file of text that is no LIST: say what --from reads)
+            raise InputError(exc.message, hint=exc.hint or _FORMATS) from None
     if keep is not None:
         raise InputError(f"{name} gives frame lengths only, not the frames' bytes",
                          hint=_NEEDS_BYTES)
     return Frames(lengths, len(lengths), False)
 
 
+_FORMATS: Final = ("frames are read from a pcap/pcapng capture, a JSON array of lengths or of "
+                   "objects, or a LIST of lengths: N, A-B, A-B:STEP, NxCOUNT, # starts a comment")
 _NEEDS_BYTES: Final = ("give a pcap/pcapng capture, or a JSON array of objects {\"frame\": HEX, "
                 "\"hdr\": HEX}")
 
