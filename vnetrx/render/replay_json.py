@@ -25,7 +25,7 @@ from vnetrx.render.int_text import int_head, int_tail, int_text
 from vnetrx.render.json_out import dumps
 from vnetrx.replay import Fill, FrameRecord, Posted, Replay, RingView, Stream, page_label
 from vnetrx.replay.refill import ring_config
-from vnetrx.replay.state import Decision, Ring, RingConfig, run_length
+from vnetrx.replay.state import RUN_COUNT_BITS, Decision, Ring, RingConfig, run_length
 from vnetrx.skb_row import ROW_SKB_FIELDS, row_skb_json
 
 REPLAY_SCHEMA: Final = "vnetrx.replay/1"
@@ -188,10 +188,8 @@ _NO_SKB_PART: Final = ", ".join(f'"{name}": null' for name in _ROW_SKB)
 PARTS_KEPT: Final = 4096  # decision parts a writer keeps (a replay keeps as many decisions)
 PARTS_MASK: Final = PARTS_KEPT - 1  # (a power of two)
 RUNS_KEPT: Final = 4096  # texts of runs of buffers a writer keeps (``_Rows.run``)
-# ``_Rows.run``'s key: a buffer's length is below 2**20 (buffers.carve_key), a frame of at most
-# 65535 bytes fills fewer than 2**16 buffers
+# ``_Rows.run``'s key: a buffer's length is below 2**20 (buffers.carve_key), then the count
 BUFFER_LEN_BITS: Final = 20
-COUNT_BITS: Final = 16
 
 
 def decision_part(d: Decision) -> str:
@@ -295,7 +293,7 @@ class _Rows:
         first = used[0].buf
         page, offset = first.frag_index, first.offset
         last = offset + (len(used) - 1) * length
-        key = (offset << BUFFER_LEN_BITS | length) << COUNT_BITS | len(used)
+        key = (offset << BUFFER_LEN_BITS | length) << RUN_COUNT_BITS | len(used)
         pieces = self.runs.get(key)
         if pieces is None:
             if len(self.runs) >= RUNS_KEPT:

@@ -56,6 +56,7 @@ from vnetrx.paths.virtio_net.receive_buf import deliver_with, xdp_received
 from vnetrx.paths.virtio_net_hdr import VnetHdr
 from vnetrx.replay.refill import Viewer, buffer_room, ring_config, try_fill_recv
 from vnetrx.replay.state import (
+    RUN_COUNT_BITS,
     Decision,
     FrameRecord,
     Posted,
@@ -513,10 +514,7 @@ def _run_geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:
     length = run_length(shown)
     if not length:
         return _geometry(frame_len, shown)
-    return -1 - ((frame_len << BUFFER_BITS | length) << COUNT_BITS | len(shown))
-
-
-COUNT_BITS: Final = 16  # _run_geometry's count of buffers
+    return -1 - ((frame_len << BUFFER_BITS | length) << RUN_COUNT_BITS | len(shown))
 
 
 def _geometry(frame_len: int, shown: tuple[Posted, ...]) -> int:

@@ -64,6 +64,11 @@ class Posted(Value):
         return f"Posted(seq={self.seq}, buf={self.buf!r}, fill={self.fill})"
 
 
+# the bits of a run's buffer count in the keys that hold one (napi._run_geometry,
+# replay_json._Rows.run): a frame of at most 65535 bytes fills fewer than 2**16 buffers
+RUN_COUNT_BITS: Final = 16
+
+
 def run_length(buffers: tuple[Posted, ...]) -> int:
     """The length of each of ``buffers`` when they follow one another on one page, all of one
     length (a long frame's, mostly: skb_coalesce_rx_frag merges such neighbours), else 0 (and
